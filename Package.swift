@@ -1,0 +1,56 @@
+// swift-tools-version: 6.0
+import PackageDescription
+
+/// Every target is compiled in the Swift 6 language mode, which turns on complete
+/// strict-concurrency checking.
+let swiftSettings: [SwiftSetting] = [
+    .swiftLanguageMode(.v6),
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
+let package = Package(
+    name: "Islet",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "islet", targets: ["islet"]),
+        .library(name: "IsletServer", targets: ["IsletServer"]),
+    ],
+    targets: [
+        // C libraries, one system module each.
+        .systemLibrary(name: "CNGHTTP2", pkgConfig: "libnghttp2", providers: [.apt(["libnghttp2-dev"])]),
+        .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
+        .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(name: "CPostgres", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
+
+        // Domain: pure Swift, no C, no I/O.
+        .target(name: "IsletCore", swiftSettings: swiftSettings),
+        // Structured logs with redaction.
+        .target(name: "IsletLog", dependencies: ["IsletCore"], swiftSettings: swiftSettings),
+        // ES256/RS256, digests and randomness over libcrypto.
+        .target(name: "IsletCrypto", dependencies: ["IsletCore", "COpenSSL"], swiftSettings: swiftSettings),
+        // Persistence: SQLite (embedded) and PostgreSQL (scale-out).
+        .target(name: "Storage", dependencies: ["IsletCore", "CSQLite", "CPostgres"], swiftSettings: swiftSettings),
+        // HTTP/2 over TLS on libnghttp2 and OpenSSL.
+        .target(name: "HTTP2", dependencies: ["CNGHTTP2", "COpenSSL"], swiftSettings: swiftSettings),
+        // HTTP/1.1 API server over libmicrohttpd.
+        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"], swiftSettings: swiftSettings),
+        // Routes, configuration and the application that main and tests build.
+        .target(
+            name: "IsletServer",
+            dependencies: ["IsletCore", "IsletLog", "IsletCrypto", "Storage", "HTTPServer", "HTTP2"],
+            swiftSettings: swiftSettings
+        ),
+        // The thin executable.
+        .executableTarget(name: "islet", dependencies: ["IsletServer"], swiftSettings: swiftSettings),
+
+        .testTarget(name: "IsletCoreTests", dependencies: ["IsletCore"], swiftSettings: swiftSettings),
+        .testTarget(name: "IsletLogTests", dependencies: ["IsletLog"], swiftSettings: swiftSettings),
+        .testTarget(name: "IsletCryptoTests", dependencies: ["IsletCrypto"], swiftSettings: swiftSettings),
+        .testTarget(name: "StorageTests", dependencies: ["Storage"], swiftSettings: swiftSettings),
+        .testTarget(name: "HTTP2Tests", dependencies: ["HTTP2"], swiftSettings: swiftSettings),
+        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"], swiftSettings: swiftSettings),
+        .testTarget(name: "IsletServerTests", dependencies: ["IsletServer", "islet"], swiftSettings: swiftSettings),
+    ]
+)

@@ -1,0 +1,91 @@
+public import Foundation
+
+/// Request or response header fields. Names keep the case they were given in and are
+/// compared case-insensitively; order and repeats are kept.
+public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral {
+    private var fields: [(name: String, value: String)] = []
+
+    /// Creates empty headers.
+    public init() {}
+
+    public init(dictionaryLiteral elements: (String, String)...) {
+        for (name, value) in elements { add(name, value) }
+    }
+
+    /// Appends a field.
+    public mutating func add(_ name: String, _ value: String) {
+        fields.append((name, value))
+    }
+
+    /// Replaces every field named `name` with one field.
+    public mutating func set(_ name: String, _ value: String) {
+        fields.removeAll { $0.name.lowercased() == name.lowercased() }
+        fields.append((name, value))
+    }
+
+    /// The first value of `name`, if any.
+    public subscript(name: String) -> String? {
+        let lower = name.lowercased()
+        return fields.first { $0.name.lowercased() == lower }?.value
+    }
+
+    public func makeIterator() -> IndexingIterator<[(name: String, value: String)]> {
+        fields.makeIterator()
+    }
+}
+
+/// A complete HTTP request, body included.
+public struct HTTPRequest: Sendable {
+    /// The method, upper case (`GET`, `PUT`, …).
+    public var method: String
+    /// The path, without the query string, percent-decoded.
+    public var path: String
+    /// Query parameters in order, decoded.
+    public var query: [(name: String, value: String)]
+    /// Header fields.
+    public var headers: HTTPHeaders
+    /// The body (empty when there was none).
+    public var body: Data
+    /// The peer's address, as `ip:port`, when known.
+    public var remoteAddress: String?
+
+    /// Creates a request.
+    public init(
+        method: String, path: String, query: [(name: String, value: String)] = [],
+        headers: HTTPHeaders = HTTPHeaders(), body: Data = Data(), remoteAddress: String? = nil
+    ) {
+        self.method = method
+        self.path = path
+        self.query = query
+        self.headers = headers
+        self.body = body
+        self.remoteAddress = remoteAddress
+    }
+
+    /// The first value of query parameter `name`, if any.
+    public func queryValue(_ name: String) -> String? {
+        query.first { $0.name == name }?.value
+    }
+}
+
+/// A complete HTTP response.
+public struct HTTPResponse: Sendable {
+    /// The status code.
+    public var status: Int
+    /// Header fields. `Content-Length` and `Date` are added by the server.
+    public var headers: HTTPHeaders
+    /// The body.
+    public var body: Data
+
+    /// Creates a response.
+    public init(status: Int, headers: HTTPHeaders = HTTPHeaders(), body: Data = Data()) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+
+    /// A response with a body of `contentType`.
+    public init(status: Int, contentType: String, body: Data) {
+        self.init(status: status, headers: ["Content-Type": contentType], body: body)
+    }
+}

@@ -1,0 +1,282 @@
+internal import CMicroHTTPD
+public import Foundation
+import Glibc
+import Synchronization
+
+/// Handles one complete request.
+public typealias HTTPHandler = @Sendable (HTTPRequest) async -> HTTPResponse
+
+/// How the HTTP server listens and what it accepts.
+public struct HTTPServerConfiguration: Sendable {
+    /// Address to listen on (a name or a numeric address).
+    public var host: String = "127.0.0.1"
+    /// Port to listen on; 0 picks a free one.
+    public var port: Int = 8080
+    /// Largest request body accepted; larger ones get 413.
+    public var maxBodyBytes: Int = 64 * 1024
+    /// Threads that run libmicrohttpd's event loops.
+    public var threads: Int = 2
+    /// Connections held at once; more are refused.
+    public var connectionLimit: Int = 10_000
+    /// Seconds an idle connection is kept.
+    public var idleTimeoutSeconds: Int = 60
+    /// Pending connections the kernel queues.
+    public var backlog: Int32 = 1024
+
+    /// The defaults.
+    public init() {}
+}
+
+/// An HTTP/1.1 server on libmicrohttpd. Requests are read whole (bounded by
+/// `maxBodyBytes`), handed to an async handler while their connection is suspended,
+/// and answered when the handler returns; the event-loop threads never wait on a
+/// handler.
+public final class HTTPServer: Sendable {
+    /// The configuration it was made with.
+    public let configuration: HTTPServerConfiguration
+    private let core: ServerCore
+    private let state = Mutex(State())
+
+    private struct State {
+        var daemon: DaemonHandle?
+        var listenFD: Int32 = -1
+        var port = 0
+    }
+
+    /// Creates a server that answers every request with `handler`, and a body over
+    /// the limit with `bodyTooLarge` (given the limit), without calling `handler`.
+    public init(
+        configuration: HTTPServerConfiguration,
+        bodyTooLarge: @escaping @Sendable (_ limit: Int) -> HTTPResponse = HTTPServer.defaultBodyTooLarge,
+        handler: @escaping HTTPHandler
+    ) {
+        self.configuration = configuration
+        self.core = ServerCore(
+            handler: handler, maxBodyBytes: configuration.maxBodyBytes,
+            tooLargeResponse: bodyTooLarge(configuration.maxBodyBytes))
+    }
+
+    /// A plain-text 413 answer.
+    public static func defaultBodyTooLarge(limit: Int) -> HTTPResponse {
+        HTTPResponse(status: 413, contentType: "text/plain", body: Data("The request body is larger than \(limit) bytes.\n".utf8))
+    }
+
+    /// The port the server listens on (meaningful after `start`).
+    public var port: Int { state.withLock { $0.port } }
+
+    /// Binds the address and starts serving; answers the bound port.
+    @discardableResult
+    public func start() throws(HTTPServerError) -> Int {
+        let already = state.withLock { $0.daemon != nil }
+        if already { throw HTTPServerError(.alreadyStarted, "the server is already running") }
+        let socket = try openListeningSocket(host: configuration.host, port: configuration.port, backlog: configuration.backlog)
+        let flags = MHD_USE_INTERNAL_POLLING_THREAD.rawValue | MHD_USE_EPOLL.rawValue
+            | MHD_ALLOW_SUSPEND_RESUME.rawValue | MHD_USE_TURBO.rawValue
+        let context = Unmanaged.passUnretained(core).toOpaque()
+        let daemon = islet_mhd_start_daemon(
+            flags, socket.fd,
+            { context, connection, url, method, _, uploadData, uploadSize, requestContext in
+                let core = Unmanaged<ServerCore>.fromOpaque(context!).takeUnretainedValue()
+                return core.access(
+                    connection: connection!, url: url, method: method,
+                    uploadData: uploadData, uploadSize: uploadSize!, requestContext: requestContext!)
+            },
+            context,
+            { context, _, requestContext, _ in
+                let core = Unmanaged<ServerCore>.fromOpaque(context!).takeUnretainedValue()
+                core.completed(requestContext: requestContext)
+            },
+            context,
+            UInt32(max(1, configuration.threads)),
+            UInt32(max(1, configuration.connectionLimit)),
+            UInt32(max(0, configuration.idleTimeoutSeconds)))
+        guard let daemon else {
+            close(socket.fd)
+            throw HTTPServerError(.daemonStart, "libmicrohttpd could not start on \(configuration.host):\(socket.port)")
+        }
+        state.withLock {
+            $0.daemon = DaemonHandle(pointer: daemon)
+            $0.listenFD = socket.fd
+            $0.port = socket.port
+        }
+        return socket.port
+    }
+
+    /// Requests being read, handled or answered right now.
+    public var activeRequests: Int { core.activeRequests }
+
+    /// Stops accepting connections, lets requests in flight finish for up to
+    /// `gracePeriod`, then closes every connection. Calling it again does nothing.
+    public func shutdown(gracePeriod: Duration = .seconds(10)) async {
+        guard let (daemon, fd) = state.withLock({ s -> (DaemonHandle, Int32)? in
+            guard let daemon = s.daemon else { return nil }
+            s.daemon = nil
+            return (daemon, s.listenFD)
+        }) else { return }
+        // Stop accepting; libmicrohttpd hands the listening socket back to its owner.
+        _ = MHD_quiesce_daemon(daemon.pointer)
+        if fd >= 0 { close(fd) }
+        let deadline = ContinuousClock.now + gracePeriod
+        while core.activeRequests > 0 && ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        core.markStopped()
+        MHD_stop_daemon(daemon.pointer)
+    }
+
+    /// The version of the linked libmicrohttpd, for example `0.9.75`.
+    public static var libraryVersion: String { String(cString: MHD_get_version()) }
+}
+
+/// A daemon pointer that may cross threads. `@unchecked Sendable`: libmicrohttpd's
+/// daemon functions used here (quiesce, stop) are documented as callable from any
+/// thread, and `HTTPServer` takes the handle out of its lock before using it, once.
+private struct DaemonHandle: @unchecked Sendable {
+    let pointer: OpaquePointer
+}
+
+/// A connection pointer handed to the task that runs a handler. `@unchecked
+/// Sendable`: the connection is suspended until that task resumes it, so
+/// libmicrohttpd does not touch it meanwhile, and the task resumes it at most once,
+/// under `ServerCore`'s lock, and never after the daemon is stopped.
+private struct ConnectionHandle: @unchecked Sendable {
+    let pointer: OpaquePointer
+}
+
+/// One request's state across libmicrohttpd's calls to the access handler.
+/// `@unchecked Sendable`: it is touched by the daemon thread until the connection is
+/// suspended, then only by the handler task until it resumes the connection, then by
+/// the daemon thread again; suspend and resume order those hand-offs.
+private final class RequestState: @unchecked Sendable {
+    var request: HTTPRequest
+    var tooLarge = false
+    var dispatched = false
+    var response: HTTPResponse?
+
+    init(request: HTTPRequest) {
+        self.request = request
+    }
+}
+
+/// The part of the server that libmicrohttpd calls back into.
+/// `@unchecked Sendable`: its mutable state sits behind `counters`; the rest is
+/// immutable.
+private final class ServerCore: @unchecked Sendable {
+    let handler: HTTPHandler
+    let maxBodyBytes: Int
+    let tooLargeResponse: HTTPResponse
+    private let counters = Mutex((active: 0, stopped: false))
+
+    init(handler: @escaping HTTPHandler, maxBodyBytes: Int, tooLargeResponse: HTTPResponse) {
+        self.handler = handler
+        self.maxBodyBytes = maxBodyBytes
+        self.tooLargeResponse = tooLargeResponse
+    }
+
+    var activeRequests: Int { counters.withLock { $0.active } }
+
+    func markStopped() {
+        counters.withLock { $0.stopped = true }
+    }
+
+    func access(
+        connection: OpaquePointer,
+        url: UnsafePointer<CChar>?,
+        method: UnsafePointer<CChar>?,
+        uploadData: UnsafePointer<CChar>?,
+        uploadSize: UnsafeMutablePointer<Int>,
+        requestContext: UnsafeMutablePointer<UnsafeMutableRawPointer?>
+    ) -> MHD_Result {
+        guard let raw = requestContext.pointee else {
+            // First call: headers are complete, no body yet.
+            let state = RequestState(request: HTTPRequest(
+                method: method.map { String(cString: $0) } ?? "GET",
+                path: url.map { String(cString: $0) } ?? "/"))
+            readValues(connection, state)
+            counters.withLock { $0.active += 1 }
+            requestContext.pointee = Unmanaged.passRetained(state).toOpaque()
+            if let length = state.request.headers["content-length"].flatMap(Int.init), length > maxBodyBytes {
+                state.tooLarge = true
+                return queue(connection, tooLargeResponse)
+            }
+            return .YES
+        }
+        let state = Unmanaged<RequestState>.fromOpaque(raw).takeUnretainedValue()
+        if uploadSize.pointee > 0 {
+            let size = uploadSize.pointee
+            if !state.tooLarge, let uploadData {
+                if state.request.body.count + size > maxBodyBytes {
+                    state.tooLarge = true
+                    state.request.body = Data()
+                } else {
+                    uploadData.withMemoryRebound(to: UInt8.self, capacity: size) {
+                        state.request.body.append($0, count: size)
+                    }
+                }
+            }
+            uploadSize.pointee = 0
+            return .YES
+        }
+        if let response = state.response {
+            return queue(connection, response)
+        }
+        if state.tooLarge {
+            return queue(connection, tooLargeResponse)
+        }
+        guard !state.dispatched else { return .YES }
+        state.dispatched = true
+        MHD_suspend_connection(connection)
+        let handle = ConnectionHandle(pointer: connection)
+        let request = state.request
+        let handler = self.handler
+        Task {
+            let response = await handler(request)
+            state.response = response
+            self.counters.withLock { counters in
+                if !counters.stopped { MHD_resume_connection(handle.pointer) }
+            }
+        }
+        return .YES
+    }
+
+    func completed(requestContext: UnsafeMutablePointer<UnsafeMutableRawPointer?>?) {
+        guard let requestContext, let raw = requestContext.pointee else { return }
+        Unmanaged<RequestState>.fromOpaque(raw).release()
+        requestContext.pointee = nil
+        counters.withLock { $0.active -= 1 }
+    }
+
+    private func readValues(_ connection: OpaquePointer, _ state: RequestState) {
+        let context = Unmanaged.passUnretained(state).toOpaque()
+        MHD_get_connection_values(connection, .HEADER_KIND, { context, _, key, value in
+            let state = Unmanaged<RequestState>.fromOpaque(context!).takeUnretainedValue()
+            if let key { state.request.headers.add(String(cString: key), value.map { String(cString: $0) } ?? "") }
+            return .YES
+        }, context)
+        MHD_get_connection_values(connection, .GET_ARGUMENT_KIND, { context, _, key, value in
+            let state = Unmanaged<RequestState>.fromOpaque(context!).takeUnretainedValue()
+            if let key { state.request.query.append((String(cString: key), value.map { String(cString: $0) } ?? "")) }
+            return .YES
+        }, context)
+        if let address = islet_mhd_client_address(connection) {
+            var storage = sockaddr_storage()
+            let size = address.pointee.sa_family == sa_family_t(AF_INET6)
+                ? MemoryLayout<sockaddr_in6>.size : MemoryLayout<sockaddr_in>.size
+            withUnsafeMutableBytes(of: &storage) { $0.copyMemory(from: UnsafeRawBufferPointer(start: address, count: size)) }
+            let (host, port) = socketAddressDescription(&storage)
+            state.request.remoteAddress = "\(host):\(port)"
+        }
+    }
+
+    private func queue(_ connection: OpaquePointer, _ response: HTTPResponse) -> MHD_Result {
+        let created = response.body.withUnsafeBytes { bytes in
+            islet_mhd_response_copying(bytes.count, bytes.baseAddress)
+        }
+        guard let created else { return .NO }
+        defer { MHD_destroy_response(created) }
+        for (name, value) in response.headers {
+            _ = MHD_add_response_header(created, name, value)
+        }
+        return MHD_queue_response(connection, UInt32(response.status), created)
+    }
+}

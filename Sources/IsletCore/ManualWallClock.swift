@@ -1,0 +1,26 @@
+public import Foundation
+import Synchronization
+
+/// A clock that moves only when told to: for tests of lifecycle windows, schedules and
+/// token ages that must not sleep.
+public final class ManualWallClock: WallClock {
+    private let current: Mutex<Date>
+
+    /// Creates a clock standing at `start`.
+    public init(start: Date = Date(timeIntervalSince1970: 1_800_000_000)) {
+        current = Mutex(start)
+    }
+
+    /// The time the clock stands at.
+    public func now() -> Date { current.withLock { $0 } }
+
+    /// Moves the clock forward (or back, with a negative interval).
+    public func advance(by interval: TimeInterval) {
+        current.withLock { $0 = $0.addingTimeInterval(interval) }
+    }
+
+    /// Sets the clock to `date`.
+    public func set(_ date: Date) {
+        current.withLock { $0 = date }
+    }
+}

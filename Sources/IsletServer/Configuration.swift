@@ -1,0 +1,219 @@
+import Foundation
+public import IsletLog
+
+/// Everything `islet serve` can be told, with defaults. Filled from `ISLET_*`
+/// environment variables and then command-line flags (a flag wins), and validated
+/// before anything starts.
+public struct Configuration: Sendable, Equatable {
+    /// Address the HTTP API listens on.
+    public var host = "127.0.0.1"
+    /// Port the HTTP API listens on (0 picks a free one).
+    public var port = 8080
+    /// Folder for the database and other state; created when missing.
+    public var dataDirectory = "data"
+    /// The SQLite database file; `nil` means `islet.sqlite` in the data folder.
+    public var databasePath: String?
+    /// Lowest log level written.
+    public var logLevel: LogLevel = .info
+    /// Log line format.
+    public var logFormat: LogFormat = .logfmt
+    /// Largest accepted request body, in bytes.
+    public var maxBodyBytes = 64 * 1024
+    /// Threads serving HTTP connections.
+    public var httpThreads = 2
+    /// Seconds that requests in flight get to finish on shutdown.
+    public var shutdownGraceSeconds = 10.0
+
+    /// The defaults.
+    public init() {}
+
+    /// The database file actually used.
+    public var resolvedDatabasePath: String {
+        databasePath ?? (dataDirectory as NSString).appendingPathComponent("islet.sqlite")
+    }
+
+    /// One setting: its flag, its environment variable, its default and how a value
+    /// is read into a configuration.
+    public struct Setting: Sendable {
+        /// The flag, as `--port`.
+        public let flag: String
+        /// The environment variable, as `ISLET_PORT`.
+        public let environment: String
+        /// The default, as text for help and docs.
+        public let defaultText: String
+        /// What the setting does.
+        public let help: String
+        /// Reads `value` into the configuration, or answers why it is refused.
+        let apply: @Sendable (inout Configuration, String) -> String?
+    }
+
+    /// Every setting, in the order help and docs list them.
+    public static let settings: [Setting] = [
+        Setting(flag: "--host", environment: "ISLET_HOST", defaultText: "127.0.0.1",
+                help: "Address the HTTP API listens on.") { config, value in
+            guard !value.isEmpty, !value.contains(where: \.isWhitespace) else { return "an address is required" }
+            config.host = value
+            return nil
+        },
+        Setting(flag: "--port", environment: "ISLET_PORT", defaultText: "8080",
+                help: "Port the HTTP API listens on; 0 picks a free port.") { config, value in
+            guard let port = Int(value), (0...65_535).contains(port) else { return "not a port number (0-65535)" }
+            config.port = port
+            return nil
+        },
+        Setting(flag: "--data-dir", environment: "ISLET_DATA_DIR", defaultText: "data",
+                help: "Folder for the database and other state; created if missing.") { config, value in
+            guard !value.isEmpty else { return "a folder path is required" }
+            config.dataDirectory = value
+            return nil
+        },
+        Setting(flag: "--database", environment: "ISLET_DATABASE", defaultText: "<data-dir>/islet.sqlite",
+                help: "SQLite database file (WAL mode); created if missing.") { config, value in
+            guard !value.isEmpty else { return "a file path is required" }
+            config.databasePath = value
+            return nil
+        },
+        Setting(flag: "--log-level", environment: "ISLET_LOG_LEVEL", defaultText: "info",
+                help: "Lowest level logged: debug, info, notice, warning or error.") { config, value in
+            guard let level = LogLevel(rawValue: value.lowercased()) else {
+                return "not a log level (one of \(LogLevel.allCases.map(\.rawValue).joined(separator: ", ")))"
+            }
+            config.logLevel = level
+            return nil
+        },
+        Setting(flag: "--log-format", environment: "ISLET_LOG_FORMAT", defaultText: "logfmt",
+                help: "Log line format: logfmt or json.") { config, value in
+            guard let format = LogFormat(rawValue: value.lowercased()) else {
+                return "not a log format (one of \(LogFormat.allCases.map(\.rawValue).joined(separator: ", ")))"
+            }
+            config.logFormat = format
+            return nil
+        },
+        Setting(flag: "--max-body-bytes", environment: "ISLET_MAX_BODY_BYTES", defaultText: "65536",
+                help: "Largest request body accepted; larger bodies get 413.") { config, value in
+            guard let bytes = Int(value), (1...(64 << 20)).contains(bytes) else { return "not a size from 1 to 67108864 bytes" }
+            config.maxBodyBytes = bytes
+            return nil
+        },
+        Setting(flag: "--http-threads", environment: "ISLET_HTTP_THREADS", defaultText: "2",
+                help: "Threads serving HTTP connections.") { config, value in
+            guard let threads = Int(value), (1...256).contains(threads) else { return "not a thread count from 1 to 256" }
+            config.httpThreads = threads
+            return nil
+        },
+        Setting(flag: "--shutdown-grace-seconds", environment: "ISLET_SHUTDOWN_GRACE_SECONDS", defaultText: "10",
+                help: "Seconds requests in flight get to finish on shutdown.") { config, value in
+            guard let seconds = Double(value), seconds.isFinite, (0...3_600).contains(seconds) else {
+                return "not a number of seconds from 0 to 3600"
+            }
+            config.shutdownGraceSeconds = seconds
+            return nil
+        },
+    ]
+
+    /// Reads the environment's `ISLET_*` variables, then `arguments` (flags of the
+    /// form `--name value` or `--name=value`), over the defaults. Answers the
+    /// configuration and warnings (such as unknown `ISLET_*` variables).
+    public static func load(
+        arguments: [String],
+        environment: [String: String]
+    ) throws(ConfigurationError) -> (configuration: Configuration, warnings: [String]) {
+        var config = Configuration()
+        var warnings: [String] = []
+        let known = Set(settings.map(\.environment))
+        for name in environment.keys.sorted() where name.hasPrefix("ISLET_") && !known.contains(name) {
+            warnings.append("ignoring unknown environment variable \(name)")
+        }
+        for setting in settings {
+            guard let value = environment[setting.environment] else { continue }
+            if let problem = setting.apply(&config, value) {
+                throw ConfigurationError(
+                    .invalidValue, setting: "\(setting.flag) (\(setting.environment))",
+                    message: "\(setting.environment)=\(quoted(value)) is \(problem)")
+            }
+        }
+        var index = 0
+        while index < arguments.count {
+            let argument = arguments[index]
+            index += 1
+            guard argument.hasPrefix("--") else {
+                throw ConfigurationError(.unknownOption, setting: argument, message: "expected a flag such as --port; see --help")
+            }
+            let name: String
+            var value: String?
+            if let equals = argument.firstIndex(of: "=") {
+                name = String(argument[..<equals])
+                value = String(argument[argument.index(after: equals)...])
+            } else {
+                name = argument
+            }
+            guard let setting = settings.first(where: { $0.flag == name }) else {
+                throw ConfigurationError(.unknownOption, setting: name, message: "no such setting; see --help")
+            }
+            if value == nil {
+                guard index < arguments.count else {
+                    throw ConfigurationError(.missingValue, setting: "\(setting.flag) (\(setting.environment))", message: "a value is required")
+                }
+                value = arguments[index]
+                index += 1
+            }
+            if let problem = setting.apply(&config, value!) {
+                throw ConfigurationError(
+                    .invalidValue, setting: "\(setting.flag) (\(setting.environment))",
+                    message: "\(quoted(value!)) is \(problem)")
+            }
+        }
+        return (config, warnings)
+    }
+
+    /// Checks what the values point at: the data folder can be created and written,
+    /// and the database path is not a folder. Creates the data folder.
+    public func prepareFilesystem() throws(ConfigurationError) {
+        let files = FileManager.default
+        var isDirectory: ObjCBool = false
+        if files.fileExists(atPath: dataDirectory, isDirectory: &isDirectory) {
+            guard isDirectory.boolValue else {
+                throw ConfigurationError(.unusable, setting: "--data-dir (ISLET_DATA_DIR)", message: "\(dataDirectory) exists and is not a folder")
+            }
+        } else {
+            do {
+                try files.createDirectory(atPath: dataDirectory, withIntermediateDirectories: true)
+            } catch {
+                throw ConfigurationError(.unusable, setting: "--data-dir (ISLET_DATA_DIR)", message: "cannot create \(dataDirectory): \(Configuration.reason(error))")
+            }
+        }
+        guard files.isWritableFile(atPath: dataDirectory) else {
+            throw ConfigurationError(.unusable, setting: "--data-dir (ISLET_DATA_DIR)", message: "\(dataDirectory) is not writable")
+        }
+        let database = resolvedDatabasePath
+        if files.fileExists(atPath: database, isDirectory: &isDirectory), isDirectory.boolValue {
+            throw ConfigurationError(.unusable, setting: "--database (ISLET_DATABASE)", message: "\(database) is a folder, not a database file")
+        }
+        let parent = (database as NSString).deletingLastPathComponent
+        if !parent.isEmpty && !files.fileExists(atPath: parent) {
+            throw ConfigurationError(.unusable, setting: "--database (ISLET_DATABASE)", message: "the folder \(parent) does not exist")
+        }
+    }
+
+    /// The usage text for `islet serve --help`, listing every setting.
+    public static var helpText: String {
+        var lines = ["Usage: islet serve [options]", "", "Options (each also an environment variable):"]
+        for setting in settings {
+            lines.append("  \(setting.flag) VALUE".padding(toLength: 34, withPad: " ", startingAt: 0)
+                + "\(setting.help) [\(setting.environment), default \(setting.defaultText)]")
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    private static func quoted(_ value: String) -> String { "\"\(value)\"" }
+
+    private static func reason(_ error: any Error) -> String {
+        let nsError = error as NSError
+        if let underlying = nsError.userInfo[NSUnderlyingErrorKey] as? NSError,
+            underlying.domain == NSPOSIXErrorDomain, let code = POSIXErrorCode(rawValue: Int32(underlying.code))
+        {
+            return String(describing: POSIXError(code).localizedDescription)
+        }
+        return nsError.localizedDescription
+    }
+}

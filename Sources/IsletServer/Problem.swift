@@ -1,0 +1,77 @@
+import Foundation
+public import HTTPServer
+
+/// An error answer in the one shape every route uses: RFC 9457
+/// `application/problem+json`.
+public struct Problem: Error, Sendable, Encodable {
+    /// One invalid field of a request body.
+    public struct FieldError: Sendable, Encodable, Equatable {
+        /// The field's path, as `content_state.eta`.
+        public let field: String
+        /// What is wrong with it.
+        public let message: String
+
+        /// Creates a field error.
+        public init(field: String, message: String) {
+            self.field = field
+            self.message = message
+        }
+    }
+
+    /// A URI naming the problem kind; `about:blank` when the status says it all.
+    public let type: String
+    /// A short summary of the kind.
+    public let title: String
+    /// The HTTP status.
+    public let status: Int
+    /// What happened this time.
+    public let detail: String
+    /// The fields at fault, when the request body had any.
+    public let errors: [FieldError]?
+
+    /// Creates a problem.
+    public init(type: String = "about:blank", title: String? = nil, status: Int, detail: String, errors: [FieldError]? = nil) {
+        self.type = type
+        self.title = title ?? Problem.reasonPhrase(status)
+        self.status = status
+        self.detail = detail
+        self.errors = errors
+    }
+
+    /// The problem as a response.
+    public var response: HTTPResponse {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let body = (try? encoder.encode(self)) ?? Data()
+        return HTTPResponse(status: status, contentType: "application/problem+json", body: body)
+    }
+
+    /// The standard reason phrase of an HTTP status.
+    public static func reasonPhrase(_ status: Int) -> String {
+        switch status {
+        case 400: "Bad Request"
+        case 401: "Unauthorized"
+        case 403: "Forbidden"
+        case 404: "Not Found"
+        case 405: "Method Not Allowed"
+        case 409: "Conflict"
+        case 413: "Content Too Large"
+        case 415: "Unsupported Media Type"
+        case 422: "Unprocessable Content"
+        case 429: "Too Many Requests"
+        case 500: "Internal Server Error"
+        case 503: "Service Unavailable"
+        default: "HTTP \(status)"
+        }
+    }
+}
+
+/// Encodes a value as a JSON response body.
+func jsonResponse(status: Int = 200, _ value: some Encodable) -> HTTPResponse {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+    guard let body = try? encoder.encode(value) else {
+        return Problem(status: 500, detail: "The response could not be encoded.").response
+    }
+    return HTTPResponse(status: status, contentType: "application/json", body: body)
+}

@@ -1,0 +1,107 @@
+internal import CSQLite
+import Foundation
+
+/// How an SQLite connection is opened.
+public struct SQLiteOptions: Sendable {
+    /// How long a statement waits for another connection's lock before failing busy.
+    public var busyTimeoutMilliseconds: Int32 = 5_000
+    /// `PRAGMA synchronous`: `FULL` syncs the WAL on every commit, so a committed
+    /// transaction survives power loss; `NORMAL` survives process crashes only.
+    public var synchronousFull: Bool = true
+    /// Opens the file read-only (and never creates it).
+    public var readOnly: Bool = false
+
+    /// The defaults: WAL, FULL sync, 5 s busy timeout, read-write.
+    public init() {}
+}
+
+/// One SQLite connection. It owns its `sqlite3` handle and its prepared statements;
+/// it is opened without SQLite's own mutex, so it must be used by one thread at a time
+/// (`SQLiteDatabase` guarantees that).
+public final class SQLiteConnection {
+    let handle: OpaquePointer
+    private var statementCache: [String: SQLiteStatement] = [:]
+
+    /// Opens (creating it unless read-only) the database at `path`, switches it to WAL
+    /// and checks that the file really is an SQLite database.
+    public init(path: String, options: SQLiteOptions = SQLiteOptions()) throws(SQLiteError) {
+        var db: OpaquePointer?
+        let flags = (options.readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
+            | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
+        let rc = sqlite3_open_v2(path, &db, flags, nil)
+        guard rc == SQLITE_OK, let db else {
+            let error = SQLiteError(resultCode: rc, handle: db)
+            sqlite3_close_v2(db)
+            throw error
+        }
+        handle = db
+        sqlite3_busy_timeout(db, options.busyTimeoutMilliseconds)
+        // Reading the schema is the first thing that touches the file's header: a
+        // file that is not a database fails here, not on some later query.
+        try execute("PRAGMA schema_version")
+        if !options.readOnly {
+            let mode = try query("PRAGMA journal_mode=WAL").first?[0].text?.lowercased()
+            guard mode == "wal" else {
+                throw SQLiteError(code: .other, message: "cannot switch to WAL journal mode (got \(mode ?? "nothing"))")
+            }
+        }
+        try execute("PRAGMA synchronous=\(options.synchronousFull ? "FULL" : "NORMAL"); PRAGMA foreign_keys=ON")
+    }
+
+    deinit {
+        statementCache.removeAll()
+        sqlite3_close_v2(handle)
+    }
+
+    /// The version of the linked SQLite library, for example `3.40.1`.
+    public static var libraryVersion: String { String(cString: sqlite3_libversion()) }
+
+    /// Runs one or more statements that take no parameters.
+    public func execute(_ sql: String) throws(SQLiteError) {
+        let rc = sqlite3_exec(handle, sql, nil, nil, nil)
+        guard rc == SQLITE_OK else { throw SQLiteError(resultCode: rc, handle: handle) }
+    }
+
+    /// Prepares `sql` (one statement). The statement is cached on this connection and
+    /// handed out again for the same text.
+    public func prepare(_ sql: String) throws(SQLiteError) -> SQLiteStatement {
+        if let cached = statementCache[sql] { return cached }
+        var statement: OpaquePointer?
+        let rc = sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, nil)
+        guard rc == SQLITE_OK, let statement else { throw SQLiteError(resultCode: rc, handle: handle) }
+        let prepared = SQLiteStatement(handle: statement, connection: self)
+        statementCache[sql] = prepared
+        return prepared
+    }
+
+    /// Runs a statement and answers its rows.
+    public func query(_ sql: String, _ values: [any SQLiteBindable] = []) throws(SQLiteError) -> [SQLiteRow] {
+        try prepare(sql).query(values)
+    }
+
+    /// Runs a statement and answers the number of rows it changed.
+    @discardableResult
+    public func run(_ sql: String, _ values: [any SQLiteBindable] = []) throws(SQLiteError) -> Int {
+        try prepare(sql).run(values)
+    }
+
+    /// The rowid of the most recent successful INSERT.
+    public var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }
+
+    /// Whether a transaction is open.
+    public var inTransaction: Bool { sqlite3_get_autocommit(handle) == 0 }
+
+    /// Runs `body` in an immediate transaction: committed when it returns, rolled back
+    /// when it throws.
+    public func transaction<T>(_ body: () throws -> T) throws -> T {
+        try execute("BEGIN IMMEDIATE")
+        do {
+            let result = try body()
+            try execute("COMMIT")
+            return result
+        } catch {
+            if inTransaction { try? execute("ROLLBACK") }
+            throw error
+        }
+    }
+}
