@@ -45,12 +45,15 @@ let package = Package(
         // The thin executable.
         .executableTarget(name: "islet", dependencies: ["IsletServer"], swiftSettings: swiftSettings),
 
+        // Helpers shared by the test targets: a raw-socket HTTP client, temporary folders.
+        .target(name: "IsletTesting", path: "Tests/IsletTesting", swiftSettings: swiftSettings),
+
         .testTarget(name: "IsletCoreTests", dependencies: ["IsletCore"], swiftSettings: swiftSettings),
         .testTarget(name: "IsletLogTests", dependencies: ["IsletLog"], swiftSettings: swiftSettings),
-        .testTarget(name: "IsletCryptoTests", dependencies: ["IsletCrypto"], swiftSettings: swiftSettings),
-        .testTarget(name: "StorageTests", dependencies: ["Storage"], swiftSettings: swiftSettings),
+        .testTarget(name: "IsletCryptoTests", dependencies: ["IsletCrypto", "IsletTesting"], swiftSettings: swiftSettings),
+        .testTarget(name: "StorageTests", dependencies: ["Storage", "IsletTesting"], swiftSettings: swiftSettings),
         .testTarget(name: "HTTP2Tests", dependencies: ["HTTP2"], swiftSettings: swiftSettings),
-        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"], swiftSettings: swiftSettings),
-        .testTarget(name: "IsletServerTests", dependencies: ["IsletServer", "islet"], swiftSettings: swiftSettings),
+        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "IsletTesting"], swiftSettings: swiftSettings),
+        .testTarget(name: "IsletServerTests", dependencies: ["IsletServer", "islet", "IsletTesting"], swiftSettings: swiftSettings),
     ]
 )

@@ -1,5 +1,5 @@
 internal import CMicroHTTPD
-public import Foundation
+import Foundation
 import Glibc
 import Synchronization
 
@@ -71,7 +71,7 @@ public final class HTTPServer: Sendable {
         if already { throw HTTPServerError(.alreadyStarted, "the server is already running") }
         let socket = try openListeningSocket(host: configuration.host, port: configuration.port, backlog: configuration.backlog)
         let flags = MHD_USE_INTERNAL_POLLING_THREAD.rawValue | MHD_USE_EPOLL.rawValue
-            | MHD_ALLOW_SUSPEND_RESUME.rawValue | MHD_USE_TURBO.rawValue
+            | MHD_ALLOW_SUSPEND_RESUME.rawValue
         let context = Unmanaged.passUnretained(core).toOpaque()
         let daemon = islet_mhd_start_daemon(
             flags, socket.fd,

@@ -1,0 +1,218 @@
+import Foundation
+import HTTPServer
+import IsletTesting
+import Synchronization
+import Testing
+
+/// Echoes what the server assembled, as JSON.
+@Sendable func echo(_ request: HTTPRequest) async -> HTTPResponse {
+    var headers: [String: String] = [:]
+    for (name, value) in request.headers { headers[name.lowercased()] = value }
+    let object: [String: Any] = [
+        "method": request.method,
+        "path": request.path,
+        "query": Dictionary(request.query.map { ($0.name, $0.value) }, uniquingKeysWith: { a, _ in a }),
+        "headers": headers,
+        "bodyLength": request.body.count,
+        "bodySHA": request.body.reduce(UInt64(1469598103934665603)) { ($0 ^ UInt64($1)) &* 1099511628211 },
+        "remote": request.remoteAddress ?? "",
+    ]
+    let body = (try? JSONSerialization.data(withJSONObject: object)) ?? Data()
+    return HTTPResponse(status: 200, contentType: "application/json", body: body)
+}
+
+func fnv(_ data: Data) -> UInt64 {
+    data.reduce(UInt64(1469598103934665603)) { ($0 ^ UInt64($1)) &* 1099511628211 }
+}
+
+func startServer(maxBody: Int = 1024, handler: @escaping HTTPHandler = echo) throws -> HTTPServer {
+    var configuration = HTTPServerConfiguration()
+    configuration.port = 0
+    configuration.maxBodyBytes = maxBody
+    let server = HTTPServer(configuration: configuration, handler: handler)
+    try server.start()
+    return server
+}
+
+@Suite("HTTP server over a real socket")
+struct HTTPServerTests {
+    @Test func answersARequestWithQueryAndHeaders() async throws {
+        let server = try startServer()
+        defer { Task { await server.shutdown() } }
+        #expect(server.port > 0)
+        let response = try await httpRequest(port: server.port, path: "/v1/things?limit=5&status=started", headers: ["X-Trace": "abc"])
+        #expect(response.status == 200)
+        let json = try #require(response.json)
+        #expect(json["method"] as? String == "GET")
+        #expect(json["path"] as? String == "/v1/things")
+        #expect((json["query"] as? [String: String]) == ["limit": "5", "status": "started"])
+        #expect((json["headers"] as? [String: String])?["x-trace"] == "abc")
+        #expect((json["remote"] as? String)?.hasPrefix("127.0.0.1:") == true)
+    }
+
+    @Test func bodySplitAcrossReadsIsAssembled() async throws {
+        let server = try startServer()
+        defer { Task { await server.shutdown() } }
+        let body = Data((0..<900).map { UInt8($0 % 251) })
+        let connection = try RawHTTPConnection(port: server.port)
+        let response = try await connection.async { c in
+            try c.write("PUT /upload HTTP/1.1\r\nHost: x\r\nContent-Length: \(body.count)\r\n\r\n")
+            for start in stride(from: 0, to: body.count, by: 300) {
+                Thread.sleep(forTimeInterval: 0.05)
+                try c.write(body.subdata(in: start..<min(start + 300, body.count)))
+            }
+            return try c.readResponse()
+        }
+        let json = try #require(response.json)
+        #expect(json["bodyLength"] as? Int == 900)
+        #expect((json["bodySHA"] as? NSNumber)?.uint64Value == fnv(body))
+    }
+
+    @Test func chunkedBodyIsAssembled() async throws {
+        let server = try startServer()
+        defer { Task { await server.shutdown() } }
+        let connection = try RawHTTPConnection(port: server.port)
+        let response = try await connection.async { c in
+            try c.write("POST /c HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n")
+            Thread.sleep(forTimeInterval: 0.05)
+            try c.write("6\r\n world\r\n0\r\n\r\n")
+            return try c.readResponse()
+        }
+        #expect(response.json?["bodyLength"] as? Int == 11)
+        #expect((response.json?["bodySHA"] as? NSNumber)?.uint64Value == fnv(Data("hello world".utf8)))
+    }
+
+    @Test func oversizedBodyGets413WithoutReachingTheHandler() async throws {
+        let calls = Mutex(0)
+        let server = try startServer(maxBody: 100) { request in
+            calls.withLock { $0 += 1 }
+            return await echo(request)
+        }
+        defer { Task { await server.shutdown() } }
+        let declared = try await httpRequest(port: server.port, method: "POST", path: "/big", body: Data(count: 101))
+        #expect(declared.status == 413)
+        let connection = try RawHTTPConnection(port: server.port)
+        let chunked = try await connection.async { c in
+            try c.write("POST /big HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n")
+            try c.write("40\r\n" + String(repeating: "a", count: 64) + "\r\n")
+            try c.write("40\r\n" + String(repeating: "b", count: 64) + "\r\n0\r\n\r\n")
+            return try c.readResponse()
+        }
+        #expect(chunked.status == 413)
+        let exact = try await httpRequest(port: server.port, method: "POST", path: "/ok", body: Data(count: 100))
+        #expect(exact.status == 200)
+        #expect(calls.withLock { $0 } == 1)
+    }
+
+    @Test func keepAliveCarriesSeveralRequests() async throws {
+        let server = try startServer()
+        defer { Task { await server.shutdown() } }
+        let connection = try RawHTTPConnection(port: server.port)
+        let statuses = try await connection.async { c -> [Int] in
+            var statuses: [Int] = []
+            for i in 0..<5 {
+                try c.write("POST /k\(i) HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi")
+                let response = try c.readResponse()
+                statuses.append(response.status)
+            }
+            return statuses
+        }
+        #expect(statuses == [200, 200, 200, 200, 200])
+    }
+
+    @Test func manyConcurrentRequestsAreAllAnswered() async throws {
+        let server = try startServer { request in
+            try? await Task.sleep(for: .milliseconds(20))
+            return HTTPResponse(status: 200, contentType: "text/plain", body: Data(request.path.utf8))
+        }
+        defer { Task { await server.shutdown() } }
+        let paths = try await withThrowingTaskGroup(of: String.self) { group in
+            for i in 0..<64 {
+                group.addTask { try await httpRequest(port: server.port, path: "/r/\(i)").text }
+            }
+            return try await group.reduce(into: Set<String>()) { $0.insert($1) }
+        }
+        #expect(paths == Set((0..<64).map { "/r/\($0)" }))
+    }
+
+    @Test func shutdownFinishesRequestsInFlightAndStopsAccepting() async throws {
+        let started = Mutex(false)
+        let server = try startServer { _ in
+            started.withLock { $0 = true }
+            try? await Task.sleep(for: .milliseconds(300))
+            return HTTPResponse(status: 200, contentType: "text/plain", body: Data("finished".utf8))
+        }
+        let port = server.port
+        let inFlight = Task { try await httpRequest(port: port, path: "/slow") }
+        while !started.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(5)) }
+        await server.shutdown(gracePeriod: .seconds(5))
+        let response = try await inFlight.value
+        #expect(response.status == 200)
+        #expect(response.text == "finished")
+        #expect(throws: RawHTTPError.self) { try RawHTTPConnection(port: port) }
+    }
+
+    @Test func secondStartIsRefusedAndBusyPortIsReported() async throws {
+        let server = try startServer()
+        defer { Task { await server.shutdown() } }
+        #expect(throws: HTTPServerError.self) { try server.start() }
+        var configuration = HTTPServerConfiguration()
+        configuration.port = server.port
+        let clash = HTTPServer(configuration: configuration, handler: echo)
+        let error = #expect(throws: HTTPServerError.self) { try clash.start() }
+        #expect(error?.code == .bind)
+        #expect(error?.message.contains("\(server.port)") == true)
+    }
+}
+
+@Suite("Router")
+struct RouterTests {
+    func router() -> Router {
+        var router = Router()
+        let answer: (String) -> Router.Handler = { name in
+            { _, parameters in
+                HTTPResponse(status: 200, contentType: "text/plain", body: Data("\(name) \(parameters["app_id"] ?? "-") \(parameters["device_id"] ?? "-")".utf8))
+            }
+        }
+        router.add("GET", "/v1/apps", answer("list"))
+        router.add("GET", "/v1/apps/{app_id}", answer("get"))
+        router.add("PATCH", "/v1/apps/{app_id}", answer("patch"))
+        router.add("PUT", "/v1/apps/{app_id}/devices/{device_id}", answer("device"))
+        router.add("GET", "/v1/apps/special", answer("special"))
+        return router
+    }
+
+    func run(_ method: String, _ path: String) async -> String {
+        switch router().match(method: method, path: path) {
+        case .found(let handler, let parameters, _):
+            return String(decoding: await handler(HTTPRequest(method: method, path: path), parameters).body, as: UTF8.self)
+        case .methodNotAllowed(let allowed):
+            return "405 \(allowed.joined(separator: ","))"
+        case .notFound:
+            return "404"
+        }
+    }
+
+    @Test func matchesLiteralAndParameterSegments() async {
+        #expect(await run("GET", "/v1/apps") == "list - -")
+        #expect(await run("GET", "/v1/apps/") == "list - -")
+        #expect(await run("GET", "/v1/apps/a1") == "get a1 -")
+        #expect(await run("PUT", "/v1/apps/a1/devices/d9") == "device a1 d9")
+        #expect(await run("GET", "/v1/apps/special") == "special - -")
+    }
+
+    @Test func wrongMethodAndUnknownPath() async {
+        #expect(await run("DELETE", "/v1/apps/a1") == "405 GET,PATCH")
+        #expect(await run("GET", "/v1/nothing") == "404")
+        #expect(await run("GET", "/v1/apps/a1/devices") == "404")
+        #expect(await run("PUT", "/v1/apps//devices/d") == "404")
+    }
+
+    @Test func reportsThePatternNotThePath() {
+        guard case .found(_, _, let pattern) = router().match(method: "PUT", path: "/v1/apps/x/devices/y") else {
+            Issue.record("no match")
+            return
+        }
+        #expect(pattern == "/v1/apps/{app_id}/devices/{device_id}")
+    }
+}

@@ -1,0 +1,166 @@
+public import Foundation
+import Glibc
+
+/// An HTTP/1.1 response as read off the wire.
+public struct RawHTTPResponse: Sendable {
+    /// The status code.
+    public let status: Int
+    /// Header fields, names lowercased (last one wins).
+    public let headers: [String: String]
+    /// The body.
+    public let body: Data
+
+    /// The body parsed as a JSON object, when it is one.
+    public var json: [String: Any]? {
+        (try? JSONSerialization.jsonObject(with: body)) as? [String: Any]
+    }
+
+    /// The body as UTF-8 text.
+    public var text: String { String(decoding: body, as: UTF8.self) }
+}
+
+/// A failure of the test client.
+public struct RawHTTPError: Error, CustomStringConvertible {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}
+
+/// A blocking HTTP/1.1 client over a plain TCP socket, for tests that must control
+/// exactly what goes on the wire (split bodies, pauses, keep-alive). Its async methods
+/// run the blocking calls on threads of their own, never on the concurrency pool, so
+/// a server under test in the same process keeps its threads.
+public final class RawHTTPConnection: @unchecked Sendable {
+    // @unchecked Sendable: a connection is used by one test at a time, sequentially.
+    private let fd: Int32
+    private var buffer = Data()
+
+    /// Connects to `127.0.0.1:port`.
+    public init(port: Int, host: String = "127.0.0.1") throws {
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw RawHTTPError("socket failed") }
+        var timeout = timeval(tv_sec: 15, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        inet_pton(AF_INET, host, &address.sin_addr)
+        let rc = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard rc == 0 else {
+            let reason = String(cString: strerror(errno))
+            Glibc.close(fd)
+            throw RawHTTPError("connect to \(host):\(port) failed: \(reason)")
+        }
+    }
+
+    deinit { Glibc.close(fd) }
+
+    /// Writes raw bytes.
+    public func write(_ data: Data) throws {
+        try data.withUnsafeBytes { raw in
+            var offset = 0
+            while offset < raw.count {
+                let n = send(fd, raw.baseAddress! + offset, raw.count - offset, Int32(MSG_NOSIGNAL))
+                if n <= 0 { throw RawHTTPError("send failed: \(String(cString: strerror(errno)))") }
+                offset += n
+            }
+        }
+    }
+
+    /// Writes text.
+    public func write(_ text: String) throws { try write(Data(text.utf8)) }
+
+    /// Reads one response (Content-Length, chunked, or to end of stream).
+    public func readResponse() throws -> RawHTTPResponse {
+        let headerEnd = try readUntil(Data("\r\n\r\n".utf8))
+        let head = String(decoding: buffer.prefix(headerEnd), as: UTF8.self)
+        buffer.removeSubrange(0..<(headerEnd + 4))
+        var lines = head.components(separatedBy: "\r\n")
+        let statusLine = lines.removeFirst().split(separator: " ")
+        guard statusLine.count >= 2, let status = Int(statusLine[1]) else { throw RawHTTPError("bad status line \(head)") }
+        var headers: [String: String] = [:]
+        for line in lines {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        }
+        var body = Data()
+        if let length = headers["content-length"].flatMap(Int.init) {
+            try fill(length)
+            body = buffer.prefix(length)
+            buffer.removeSubrange(0..<length)
+        } else if headers["transfer-encoding"]?.lowercased() == "chunked" {
+            while true {
+                let lineEnd = try readUntil(Data("\r\n".utf8))
+                let size = Int(String(decoding: buffer.prefix(lineEnd), as: UTF8.self).split(separator: ";")[0], radix: 16) ?? 0
+                buffer.removeSubrange(0..<(lineEnd + 2))
+                try fill(size + 2)
+                body.append(buffer.prefix(size))
+                buffer.removeSubrange(0..<(size + 2))
+                if size == 0 { break }
+            }
+        } else {
+            while try receive() {}
+            body = buffer
+            buffer = Data()
+        }
+        return RawHTTPResponse(status: status, headers: headers, body: body)
+    }
+
+    /// Whether the peer has closed the connection (reads until end of stream).
+    public func readsEndOfStream() -> Bool {
+        (try? receive()) == false
+    }
+
+    /// Runs a blocking step on a thread of its own. Not on a dispatch queue: on Linux
+    /// the concurrency pool shares dispatch's worker threads, and workers blocked in
+    /// `recv` would starve the very server tasks they wait for.
+    public func async<T: Sendable>(_ body: @escaping @Sendable (RawHTTPConnection) throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            let thread = Thread {
+                continuation.resume(with: Result { try body(self) })
+            }
+            thread.start()
+        }
+    }
+
+    private func readUntil(_ marker: Data) throws -> Int {
+        while true {
+            if let range = buffer.range(of: marker) { return range.lowerBound - buffer.startIndex }
+            guard try receive() else { throw RawHTTPError("connection closed before \(marker.count)-byte marker") }
+        }
+    }
+
+    private func fill(_ count: Int) throws {
+        while buffer.count < count {
+            guard try receive() else { throw RawHTTPError("connection closed with \(buffer.count) of \(count) bytes") }
+        }
+    }
+
+    private func receive() throws -> Bool {
+        var chunk = [UInt8](repeating: 0, count: 65_536)
+        let n = recv(fd, &chunk, chunk.count, 0)
+        if n < 0 { throw RawHTTPError("recv failed: \(String(cString: strerror(errno)))") }
+        if n == 0 { return false }
+        buffer.append(contentsOf: chunk[0..<n])
+        return true
+    }
+}
+
+/// Sends one request on a new connection and reads the response, off the
+/// concurrency pool.
+public func httpRequest(
+    port: Int, method: String = "GET", path: String, headers: [String: String] = [:], body: Data? = nil
+) async throws -> RawHTTPResponse {
+    let connection = try RawHTTPConnection(port: port)
+    return try await connection.async { connection in
+        var head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+        for (name, value) in headers { head += "\(name): \(value)\r\n" }
+        if let body { head += "Content-Length: \(body.count)\r\n" }
+        try connection.write(head + "\r\n")
+        if let body { try connection.write(body) }
+        return try connection.readResponse()
+    }
+}

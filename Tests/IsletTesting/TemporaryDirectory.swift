@@ -1,0 +1,39 @@
+public import Foundation
+
+/// A fresh folder under the system's temporary folder, removed when `body` returns.
+public func withTemporaryDirectory<T>(_ body: (URL) async throws -> T) async rethrows -> T {
+    let url = FileManager.default.temporaryDirectory.appendingPathComponent("islet-test-\(UUID().uuidString)")
+    try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: url) }
+    return try await body(url)
+}
+
+/// Runs an external command; answers its exit status and what it printed.
+@discardableResult
+public func runCommand(_ executable: String, _ arguments: [String], input: Data? = nil) throws -> (status: Int32, output: String, error: String) {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: executable)
+    process.arguments = arguments
+    let out = Pipe()
+    let err = Pipe()
+    process.standardOutput = out
+    process.standardError = err
+    let inPipe = Pipe()
+    process.standardInput = inPipe
+    try process.run()
+    if let input { inPipe.fileHandleForWriting.write(input) }
+    try inPipe.fileHandleForWriting.close()
+    let outData = out.fileHandleForReading.readDataToEndOfFile()
+    let errData = err.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return (process.terminationStatus, String(decoding: outData, as: UTF8.self), String(decoding: errData, as: UTF8.self))
+}
+
+/// The path of an executable built alongside the running test binary (such as `islet`).
+public func builtProductPath(_ name: String) -> String {
+    let me = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+    var directory = me.deletingLastPathComponent()
+    // The test runner may sit inside an `.xctest` bundle folder.
+    while directory.pathExtension == "xctest" { directory = directory.deletingLastPathComponent() }
+    return directory.appendingPathComponent(name).path
+}
