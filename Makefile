@@ -1,0 +1,27 @@
+# Islet: `make run` starts the server, `make test` runs every test.
+SHELL := /bin/bash
+SWIFT ?= swift
+# WERROR=1 turns compiler warnings into errors (CI sets it).
+SWIFT_FLAGS := $(if $(filter 1,$(WERROR)),-Xswiftc -warnings-as-errors,)
+# Extra arguments for `islet serve`, e.g. make run ARGS="--port 9000".
+ARGS ?=
+
+.PHONY: all deps build run test clean
+
+all: build
+
+deps:
+	@./scripts/install-deps.sh
+
+build: deps
+	$(SWIFT) build -c release --product islet $(SWIFT_FLAGS)
+
+run: build
+	.build/release/islet serve $(ARGS)
+
+test: deps
+	$(SWIFT) build --build-tests $(SWIFT_FLAGS)
+	$(SWIFT) test --skip-build
+
+clean:
+	$(SWIFT) package clean
