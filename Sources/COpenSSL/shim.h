@@ -15,6 +15,7 @@
 #include <openssl/sha.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
+#include <openssl/x509v3.h>
 
 /// Generates a fresh P-256 key; `EVP_EC_gen` is a macro over the variadic
 /// `EVP_PKEY_Q_keygen`.
@@ -44,6 +45,51 @@ static inline int islet_ssl_ctx_require_tls12(SSL_CTX *context) {
 /// over `SSL_ctrl`.
 static inline int islet_ssl_set_host_name(SSL *ssl, const char *name) {
     return (int)SSL_set_tlsext_host_name(ssl, name);
+}
+
+/// Lets `SSL_write` report partial writes and be retried from a moved buffer, which
+/// non-blocking I/O needs; `SSL_CTX_set_mode` is a macro over `SSL_CTX_ctrl`.
+static inline long islet_ssl_ctx_set_nonblocking_modes(SSL_CTX *context) {
+    return SSL_CTX_set_mode(context, SSL_MODE_ENABLE_PARTIAL_WRITE
+                                         | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER
+                                         | SSL_MODE_RELEASE_BUFFERS);
+}
+
+/// Adds an intermediate certificate to a context's chain, taking ownership on
+/// success; `SSL_CTX_add0_chain_cert` is a macro over `SSL_CTX_ctrl`.
+static inline int islet_ssl_ctx_add_chain_cert(SSL_CTX *context, X509 *certificate) {
+    return (int)SSL_CTX_add0_chain_cert(context, certificate);
+}
+
+/// Turns off TLS compression and renegotiation, which HTTP/2 forbids; the option bits
+/// are macros of a width that differs between OpenSSL versions.
+static inline void islet_ssl_ctx_http2_options(SSL_CTX *context) {
+    SSL_CTX_set_options(context, SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION);
+}
+
+/// Prepares an extension context with no configuration database;
+/// `X509V3_set_ctx_nodb` is a macro.
+static inline void islet_x509v3_ctx_nodb(X509V3_CTX *context) {
+    X509V3_set_ctx_nodb(context);
+}
+
+/// The server's ALPN choice: "h2" when the client offers it, otherwise no agreement.
+/// A C function because OpenSSL calls it during the handshake.
+static inline int islet_alpn_select_h2(SSL *ssl, const unsigned char **out, unsigned char *outlen,
+                                       const unsigned char *in, unsigned int inlen, void *arg) {
+    (void)ssl; (void)arg;
+    static const unsigned char h2[] = { 2, 'h', '2' };
+    unsigned char *selected = NULL;
+    if (SSL_select_next_proto(&selected, outlen, h2, sizeof(h2), in, inlen) == OPENSSL_NPN_NEGOTIATED) {
+        *out = selected;
+        return SSL_TLSEXT_ERR_OK;
+    }
+    return SSL_TLSEXT_ERR_ALERT_FATAL;
+}
+
+/// Installs `islet_alpn_select_h2` on a server context.
+static inline void islet_ssl_ctx_select_h2(SSL_CTX *context) {
+    SSL_CTX_set_alpn_select_cb(context, islet_alpn_select_h2, NULL);
 }
 
 #endif

@@ -109,9 +109,16 @@ public final class RawHTTPConnection: @unchecked Sendable {
         return RawHTTPResponse(status: status, headers: headers, body: body)
     }
 
-    /// Whether the peer has closed the connection (reads until end of stream).
+    /// Whether the peer closes the connection (reads, discarding, until the end of
+    /// the stream or a reset); false if it stays open until the receive timeout.
     public func readsEndOfStream() -> Bool {
-        (try? receive()) == false
+        while true {
+            do {
+                if try !receive() { return true }
+            } catch {
+                return !(error as? RawHTTPError)!.description.contains("temporarily unavailable")
+            }
+        }
     }
 
     /// Runs a blocking step on a thread of its own. Not on a dispatch queue: on Linux

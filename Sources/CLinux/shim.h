@@ -1,0 +1,60 @@
+#ifndef ISLET_CLINUX_SHIM_H
+#define ISLET_CLINUX_SHIM_H
+
+#include <errno.h>
+#include <stdint.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+/* Linux's epoll and eventfd, which the Glibc module does not bring into Swift.
+   `struct epoll_event` is packed on x86-64; these wrappers keep it out of Swift
+   entirely, trading it for plain arrays of descriptors and event bits. */
+
+/// The event bits Islet's loops use, as plain integers.
+static const uint32_t ISLET_EPOLLIN = EPOLLIN;
+static const uint32_t ISLET_EPOLLOUT = EPOLLOUT;
+static const uint32_t ISLET_EPOLLERR = EPOLLERR;
+static const uint32_t ISLET_EPOLLHUP = EPOLLHUP;
+static const uint32_t ISLET_EPOLLRDHUP = EPOLLRDHUP;
+static const uint32_t ISLET_EPOLLET = EPOLLET;
+
+/// A new close-on-exec epoll instance, or -1.
+static inline int islet_epoll_create(void) {
+    return epoll_create1(EPOLL_CLOEXEC);
+}
+
+/// A new non-blocking, close-on-exec eventfd, or -1.
+static inline int islet_eventfd_create(void) {
+    return eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+}
+
+/// Adds (op = 0), modifies (1) or removes (2) `fd` with `events`; the event's data is
+/// the descriptor itself.
+static inline int islet_epoll_control(int epfd, int op, int fd, uint32_t events) {
+    struct epoll_event event = { .events = events, .data = { .fd = fd } };
+    int ops[3] = { EPOLL_CTL_ADD, EPOLL_CTL_MOD, EPOLL_CTL_DEL };
+    return epoll_ctl(epfd, ops[op < 0 || op > 2 ? 0 : op], fd, &event);
+}
+
+/// Waits for events; fills `fds` and `events` (each `capacity` long) and answers how
+/// many, 0 on timeout, or -1 with errno (EINTR included).
+static inline int islet_epoll_wait(int epfd, int *fds, uint32_t *events, int capacity, int timeout_ms) {
+    struct epoll_event ready[256];
+    if (capacity > 256) capacity = 256;
+    int count = epoll_wait(epfd, ready, capacity, timeout_ms);
+    for (int i = 0; i < count; i++) {
+        fds[i] = ready[i].data.fd;
+        events[i] = ready[i].events;
+    }
+    return count;
+}
+
+/// Accepts a connection as a non-blocking, close-on-exec socket, or -1; `accept4` is
+/// a GNU extension the Glibc module does not export.
+static inline int islet_accept_nonblocking(int listener) {
+    return accept4(listener, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+}
+
+#endif

@@ -1,0 +1,196 @@
+internal import CNGHTTP2
+import Foundation
+
+/// One client-side HTTP/2 connection of an `HTTP2Client`.
+final class ClientConnection: H2Connection {
+    private unowned let core: ClientCore
+    private var streams: [Int32: InFlight] = [:]
+    private var streamsByRequest: [UInt64: Int32] = [:]
+    private var ready = false
+    private var goawayLastStreamID: Int32?
+    private var housekeeping: UInt64?
+    private var pingSentAt: UInt64?
+
+    private final class InFlight {
+        let pending: PendingRequest
+        var status = 0
+        var headers: [(name: String, value: String)] = []
+        var body = Data()
+
+        init(_ pending: PendingRequest) { self.pending = pending }
+    }
+
+    init(core: ClientCore, transport: Transport) {
+        self.core = core
+        super.init(loop: core.loop, transport: transport, phase: .connecting)
+    }
+
+    /// Whether new streams may be opened here.
+    var isUsable: Bool { ready && phase == .open && goawayLastStreamID == nil }
+
+    /// Whether another stream fits under both peers' limits.
+    var hasCapacity: Bool {
+        guard let session, isUsable else { return false }
+        let remote = Int(nghttp2_session_get_remote_settings(session, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS))
+        return streams.count < min(remote, core.configuration.maxConcurrentStreams)
+    }
+
+    func startTimers() {
+        housekeeping = loop.schedule(after: .seconds(1)) { [weak self] in self?.tick() }
+    }
+
+    override func established() {
+        if transport.isTLS && transport.negotiatedProtocol != "h2" {
+            close(HTTP2Error(.protocolNegotiation, "the server did not agree to HTTP/2 (ALPN \(transport.negotiatedProtocol ?? "none"))"))
+            return
+        }
+        createSession(server: false) { option in
+            // Until the server's SETTINGS arrive, assume the RFC's suggested minimum.
+            nghttp2_option_set_peer_max_concurrent_streams(option, 100)
+        }
+        submitSettings([
+            (NGHTTP2_SETTINGS_ENABLE_PUSH, 0),
+            (NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 1 << 20),
+        ])
+        if let session {
+            nghttp2_session_set_local_window_size(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), 0, 16 << 20)
+        }
+        ready = true
+        core.connectionReady(self)
+    }
+
+    func submit(_ pending: PendingRequest) {
+        guard let session else { return }
+        let request = pending.request
+        let scheme = transport.isTLS ? "https" : "http"
+        let authority = core.configuration.port == 443 ? core.configuration.host : "\(core.configuration.host):\(core.configuration.port)"
+        var pairs: [(String, String)] = [(":method", request.method), (":scheme", scheme), (":authority", authority), (":path", request.path)]
+        pairs.reserveCapacity(4 + request.headers.count)
+        for header in request.headers { pairs.append((header.name, header.value)) }
+        let (streamID, source) = withBodyProvider(request.body) { provider in
+            withNameValues(pairs) { nva, count in
+                nghttp2_submit_request(session, nil, nva, count, provider, nil)
+            }
+        }
+        guard streamID > 0 else {
+            pending.complete(.failure(HTTP2Error(.requestRejected, String(cString: nghttp2_strerror(streamID)))))
+            return
+        }
+        retain(source, for: streamID)
+        streams[streamID] = InFlight(pending)
+        streamsByRequest[pending.id] = streamID
+    }
+
+    func cancel(id: UInt64) {
+        guard let streamID = streamsByRequest.removeValue(forKey: id), let inFlight = streams[streamID], let session else { return }
+        inFlight.pending.complete(.failure(CancellationError()))
+        nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), streamID, NGHTTP2_CANCEL.rawValue)
+        flush()
+    }
+
+    /// Tells the server no new streams will come, and closes once the open ones end.
+    func goAway() {
+        guard let session, phase == .open else {
+            close(HTTP2Error(.shutDown, "the client shut down"))
+            return
+        }
+        nghttp2_session_terminate_session(session, NGHTTP2_NO_ERROR.rawValue)
+        flush()
+    }
+
+    override func header(streamID: Int32, name: String, value: String) -> Bool {
+        guard let inFlight = streams[streamID] else { return true }
+        if name == ":status" {
+            inFlight.status = Int(value) ?? 0
+        } else if !name.hasPrefix(":") {
+            inFlight.headers.append((name, value))
+        }
+        return true
+    }
+
+    override func data(streamID: Int32, bytes: UnsafeRawBufferPointer) {
+        streams[streamID]?.body.append(contentsOf: bytes)
+    }
+
+    override func frameReceived(_ frame: UnsafePointer<nghttp2_frame>) {
+        switch UInt32(frame.pointee.hd.type) {
+        case NGHTTP2_SETTINGS.rawValue:
+            // The stream limit may have grown.
+            loop.afterEvents { [weak self] in self?.core.drain() }
+        case NGHTTP2_GOAWAY.rawValue:
+            goawayLastStreamID = frame.pointee.goaway.last_stream_id
+            core.statistics.goawaysReceived += 1
+            let core = self.core
+            loop.afterEvents { [weak self] in
+                guard let self else { return }
+                core.connectionGoingAway(self)
+            }
+        case NGHTTP2_PING.rawValue:
+            if frame.pointee.hd.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) != 0 { pingSentAt = nil }
+        default:
+            break
+        }
+    }
+
+    override func streamClosed(streamID: Int32, errorCode: UInt32) {
+        guard let inFlight = streams.removeValue(forKey: streamID) else { return }
+        streamsByRequest[inFlight.pending.id] = nil
+        if inFlight.pending.isComplete { return }
+        if errorCode == NGHTTP2_NO_ERROR.rawValue && inFlight.status > 0 {
+            core.statistics.responses += 1
+            inFlight.pending.complete(.success(HTTP2Response(status: inFlight.status, headers: inFlight.headers, body: inFlight.body)))
+        } else if errorCode == NGHTTP2_REFUSED_STREAM.rawValue || isAboveGoaway(streamID) {
+            core.requeue(inFlight.pending)
+        } else {
+            inFlight.pending.complete(.failure(HTTP2Error(.streamReset, "the server reset the stream", errorCode: errorCode)))
+        }
+        loop.afterEvents { [weak self] in self?.core.drain() }
+    }
+
+    private func isAboveGoaway(_ streamID: Int32) -> Bool {
+        guard let last = goawayLastStreamID else { return false }
+        return streamID > last
+    }
+
+    override func connectionClosed(error: HTTP2Error?) {
+        if let housekeeping { loop.cancelTimer(housekeeping) }
+        let open = streams
+        streams.removeAll()
+        streamsByRequest.removeAll()
+        for (streamID, inFlight) in open.sorted(by: { $0.key > $1.key }) where !inFlight.pending.isComplete {
+            if isAboveGoaway(streamID) {
+                core.requeue(inFlight.pending)
+            } else {
+                inFlight.pending.complete(.failure(error ?? HTTP2Error(.connectionLost, "the connection closed with the request in flight")))
+            }
+        }
+        core.connectionClosed(self, error: error, wasReady: ready)
+    }
+
+    /// Once a second: keep-alive PINGs, their timeout, and the idle timeout.
+    private func tick() {
+        guard phase != .closed else { return }
+        let now = monotonicNanoseconds()
+        func nanos(_ d: Duration) -> UInt64 {
+            UInt64(d.components.seconds) * 1_000_000_000 + UInt64(d.components.attoseconds / 1_000_000_000)
+        }
+        if phase == .open, let session {
+            if let sent = pingSentAt, now - sent > nanos(core.configuration.pingTimeout) {
+                close(HTTP2Error(.timedOut, "the server did not answer a PING"))
+                return
+            }
+            if pingSentAt == nil, let interval = core.configuration.pingInterval, now - lastActivity > nanos(interval) {
+                nghttp2_submit_ping(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), nil)
+                pingSentAt = now
+                flush()
+            }
+            if let idle = core.configuration.idleTimeout, streams.isEmpty, now - lastActivity > nanos(idle) {
+                goAway()
+            }
+        } else if now - lastActivity > nanos(core.configuration.connectTimeout) {
+            close(HTTP2Error(.timedOut, "connecting took longer than \(core.configuration.connectTimeout)"))
+            return
+        }
+        housekeeping = loop.schedule(after: .seconds(1)) { [weak self] in self?.tick() }
+    }
+}

@@ -1,0 +1,340 @@
+internal import CNGHTTP2
+import Foundation
+import Glibc
+
+/// Bytes to send on a stream, read by nghttp2 as flow control allows.
+final class BodySource {
+    let data: Data
+    var offset = 0
+
+    init(_ data: Data) { self.data = data }
+}
+
+/// One HTTP/2 connection: a socket (plain or TLS), an nghttp2 session, and the
+/// buffers between them. Client and server connections subclass it and override the
+/// stream callbacks. Confined to its event loop's thread.
+class H2Connection: EventHandler {
+    enum Phase { case connecting, handshaking, open, closed }
+
+    let loop: EventLoop
+    let transport: Transport
+    var phase: Phase
+    var session: OpaquePointer?
+    private var readBuffer: UnsafeMutableRawBufferPointer
+    private var pendingOutput: [UInt8] = []
+    private var pendingOffset = 0
+    private var bodySources: [Int32: BodySource] = [:]
+    /// Set while the connection dispatches events, so `close` from inside a callback
+    /// is deferred until nghttp2 has returned.
+    private var inCallback = false
+    private var closeRequested: HTTP2Error??
+    /// Set by `closeGracefully`: output is flushed, then the write side shut, then
+    /// input discarded until the peer closes, so that nothing the peer sent last
+    /// turns our close into a reset that destroys what we sent.
+    private var lingering = false
+    private var writeShut = false
+    /// Time of the last frame received, for idle and keep-alive checks.
+    var lastActivity = monotonicNanoseconds()
+
+    init(loop: EventLoop, transport: Transport, phase: Phase) {
+        self.loop = loop
+        self.transport = transport
+        self.phase = phase
+        self.readBuffer = .allocate(byteCount: 65_536, alignment: 16)
+    }
+
+    deinit {
+        if let session { nghttp2_session_del(session) }
+        readBuffer.deallocate()
+    }
+
+    // MARK: Overridables
+
+    /// Called once TLS (if any) is up; subclasses create the session here.
+    func established() {}
+    /// A HEADERS frame starts on `streamID`.
+    func beginHeaders(streamID: Int32, category: nghttp2_headers_category) {}
+    /// One header field of `streamID`.
+    func header(streamID: Int32, name: String, value: String) -> Bool { true }
+    /// A complete frame arrived.
+    func frameReceived(_ frame: UnsafePointer<nghttp2_frame>) {}
+    /// A chunk of DATA arrived on `streamID`.
+    func data(streamID: Int32, bytes: UnsafeRawBufferPointer) {}
+    /// `streamID` closed with `errorCode` (0 for a normal end).
+    func streamClosed(streamID: Int32, errorCode: UInt32) {}
+    /// The connection closed; `error` says why, nil for an orderly close.
+    func connectionClosed(error: HTTP2Error?) {}
+
+    // MARK: Session
+
+    /// Creates the nghttp2 session with this connection's callbacks.
+    func createSession(server: Bool, configure: (OpaquePointer) -> Void) {
+        var callbacks: OpaquePointer?
+        nghttp2_session_callbacks_new(&callbacks)
+        defer { nghttp2_session_callbacks_del(callbacks) }
+        nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks) { _, frame, user in
+            let connection = Unmanaged<H2Connection>.fromOpaque(user!).takeUnretainedValue()
+            connection.beginHeaders(streamID: frame!.pointee.hd.stream_id, category: frame!.pointee.headers.cat)
+            return 0
+        }
+        nghttp2_session_callbacks_set_on_header_callback(callbacks) { _, frame, name, nameLength, value, valueLength, _, user in
+            let connection = Unmanaged<H2Connection>.fromOpaque(user!).takeUnretainedValue()
+            let nameText = String(decoding: UnsafeBufferPointer(start: name, count: nameLength), as: UTF8.self)
+            let valueText = String(decoding: UnsafeBufferPointer(start: value, count: valueLength), as: UTF8.self)
+            let keep = connection.header(streamID: frame!.pointee.hd.stream_id, name: nameText, value: valueText)
+            return keep ? 0 : NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue
+        }
+        nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks) { _, frame, user in
+            let connection = Unmanaged<H2Connection>.fromOpaque(user!).takeUnretainedValue()
+            connection.lastActivity = monotonicNanoseconds()
+            connection.frameReceived(frame!)
+            return 0
+        }
+        nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks) { _, _, streamID, data, length, user in
+            let connection = Unmanaged<H2Connection>.fromOpaque(user!).takeUnretainedValue()
+            connection.data(streamID: streamID, bytes: UnsafeRawBufferPointer(start: data, count: length))
+            return 0
+        }
+        nghttp2_session_callbacks_set_on_stream_close_callback(callbacks) { _, streamID, errorCode, user in
+            let connection = Unmanaged<H2Connection>.fromOpaque(user!).takeUnretainedValue()
+            connection.bodySources[streamID] = nil
+            connection.streamClosed(streamID: streamID, errorCode: errorCode)
+            return 0
+        }
+        var option: OpaquePointer?
+        nghttp2_option_new(&option)
+        defer { nghttp2_option_del(option) }
+        configure(option!)
+        let user = Unmanaged.passUnretained(self).toOpaque()
+        if server {
+            nghttp2_session_server_new2(&session, callbacks, user, option)
+        } else {
+            nghttp2_session_client_new2(&session, callbacks, user, option)
+        }
+    }
+
+    /// Submits a SETTINGS frame.
+    func submitSettings(_ values: [(id: nghttp2_settings_id, value: UInt32)]) {
+        guard let session else { return }
+        let entries = values.map { nghttp2_settings_entry(settings_id: Int32($0.id.rawValue), value: $0.value) }
+        nghttp2_submit_settings(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), entries, entries.count)
+    }
+
+    /// A data provider that reads `body` for `streamID`; the caller passes it to a
+    /// submit call. The source stays alive until the stream closes.
+    func withBodyProvider<R>(_ body: Data, _ submit: (UnsafePointer<nghttp2_data_provider>?) -> R) -> (R, BodySource?) {
+        guard !body.isEmpty else { return (submit(nil), nil) }
+        let source = BodySource(body)
+        var provider = nghttp2_data_provider()
+        provider.source.ptr = Unmanaged.passUnretained(source).toOpaque()
+        provider.read_callback = { _, _, buffer, length, flags, source, _ in
+            let body = Unmanaged<BodySource>.fromOpaque(source!.pointee.ptr).takeUnretainedValue()
+            let count = min(length, body.data.count - body.offset)
+            body.data.withUnsafeBytes { raw in
+                buffer!.update(from: raw.baseAddress!.assumingMemoryBound(to: UInt8.self) + body.offset, count: count)
+            }
+            body.offset += count
+            if body.offset == body.data.count { flags!.pointee |= UInt32(NGHTTP2_DATA_FLAG_EOF.rawValue) }
+            return count
+        }
+        let result = withUnsafePointer(to: &provider) { submit($0) }
+        return (result, source)
+    }
+
+    /// Keeps `source` alive for `streamID`.
+    func retain(_ source: BodySource?, for streamID: Int32) {
+        if let source, streamID > 0 { bodySources[streamID] = source }
+    }
+
+    // MARK: I/O
+
+    func handleEvents(_ events: UInt32) {
+        switch phase {
+        case .closed:
+            return
+        case .connecting:
+            connectFinished()
+        case .handshaking:
+            continueHandshake()
+        case .open:
+            readAvailable()
+            flush()
+        }
+    }
+
+    /// A non-blocking connect completed (or failed).
+    func connectFinished() {
+        var error: Int32 = 0
+        var length = socklen_t(MemoryLayout<Int32>.size)
+        getsockopt(transport.fd, SOL_SOCKET, SO_ERROR, &error, &length)
+        if error == EINPROGRESS || error == EALREADY { return }
+        guard error == 0 else {
+            close(HTTP2Error(.connectFailed, String(cString: strerror(error))))
+            return
+        }
+        phase = .handshaking
+        continueHandshake()
+    }
+
+    func continueHandshake() {
+        switch transport.handshake() {
+        case .done:
+            phase = .open
+            established()
+            guard phase == .open else { return }
+            readAvailable()
+            flush()
+        case .wantRead, .wantWrite:
+            return
+        case .closed:
+            close(HTTP2Error(.tlsFailed, "the peer closed the connection during the TLS handshake"))
+        case .failed(let reason):
+            close(HTTP2Error(.tlsFailed, reason))
+        }
+    }
+
+    private func readAvailable() {
+        guard let session else { return }
+        while phase == .open {
+            switch transport.read(readBuffer) {
+            case .done(let count):
+                if lingering { continue }
+                inCallback = true
+                let consumed = nghttp2_session_mem_recv(session, readBuffer.baseAddress!.assumingMemoryBound(to: UInt8.self), count)
+                inCallback = false
+                if let requested = closeRequested {
+                    closeRequested = nil
+                    close(requested)
+                    return
+                }
+                if consumed < 0 {
+                    let reason = String(cString: nghttp2_strerror(Int32(consumed)))
+                    // Tell the peer why before going away, when the session can still say it.
+                    flush()
+                    close(HTTP2Error(.protocolError, reason))
+                    return
+                }
+            case .wantRead:
+                return
+            case .wantWrite:
+                return  // a TLS key update wants to write; the output edge will resume us
+            case .closed:
+                close(nil)
+                return
+            case .failed(let reason):
+                close(lingering ? nil : HTTP2Error(.connectionLost, reason))
+                return
+            }
+        }
+    }
+
+    /// Sends whatever nghttp2 has queued, batching frames into large writes.
+    func flush() {
+        guard phase == .open, let session else { return }
+        while true {
+            if pendingOffset < pendingOutput.count {
+                let step = pendingOutput.withUnsafeBytes { raw in
+                    transport.write(UnsafeRawBufferPointer(rebasing: raw[pendingOffset...]))
+                }
+                switch step {
+                case .done(let count):
+                    pendingOffset += count
+                    if pendingOffset < pendingOutput.count { continue }
+                    pendingOutput.removeAll(keepingCapacity: true)
+                    pendingOffset = 0
+                case .wantRead, .wantWrite:
+                    return
+                case .closed:
+                    close(nil)
+                    return
+                case .failed(let reason):
+                    // The peer may have said why it went (a GOAWAY) before closing:
+                    // read what is still buffered before giving up.
+                    pendingOutput.removeAll()
+                    pendingOffset = 0
+                    readAvailable()
+                    close(HTTP2Error(.connectionLost, reason))
+                    return
+                }
+            }
+            // Gather up to 64 KiB of frames into one write.
+            inCallback = true
+            while pendingOutput.count < 65_536 {
+                var chunk: UnsafePointer<UInt8>?
+                let length = nghttp2_session_mem_send(session, &chunk)
+                if length < 0 {
+                    inCallback = false
+                    close(HTTP2Error(.protocolError, String(cString: nghttp2_strerror(Int32(length)))))
+                    return
+                }
+                if length == 0 { break }
+                pendingOutput.append(contentsOf: UnsafeBufferPointer(start: chunk, count: length))
+            }
+            inCallback = false
+            if let requested = closeRequested {
+                closeRequested = nil
+                close(requested)
+                return
+            }
+            if pendingOutput.isEmpty { break }
+        }
+        if lingering {
+            if !writeShut {
+                writeShut = true
+                Glibc.shutdown(transport.fd, Int32(SHUT_WR))
+            }
+        } else if nghttp2_session_want_read(session) == 0 && nghttp2_session_want_write(session) == 0 {
+            closeGracefully()
+        }
+    }
+
+    /// Sends what is queued, then closes once the peer has closed its side (or after
+    /// `timeout`).
+    func closeGracefully(timeout: Duration = .seconds(2)) {
+        guard phase == .open, !lingering else { return }
+        lingering = true
+        flush()
+        loop.schedule(after: timeout) { [weak self] in self?.close(nil) }
+    }
+
+    /// Closes the connection now; streams still open are reported by
+    /// `connectionClosed`. Safe to call more than once.
+    func close(_ error: HTTP2Error?) {
+        if inCallback {
+            if closeRequested == nil { closeRequested = .some(error) }
+            return
+        }
+        guard phase != .closed else { return }
+        phase = .closed
+        loop.unregister(transport.fd)
+        shutdown(transport.fd, Int32(SHUT_RDWR))
+        bodySources.removeAll()
+        connectionClosed(error: error)
+    }
+}
+
+/// Builds nghttp2 name/value pairs for `pairs` and calls `body` with them; nghttp2
+/// copies them during the call.
+func withNameValues<R>(_ pairs: [(String, String)], _ body: (UnsafePointer<nghttp2_nv>, Int) -> R) -> R {
+    var storage: [UInt8] = []
+    var offsets: [(name: Int, nameLength: Int, value: Int, valueLength: Int)] = []
+    offsets.reserveCapacity(pairs.count)
+    for (name, value) in pairs {
+        let nameStart = storage.count
+        storage.append(contentsOf: name.utf8)
+        let valueStart = storage.count
+        storage.append(contentsOf: value.utf8)
+        offsets.append((nameStart, valueStart - nameStart, valueStart, storage.count - valueStart))
+    }
+    if storage.isEmpty { storage.append(0) }
+    return storage.withUnsafeMutableBufferPointer { bytes in
+        let base = bytes.baseAddress!
+        let nva = offsets.map { entry in
+            nghttp2_nv(
+                name: base + entry.name, value: base + entry.value,
+                namelen: entry.nameLength, valuelen: entry.valueLength,
+                flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue))
+        }
+        return nva.withUnsafeBufferPointer { body($0.baseAddress!, $0.count) }
+    }
+}

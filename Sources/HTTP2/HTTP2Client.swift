@@ -1,0 +1,381 @@
+internal import CNGHTTP2
+import Foundation
+import Synchronization
+
+/// How an HTTP/2 client connects and behaves.
+public struct HTTP2ClientConfiguration: Sendable {
+    /// The server's host name or address.
+    public var host: String
+    /// The server's port.
+    public var port: Int
+    /// TLS settings; `nil` speaks cleartext h2c with prior knowledge.
+    public var tls: TLSClientConfiguration?
+    /// How long a request may wait for a connection before failing.
+    public var connectTimeout: Duration = .seconds(10)
+    /// Send a PING after this long without frames from the server; `nil` never.
+    public var pingInterval: Duration? = .seconds(60)
+    /// Close the connection when a PING is not answered within this time.
+    public var pingTimeout: Duration = .seconds(10)
+    /// Close the connection after this long with no stream open; `nil` keeps it.
+    public var idleTimeout: Duration?
+    /// Most streams this client opens at once, whatever the server allows.
+    public var maxConcurrentStreams = 1_000
+    /// First wait before reconnecting after a failed connect; doubles up to
+    /// `reconnectBackoffMax`, with full jitter.
+    public var reconnectBackoff: Duration = .milliseconds(100)
+    /// Longest wait between connect attempts.
+    public var reconnectBackoffMax: Duration = .seconds(10)
+    /// Times a request refused by a GOAWAY (never processed by the server) is sent
+    /// again on a new connection before it fails.
+    public var maxRefusedRetries = 5
+
+    /// A client for `host:port`, over TLS with the system's roots.
+    public init(host: String, port: Int, tls: TLSClientConfiguration? = TLSClientConfiguration()) {
+        self.host = host
+        self.port = port
+        self.tls = tls
+    }
+}
+
+/// Counters a client keeps, for tests and metrics.
+public struct HTTP2ClientStatistics: Sendable, Equatable {
+    /// Connections established.
+    public var connectionsOpened = 0
+    /// GOAWAY frames received.
+    public var goawaysReceived = 0
+    /// Requests sent again because a GOAWAY or REFUSED_STREAM said the server never
+    /// processed them.
+    public var requestsRetried = 0
+    /// Requests answered.
+    public var responses = 0
+}
+
+/// An HTTP/2 client over one connection at a time: many concurrent streams up to the
+/// server's limit, requests queued (and their callers waiting) beyond it, PING
+/// keep-alive, and transparent reconnection. Requests the server refused in a GOAWAY
+/// are sent again on a new connection, never lost.
+public final class HTTP2Client: Sendable {
+    /// The configuration it was made with.
+    public let configuration: HTTP2ClientConfiguration
+    private let loop: EventLoop
+    private let core: ClientCore
+    private let ownsLoop: Bool
+    private let nextID = Atomic<UInt64>(1)
+
+    /// Creates a client; it connects on the first request.
+    public init(configuration: HTTP2ClientConfiguration) throws(HTTP2Error) {
+        self.configuration = configuration
+        let tls = try configuration.tls.map { configuration throws(HTTP2Error) in try TLSContext.client(configuration) }
+        self.loop = EventLoop(name: "islet-h2-client")
+        self.ownsLoop = true
+        self.core = ClientCore(configuration: configuration, loop: loop, tls: tls)
+    }
+
+    deinit {
+        if ownsLoop { loop.stop() }
+    }
+
+    /// Sends `request` and waits for the whole response. Throws `HTTP2Error`, or
+    /// `CancellationError` when the calling task is cancelled (a queued request is
+    /// dropped; one in flight is reset).
+    public func send(_ request: HTTP2Request) async throws -> HTTP2Response {
+        let id = nextID.wrappingAdd(1, ordering: .relaxed).oldValue
+        let core = self.core
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                let pending = PendingRequest(id: id, request: request, continuation: continuation)
+                loop.execute { core.enqueue(pending) }
+            }
+        } onCancel: {
+            loop.execute { core.cancel(id) }
+        }
+    }
+
+    /// The counters so far.
+    public var statistics: HTTP2ClientStatistics {
+        get async {
+            let core = self.core
+            return await withCheckedContinuation { continuation in
+                loop.execute { continuation.resume(returning: core.statistics) }
+            }
+        }
+    }
+
+    /// Fails queued requests, lets requests in flight finish for up to
+    /// `gracePeriod`, then closes the connection.
+    public func shutdown(gracePeriod: Duration = .seconds(5)) async {
+        let core = self.core
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            loop.execute { core.shutdown(gracePeriod: gracePeriod) { continuation.resume() } }
+        }
+    }
+}
+
+/// A request waiting for, or using, a stream.
+/// `@unchecked Sendable`: created on the caller's task, then handed to the loop
+/// thread once and used only there.
+final class PendingRequest: @unchecked Sendable {
+    let id: UInt64
+    let request: HTTP2Request
+    private var continuation: CheckedContinuation<HTTP2Response, any Error>?
+    var enqueuedAt = monotonicNanoseconds()
+    var refusals = 0
+
+    init(id: UInt64, request: HTTP2Request, continuation: CheckedContinuation<HTTP2Response, any Error>) {
+        self.id = id
+        self.request = request
+        self.continuation = continuation
+    }
+
+    var isComplete: Bool { continuation == nil }
+
+    func complete(_ result: Result<HTTP2Response, any Error>) {
+        continuation?.resume(with: result)
+        continuation = nil
+    }
+}
+
+/// The client's state, confined to its event loop.
+/// `@unchecked Sendable`: every method runs on `loop`'s thread (callers reach it
+/// through `loop.execute`).
+final class ClientCore: @unchecked Sendable {
+    let configuration: HTTP2ClientConfiguration
+    let loop: EventLoop
+    let tls: TLSContext?
+    private var queue = RequestQueue()
+    private var current: ClientConnection?
+    private var draining: [ObjectIdentifier: ClientConnection] = [:]
+    private var connecting = false
+    private var failedAttempts = 0
+    private var retryTimer: UInt64?
+    private var shuttingDown = false
+    var statistics = HTTP2ClientStatistics()
+
+    init(configuration: HTTP2ClientConfiguration, loop: EventLoop, tls: TLSContext?) {
+        self.configuration = configuration
+        self.loop = loop
+        self.tls = tls
+    }
+
+    func enqueue(_ pending: PendingRequest) {
+        guard !shuttingDown else {
+            pending.complete(.failure(HTTP2Error(.shutDown, "the client is shutting down")))
+            return
+        }
+        queue.append(pending)
+        drain()
+    }
+
+    /// Puts a request the server never processed back at the head of the queue.
+    func requeue(_ pending: PendingRequest) {
+        pending.refusals += 1
+        guard pending.refusals <= configuration.maxRefusedRetries, !shuttingDown else {
+            pending.complete(.failure(HTTP2Error(.streamReset, "the server refused the request \(pending.refusals) times", errorCode: 7)))
+            return
+        }
+        statistics.requestsRetried += 1
+        queue.prepend(pending)
+    }
+
+    func cancel(_ id: UInt64) {
+        if let pending = queue.remove(id: id) {
+            pending.complete(.failure(CancellationError()))
+            return
+        }
+        current?.cancel(id: id)
+        for connection in draining.values { connection.cancel(id: id) }
+    }
+
+    /// Submits queued requests while the connection has stream slots; connects when
+    /// there is none.
+    func drain() {
+        guard !queue.isEmpty else { return }
+        if let connection = current, connection.isUsable {
+            var submitted = false
+            while connection.hasCapacity, let pending = queue.popFirst() {
+                if pending.isComplete { continue }
+                connection.submit(pending)
+                submitted = true
+            }
+            if submitted { connection.flush() }
+            return
+        }
+        if current == nil { connect() }
+    }
+
+    private func connect() {
+        guard !connecting, retryTimer == nil, !shuttingDown else { return }
+        connecting = true
+        do {
+            let addresses = try resolve(host: configuration.host, port: configuration.port)
+            let fd = try startConnect(family: addresses[0].family, address: addresses[0].address)
+            let transport: Transport
+            if let tls {
+                let name = configuration.tls?.serverName ?? configuration.host
+                transport = try Transport(fd: fd, context: tls, serverName: name, verify: configuration.tls?.verifyPeer ?? true)
+            } else {
+                transport = Transport(fd: fd)
+            }
+            let connection = ClientConnection(core: self, transport: transport)
+            current = connection
+            loop.register(fd, connection)
+            connection.startTimers()
+        } catch {
+            connecting = false
+            connectFailed(error)
+        }
+    }
+
+    // MARK: Connection events
+
+    func connectionReady(_ connection: ClientConnection) {
+        connecting = false
+        failedAttempts = 0
+        statistics.connectionsOpened += 1
+        drain()
+    }
+
+    func connectionGoingAway(_ connection: ClientConnection) {
+        if current === connection {
+            current = nil
+            draining[ObjectIdentifier(connection)] = connection
+        }
+        drain()
+    }
+
+    func connectionClosed(_ connection: ClientConnection, error: HTTP2Error?, wasReady: Bool) {
+        draining[ObjectIdentifier(connection)] = nil
+        if current === connection {
+            current = nil
+            connecting = false
+            if !wasReady {
+                connectFailed(error ?? HTTP2Error(.connectFailed, "the connection closed before it was ready"))
+                return
+            }
+        }
+        drain()
+        finishShutdownIfDone()
+    }
+
+    private func connectFailed(_ error: HTTP2Error) {
+        failedAttempts += 1
+        // Requests that have waited past the connect timeout fail with the cause.
+        let now = monotonicNanoseconds()
+        let limit = UInt64(configuration.connectTimeout.components.seconds) * 1_000_000_000
+            + UInt64(configuration.connectTimeout.components.attoseconds / 1_000_000_000)
+        for pending in queue.removeAll(where: { now - $0.enqueuedAt >= limit }) {
+            pending.complete(.failure(error))
+        }
+        guard !queue.isEmpty, !shuttingDown else { return }
+        let base = Double(configuration.reconnectBackoff.components.attoseconds) / 1e18
+            + Double(configuration.reconnectBackoff.components.seconds)
+        let cap = Double(configuration.reconnectBackoffMax.components.seconds)
+            + Double(configuration.reconnectBackoffMax.components.attoseconds) / 1e18
+        let ceiling = min(cap, base * pow(2, Double(min(failedAttempts - 1, 20))))
+        let delay = Double.random(in: 0...ceiling)
+        retryTimer = loop.schedule(after: .milliseconds(Int(delay * 1000))) { [self] in
+            retryTimer = nil
+            drain()
+        }
+    }
+
+    // MARK: Shutdown
+
+    private var shutdownDone: (() -> Void)?
+
+    func shutdown(gracePeriod: Duration, done: @escaping () -> Void) {
+        shuttingDown = true
+        if let retryTimer { loop.cancelTimer(retryTimer) }
+        retryTimer = nil
+        while let pending = queue.popFirst() {
+            pending.complete(.failure(HTTP2Error(.shutDown, "the client is shutting down")))
+        }
+        shutdownDone = done
+        for connection in [current].compactMap({ $0 }) + Array(draining.values) {
+            connection.goAway()
+        }
+        loop.schedule(after: gracePeriod) { [self] in
+            for connection in [current].compactMap({ $0 }) + Array(draining.values) {
+                connection.close(HTTP2Error(.shutDown, "the client shut down"))
+            }
+            finishShutdownIfDone()
+        }
+        finishShutdownIfDone()
+    }
+
+    private func finishShutdownIfDone() {
+        guard shuttingDown, current == nil || current?.phase == .closed, draining.isEmpty, let done = shutdownDone else { return }
+        shutdownDone = nil
+        done()
+    }
+}
+
+/// A FIFO of pending requests that also supports removal by id and pushing to the
+/// front (for requests a GOAWAY handed back).
+struct RequestQueue {
+    private var items: [PendingRequest?] = []
+    private var head = 0
+    private var count = 0
+
+    var isEmpty: Bool { count == 0 }
+
+    mutating func append(_ pending: PendingRequest) {
+        items.append(pending)
+        count += 1
+    }
+
+    mutating func prepend(_ pending: PendingRequest) {
+        if head > 0 {
+            head -= 1
+            items[head] = pending
+        } else {
+            items.insert(pending, at: 0)
+        }
+        count += 1
+    }
+
+    mutating func popFirst() -> PendingRequest? {
+        while head < items.count {
+            let item = items[head]
+            items[head] = nil
+            head += 1
+            if let item {
+                count -= 1
+                compact()
+                return item
+            }
+        }
+        compact()
+        return nil
+    }
+
+    mutating func remove(id: UInt64) -> PendingRequest? {
+        guard let index = items[head...].firstIndex(where: { $0?.id == id }) else { return nil }
+        let item = items[index]
+        items[index] = nil
+        count -= 1
+        return item
+    }
+
+    mutating func removeAll(where predicate: (PendingRequest) -> Bool) -> [PendingRequest] {
+        var removed: [PendingRequest] = []
+        for index in head..<items.count {
+            if let item = items[index], predicate(item) {
+                removed.append(item)
+                items[index] = nil
+                count -= 1
+            }
+        }
+        return removed
+    }
+
+    private mutating func compact() {
+        if count == 0 {
+            items.removeAll(keepingCapacity: true)
+            head = 0
+        } else if head > 1024 && head * 2 > items.count {
+            items.removeFirst(head)
+            head = 0
+        }
+    }
+}

@@ -1,0 +1,64 @@
+public import Foundation
+
+/// An HTTP/2 request from a client's point of view.
+public struct HTTP2Request: Sendable {
+    /// `:method`.
+    public var method: String
+    /// `:path`, with any query.
+    public var path: String
+    /// Regular header fields (lowercase names; HTTP/2 requires it).
+    public var headers: [(name: String, value: String)]
+    /// The body; empty means none.
+    public var body: Data
+
+    /// Creates a request.
+    public init(method: String = "POST", path: String, headers: [(name: String, value: String)] = [], body: Data = Data()) {
+        self.method = method
+        self.path = path
+        self.headers = headers
+        self.body = body
+    }
+}
+
+/// An HTTP/2 response.
+public struct HTTP2Response: Sendable {
+    /// `:status`.
+    public var status: Int
+    /// Regular header fields, lowercase names.
+    public var headers: [(name: String, value: String)]
+    /// The body.
+    public var body: Data
+
+    /// Creates a response.
+    public init(status: Int, headers: [(name: String, value: String)] = [], body: Data = Data()) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+
+    /// The first value of header `name` (lowercase).
+    public func header(_ name: String) -> String? {
+        headers.first { $0.name == name }?.value
+    }
+}
+
+/// A request as a server received it.
+public struct HTTP2ServerRequest: Sendable {
+    /// `:method`.
+    public var method: String
+    /// `:path`.
+    public var path: String
+    /// `:authority`, when sent.
+    public var authority: String?
+    /// Regular header fields in arrival order, lowercase names.
+    public var headers: [(name: String, value: String)]
+    /// The body.
+    public var body: Data
+    /// The stream's id on its connection.
+    public var streamID: Int32
+
+    /// The first value of header `name` (lowercase).
+    public func header(_ name: String) -> String? {
+        headers.first { $0.name == name }?.value
+    }
+}

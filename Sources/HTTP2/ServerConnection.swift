@@ -1,0 +1,203 @@
+internal import CNGHTTP2
+import Foundation
+
+/// One server-side HTTP/2 connection.
+final class ServerConnection: H2Connection {
+    let id: UInt64
+    private unowned let shared: ServerShared
+    private var streams: [Int32: IncomingStream] = [:]
+    private var streamsSeen = 0
+    private var goawayLastStreamID: Int32?
+    private var timer: UInt64?
+    private lazy var context = HTTP2ServerConnectionContext(id: id, connection: self)
+    private var opened = false
+
+    private final class IncomingStream {
+        var method = ""
+        var path = ""
+        var authority: String?
+        var headers: [(name: String, value: String)] = []
+        var headerBytes = 0
+        var body = Data()
+        var headersTooLarge = false
+        var bodyTooLarge = false
+        var answered = false
+    }
+
+    init(id: UInt64, shared: ServerShared, loop: EventLoop, transport: Transport) {
+        self.id = id
+        self.shared = shared
+        super.init(loop: loop, transport: transport, phase: .handshaking)
+    }
+
+    func start() {
+        timer = loop.schedule(after: shared.configuration.handshakeTimeout) { [weak self] in
+            guard let self, self.phase == .handshaking else { return }
+            self.close(HTTP2Error(.timedOut, "TLS handshake timed out"))
+        }
+        continueHandshake()
+    }
+
+    override func established() {
+        if let timer { loop.cancelTimer(timer) }
+        if transport.isTLS && transport.negotiatedProtocol != "h2" {
+            close(HTTP2Error(.protocolNegotiation, "the client did not offer h2"))
+            return
+        }
+        let configuration = shared.configuration
+        createSession(server: true) { _ in }
+        submitSettings([
+            (NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, configuration.initialMaxConcurrentStreams ?? configuration.maxConcurrentStreams),
+            (NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, UInt32(configuration.maxHeaderListBytes)),
+            (NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 1 << 20),
+        ])
+        if let session {
+            nghttp2_session_set_local_window_size(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), 0, 16 << 20)
+        }
+        opened = true
+        shared.delegate.connectionOpened(context)
+        scheduleIdleCheck()
+    }
+
+    func setMaxConcurrentStreams(_ limit: UInt32) {
+        submitSettings([(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, limit)])
+        loop.afterEvents { [weak self] in self?.flush() }
+    }
+
+    /// Sends GOAWAY with the last stream processed; closes once open streams end.
+    func goAway() {
+        guard let session, phase == .open else {
+            close(nil)
+            return
+        }
+        let last = nghttp2_session_get_last_proc_stream_id(session)
+        if goawayLastStreamID == nil { goawayLastStreamID = last }
+        nghttp2_submit_goaway(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), last, NGHTTP2_NO_ERROR.rawValue, nil, 0)
+        closeIfDrained()
+        flush()
+    }
+
+    override func beginHeaders(streamID: Int32, category: nghttp2_headers_category) {
+        guard category == NGHTTP2_HCAT_REQUEST else { return }
+        streams[streamID] = IncomingStream()
+    }
+
+    override func header(streamID: Int32, name: String, value: String) -> Bool {
+        guard let stream = streams[streamID] else { return true }
+        stream.headerBytes += name.utf8.count + value.utf8.count + 32
+        if stream.headerBytes > shared.configuration.maxHeaderListBytes {
+            stream.headersTooLarge = true
+            return true
+        }
+        switch name {
+        case ":method": stream.method = value
+        case ":path": stream.path = value
+        case ":authority": stream.authority = value
+        case ":scheme": break
+        default: stream.headers.append((name, value))
+        }
+        return true
+    }
+
+    override func data(streamID: Int32, bytes: UnsafeRawBufferPointer) {
+        guard let stream = streams[streamID], !stream.bodyTooLarge else { return }
+        if stream.body.count + bytes.count > shared.configuration.maxBodyBytes {
+            stream.bodyTooLarge = true
+            stream.body = Data()
+            respond(streamID, stream, HTTP2Response(status: 413))
+            return
+        }
+        stream.body.append(contentsOf: bytes)
+    }
+
+    override func frameReceived(_ frame: UnsafePointer<nghttp2_frame>) {
+        let type = UInt32(frame.pointee.hd.type)
+        guard type == NGHTTP2_HEADERS.rawValue || type == NGHTTP2_DATA.rawValue,
+            frame.pointee.hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0
+        else { return }
+        let streamID = frame.pointee.hd.stream_id
+        guard let stream = streams[streamID], !stream.answered else { return }
+        if let last = goawayLastStreamID, streamID > last {
+            // Above the GOAWAY line: the client will send it again elsewhere.
+            if let session {
+                nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), streamID, NGHTTP2_REFUSED_STREAM.rawValue)
+            }
+            return
+        }
+        if stream.headersTooLarge {
+            respond(streamID, stream, HTTP2Response(status: 431))
+            return
+        }
+        let request = HTTP2ServerRequest(
+            method: stream.method, path: stream.path, authority: stream.authority,
+            headers: stream.headers, body: stream.body, streamID: streamID)
+        let reply = shared.delegate.handle(request, on: context)
+        streamsSeen += 1
+        if let limit = shared.configuration.goawayAfterStreams, streamsSeen == limit {
+            goawayLastStreamID = streamID
+            if let session {
+                nghttp2_submit_goaway(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), streamID, NGHTTP2_NO_ERROR.rawValue, nil, 0)
+            }
+        }
+        if let delay = reply.delay, delay > .zero {
+            stream.answered = true
+            loop.schedule(after: delay) { [weak self] in
+                guard let self, self.phase == .open, self.streams[streamID] === stream else { return }
+                self.submitResponse(streamID, reply.response)
+                self.flush()
+            }
+        } else {
+            respond(streamID, stream, reply.response)
+        }
+    }
+
+    private func respond(_ streamID: Int32, _ stream: IncomingStream, _ response: HTTP2Response) {
+        stream.answered = true
+        submitResponse(streamID, response)
+    }
+
+    private func submitResponse(_ streamID: Int32, _ response: HTTP2Response) {
+        guard let session else { return }
+        var pairs: [(String, String)] = [(":status", String(response.status))]
+        for header in response.headers { pairs.append((header.name, header.value)) }
+        let (rc, source) = withBodyProvider(response.body) { provider in
+            withNameValues(pairs) { nva, count in
+                nghttp2_submit_response(session, streamID, nva, count, provider)
+            }
+        }
+        if rc == 0 { retain(source, for: streamID) }
+    }
+
+    override func streamClosed(streamID: Int32, errorCode: UInt32) {
+        streams[streamID] = nil
+        closeIfDrained()
+    }
+
+    private func closeIfDrained() {
+        guard goawayLastStreamID != nil, streams.keys.allSatisfy({ $0 > goawayLastStreamID! }) else { return }
+        loop.afterEvents { [weak self] in
+            guard let self, self.phase == .open else { return }
+            self.closeGracefully()
+        }
+    }
+
+    override func connectionClosed(error: HTTP2Error?) {
+        if let timer { loop.cancelTimer(timer) }
+        streams.removeAll()
+        if opened { shared.delegate.connectionClosed(context) }
+        shared.removed(self)
+    }
+
+    private func scheduleIdleCheck() {
+        timer = loop.schedule(after: .seconds(1)) { [weak self] in
+            guard let self, self.phase == .open else { return }
+            let idle = self.shared.configuration.idleTimeout
+            let limit = UInt64(idle.components.seconds) * 1_000_000_000 + UInt64(idle.components.attoseconds / 1_000_000_000)
+            if self.streams.isEmpty && monotonicNanoseconds() - self.lastActivity > limit {
+                self.goAway()
+            } else {
+                self.scheduleIdleCheck()
+            }
+        }
+    }
+}

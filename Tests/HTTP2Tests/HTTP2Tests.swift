@@ -1,0 +1,230 @@
+import Foundation
+import Glibc
+import HTTP2
+import IsletCrypto
+import IsletTesting
+import Synchronization
+import Testing
+
+/// Echoes each request: status from `x-status` (default 200), the body back, and
+/// `x-id` recorded so tests can prove nothing was processed twice.
+final class EchoDelegate: HTTP2ServerDelegate {
+    let seen = Mutex<[String]>([])
+    let delay: Duration?
+
+    init(delay: Duration? = nil) { self.delay = delay }
+
+    func handle(_ request: HTTP2ServerRequest, on connection: HTTP2ServerConnectionContext) -> HTTP2ServerReply {
+        if let id = request.header("x-id") { seen.withLock { $0.append(id) } }
+        let status = request.header("x-status").flatMap(Int.init) ?? 200
+        var headers: [(name: String, value: String)] = [("x-path", request.path), ("x-method", request.method)]
+        if let id = request.header("x-id") { headers.append(("x-id", id)) }
+        if let size = request.header("x-response-size").flatMap(Int.init) {
+            return HTTP2ServerReply(HTTP2Response(status: status, headers: headers, body: Data(repeating: 0x61, count: size)), delay: delay)
+        }
+        return HTTP2ServerReply(HTTP2Response(status: status, headers: headers, body: request.body), delay: delay)
+    }
+}
+
+let authority = try! LocalCertificateAuthority.generate()
+
+func makeServer(tls: Bool = true, delegate: any HTTP2ServerDelegate = EchoDelegate(), configure: (inout HTTP2ServerConfiguration) -> Void = { _ in }) throws -> HTTP2Server {
+    var configuration = HTTP2ServerConfiguration()
+    if tls {
+        configuration.tls = TLSServerConfiguration(certificateChainPEM: authority.serverCertificateChainPEM, privateKeyPEM: authority.serverPrivateKeyPEM)
+    }
+    configure(&configuration)
+    let server = try HTTP2Server(configuration: configuration, delegate: delegate)
+    try server.start()
+    return server
+}
+
+func makeClient(port: Int, tls: Bool = true, host: String = "127.0.0.1", configure: (inout HTTP2ClientConfiguration) -> Void = { _ in }) throws -> HTTP2Client {
+    var configuration = HTTP2ClientConfiguration(host: host, port: port, tls: tls ? TLSClientConfiguration(trustRootsPEM: authority.caCertificatePEM) : nil)
+    configure(&configuration)
+    return try HTTP2Client(configuration: configuration)
+}
+
+@Suite("HTTP/2 over real sockets")
+struct HTTP2Tests {
+    @Test(arguments: [true, false])
+    func roundTrip(tls: Bool) async throws {
+        let server = try makeServer(tls: tls)
+        let client = try makeClient(port: server.port, tls: tls)
+        let response = try await client.send(HTTP2Request(path: "/3/device/abc", headers: [("x-id", "1")], body: Data("{\"aps\":{}}".utf8)))
+        #expect(response.status == 200)
+        #expect(response.header("x-path") == "/3/device/abc")
+        #expect(response.header("x-method") == "POST")
+        #expect(response.body == Data("{\"aps\":{}}".utf8))
+        let get = try await client.send(HTTP2Request(method: "GET", path: "/empty"))
+        #expect(get.body.isEmpty)
+        #expect(await client.statistics.connectionsOpened == 1)
+        await client.shutdown()
+        await server.shutdown()
+    }
+
+    @Test func tenThousandConcurrentRequestsOnOneConnection() async throws {
+        let delegate = EchoDelegate()
+        let server = try makeServer(delegate: delegate)
+        let client = try makeClient(port: server.port)
+        let ids = try await withThrowingTaskGroup(of: String.self) { group in
+            for i in 0..<10_000 {
+                group.addTask {
+                    let response = try await client.send(HTTP2Request(path: "/r", headers: [("x-id", "\(i)")], body: Data("\(i)".utf8)))
+                    #expect(response.body == Data("\(i)".utf8))
+                    return response.header("x-id") ?? ""
+                }
+            }
+            return try await group.reduce(into: Set<String>()) { $0.insert($1) }
+        }
+        #expect(ids.count == 10_000)
+        #expect(await client.statistics.connectionsOpened == 1)
+        #expect(delegate.seen.withLock { $0.count } == 10_000)
+        await client.shutdown()
+        await server.shutdown()
+    }
+
+    @Test func goawayInTheMiddleLosesNothingAndDuplicatesNothing() async throws {
+        let delegate = EchoDelegate()
+        let server = try makeServer(delegate: delegate) { $0.goawayAfterStreams = 300 }
+        let client = try makeClient(port: server.port)
+        let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+            for i in 0..<1_500 {
+                group.addTask { try await client.send(HTTP2Request(path: "/g", headers: [("x-id", "\(i)")])).status }
+            }
+            return try await group.reduce(into: [Int]()) { $0.append($1) }
+        }
+        #expect(statuses.count == 1_500)
+        #expect(statuses.allSatisfy { $0 == 200 })
+        let seen = delegate.seen.withLock { $0 }
+        #expect(seen.count == 1_500)
+        #expect(Set(seen).count == 1_500)
+        let statistics = await client.statistics
+        #expect(statistics.goawaysReceived >= 4)
+        #expect(statistics.connectionsOpened >= 5)
+        await client.shutdown()
+        await server.shutdown()
+    }
+
+    @Test func bodiesLargerThanTheFlowControlWindowArriveWhole() async throws {
+        let server = try makeServer { $0.maxBodyBytes = 8 << 20 }
+        let client = try makeClient(port: server.port)
+        let body = Data((0..<(3 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 31) })
+        let response = try await client.send(HTTP2Request(path: "/big", body: body))
+        #expect(response.body.count == body.count)
+        #expect(response.body == body)
+        let download = try await client.send(HTTP2Request(path: "/down", headers: [("x-response-size", "\(5 << 20)")]))
+        #expect(download.body.count == 5 << 20)
+        await client.shutdown()
+        await server.shutdown()
+    }
+
+    @Test func statusesReachTheCaller() async throws {
+        let server = try makeServer()
+        let client = try makeClient(port: server.port)
+        for status in [400, 403, 410, 429, 500, 503] {
+            #expect(try await client.send(HTTP2Request(path: "/s", headers: [("x-status", "\(status)")])).status == status)
+        }
+        await client.shutdown()
+        await server.shutdown()
+    }
+
+    @Test func oversizedHeadersAndBodiesAreRefused() async throws {
+        let server = try makeServer {
+            $0.maxBodyBytes = 1_000
+            $0.maxHeaderListBytes = 2_000
+        }
+        let client = try makeClient(port: server.port)
+        #expect(try await client.send(HTTP2Request(path: "/b", body: Data(count: 1_001))).status == 413)
+        #expect(try await client.send(HTTP2Request(path: "/h", headers: [("x-big", String(repeating: "h", count: 3_000))])).status == 431)
+        #expect(try await client.send(HTTP2Request(path: "/ok", body: Data(count: 1_000))).status == 200)
+        await client.shutdown()
+        await server.shutdown()
+    }
+
+    @Test func untrustedCertificateFails() async throws {
+        let server = try makeServer()
+        let stranger = try LocalCertificateAuthority.generate()
+        var configuration = HTTP2ClientConfiguration(host: "127.0.0.1", port: server.port, tls: TLSClientConfiguration(trustRootsPEM: stranger.caCertificatePEM))
+        configuration.connectTimeout = .milliseconds(300)
+        let client = try HTTP2Client(configuration: configuration)
+        let error = await #expect(throws: HTTP2Error.self) { try await client.send(HTTP2Request(path: "/x")) }
+        #expect(error?.code == .tlsFailed)
+        #expect(error?.isSafeToRetry == true)
+        await client.shutdown()
+        await server.shutdown()
+    }
+
+    @Test func wrongHostNameFails() async throws {
+        let server = try makeServer()
+        var configuration = HTTP2ClientConfiguration(
+            host: "127.0.0.1", port: server.port,
+            tls: TLSClientConfiguration(trustRootsPEM: authority.caCertificatePEM, serverName: "api.push.apple.com"))
+        configuration.connectTimeout = .milliseconds(300)
+        let client = try HTTP2Client(configuration: configuration)
+        let error = await #expect(throws: HTTP2Error.self) { try await client.send(HTTP2Request(path: "/x")) }
+        #expect(error?.code == .tlsFailed)
+        await client.shutdown()
+        await server.shutdown()
+    }
+
+    @Test func nothingListeningIsAConnectFailure() async throws {
+        let probe = try makeServer(tls: false)
+        let port = probe.port
+        await probe.shutdown()
+        let client = try makeClient(port: port) { $0.connectTimeout = .milliseconds(200) }
+        let error = await #expect(throws: HTTP2Error.self) { try await client.send(HTTP2Request(path: "/x")) }
+        #expect(error?.code == .connectFailed)
+        await client.shutdown()
+    }
+
+    @Test func cancellingAWaitingCallerResetsItsStream() async throws {
+        let server = try makeServer(delegate: EchoDelegate(delay: .seconds(5)))
+        let client = try makeClient(port: server.port)
+        let started = ContinuousClock.now
+        let task = Task { try await client.send(HTTP2Request(path: "/slow")) }
+        try await Task.sleep(for: .milliseconds(100))
+        task.cancel()
+        await #expect(throws: CancellationError.self) { try await task.value }
+        #expect(ContinuousClock.now - started < .seconds(2))
+        await client.shutdown()
+        await server.shutdown(gracePeriod: .milliseconds(100))
+    }
+
+    @Test func garbageAndVanishingClientsDoNotWedgeTheServer() async throws {
+        for tls in [true, false] {
+            let server = try makeServer(tls: tls)
+            let port = server.port
+            try await Thread.detachedBlocking {
+                // Garbage instead of a handshake or a preface.
+                let junk = try RawHTTPConnection(port: port)
+                try junk.write(Data((0..<4096).map { UInt8(truncatingIfNeeded: $0 &* 7919) }))
+                #expect(junk.readsEndOfStream())
+                // A client that sends the preface and a partial frame, then vanishes.
+                let vanishing = try RawHTTPConnection(port: port)
+                try vanishing.write("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\u{0}\u{0}\u{0}\u{4}")
+            }
+            let client = try makeClient(port: port, tls: tls)
+            #expect(try await client.send(HTTP2Request(path: "/still-here")).status == 200)
+            await client.shutdown()
+            for _ in 0..<200 where server.openConnections > 1 { try await Task.sleep(for: .milliseconds(10)) }
+            #expect(server.openConnections <= 1)
+            await server.shutdown()
+        }
+    }
+
+    @Test func libraryVersion() {
+        let parts = HTTP2Library.version.split(separator: ".")
+        #expect(parts.count == 3)
+        #expect(parts.allSatisfy { Int($0) != nil })
+    }
+}
+
+extension Thread {
+    /// Runs blocking work on a thread of its own and waits for it.
+    static func detachedBlocking(_ body: @escaping @Sendable () throws -> Void) async throws {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            Thread { continuation.resume(with: Result { try body() }) }.start()
+        }
+    }
+}
