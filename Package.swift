@@ -38,6 +38,8 @@ let package = Package(
         .target(name: "HTTP2", dependencies: ["CNGHTTP2", "COpenSSL", "CLinux"], swiftSettings: swiftSettings),
         // HTTP/1.1 API server over libmicrohttpd.
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"], swiftSettings: swiftSettings),
+        // An APNs you can run: the engine (APNs checks, simulated devices and ActivityKit).
+        .target(name: "APNsSimulator", dependencies: ["IsletCore", "IsletCrypto"], swiftSettings: swiftSettings),
         // Routes, configuration and the application that main and tests build.
         .target(
             name: "IsletServer",
@@ -54,6 +56,7 @@ let package = Package(
         .testTarget(name: "IsletLogTests", dependencies: ["IsletLog"], swiftSettings: swiftSettings),
         .testTarget(name: "IsletCryptoTests", dependencies: ["IsletCrypto", "IsletTesting"], swiftSettings: swiftSettings),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "IsletTesting"], swiftSettings: swiftSettings),
+        .testTarget(name: "APNsSimulatorTests", dependencies: ["APNsSimulator"], swiftSettings: swiftSettings),
         .testTarget(name: "HTTP2Tests", dependencies: ["HTTP2", "IsletCrypto", "IsletTesting"], swiftSettings: swiftSettings),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "IsletTesting"], swiftSettings: swiftSettings),
         .testTarget(name: "IsletServerTests", dependencies: ["IsletServer", "islet", "IsletTesting"], swiftSettings: swiftSettings),

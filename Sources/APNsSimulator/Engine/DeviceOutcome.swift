@@ -1,0 +1,17 @@
+/// What the simulated device did with a push.
+public enum DeviceOutcome: String, Sendable, Hashable, CaseIterable, Codable {
+    /// A Live Activity started.
+    case started
+    /// A Live Activity's content changed.
+    case updated
+    /// A Live Activity ended.
+    case ended
+    /// APNs accepted the push, but the device ignored it; the record's note says why.
+    case dropped
+    /// APNs refused the push (any status but 200), so no device saw it.
+    case rejected
+    /// An alert was shown.
+    case alertShown = "alert_shown"
+    /// A push with nothing to show (background, VoIP, widgets, …) reached the app.
+    case delivered
+}

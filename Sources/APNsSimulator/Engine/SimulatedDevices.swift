@@ -1,0 +1,308 @@
+import Foundation
+import IsletCore
+
+/// The devices behind the simulated APNs: which tokens exist, of which kind, and
+/// the Live Activities they hold. ActivityKit's rules live here: what a device does
+/// with a push APNs accepted.
+struct SimulatedDevices {
+    private(set) var tokens: [String: RegisteredToken] = [:]
+    private(set) var activities: [String: SimulatedActivity] = [:]
+    private(set) var activityOrder: [String] = []
+    let environment: APNsEnvironment
+
+    init(environment: APNsEnvironment) { self.environment = environment }
+
+    /// What the device did with one push.
+    struct Delivery {
+        var outcome: DeviceOutcome
+        var note: String?
+        var activityID: String?
+    }
+
+    /// A date at or above this many seconds since 1970 is taken for milliseconds
+    /// (1e11 seconds is the year 5138).
+    static let millisecondThreshold: Double = 1e11
+
+    // MARK: - APNs-level token checks
+
+    /// The refusal APNs answers for this token's state, if any: 400 BadDeviceToken
+    /// for a token of the other environment, 400 DeviceTokenNotForTopic for a token
+    /// of the wrong kind, 410 Unregistered for the update token of a dismissed
+    /// activity. A token the simulator has never seen passes.
+    mutating func refusal(for token: String, pushType: APNsPushType, now: Date) -> Refusal? {
+        guard let entry = tokens[token] else { return nil }
+        if entry.environment != environment {
+            return Refusal(
+                .badDeviceToken,
+                "the token belongs to the \(entry.environment.rawValue) environment; this is \(environment.rawValue)")
+        }
+        if !entry.kind.accepts(pushType) {
+            let what = entry.kind == .device ? "a device token" : "a Live Activity token (\(entry.kind.rawValue))"
+            return Refusal(.deviceTokenNotForTopic, "a \(pushType.rawValue) push cannot go to \(what)")
+        }
+        if entry.kind == .liveActivityUpdate, let id = entry.activityID, var activity = activities[id] {
+            activity.settle(at: now)
+            activities[id] = activity
+            if activity.status == .dismissed, let gone = activity.dismissalDate {
+                return Refusal(
+                    .unregistered,
+                    "the activity was dismissed; its update token died with it",
+                    timestampMilliseconds: Int64((gone.timeIntervalSince1970 * 1000).rounded()))
+            }
+        }
+        return nil
+    }
+
+    /// The kind the simulator knows `token` to be.
+    func kind(of token: String) -> PushTokenKind? { tokens[token]?.kind }
+
+    // MARK: - Registration
+
+    /// Registers `token` explicitly. An update token stands for an activity the app
+    /// started on the device: the simulator creates that activity.
+    mutating func register(
+        _ token: String, kind: PushTokenKind, environment: APNsEnvironment, now: Date,
+        random: inout some RandomNumberGenerator
+    ) throws(SimulatorError) -> RegisteredToken {
+        if var existing = tokens[token] {
+            guard existing.kind == kind else {
+                throw SimulatorError(
+                    .tokenKindConflict, "the token is already known as \(existing.kind.rawValue); kinds are never crossed")
+            }
+            existing.environment = environment
+            tokens[token] = existing
+            return existing
+        }
+        var entry = RegisteredToken(
+            token: token, kind: kind, environment: environment, origin: .registered, registeredAt: now, activityID: nil)
+        if kind == .liveActivityUpdate {
+            var activity = SimulatedActivity(
+                id: APNsMessageID.make(using: &random), origin: .local, environment: environment, startedAt: now)
+            activity.updateToken = token
+            insert(activity)
+            entry.activityID = activity.id
+        }
+        tokens[token] = entry
+        return entry
+    }
+
+    private mutating func insert(_ activity: SimulatedActivity) {
+        activities[activity.id] = activity
+        activityOrder.append(activity.id)
+    }
+
+    /// Every activity, in the order they started, brought up to `now`.
+    mutating func allActivities(at now: Date) -> [SimulatedActivity] {
+        activityOrder.map { id in
+            activities[id]!.settle(at: now)
+            return activities[id]!
+        }
+    }
+
+    /// The activity `id`, brought up to `now`.
+    mutating func activity(id: String, at now: Date) -> SimulatedActivity? {
+        activities[id]?.settle(at: now)
+        return activities[id]
+    }
+
+    // MARK: - Delivery
+
+    /// What the device does with a push APNs accepted.
+    mutating func deliver(
+        to token: String, pushType: APNsPushType, aps: [String: JSONValue], now: Date,
+        random: inout some RandomNumberGenerator
+    ) -> Delivery {
+        let entry = tokens[token]
+        guard pushType == .liveactivity else {
+            if entry == nil {
+                tokens[token] = RegisteredToken(
+                    token: token, kind: .device, environment: environment, origin: .firstSeen, registeredAt: now,
+                    activityID: nil)
+            }
+            if pushType == .alert, aps["alert"] != nil {
+                return Delivery(outcome: .alertShown)
+            }
+            return Delivery(outcome: .delivered)
+        }
+        guard let event = aps["event"]?.stringValue else {
+            return Delivery(outcome: .dropped, note: "a liveactivity push without aps.event: the device does nothing")
+        }
+        guard event == "start" || event == "update" || event == "end" else {
+            return Delivery(outcome: .dropped, note: "aps.event \"\(event)\" is not start, update or end")
+        }
+        switch entry?.kind {
+        case nil:
+            guard event == "start" else {
+                return Delivery(
+                    outcome: .dropped,
+                    note: "\(event) for a token no activity holds: update tokens come from a start with input-push-token or from POST /tokens")
+            }
+            tokens[token] = RegisteredToken(
+                token: token, kind: .pushToStart, environment: environment, origin: .firstSeen, registeredAt: now,
+                activityID: nil)
+            return start(with: token, aps: aps, now: now, random: &random)
+        case .pushToStart:
+            guard event == "start" else {
+                return Delivery(
+                    outcome: .dropped,
+                    note: "\(event) sent to a push-to-start token: only the activity's own update token reaches it")
+            }
+            return start(with: token, aps: aps, now: now, random: &random)
+        case .liveActivityUpdate:
+            guard event != "start" else {
+                return Delivery(
+                    outcome: .dropped, note: "start sent to an activity's update token: starts go to a push-to-start token")
+            }
+            guard let id = entry?.activityID, var activity = activities[id] else {
+                return Delivery(outcome: .dropped, note: "no activity holds this update token")
+            }
+            activity.settle(at: now)
+            let delivery = apply(event: event, to: &activity, aps: aps, now: now)
+            activities[id] = activity
+            return delivery
+        case .device:
+            // Refused earlier with DeviceTokenNotForTopic; kept for completeness.
+            return Delivery(outcome: .dropped, note: "a Live Activity push cannot reach a device token")
+        }
+    }
+
+    /// A start: creates an activity when the payload has everything ActivityKit
+    /// needs; otherwise the device drops it, though APNs answered 200.
+    private mutating func start(
+        with token: String, aps: [String: JSONValue], now: Date, random: inout some RandomNumberGenerator
+    ) -> Delivery {
+        if let drop = Self.dateProblem(in: aps) { return drop }
+        guard let type = aps["attributes-type"]?.stringValue, !type.isEmpty else {
+            return Delivery(outcome: .dropped, note: "start without attributes-type: the device cannot tell which activity to start")
+        }
+        guard let attributes = aps["attributes"]?.objectValue else {
+            return Delivery(outcome: .dropped, note: "start without attributes: the device cannot build the activity")
+        }
+        guard !attributes.isEmpty else {
+            return Delivery(outcome: .dropped, note: "start with empty attributes: the device cannot build the activity")
+        }
+        guard let state = aps["content-state"], state.objectValue != nil else {
+            return Delivery(outcome: .dropped, note: "start without content-state: the device has nothing to show")
+        }
+        guard let alert = aps["alert"], Self.isShowable(alert) else {
+            let what = aps["alert"] == nil ? "without alert" : "with an empty alert"
+            return Delivery(outcome: .dropped, note: "start \(what): the device never shows it")
+        }
+        if aps["dismissal-date"] != nil {
+            return Delivery(outcome: .dropped, note: "dismissal-date on a start: only an end may carry one")
+        }
+        var activity = SimulatedActivity(
+            id: APNsMessageID.make(using: &random), origin: .pushToStart, environment: environment, startedAt: now)
+        activity.attributesType = type
+        activity.attributes = .object(attributes)
+        activity.contentState = state
+        activity.lastTimestamp = Self.seconds(aps["timestamp"])
+        activity.staleDate = Self.date(aps["stale-date"])
+        activity.relevanceScore = aps["relevance-score"]?.doubleValue
+        activity.pushToStartToken = token
+        activity.lastAlert = alert
+        var note: String?
+        if aps["input-push-token"]?.int64Value == 1 {
+            let updateToken = PushToken.make(byteCount: 32, using: &random)
+            activity.updateToken = updateToken
+            tokens[updateToken] = RegisteredToken(
+                token: updateToken, kind: .liveActivityUpdate, environment: environment, origin: .minted,
+                registeredAt: now, activityID: activity.id)
+        } else {
+            note = "started without input-push-token: 1, so the activity has no update token and cannot be updated remotely"
+        }
+        activity.settle(at: now)
+        insert(activity)
+        return Delivery(outcome: .started, note: note, activityID: activity.id)
+    }
+
+    /// An update or an end for `activity`, settled at `now`.
+    private func apply(event: String, to activity: inout SimulatedActivity, aps: [String: JSONValue], now: Date) -> Delivery {
+        let id = activity.id
+        guard activity.isRunning else {
+            let why = activity.endedBy == .system ? " (the system ended it eight hours after its start)" : ""
+            return Delivery(outcome: .dropped, note: "\(event) for an ended activity\(why)", activityID: id)
+        }
+        if let drop = Self.dateProblem(in: aps) { return Delivery(outcome: .dropped, note: drop.note, activityID: id) }
+        if event == "update", aps["dismissal-date"] != nil {
+            return Delivery(outcome: .dropped, note: "dismissal-date on an update: only an end may carry one", activityID: id)
+        }
+        guard let timestamp = Self.seconds(aps["timestamp"]) else {
+            return Delivery(outcome: .dropped, note: "\(event) without aps.timestamp: the device cannot order it", activityID: id)
+        }
+        if let last = activity.lastTimestamp, timestamp <= last {
+            return Delivery(
+                outcome: .dropped, note: "timestamp not newer than the last update (\(timestamp) ≤ \(last))", activityID: id)
+        }
+        let state = aps["content-state"]
+        if event == "update", state?.objectValue == nil {
+            return Delivery(
+                outcome: .dropped, note: "update without content-state: the device has no state to show", activityID: id)
+        }
+        var note: String?
+        if let state, state.objectValue != nil {
+            activity.contentState = state
+        } else {
+            note = "end without content-state: the activity ends showing its last content"
+        }
+        activity.lastTimestamp = timestamp
+        activity.staleDate = Self.date(aps["stale-date"])
+        activity.relevanceScore = aps["relevance-score"]?.doubleValue
+        if let alert = aps["alert"], Self.isShowable(alert) { activity.lastAlert = alert }
+        if event == "update" {
+            activity.updatedAt = now
+            activity.updateCount += 1
+            activity.settle(at: now)
+            return Delivery(outcome: .updated, note: note, activityID: id)
+        }
+        activity.status = .ended
+        activity.endedAt = now
+        activity.endedBy = .push
+        activity.dismissalDate = Self.date(aps["dismissal-date"]) ?? now.addingTimeInterval(SimulatedActivity.defaultDismissalDelay)
+        activity.settle(at: now)
+        return Delivery(outcome: .ended, note: note, activityID: id)
+    }
+
+    /// A drop for an envelope date that is not a number or looks like milliseconds.
+    private static func dateProblem(in aps: [String: JSONValue]) -> Delivery? {
+        for field in ["timestamp", "stale-date", "dismissal-date"] {
+            guard let value = aps[field] else { continue }
+            guard let seconds = value.doubleValue else {
+                return Delivery(outcome: .dropped, note: "aps.\(field) is not a number of Unix seconds")
+            }
+            if seconds < 0 {
+                return Delivery(outcome: .dropped, note: "aps.\(field) \(value.jsonText) is before 1970")
+            }
+            if seconds >= millisecondThreshold {
+                return Delivery(
+                    outcome: .dropped, note: "aps.\(field) \(value.jsonText) looks like milliseconds; ActivityKit reads Unix seconds")
+            }
+        }
+        return nil
+    }
+
+    /// Whole Unix seconds of an envelope date already checked by ``dateProblem(in:)``.
+    private static func seconds(_ value: JSONValue?) -> Int64? {
+        value?.doubleValue.map { Int64($0.rounded(.down)) }
+    }
+
+    private static func date(_ value: JSONValue?) -> Date? {
+        value?.doubleValue.map { Date(timeIntervalSince1970: $0) }
+    }
+
+    /// Whether an alert has something to show: a non-empty string or dictionary.
+    private static func isShowable(_ alert: JSONValue) -> Bool {
+        switch alert {
+        case .string(let text): !text.isEmpty
+        case .object(let members): !members.isEmpty
+        default: false
+        }
+    }
+
+    /// Forgets every token and activity.
+    mutating func removeAll() {
+        tokens.removeAll()
+        activities.removeAll()
+        activityOrder.removeAll()
+    }
+}

@@ -1,0 +1,21 @@
+/// The three kinds of push token, which must never be crossed: APNs answers
+/// DeviceTokenNotForTopic when one kind is used where another belongs.
+public enum PushTokenKind: String, Sendable, Hashable, CaseIterable, Codable {
+    /// The app's ordinary token, for alerts and background pushes.
+    case device = "device"
+    /// A token that starts a Live Activity of one type remotely (iOS 17.2+); it has no
+    /// expiry and outlives every activity.
+    case pushToStart = "push_to_start"
+    /// One activity's own token, for its updates and end; it lives and dies with the
+    /// activity and may rotate.
+    case liveActivityUpdate = "live_activity_update"
+
+    /// Whether a token of this kind can receive `pushType`: Live Activity tokens take
+    /// only `liveactivity` pushes, device tokens everything else.
+    public func accepts(_ pushType: APNsPushType) -> Bool {
+        switch self {
+        case .device: pushType != .liveactivity
+        case .pushToStart, .liveActivityUpdate: pushType == .liveactivity
+        }
+    }
+}
