@@ -39,7 +39,7 @@ let package = Package(
         // HTTP/1.1 API server over libmicrohttpd.
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"], swiftSettings: swiftSettings),
         // An APNs you can run: the engine (APNs checks, simulated devices and ActivityKit).
-        .target(name: "APNsSimulator", dependencies: ["IsletCore", "IsletCrypto"], swiftSettings: swiftSettings),
+        .target(name: "APNsSimulator", dependencies: ["IsletCore", "IsletCrypto", "HTTP2", "HTTPServer"], swiftSettings: swiftSettings),
         // Routes, configuration and the application that main and tests build.
         .target(
             name: "IsletServer",
@@ -47,7 +47,7 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         // The thin executable.
-        .executableTarget(name: "islet", dependencies: ["IsletServer"], swiftSettings: swiftSettings),
+        .executableTarget(name: "islet", dependencies: ["IsletServer", "APNsSimulator", "IsletCrypto"], swiftSettings: swiftSettings),
 
         // Helpers shared by the test targets: a raw-socket HTTP client, temporary folders.
         .target(name: "IsletTesting", path: "Tests/IsletTesting", swiftSettings: swiftSettings),
@@ -56,7 +56,7 @@ let package = Package(
         .testTarget(name: "IsletLogTests", dependencies: ["IsletLog"], swiftSettings: swiftSettings),
         .testTarget(name: "IsletCryptoTests", dependencies: ["IsletCrypto", "IsletTesting"], swiftSettings: swiftSettings),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "IsletTesting"], swiftSettings: swiftSettings),
-        .testTarget(name: "APNsSimulatorTests", dependencies: ["APNsSimulator"], swiftSettings: swiftSettings),
+        .testTarget(name: "APNsSimulatorTests", dependencies: ["APNsSimulator", "HTTP2", "IsletTesting"], swiftSettings: swiftSettings),
         .testTarget(name: "HTTP2Tests", dependencies: ["HTTP2", "IsletCrypto", "IsletTesting"], swiftSettings: swiftSettings),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "IsletTesting"], swiftSettings: swiftSettings),
         .testTarget(name: "IsletServerTests", dependencies: ["IsletServer", "islet", "IsletTesting"], swiftSettings: swiftSettings),

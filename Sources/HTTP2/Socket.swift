@@ -1,3 +1,4 @@
+internal import CLinux
 import Glibc
 
 /// Resolves `host:port` to socket addresses (numeric or by name).

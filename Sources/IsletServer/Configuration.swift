@@ -1,4 +1,5 @@
 import Foundation
+public import IsletCore
 public import IsletLog
 
 /// Everything `islet serve` can be told, with defaults. Filled from `ISLET_*`

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// Writes whole lines to standard output or error through `FileHandle`, which, unlike
 /// the C `stdout` global, is safe to use from any concurrency domain.
@@ -9,5 +10,44 @@ enum Console {
 
     static func err(_ text: String) {
         FileHandle.standardError.write(Data((text + "\n").utf8))
+    }
+}
+
+/// Collects lines and writes them in batches (every 100 ms, or at 64 KiB), so that a
+/// busy simulator does not make one system call per push.
+final class BufferedConsole: Sendable {
+    private let state = Mutex<(bytes: [UInt8], closed: Bool)>(([], false))
+
+    init() {
+        Thread { [weak self] in
+            while true {
+                Thread.sleep(forTimeInterval: 0.1)
+                guard let self, !self.state.withLock({ $0.closed }) else { return }
+                self.flush()
+            }
+        }.start()
+    }
+
+    func line(_ text: String) {
+        let full = state.withLock { state -> Bool in
+            state.bytes.append(contentsOf: text.utf8)
+            state.bytes.append(0x0A)
+            return state.bytes.count >= 65_536
+        }
+        if full { flush() }
+    }
+
+    /// Writes what is buffered and stops the periodic flush.
+    func close() {
+        state.withLock { $0.closed = true }
+        flush()
+    }
+
+    private func flush() {
+        let bytes = state.withLock { state -> [UInt8] in
+            defer { state.bytes.removeAll(keepingCapacity: true) }
+            return state.bytes
+        }
+        if !bytes.isEmpty { FileHandle.standardOutput.write(Data(bytes)) }
     }
 }

@@ -1,6 +1,8 @@
 import Dispatch
 import Foundation
+import APNsSimulator
 import IsletCore
+import IsletCrypto
 import IsletServer
 
 /// `islet`: the command line. Each subcommand parses its own flags and hands off to
@@ -13,6 +15,8 @@ let usage = """
 
     Commands:
       serve      Run the server (see `islet serve --help`).
+      sim        Run a local APNs simulator (see `islet sim --help`).
+      jwt        Print an APNs provider token: --key FILE.p8 --key-id ID --team-id ID
       version    Print the version.
       help       Print this text.
     """
@@ -23,6 +27,10 @@ let command = arguments.isEmpty ? "help" : arguments.removeFirst()
 switch command {
 case "serve":
     exit(await serve(arguments))
+case "sim":
+    exit(await simulate(arguments))
+case "jwt":
+    exit(providerToken(arguments))
 case "version", "--version":
     Console.out("islet \(IsletVersion.current)")
 case "help", "--help", "-h":
@@ -60,5 +68,78 @@ func serve(_ arguments: [String]) async -> Int32 {
         Console.err("islet: \(error)")
         await application.shutdown()
         return 1
+    }
+}
+
+/// Runs the APNs simulator until SIGTERM or SIGINT; answers the exit status.
+func simulate(_ arguments: [String]) async -> Int32 {
+    if arguments.contains("--help") || arguments.contains("-h") {
+        Console.out(SimulatorCommandLine.helpText)
+        return 0
+    }
+    let quiet = arguments.contains("--quiet")
+    let commandLine: SimulatorCommandLine
+    let simulator: APNsSimulator
+    let console = BufferedConsole()
+    defer { console.close() }
+    var observer: (@Sendable (PushRecord) -> Void)?
+    if !quiet {
+        observer = { record in console.line(record.summaryLine) }
+    }
+    do throws(any Error) {
+        commandLine = try SimulatorCommandLine.parse(arguments.filter { $0 != "--quiet" })
+        simulator = try APNsSimulator(options: commandLine.options, observer: observer)
+        if let ca = simulator.caCertificatePEM {
+            try ca.write(toFile: commandLine.caOutputPath, atomically: true, encoding: .utf8)
+        }
+        let ports = try simulator.start()
+        var banner = "islet sim: APNs (\(commandLine.options.engine.environment.rawValue)) on https://\(commandLine.options.host):\(ports.apns)"
+        if let inspect = ports.inspect { banner += ", inspection on http://\(commandLine.options.host):\(inspect)" }
+        if simulator.caCertificatePEM != nil { banner += ", CA in \(commandLine.caOutputPath)" }
+        if commandLine.options.engine.trustedKeys.isEmpty { banner += "; no --trust key given, so every provider token is refused" }
+        Console.out(banner)
+    } catch {
+        Console.err("islet: \(error)")
+        return 2
+    }
+    let stopped = AsyncStream<String>.makeStream()
+    let signals = SignalWatcher(signals: [SIGTERM, SIGINT]) { name in stopped.continuation.yield(name) }
+    defer { signals.cancel() }
+    for await name in stopped.stream {
+        Console.out("islet sim: \(name), stopping")
+        break
+    }
+    await simulator.shutdown()
+    return 0
+}
+
+/// Prints a provider token (ES256 JWT) for an APNs signing key.
+func providerToken(_ arguments: [String]) -> Int32 {
+    var values: [String: String] = [:]
+    var index = 0
+    while index < arguments.count {
+        let flag = arguments[index]
+        guard ["--key", "--key-id", "--team-id", "--issued-at"].contains(flag), index + 1 < arguments.count else {
+            Console.err("islet: usage: islet jwt --key FILE.p8 --key-id ID --team-id ID [--issued-at UNIX_SECONDS]")
+            return 2
+        }
+        values[flag] = arguments[index + 1]
+        index += 2
+    }
+    guard let keyPath = values["--key"], let keyID = values["--key-id"], let teamID = values["--team-id"] else {
+        Console.err("islet: islet jwt needs --key, --key-id and --team-id")
+        return 2
+    }
+    do {
+        guard let pem = FileManager.default.contents(atPath: keyPath) else {
+            throw ConfigurationError(.unusable, setting: "--key", message: "cannot read \(keyPath)")
+        }
+        let key = try P256.SigningKey(pemRepresentation: String(decoding: pem, as: UTF8.self))
+        let issuedAt = values["--issued-at"].flatMap(Int64.init) ?? Int64(Date().timeIntervalSince1970)
+        Console.out(try JSONWebToken.signES256(keyID: keyID, claims: ["iss": .string(teamID), "iat": .integer(issuedAt)], key: key))
+        return 0
+    } catch {
+        Console.err("islet: \(error)")
+        return 2
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import IsletCore
 import IsletLog
 import IsletServer
 import IsletTesting
