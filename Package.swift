@@ -14,6 +14,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "islet", targets: ["islet"]),
+        .executable(name: "islet-bench", targets: ["IsletBench"]),
         .library(name: "IsletServer", targets: ["IsletServer"]),
     ],
     targets: [
@@ -48,6 +49,11 @@ let package = Package(
         ),
         // The thin executable.
         .executableTarget(name: "islet", dependencies: ["IsletServer", "APNsSimulator", "IsletCrypto"], swiftSettings: swiftSettings),
+
+        // Benchmark helpers (`make bench`).
+        .executableTarget(
+            name: "IsletBench", dependencies: ["HTTP2", "IsletCrypto"], path: "Benchmarks/IsletBench",
+            swiftSettings: swiftSettings),
 
         // Helpers shared by the test targets: a raw-socket HTTP client, temporary folders.
         .target(name: "IsletTesting", path: "Tests/IsletTesting", swiftSettings: swiftSettings),

@@ -115,6 +115,10 @@ final class ClientConnection: H2Connection {
     override func frameReceived(_ frame: UnsafePointer<nghttp2_frame>) {
         switch UInt32(frame.pointee.hd.type) {
         case NGHTTP2_SETTINGS.rawValue:
+            if let session {
+                core.statistics.peerMaxConcurrentStreams = Int(
+                    nghttp2_session_get_remote_settings(session, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS))
+            }
             // The stream limit may have grown.
             loop.afterEvents { [weak self] in self?.core.drain() }
         case NGHTTP2_GOAWAY.rawValue:

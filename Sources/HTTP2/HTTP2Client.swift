@@ -25,9 +25,11 @@ public struct HTTP2ClientConfiguration: Sendable {
     public var reconnectBackoff: Duration = .milliseconds(100)
     /// Longest wait between connect attempts.
     public var reconnectBackoffMax: Duration = .seconds(10)
-    /// Times a request refused by a GOAWAY (never processed by the server) is sent
-    /// again on a new connection before it fails.
-    public var maxRefusedRetries = 5
+    /// Times a request refused by a GOAWAY or REFUSED_STREAM (never processed by the
+    /// server) is sent again before it fails. Refused requests keep their place at
+    /// the head of the queue, so under a GOAWAY storm each one is refused only while
+    /// older ones are ahead of it.
+    public var maxRefusedRetries = 100
 
     /// A client for `host:port`, over TLS with the system's roots.
     public init(host: String, port: Int, tls: TLSClientConfiguration? = TLSClientConfiguration()) {
@@ -48,6 +50,9 @@ public struct HTTP2ClientStatistics: Sendable, Equatable {
     public var requestsRetried = 0
     /// Requests answered.
     public var responses = 0
+    /// The server's SETTINGS_MAX_CONCURRENT_STREAMS on the current connection, as last
+    /// seen (0 before any connection).
+    public var peerMaxConcurrentStreams = 0
 }
 
 /// An HTTP/2 client over one connection at a time: many concurrent streams up to the
@@ -143,6 +148,8 @@ final class ClientCore: @unchecked Sendable {
     let loop: EventLoop
     let tls: TLSContext?
     private var queue = RequestQueue()
+    /// Requests handed back since the last `drain`, in no particular order.
+    private var refused: [PendingRequest] = []
     private var current: ClientConnection?
     private var draining: [ObjectIdentifier: ClientConnection] = [:]
     private var connecting = false
@@ -166,7 +173,8 @@ final class ClientCore: @unchecked Sendable {
         drain()
     }
 
-    /// Puts a request the server never processed back at the head of the queue.
+    /// Puts a request the server never processed back at the head of the queue, in
+    /// the order the requests were first sent (see `drain`).
     func requeue(_ pending: PendingRequest) {
         pending.refusals += 1
         guard pending.refusals <= configuration.maxRefusedRetries, !shuttingDown else {
@@ -174,7 +182,7 @@ final class ClientCore: @unchecked Sendable {
             return
         }
         statistics.requestsRetried += 1
-        queue.prepend(pending)
+        refused.append(pending)
     }
 
     func cancel(_ id: UInt64) {
@@ -189,6 +197,11 @@ final class ClientCore: @unchecked Sendable {
     /// Submits queued requests while the connection has stream slots; connects when
     /// there is none.
     func drain() {
+        if !refused.isEmpty {
+            // Oldest first at the head: ids grow with each call to `send`.
+            for pending in refused.sorted(by: { $0.id > $1.id }) { queue.prepend(pending) }
+            refused.removeAll()
+        }
         guard !queue.isEmpty else { return }
         if let connection = current, connection.isUsable {
             var submitted = false
@@ -290,6 +303,10 @@ final class ClientCore: @unchecked Sendable {
         while let pending = queue.popFirst() {
             pending.complete(.failure(HTTP2Error(.shutDown, "the client is shutting down")))
         }
+        for pending in refused {
+            pending.complete(.failure(HTTP2Error(.shutDown, "the client is shutting down")))
+        }
+        refused.removeAll()
         shutdownDone = done
         for connection in [current].compactMap({ $0 }) + Array(draining.values) {
             connection.goAway()
