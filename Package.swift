@@ -65,6 +65,6 @@ let package = Package(
         .testTarget(name: "APNsSimulatorTests", dependencies: ["APNsSimulator", "HTTP2", "IsletTesting"], swiftSettings: swiftSettings),
         .testTarget(name: "HTTP2Tests", dependencies: ["HTTP2", "IsletCrypto", "IsletTesting"], swiftSettings: swiftSettings),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "IsletTesting"], swiftSettings: swiftSettings),
-        .testTarget(name: "IsletServerTests", dependencies: ["IsletServer", "islet", "IsletTesting"], swiftSettings: swiftSettings),
+        .testTarget(name: "IsletServerTests", dependencies: ["IsletServer", "islet", "IsletTesting", "HTTP2", "IsletCrypto"], swiftSettings: swiftSettings),
     ]
 )

@@ -130,7 +130,10 @@ final class ClientConnection: H2Connection {
                 core.connectionGoingAway(self)
             }
         case NGHTTP2_PING.rawValue:
-            if frame.pointee.hd.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) != 0 { pingSentAt = nil }
+            if frame.pointee.hd.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) != 0 && pingSentAt != nil {
+                pingSentAt = nil
+                core.statistics.pingsAnswered += 1
+            }
         default:
             break
         }

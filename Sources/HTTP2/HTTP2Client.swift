@@ -50,6 +50,8 @@ public struct HTTP2ClientStatistics: Sendable, Equatable {
     public var requestsRetried = 0
     /// Requests answered.
     public var responses = 0
+    /// Keep-alive PINGs the server acknowledged.
+    public var pingsAnswered = 0
     /// The server's SETTINGS_MAX_CONCURRENT_STREAMS on the current connection, as last
     /// seen (0 before any connection).
     public var peerMaxConcurrentStreams = 0

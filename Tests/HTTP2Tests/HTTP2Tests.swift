@@ -213,6 +213,33 @@ struct HTTP2Tests {
         }
     }
 
+    @Test func idleConnectionsCloseAndTheNextRequestReconnects() async throws {
+        let server = try makeServer()
+        let client = try makeClient(port: server.port) {
+            $0.idleTimeout = .milliseconds(500)
+            $0.pingInterval = .milliseconds(300)
+        }
+        #expect(try await client.send(HTTP2Request(path: "/a")).status == 200)
+        for _ in 0..<300 where server.openConnections > 0 { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(server.openConnections == 0)
+        #expect(try await client.send(HTTP2Request(path: "/b")).status == 200)
+        #expect(await client.statistics.connectionsOpened == 2)
+        await client.shutdown()
+        await server.shutdown()
+    }
+
+    @Test func keepAlivePingsAreAnsweredAndTheConnectionStays() async throws {
+        let server = try makeServer()
+        let client = try makeClient(port: server.port) { $0.pingInterval = .milliseconds(200) }
+        #expect(try await client.send(HTTP2Request(path: "/a")).status == 200)
+        try await Task.sleep(for: .milliseconds(2_500))
+        #expect(try await client.send(HTTP2Request(path: "/b")).status == 200)
+        #expect(await client.statistics.connectionsOpened == 1)
+        #expect(await client.statistics.pingsAnswered >= 1)
+        await client.shutdown()
+        await server.shutdown()
+    }
+
     @Test func libraryVersion() {
         let parts = HTTP2Library.version.split(separator: ".")
         #expect(parts.count == 3)
