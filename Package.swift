@@ -41,6 +41,8 @@ let package = Package(
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"], swiftSettings: swiftSettings),
         // An APNs you can run: the engine (APNs checks, simulated devices and ActivityKit).
         .target(name: "APNsSimulator", dependencies: ["IsletCore", "IsletCrypto", "HTTP2", "HTTPServer"], swiftSettings: swiftSettings),
+        // The APNs client: provider tokens, connection pools, retries, failure policy.
+        .target(name: "APNs", dependencies: ["IsletCore", "IsletCrypto", "HTTP2"], swiftSettings: swiftSettings),
         // Routes, configuration and the application that main and tests build.
         .target(
             name: "IsletServer",
@@ -63,6 +65,7 @@ let package = Package(
         .testTarget(name: "IsletCryptoTests", dependencies: ["IsletCrypto", "IsletTesting"], swiftSettings: swiftSettings),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "IsletTesting"], swiftSettings: swiftSettings),
         .testTarget(name: "APNsSimulatorTests", dependencies: ["APNsSimulator", "HTTP2", "IsletTesting"], swiftSettings: swiftSettings),
+        .testTarget(name: "APNsTests", dependencies: ["APNs", "APNsSimulator", "IsletTesting"], swiftSettings: swiftSettings),
         .testTarget(name: "HTTP2Tests", dependencies: ["HTTP2", "IsletCrypto", "IsletTesting"], swiftSettings: swiftSettings),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "IsletTesting"], swiftSettings: swiftSettings),
         .testTarget(name: "IsletServerTests", dependencies: ["IsletServer", "islet", "IsletTesting", "HTTP2", "IsletCrypto"], swiftSettings: swiftSettings),

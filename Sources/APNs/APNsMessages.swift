@@ -1,0 +1,113 @@
+public import Foundation
+public import IsletCore
+
+/// One push to send: the device token, the headers APNs reads and the payload bytes.
+public struct APNsRequest: Sendable {
+    /// The device, push-to-start or update token (hex).
+    public var deviceToken: String
+    /// `apns-topic`: the bundle id, with `.push-type.liveactivity` for Live Activities.
+    public var topic: String
+    /// `apns-push-type`.
+    public var pushType: APNsPushType
+    /// `apns-priority`.
+    public var priority: APNsPriority
+    /// `apns-expiration`: when APNs may stop trying; `nil` sends none (APNs then
+    /// tries once).
+    public var expiration: Date?
+    /// `apns-id`: a lowercase UUID, kept across every retry of this push.
+    public var apnsID: String
+    /// `apns-collapse-id`.
+    public var collapseID: String?
+    /// The JSON payload.
+    public var payload: Data
+
+    /// Creates a request; without `apnsID` a fresh lowercase UUID is minted.
+    public init(
+        deviceToken: String, topic: String, pushType: APNsPushType, priority: APNsPriority = .immediate,
+        expiration: Date? = nil, apnsID: String? = nil, collapseID: String? = nil, payload: Data
+    ) {
+        self.deviceToken = deviceToken
+        self.topic = topic
+        self.pushType = pushType
+        self.priority = priority
+        self.expiration = expiration
+        self.apnsID = apnsID ?? UUID().uuidString.lowercased()
+        self.collapseID = collapseID
+        self.payload = payload
+    }
+}
+
+/// APNs's answer to one attempt.
+public struct APNsResponse: Sendable, Equatable {
+    /// The HTTP status.
+    public var status: Int
+    /// `apns-id`, as APNs echoed it.
+    public var apnsID: String?
+    /// `apns-unique-id` (sandbox only), for Apple's delivery log.
+    public var uniqueID: String?
+    /// The `reason` of a failure.
+    public var reason: APNsReason?
+    /// For 410: when APNs learned the token was no longer valid.
+    public var timestamp: Date?
+
+    /// Creates a response.
+    public init(status: Int, apnsID: String? = nil, uniqueID: String? = nil, reason: APNsReason? = nil, timestamp: Date? = nil) {
+        self.status = status
+        self.apnsID = apnsID
+        self.uniqueID = uniqueID
+        self.reason = reason
+        self.timestamp = timestamp
+    }
+}
+
+/// What became of a push after the client's retries.
+public struct APNsResult: Sendable {
+    /// What the caller should do about it.
+    public var disposition: APNsDisposition
+    /// The last answer APNs gave, if any attempt got one.
+    public var response: APNsResponse?
+    /// The transport or credential failure of the last attempt, if it had no answer.
+    public var error: APNsError?
+    /// Attempts made (1 when the first one settled it).
+    public var attempts: Int
+    /// The `apns-id` every attempt carried.
+    public var apnsID: String
+}
+
+/// A failure of the APNs client itself (not an APNs answer).
+public struct APNsError: Error, Sendable, CustomStringConvertible, Equatable {
+    /// What failed; new codes may be added.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        private enum Base: String { case invalidConfiguration, transport, credentialsRejected, circuitOpen, deadlineExceeded, shutDown }
+        private let base: Base
+        private init(_ base: Base) { self.base = base }
+
+        /// A host URL or CA that cannot work.
+        public static let invalidConfiguration = Code(.invalidConfiguration)
+        /// The connection failed (see `message`).
+        public static let transport = Code(.transport)
+        /// APNs refused this signing key earlier; the client no longer sends with it.
+        public static let credentialsRejected = Code(.credentialsRejected)
+        /// The host failed repeatedly; the client is pausing before it probes again.
+        public static let circuitOpen = Code(.circuitOpen)
+        /// The retry deadline passed.
+        public static let deadlineExceeded = Code(.deadlineExceeded)
+        /// The client is shutting down.
+        public static let shutDown = Code(.shutDown)
+
+        public var description: String { base.rawValue }
+    }
+
+    /// What failed.
+    public let code: Code
+    /// Details, free of tokens and keys.
+    public let message: String
+
+    /// Creates an error.
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public var description: String { "apns \(code): \(message)" }
+}

@@ -1,0 +1,338 @@
+import APNs
+import APNsSimulator
+import Foundation
+import IsletCore
+import IsletCrypto
+import Synchronization
+import Testing
+
+/// A simulator over TLS on port 0 and an APNs client pointed at it, sharing a clock.
+struct Rig {
+    let clock: ManualWallClock
+    let key: APNsSigningKey
+    let simulator: APNsSimulator
+    let client: APNsClient
+
+    init(
+        simulator configureSimulator: (inout APNsSimulatorOptions) throws -> Void = { _ in },
+        client configureClient: (inout APNsClientConfiguration) -> Void = { _ in },
+        trusted: Bool = true
+    ) throws {
+        clock = ManualWallClock(start: Date())
+        key = APNsSigningKey(keyID: "RIGKEY0001", teamID: "RIGTEAM001", key: try P256.SigningKey.generate())
+        var options = APNsSimulatorOptions()
+        options.port = 0
+        options.inspectPort = nil
+        if trusted {
+            options.engine.trustedKeys = [TrustedKey(keyID: key.keyID, teamID: key.teamID, publicKey: key.key.publicKey)]
+        }
+        try configureSimulator(&options)
+        simulator = try APNsSimulator(options: options, clock: clock, random: SeededRandomSource(seed: 7))
+        try simulator.start()
+        var configuration = APNsClientConfiguration()
+        configuration.sandboxURL = URL(string: "https://127.0.0.1:\(simulator.port)")!
+        configuration.productionURL = configuration.sandboxURL
+        configuration.trustRootsPEM = simulator.caCertificatePEM
+        configuration.backoffBase = 0.005
+        configuration.backoffMax = 0.05
+        configureClient(&configuration)
+        client = APNsClient(configuration: configuration, clock: clock)
+    }
+
+    func alert(to token: String = String(repeating: "ab", count: 32), apnsID: String? = nil) -> APNsRequest {
+        APNsRequest(
+            deviceToken: token, topic: "com.example.app", pushType: .alert, apnsID: apnsID,
+            payload: Data(#"{"aps":{"alert":{"title":"Order","body":"On its way"}}}"#.utf8))
+    }
+
+    func send(_ request: APNsRequest) async -> APNsResult {
+        await client.send(request, key: key, environment: .sandbox)
+    }
+
+    func stop() async {
+        await client.shutdown()
+        await simulator.shutdown()
+    }
+}
+
+@Suite("APNs client against the simulator")
+struct APNsClientTests {
+    @Test func deliversAndKeepsTheApnsID() async throws {
+        let rig = try Rig()
+        let request = rig.alert()
+        let result = await rig.send(request)
+        #expect(result.disposition == .delivered)
+        #expect(result.attempts == 1)
+        #expect(result.response?.apnsID == request.apnsID)
+        #expect(result.response?.uniqueID != nil)
+        #expect(rig.simulator.engine.pushes().map(\.answer.apnsID) == [request.apnsID])
+        await rig.stop()
+    }
+
+    @Test func passingFaultsAreRetriedWithTheSameApnsID() async throws {
+        let rig = try Rig(simulator: { $0.engine.faultInjection = try FaultInjection(failRate: 0.6, status: 503) }, client: { $0.maxAttempts = 30; $0.breakerThreshold = 100 })
+        let request = rig.alert()
+        let result = await rig.send(request)
+        #expect(result.disposition == .delivered)
+        #expect(result.attempts > 1)
+        let records = rig.simulator.engine.pushes()
+        #expect(records.count == result.attempts)
+        #expect(records.allSatisfy { $0.answer.apnsID == request.apnsID })
+        #expect(records.filter { $0.answer.status == 200 }.count == 1)
+        await rig.stop()
+    }
+
+    @Test(arguments: [500, 503])
+    func retriesStopAtTheAttemptLimit(status: Int) async throws {
+        let rig = try Rig(simulator: { $0.engine.faultInjection = try FaultInjection(failRate: 1, status: status) }, client: { $0.maxAttempts = 3; $0.breakerThreshold = 100 })
+        let result = await rig.send(rig.alert())
+        #expect(result.disposition == .retry)
+        #expect(result.attempts == 3)
+        #expect(result.response?.status == status)
+        await rig.stop()
+    }
+
+    @Test func tooManyRequestsIsRetryLaterWithoutRetrying() async throws {
+        let rig = try Rig(simulator: { $0.engine.faultInjection = try FaultInjection(failRate: 1, status: 429) })
+        let result = await rig.send(rig.alert())
+        #expect(result.disposition == .retryLater)
+        #expect(result.attempts == 1)
+        #expect(result.response?.reason == .tooManyRequests)
+        await rig.stop()
+    }
+
+    @Test func aTokenFromTheOtherEnvironmentIsDead() async throws {
+        let rig = try Rig()
+        let token = String(repeating: "cd", count: 32)
+        try rig.simulator.engine.registerToken(token, kind: .device, environment: .production)
+        let result = await rig.send(rig.alert(to: token))
+        #expect(result.disposition == .tokenDead(since: nil))
+        #expect(result.response?.reason == .badDeviceToken)
+        await rig.stop()
+    }
+
+    @Test func aDismissedActivitysTokenIsDeadWithItsTimestamp() async throws {
+        let rig = try Rig()
+        let updateToken = String(repeating: "9f", count: 32)
+        try rig.simulator.engine.registerToken(updateToken, kind: .liveActivityUpdate)
+        let now = Int(rig.clock.now().timeIntervalSince1970)
+        let end = APNsRequest(
+            deviceToken: updateToken, topic: "com.example.app.push-type.liveactivity", pushType: .liveactivity,
+            payload: Data(#"{"aps":{"timestamp":\#(now),"event":"end","content-state":{"done":true},"dismissal-date":\#(now)}}"#.utf8))
+        #expect(await rig.send(end).disposition == .delivered)
+        rig.clock.advance(by: 60)
+        let update = APNsRequest(
+            deviceToken: updateToken, topic: "com.example.app.push-type.liveactivity", pushType: .liveactivity,
+            payload: Data(#"{"aps":{"timestamp":\#(now + 60),"event":"update","content-state":{"done":true}}}"#.utf8))
+        let result = await rig.send(update)
+        guard case .tokenDead(let since?) = result.disposition else {
+            Issue.record("expected a dead token with a timestamp, got \(result.disposition)")
+            await rig.stop()
+            return
+        }
+        #expect(abs(since.timeIntervalSince1970 - Double(now)) < 2)
+        #expect(result.response?.status == 410)
+        await rig.stop()
+    }
+
+    @Test func anAlertToALiveActivityTokenIsTheWrongTopic() async throws {
+        let rig = try Rig()
+        let token = String(repeating: "7e", count: 32)
+        try rig.simulator.engine.registerToken(token, kind: .pushToStart)
+        let result = await rig.send(rig.alert(to: token))
+        #expect(result.disposition == .wrongTopic)
+        #expect(result.response?.reason == .deviceTokenNotForTopic)
+        await rig.stop()
+    }
+
+    @Test func aRefusedKeyStopsBeingUsedWithoutARetryStorm() async throws {
+        let rig = try Rig(trusted: false)
+        let first = await rig.send(rig.alert())
+        #expect(first.disposition == .credentialsRejected)
+        #expect(first.attempts == 1)
+        #expect(first.response?.reason == .invalidProviderToken)
+        let second = await rig.send(rig.alert())
+        #expect(second.disposition == .credentialsRejected)
+        #expect(second.attempts == 0)
+        #expect(second.error?.code == .credentialsRejected)
+        #expect(rig.simulator.engine.pushes().count == 1)
+        await rig.stop()
+    }
+
+    @Test func aPayloadProblemIsNeverRetried() async throws {
+        let rig = try Rig()
+        var request = rig.alert()
+        request.payload = Data(repeating: 0x20, count: 5_000)
+        let result = await rig.send(request)
+        #expect(result.disposition == .rejected)
+        #expect(result.attempts == 1)
+        #expect(result.response?.status == 413)
+        await rig.stop()
+    }
+
+    @Test func oneProviderTokenServesEveryPushAndConnection() async throws {
+        let rig = try Rig(client: { $0.connectionsPerPool = 4 })
+        await withTaskGroup(of: Void.self) { group in
+            for _ in 0..<200 { group.addTask { _ = await rig.send(rig.alert()) } }
+        }
+        rig.clock.advance(by: 19 * 60)
+        #expect(await rig.send(rig.alert()).disposition == .delivered)
+        #expect(rig.client.tokenManager(for: rig.key).tokensMinted == 1)
+        #expect(rig.simulator.engine.pushes().allSatisfy { $0.answer.status == 200 })
+        await rig.stop()
+    }
+
+    @Test func tokensAreReplacedBeforeAnHourButNeverWithinTwentyMinutes() async throws {
+        let rig = try Rig()
+        #expect(await rig.send(rig.alert()).disposition == .delivered)
+        rig.clock.advance(by: 56 * 60)
+        #expect(await rig.send(rig.alert()).disposition == .delivered)
+        #expect(rig.client.tokenManager(for: rig.key).tokensMinted == 2)
+        #expect(rig.simulator.engine.pushes().allSatisfy { $0.answer.reason != .tooManyProviderTokenUpdates })
+        await rig.stop()
+    }
+
+    @Test func anExpiredProviderTokenIsReplacedAndThePushRetriedOnce() async throws {
+        let rig = try Rig(client: { $0.providerTokenMaximumAge = 3 * 3600 })
+        #expect(await rig.send(rig.alert()).disposition == .delivered)
+        rig.clock.advance(by: 61 * 60)
+        let result = await rig.send(rig.alert())
+        #expect(result.disposition == .delivered)
+        #expect(result.attempts == 2)
+        #expect(rig.client.tokenManager(for: rig.key).tokensMinted == 2)
+        #expect(rig.simulator.engine.pushes().map(\.answer.reason) == [nil, .expiredProviderToken, nil])
+        await rig.stop()
+    }
+
+    @Test func goawayStormAndInjected503sLoseNoneOfTenThousandPushes() async throws {
+        let rig = try Rig(
+            simulator: {
+                $0.goawayAfterStreams = 500
+                $0.engine.faultInjection = try FaultInjection(failRate: 0.05, status: 503)
+                $0.engine.pushHistoryLimit = 20_000
+            },
+            client: {
+                $0.maxAttempts = 12
+                $0.breakerThreshold = 1_000
+                $0.connectionsPerPool = 2
+            })
+        let requests = (0..<10_000).map { _ in rig.alert() }
+        let delivered = await withTaskGroup(of: Bool.self) { group in
+            for request in requests { group.addTask { await rig.send(request).disposition == .delivered } }
+            return await group.reduce(0) { $0 + ($1 ? 1 : 0) }
+        }
+        #expect(delivered == 10_000)
+        let accepted = rig.simulator.engine.pushes().filter { $0.answer.status == 200 }.compactMap(\.answer.apnsID)
+        #expect(accepted.count == 10_000)
+        #expect(Set(accepted) == Set(requests.map(\.apnsID)))
+        await rig.stop()
+    }
+}
+
+@Suite("Failure policy")
+struct FailurePolicyTests {
+    @Test(arguments: [
+        (200, nil, APNsDisposition.delivered),
+        (500, APNsReason.internalServerError, .retry),
+        (503, .serviceUnavailable, .retry),
+        (503, .shutdown, .retry),
+        (429, .tooManyRequests, .retryLater),
+        (429, .tooManyProviderTokenUpdates, .retryLater),
+        (400, .badDeviceToken, .tokenDead(since: nil)),
+        (400, .deviceTokenNotForTopic, .wrongTopic),
+        (400, .topicDisallowed, .wrongTopic),
+        (400, .badTopic, .wrongTopic),
+        (403, .expiredProviderToken, .refreshProviderToken),
+        (403, .invalidProviderToken, .credentialsRejected),
+        (403, .missingProviderToken, .credentialsRejected),
+        (403, .unknown("SomethingNew"), .credentialsRejected),
+        (413, .payloadTooLarge, .rejected),
+        (400, .payloadEmpty, .rejected),
+        (400, .badPriority, .rejected),
+        (502, nil, .retry),
+    ] as [(Int, APNsReason?, APNsDisposition)])
+    func classifies(status: Int, reason: APNsReason?, expected: APNsDisposition) {
+        #expect(APNsFailurePolicy.classify(APNsResponse(status: status, reason: reason)) == expected)
+    }
+
+    @Test func goneTokensCarryTheirTimestamp() {
+        let when = Date(timeIntervalSince1970: 1_800_000_000)
+        #expect(APNsFailurePolicy.classify(APNsResponse(status: 410, reason: .unregistered, timestamp: when)) == .tokenDead(since: when))
+        #expect(APNsFailurePolicy.classify(APNsResponse(status: 410, reason: .expiredToken, timestamp: when)) == .tokenDead(since: when))
+    }
+}
+
+@Suite("Circuit breaker")
+struct CircuitBreakerTests {
+    @Test func opensAfterTheThresholdProbesThenCloses() {
+        let clock = ManualWallClock()
+        let breaker = CircuitBreaker(failureThreshold: 3, openDuration: 10, clock: clock)
+        for _ in 0..<2 { breaker.recordFailure() }
+        #expect(breaker.permit().allowed)
+        breaker.recordFailure()
+        let refused = breaker.permit()
+        #expect(!refused.allowed)
+        #expect(refused.retryAfter == 10)
+        clock.advance(by: 10)
+        #expect(breaker.permit().allowed)  // the probe
+        #expect(!breaker.permit().allowed)  // others wait for it
+        breaker.recordSuccess()
+        #expect(breaker.current == .closed)
+        #expect(breaker.permit().allowed)
+        #expect(breaker.openings == 1)
+    }
+
+    @Test func aFailedProbeOpensItAgain() {
+        let clock = ManualWallClock()
+        let breaker = CircuitBreaker(failureThreshold: 1, openDuration: 5, clock: clock)
+        breaker.recordFailure()
+        clock.advance(by: 5)
+        #expect(breaker.permit().allowed)
+        breaker.recordFailure()
+        #expect(!breaker.permit().allowed)
+        #expect(breaker.openings == 2)
+    }
+
+    @Test func aNeutralAnswerEndsAProbeWithoutCountingAgainstTheHost() {
+        let clock = ManualWallClock()
+        let breaker = CircuitBreaker(failureThreshold: 2, openDuration: 5, clock: clock)
+        breaker.recordFailure()
+        breaker.recordNeutral()
+        breaker.recordFailure()
+        #expect(!breaker.permit().allowed)
+    }
+}
+
+@Suite("Provider tokens")
+struct ProviderTokenTests {
+    @Test func reusedUntilTheMaximumAgeAndSignedForTheKey() throws {
+        let clock = ManualWallClock()
+        let key = APNsSigningKey(keyID: "KID0000001", teamID: "TEAM000001", key: try P256.SigningKey.generate())
+        let manager = ProviderTokenManager(signingKey: key, clock: clock)
+        let first = try manager.currentToken()
+        clock.advance(by: 54 * 60)
+        #expect(try manager.currentToken() == first)
+        clock.advance(by: 61)
+        let second = try manager.currentToken()
+        #expect(second != first)
+        let parsed = try JSONWebToken(parsing: second)
+        #expect(parsed.header["kid"] == .string("KID0000001"))
+        #expect(parsed.claims["iss"] == .string("TEAM000001"))
+        #expect(parsed.claims["iat"]?.integerValue == Int64(clock.now().timeIntervalSince1970))
+        #expect(parsed.isValidES256(using: key.key.publicKey))
+    }
+
+    @Test func anExpiredAnswerReplacesOnlyATokenAtLeastTwentyMinutesOld() throws {
+        let clock = ManualWallClock()
+        let key = APNsSigningKey(keyID: "KID0000001", teamID: "TEAM000001", key: try P256.SigningKey.generate())
+        let manager = ProviderTokenManager(signingKey: key, clock: clock)
+        let first = try manager.currentToken()
+        clock.advance(by: 19 * 60)
+        #expect(!manager.tokenExpired(first))
+        #expect(try manager.currentToken() == first)
+        clock.advance(by: 60)
+        #expect(manager.tokenExpired(first))
+        #expect(try manager.currentToken() != first)
+        #expect(manager.tokensMinted == 2)
+    }
+}
