@@ -50,11 +50,11 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         // The thin executable.
-        .executableTarget(name: "islet", dependencies: ["IsletServer", "APNsSimulator", "IsletCrypto"], swiftSettings: swiftSettings),
+        .executableTarget(name: "islet", dependencies: ["IsletServer", "APNs", "APNsSimulator", "IsletCrypto"], swiftSettings: swiftSettings),
 
         // Benchmark helpers (`make bench`).
         .executableTarget(
-            name: "IsletBench", dependencies: ["HTTP2", "IsletCrypto"], path: "Benchmarks/IsletBench",
+            name: "IsletBench", dependencies: ["APNs", "HTTP2", "IsletCore", "IsletCrypto"], path: "Benchmarks/IsletBench",
             swiftSettings: swiftSettings),
 
         // Helpers shared by the test targets: a raw-socket HTTP client, temporary folders.
@@ -68,6 +68,6 @@ let package = Package(
         .testTarget(name: "APNsTests", dependencies: ["APNs", "APNsSimulator", "IsletTesting"], swiftSettings: swiftSettings),
         .testTarget(name: "HTTP2Tests", dependencies: ["HTTP2", "IsletCrypto", "IsletTesting"], swiftSettings: swiftSettings),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "IsletTesting"], swiftSettings: swiftSettings),
-        .testTarget(name: "IsletServerTests", dependencies: ["IsletServer", "islet", "IsletTesting", "HTTP2", "IsletCrypto"], swiftSettings: swiftSettings),
+        .testTarget(name: "IsletServerTests", dependencies: ["IsletServer", "islet", "IsletTesting", "HTTP2", "IsletCrypto", "APNsSimulator"], swiftSettings: swiftSettings),
     ]
 )

@@ -1,5 +1,7 @@
+import APNs
 import Foundation
 import HTTP2
+import IsletCore
 import IsletCrypto
 
 /// `islet-bench`: helpers that `make bench` runs beside the real programs.
@@ -7,6 +9,9 @@ import IsletCrypto
 /// - `h2-server --port N [--threads N] [--cert F --key F]`: an HTTP/2 server over TLS
 ///   that answers every request 200 with an `apns-id`, doing nothing else: the
 ///   ceiling of Islet's HTTP/2 layer, to compare with nghttpd and `islet sim`.
+/// - `apns-client --url URL --ca F --key F.p8 --key-id K --team-id T [--connections N]
+///   [--count N] [--concurrency N]`: sends N alert pushes through Islet's APNs client
+///   and prints `pushes_per_second=… delivered=… seconds=…`.
 
 final class NullDelegate: HTTP2ServerDelegate {
     func handle(_ request: HTTP2ServerRequest, on connection: HTTP2ServerConnectionContext) -> HTTP2ServerReply {
@@ -38,7 +43,56 @@ case "h2-server":
     let port = try server.start()
     print("h2-server listening on \(port)")
     while true { sleep(3600) }
+case "apns-client":
+    try await apnsClient(arguments)
 default:
-    FileHandle.standardError.write(Data("usage: islet-bench h2-server --port N [--threads N]\n".utf8))
+    FileHandle.standardError.write(Data("usage: islet-bench h2-server --port N [--threads N] | apns-client --url URL ...\n".utf8))
     exit(2)
+}
+
+/// Sends `--count` pushes with at most `--concurrency` in flight and reports the rate.
+func apnsClient(_ arguments: [String]) async throws {
+    guard let url = value("--url", in: arguments).flatMap(URL.init(string:)),
+        let keyPath = value("--key", in: arguments), let keyID = value("--key-id", in: arguments),
+        let teamID = value("--team-id", in: arguments)
+    else {
+        FileHandle.standardError.write(Data("apns-client needs --url, --key, --key-id and --team-id\n".utf8))
+        exit(2)
+    }
+    var configuration = APNsClientConfiguration()
+    configuration.sandboxURL = url
+    configuration.trustRootsPEM = try value("--ca", in: arguments).map { try String(contentsOfFile: $0, encoding: .utf8) }
+    configuration.connectionsPerPool = Int(value("--connections", in: arguments) ?? "1") ?? 1
+    let count = Int(value("--count", in: arguments) ?? "100000") ?? 100_000
+    let concurrency = Int(value("--concurrency", in: arguments) ?? "1000") ?? 1_000
+    let key = APNsSigningKey(
+        keyID: keyID, teamID: teamID, key: try P256.SigningKey(pemRepresentation: try String(contentsOfFile: keyPath, encoding: .utf8)))
+    let client = APNsClient(configuration: configuration)
+    let payload = Data(#"{"aps":{"alert":{"title":"Order","body":"On its way"}}}"#.utf8)
+    let token = String(repeating: "ab", count: 32)
+    // Warm up: open every connection and lift the one-stream limit.
+    for _ in 0..<(configuration.connectionsPerPool * 2) {
+        _ = await client.send(APNsRequest(deviceToken: token, topic: "com.example.app", pushType: .alert, payload: payload), key: key, environment: .sandbox)
+    }
+    let started = ContinuousClock.now
+    let delivered = await withTaskGroup(of: Bool.self) { group in
+        var sent = 0
+        var delivered = 0
+        while sent < min(concurrency, count) {
+            group.addTask { await client.send(APNsRequest(deviceToken: token, topic: "com.example.app", pushType: .alert, payload: payload), key: key, environment: .sandbox).disposition == .delivered }
+            sent += 1
+        }
+        while let ok = await group.next() {
+            if ok { delivered += 1 }
+            if sent < count {
+                group.addTask { await client.send(APNsRequest(deviceToken: token, topic: "com.example.app", pushType: .alert, payload: payload), key: key, environment: .sandbox).disposition == .delivered }
+                sent += 1
+            }
+        }
+        return delivered
+    }
+    let elapsed = ContinuousClock.now - started
+    let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+    print("pushes_per_second=\(Int(Double(count) / seconds)) delivered=\(delivered) seconds=\(String(format: "%.3f", seconds))")
+    await client.shutdown()
 }

@@ -229,7 +229,7 @@ public final class APNsClient: Sendable {
             (APNsHeaderName.id, request.apnsID),
         ]
         if let expiration = request.expiration {
-            headers.append((APNsHeaderName.expiration, String(Int64(expiration.timeIntervalSince1970))))
+            headers.append((APNsHeaderName.expiration, String(expiration)))
         }
         if let collapseID = request.collapseID { headers.append((APNsHeaderName.collapseID, collapseID)) }
         return HTTP2Request(method: "POST", path: APNsPath.device(request.deviceToken), headers: headers, body: request.payload)

@@ -1,5 +1,6 @@
 public import Foundation
 public import IsletCore
+import Synchronization
 
 /// One push to send: the device token, the headers APNs reads and the payload bytes.
 public struct APNsRequest: Sendable {
@@ -11,9 +12,9 @@ public struct APNsRequest: Sendable {
     public var pushType: APNsPushType
     /// `apns-priority`.
     public var priority: APNsPriority
-    /// `apns-expiration`: when APNs may stop trying; `nil` sends none (APNs then
-    /// tries once).
-    public var expiration: Date?
+    /// `apns-expiration` in Unix seconds: until when APNs keeps trying; 0 tries once;
+    /// `nil` leaves the header out.
+    public var expiration: Int64?
     /// `apns-id`: a lowercase UUID, kept across every retry of this push.
     public var apnsID: String
     /// `apns-collapse-id`.
@@ -24,16 +25,41 @@ public struct APNsRequest: Sendable {
     /// Creates a request; without `apnsID` a fresh lowercase UUID is minted.
     public init(
         deviceToken: String, topic: String, pushType: APNsPushType, priority: APNsPriority = .immediate,
-        expiration: Date? = nil, apnsID: String? = nil, collapseID: String? = nil, payload: Data
+        expiration: Int64? = nil, apnsID: String? = nil, collapseID: String? = nil, payload: Data
     ) {
         self.deviceToken = deviceToken
         self.topic = topic
         self.pushType = pushType
         self.priority = priority
         self.expiration = expiration
-        self.apnsID = apnsID ?? UUID().uuidString.lowercased()
+        self.apnsID = apnsID ?? APNsRequest.mintID()
         self.collapseID = collapseID
         self.payload = payload
+    }
+}
+
+extension APNsRequest {
+    /// A request for a push the builders made, to `deviceToken`. Throws when the
+    /// push may not go to a token of `tokenKind` (a Live Activity payload to a device
+    /// token, an alert to a Live Activity token).
+    public init(_ push: BuiltPush, deviceToken: String, tokenKind: PushTokenKind, apnsID: String? = nil) throws(PayloadError) {
+        guard push.accepts(tokenKind) else {
+            throw PayloadError(
+                .notAllowed, field: "token",
+                message: "a \(push.pushType.rawValue) push for a \(push.tokenKind.rawValue) token cannot go to a \(tokenKind.rawValue) token")
+        }
+        self.init(
+            deviceToken: deviceToken, topic: push.topic, pushType: push.pushType, priority: push.priority,
+            expiration: push.expiration, apnsID: apnsID, collapseID: push.collapseID, payload: push.payload)
+    }
+
+    /// Seeded once from the system: ids must be unique, not secret, and
+    /// Foundation's `UUID()` reads the system's random device on every call.
+    private static let idSource = Mutex(SeededRandomSource(seed: UInt64.random(in: .min ... .max)))
+
+    /// A fresh lowercase UUID for `apns-id`.
+    static func mintID() -> String {
+        idSource.withLock { APNsMessageID.make(using: &$0) }
     }
 }
 

@@ -172,7 +172,20 @@ final class ClientCore: @unchecked Sendable {
             return
         }
         queue.append(pending)
-        drain()
+        scheduleDrain()
+    }
+
+    private var drainScheduled = false
+
+    /// Drains once after the current round of loop work, so that requests posted
+    /// together are submitted together and leave in as few writes as possible.
+    private func scheduleDrain() {
+        guard !drainScheduled else { return }
+        drainScheduled = true
+        loop.afterEvents { [self] in
+            drainScheduled = false
+            drain()
+        }
     }
 
     /// Puts a request the server never processed back at the head of the queue, in

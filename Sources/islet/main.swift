@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import APNs
 import APNsSimulator
 import IsletCore
 import IsletCrypto
@@ -16,6 +17,8 @@ let usage = """
     Commands:
       serve      Run the server (see `islet serve --help`).
       sim        Run a local APNs simulator (see `islet sim --help`).
+      send       Build and send one push, print the request and APNs's answer
+                 (see `islet send --help`).
       jwt        Print an APNs provider token: --key FILE.p8 --key-id ID --team-id ID
       version    Print the version.
       help       Print this text.
@@ -29,6 +32,8 @@ case "serve":
     exit(await serve(arguments))
 case "sim":
     exit(await simulate(arguments))
+case "send":
+    exit(await sendPush(arguments))
 case "jwt":
     exit(providerToken(arguments))
 case "version", "--version":
@@ -142,4 +147,36 @@ func providerToken(_ arguments: [String]) -> Int32 {
         Console.err("islet: \(error)")
         return 2
     }
+}
+
+/// Sends one push and prints the exchange: exit 0 when APNs accepted it, 1 when APNs
+/// refused it, 2 when it was never sent (a bad flag or a broken payload rule).
+func sendPush(_ arguments: [String]) async -> Int32 {
+    if arguments.contains("--help") || arguments.contains("-h") {
+        Console.out(SendCommandLine.helpText)
+        return 0
+    }
+    let command: SendCommandLine
+    do {
+        command = try SendCommandLine.parse(arguments)
+    } catch {
+        Console.err("islet: \(error)")
+        return 2
+    }
+    Console.out(command.requestDescription)
+    let client = APNsClient(configuration: command.client)
+    let result = await client.send(command.request, key: command.key, environment: command.environment)
+    await client.shutdown()
+    Console.out("")
+    if let response = result.response {
+        var line = "\(response.status)"
+        if let reason = response.reason { line += " \(reason)" }
+        if let apnsID = response.apnsID { line += " apns-id: \(apnsID)" }
+        if let uniqueID = response.uniqueID { line += " apns-unique-id: \(uniqueID)" }
+        if let timestamp = response.timestamp { line += " timestamp: \(Int64(timestamp.timeIntervalSince1970))" }
+        Console.out(line)
+    }
+    if let error = result.error { Console.out("\(error)") }
+    Console.out("disposition: \(result.disposition)")
+    return result.disposition == .delivered ? 0 : 1
 }

@@ -1,0 +1,205 @@
+public import Foundation
+public import IsletCore
+import IsletCrypto
+
+/// The flags of `islet send`: one push, built with the payload rules, sent to APNs
+/// (or a simulator), with the request and the answer printed.
+public struct SendCommandLine: Sendable {
+    /// The signing key.
+    public var key: APNsSigningKey
+    /// Which APNs.
+    public var environment: APNsEnvironment
+    /// The client configuration (endpoint overrides, CA).
+    public var client: APNsClientConfiguration
+    /// The request to send.
+    public var request: APNsRequest
+
+    /// Usage text for `islet send --help`.
+    public static let helpText = """
+        Usage: islet send --key AuthKey.p8 --key-id K --team-id T --topic BUNDLE_ID --token HEX
+                          --event start|update|end|alert [payload options] [--sandbox | --url URL --ca FILE]
+
+        Builds one push with Islet's payload rules, sends it, and prints the request and
+        APNs's answer. A broken rule is reported before anything is sent.
+
+        Payload options:
+          --content-state JSON       the full content state (start, update; optional on end)
+          --attributes-type NAME     the ActivityAttributes type (start)
+          --attributes JSON          the attributes (start)
+          --alert-title T --alert-body B   the alert (required on start; alone for --event alert)
+          --stale-date DATE          Unix seconds or ISO 8601 (start, update)
+          --dismissal-date DATE      Unix seconds or ISO 8601 (end only)
+          --relevance-score N
+          --timestamp SECONDS        aps.timestamp (default: now)
+          --priority 5|10            (default 10; 5 for an update without an alert)
+          --apns-id UUID             (default: a fresh one)
+        Endpoint:
+          --sandbox                  api.sandbox.push.apple.com (default: production)
+          --url URL                  another endpoint, such as an islet sim
+          --ca FILE                  trust this CA (PEM) for --url
+        """
+
+    /// A payload rule the flags broke; nothing was sent.
+    public struct PayloadRuleBroken: Error, CustomStringConvertible {
+        /// The rule and the field.
+        public let error: PayloadError
+        public var description: String { "nothing sent, a payload rule is broken: \(error)" }
+    }
+
+    /// Reads `arguments`; the push is built (and its rules checked) against `now`.
+    /// Throws `ConfigurationError` for a bad flag and `PayloadRuleBroken` for a push
+    /// the rules refuse.
+    public static func parse(_ arguments: [String], now: Date = Date()) throws -> SendCommandLine {
+        var values: [String: String] = [:]
+        var sandbox = false
+        var index = 0
+        let valued: Set<String> = [
+            "--key", "--key-id", "--team-id", "--topic", "--token", "--event", "--content-state", "--attributes-type",
+            "--attributes", "--alert-title", "--alert-body", "--stale-date", "--dismissal-date", "--relevance-score",
+            "--timestamp", "--priority", "--apns-id", "--url", "--ca",
+        ]
+        while index < arguments.count {
+            var flag = arguments[index]
+            var inline: String?
+            if let equals = flag.firstIndex(of: "="), flag.hasPrefix("--") {
+                inline = String(flag[flag.index(after: equals)...])
+                flag = String(flag[..<equals])
+            }
+            index += 1
+            if flag == "--sandbox" {
+                sandbox = true
+                continue
+            }
+            guard valued.contains(flag) else {
+                throw ConfigurationError(.unknownOption, setting: flag, message: "no such option; see islet send --help")
+            }
+            if let inline {
+                values[flag] = inline
+            } else {
+                guard index < arguments.count else { throw ConfigurationError(.missingValue, setting: flag, message: "a value is required") }
+                values[flag] = arguments[index]
+                index += 1
+            }
+        }
+        func required(_ flag: String) throws(ConfigurationError) -> String {
+            guard let value = values[flag], !value.isEmpty else { throw ConfigurationError(.missingValue, setting: flag, message: "required") }
+            return value
+        }
+        func json(_ flag: String) throws(ConfigurationError) -> JSONValue? {
+            guard let text = values[flag] else { return nil }
+            do {
+                return try JSONValue(parsing: Data(text.utf8))
+            } catch {
+                throw ConfigurationError(.invalidValue, setting: flag, message: "not JSON: \(error)")
+            }
+        }
+        func date(_ flag: String) throws(ConfigurationError) -> Date? {
+            guard let text = values[flag] else { return nil }
+            if let seconds = Double(text) { return Date(timeIntervalSince1970: seconds) }
+            if let parsed = try? Date(text, strategy: .iso8601) { return parsed }
+            throw ConfigurationError(.invalidValue, setting: flag, message: "\"\(text)\" is neither Unix seconds nor an ISO 8601 date")
+        }
+        func number(_ flag: String) throws(ConfigurationError) -> Double? {
+            guard let text = values[flag] else { return nil }
+            guard let value = Double(text) else { throw ConfigurationError(.invalidValue, setting: flag, message: "\"\(text)\" is not a number") }
+            return value
+        }
+
+        let keyPath = try required("--key")
+        guard let pem = FileManager.default.contents(atPath: keyPath) else {
+            throw ConfigurationError(.unusable, setting: "--key", message: "cannot read \(keyPath)")
+        }
+        let privateKey: P256.SigningKey
+        do {
+            privateKey = try P256.SigningKey(pemRepresentation: String(decoding: pem, as: UTF8.self))
+        } catch {
+            throw ConfigurationError(.unusable, setting: "--key", message: error.reason)
+        }
+        let key = APNsSigningKey(keyID: try required("--key-id"), teamID: try required("--team-id"), key: privateKey)
+        let topic = try required("--topic")
+        let token = try required("--token")
+        do {
+            try PushToken.validate(token)
+        } catch {
+            throw ConfigurationError(.invalidValue, setting: "--token", message: error.description)
+        }
+        let eventText = try required("--event")
+        var alert: PushAlert?
+        if values["--alert-title"] != nil || values["--alert-body"] != nil {
+            alert = PushAlert(title: .literal(values["--alert-title"] ?? ""), body: .literal(values["--alert-body"] ?? ""))
+        }
+        let priority = try number("--priority").map { Int($0) }
+        let contentState = try json("--content-state")
+        let attributes = try json("--attributes")
+        let timestamp = try number("--timestamp").map { Int64($0) }
+        let staleDate = try date("--stale-date")
+        let dismissalDate = try date("--dismissal-date")
+        let relevanceScore = try number("--relevance-score")
+        let built: BuiltPush
+        let tokenKind: PushTokenKind
+        do throws(PayloadError) {
+            if eventText == "alert" {
+                var push = AlertPush()
+                push.title = values["--alert-title"].map { .literal($0) }
+                push.body = values["--alert-body"].map { .literal($0) }
+                push.priority = priority
+                built = try push.build(bundleID: topic, now: now)
+                tokenKind = .device
+            } else {
+                guard let event = LiveActivityEvent(rawValue: eventText) else {
+                    throw PayloadError(.notAllowed, field: "--event", message: "\"\(eventText)\" is not start, update, end or alert")
+                }
+                let push = LiveActivityPush(
+                    event: event, contentState: contentState, attributesType: values["--attributes-type"],
+                    attributes: attributes, alert: alert, timestamp: timestamp, staleDate: staleDate,
+                    dismissalDate: dismissalDate, relevanceScore: relevanceScore, priority: priority)
+                built = try push.build(bundleID: topic, now: now)
+                tokenKind = event.tokenKind
+            }
+        } catch {
+            throw PayloadRuleBroken(error: error)
+        }
+        var client = APNsClientConfiguration()
+        client.maxAttempts = 1
+        if let url = values["--url"] {
+            guard let parsed = URL(string: url), parsed.host != nil else {
+                throw ConfigurationError(.invalidValue, setting: "--url", message: "\"\(url)\" is not a URL with a host")
+            }
+            client.productionURL = parsed
+            client.sandboxURL = parsed
+        }
+        if let caPath = values["--ca"] {
+            guard let ca = FileManager.default.contents(atPath: caPath) else {
+                throw ConfigurationError(.unusable, setting: "--ca", message: "cannot read \(caPath)")
+            }
+            client.trustRootsPEM = String(decoding: ca, as: UTF8.self)
+        }
+        let apnsID = values["--apns-id"]
+        if let apnsID, !APNsMessageID.isUUID(apnsID) {
+            throw ConfigurationError(.invalidValue, setting: "--apns-id", message: "\"\(apnsID)\" is not a UUID")
+        }
+        let request: APNsRequest
+        do {
+            request = try APNsRequest(built, deviceToken: token.lowercased(), tokenKind: tokenKind, apnsID: apnsID?.lowercased())
+        } catch {
+            throw PayloadRuleBroken(error: error)
+        }
+        return SendCommandLine(key: key, environment: sandbox ? .sandbox : .production, client: client, request: request)
+    }
+
+    /// The request as it goes on the wire, for people: method, path, headers (the
+    /// provider token left out) and the payload.
+    public var requestDescription: String {
+        var lines = ["POST \(client.url(for: environment).absoluteString)\(APNsPath.device(request.deviceToken))"]
+        lines.append("apns-push-type: \(request.pushType.rawValue)")
+        lines.append("apns-topic: \(request.topic)")
+        lines.append("apns-priority: \(request.priority.rawValue)")
+        lines.append("apns-id: \(request.apnsID)")
+        if let expiration = request.expiration { lines.append("apns-expiration: \(expiration)") }
+        if let collapseID = request.collapseID { lines.append("apns-collapse-id: \(collapseID)") }
+        lines.append("authorization: bearer <ES256 token, key \(key.keyID), team \(key.teamID)>")
+        lines.append("")
+        lines.append(String(decoding: request.payload, as: UTF8.self))
+        return lines.joined(separator: "\n")
+    }
+}

@@ -1,0 +1,89 @@
+import APNsSimulator
+import Foundation
+import IsletCrypto
+import IsletTesting
+import Testing
+
+/// Runs the real `islet send` against an in-process simulator.
+@Suite("islet send as a process")
+struct SendProcessTests {
+    let executable = builtProductPath("islet")
+
+    func withSimulator(trust: Bool = true, _ body: (APNsSimulator, URL, URL) async throws -> Void) async throws {
+        try await withTemporaryDirectory { dir in
+            let key = try P256.SigningKey.generate()
+            let keyFile = dir.appendingPathComponent("AuthKey.p8")
+            try key.pemRepresentation.write(to: keyFile, atomically: true, encoding: .utf8)
+            var options = APNsSimulatorOptions()
+            options.port = 0
+            options.inspectPort = nil
+            if trust { options.engine.trustedKeys = [TrustedKey(keyID: "SENDKEY001", teamID: "SENDTEAM01", publicKey: key.publicKey)] }
+            let simulator = try APNsSimulator(options: options)
+            try simulator.start()
+            let caFile = dir.appendingPathComponent("ca.pem")
+            try simulator.caCertificatePEM!.write(to: caFile, atomically: true, encoding: .utf8)
+            try await body(simulator, keyFile, caFile)
+            await simulator.shutdown()
+        }
+    }
+
+    func arguments(_ simulator: APNsSimulator, _ key: URL, _ ca: URL, _ extra: [String]) -> [String] {
+        ["send", "--key", key.path, "--key-id", "SENDKEY001", "--team-id", "SENDTEAM01", "--topic", "com.example.app",
+         "--token", String(repeating: "ab", count: 32), "--url", "https://127.0.0.1:\(simulator.port)", "--ca", ca.path] + extra
+    }
+
+    @Test func sendsAStartAndPrintsTheExchange() async throws {
+        try #require(FileManager.default.isExecutableFile(atPath: executable))
+        try await withSimulator { simulator, key, ca in
+            let result = try runCommand(executable, arguments(simulator, key, ca, [
+                "--event", "start", "--attributes-type", "DeliveryAttributes", "--attributes", #"{"order":"A1"}"#,
+                "--content-state", #"{"eta":5}"#, "--alert-title", "Order", "--alert-body", "Started",
+            ]))
+            #expect(result.status == 0, "\(result.error)")
+            #expect(result.output.contains("apns-topic: com.example.app.push-type.liveactivity"))
+            #expect(result.output.contains("\"input-push-token\":1"))
+            #expect(result.output.contains("\n200 apns-id: "))
+            #expect(result.output.contains("disposition: delivered"))
+            #expect(simulator.engine.activities().count == 1)
+        }
+    }
+
+    @Test func aBrokenRuleIsReportedAndNothingIsSent() async throws {
+        try #require(FileManager.default.isExecutableFile(atPath: executable))
+        try await withSimulator { simulator, key, ca in
+            let result = try runCommand(executable, arguments(simulator, key, ca, [
+                "--event", "update", "--content-state", #"{"eta":5}"#, "--dismissal-date", "1800000000",
+            ]))
+            #expect(result.status == 2)
+            #expect(result.error.contains("aps.dismissal-date"))
+            #expect(result.error.contains("nothing sent"))
+            #expect(simulator.engine.pushes().isEmpty)
+        }
+    }
+
+    @Test func aRefusalFromAPNsIsPrintedWithItsReason() async throws {
+        try #require(FileManager.default.isExecutableFile(atPath: executable))
+        try await withSimulator(trust: false) { simulator, key, ca in
+            let result = try runCommand(executable, arguments(simulator, key, ca, ["--event", "alert", "--alert-title", "Hi", "--alert-body", "There"]))
+            #expect(result.status == 1)
+            #expect(result.output.contains("403 InvalidProviderToken"))
+            #expect(result.output.contains("disposition: credentialsRejected"))
+        }
+    }
+
+    @Test func jwtPrintsAVerifiableToken() async throws {
+        try #require(FileManager.default.isExecutableFile(atPath: executable))
+        try await withTemporaryDirectory { dir in
+            let key = try P256.SigningKey.generate()
+            let keyFile = dir.appendingPathComponent("AuthKey.p8")
+            try key.pemRepresentation.write(to: keyFile, atomically: true, encoding: .utf8)
+            let result = try runCommand(executable, ["jwt", "--key", keyFile.path, "--key-id", "JWTKEY0001", "--team-id", "JWTTEAM001", "--issued-at", "1800000000"])
+            #expect(result.status == 0)
+            let token = try JSONWebToken(parsing: result.output.trimmingCharacters(in: .whitespacesAndNewlines))
+            #expect(token.isValidES256(using: key.publicKey))
+            #expect(token.header["kid"] == .string("JWTKEY0001"))
+            #expect(token.claims["iss"] == .string("JWTTEAM001"))
+            #expect(token.claims["iat"] == .integer(1_800_000_000))
+        }
+    }
+}
