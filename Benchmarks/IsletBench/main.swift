@@ -3,6 +3,7 @@ import Foundation
 import HTTP2
 import IsletCore
 import IsletCrypto
+import Synchronization
 
 /// `islet-bench`: helpers that `make bench` runs beside the real programs.
 ///
@@ -74,25 +75,57 @@ func apnsClient(_ arguments: [String]) async throws {
     for _ in 0..<(configuration.connectionsPerPool * 2) {
         _ = await client.send(APNsRequest(deviceToken: token, topic: "com.example.app", pushType: .alert, payload: payload), key: key, environment: .sandbox)
     }
+    // Keep `concurrency` pushes in flight with completion callbacks, as the
+    // delivery queue does: no task per push.
+    let window = Window(total: count)
     let started = ContinuousClock.now
-    let delivered = await withTaskGroup(of: Bool.self) { group in
-        var sent = 0
-        var delivered = 0
-        while sent < min(concurrency, count) {
-            group.addTask { await client.send(APNsRequest(deviceToken: token, topic: "com.example.app", pushType: .alert, payload: payload), key: key, environment: .sandbox).disposition == .delivered }
-            sent += 1
+    @Sendable func sendNext() {
+        guard window.claim() else { return }
+        client.send(APNsRequest(deviceToken: token, topic: "com.example.app", pushType: .alert, payload: payload), key: key, environment: .sandbox) { result in
+            window.finished(delivered: result.disposition == .delivered)
+            sendNext()
         }
-        while let ok = await group.next() {
-            if ok { delivered += 1 }
-            if sent < count {
-                group.addTask { await client.send(APNsRequest(deviceToken: token, topic: "com.example.app", pushType: .alert, payload: payload), key: key, environment: .sandbox).disposition == .delivered }
-                sent += 1
-            }
-        }
-        return delivered
     }
+    for _ in 0..<min(concurrency, count) { sendNext() }
+    window.wait()
+    let delivered = window.delivered
     let elapsed = ContinuousClock.now - started
     let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
     print("pushes_per_second=\(Int(Double(count) / seconds)) delivered=\(delivered) seconds=\(String(format: "%.3f", seconds))")
     await client.shutdown()
+}
+
+/// Counts pushes claimed and finished, and wakes the waiter when all are done.
+final class Window: Sendable {
+    private let state: Mutex<(claimed: Int, finished: Int, delivered: Int)>
+    private let total: Int
+    private let done = DispatchSemaphore(value: 0)
+
+    init(total: Int) {
+        self.total = total
+        self.state = Mutex((0, 0, 0))
+    }
+
+    func claim() -> Bool {
+        state.withLock { s in
+            guard s.claimed < total else { return false }
+            s.claimed += 1
+            return true
+        }
+    }
+
+    func finished(delivered: Bool) {
+        let all = state.withLock { s -> Bool in
+            s.finished += 1
+            if delivered { s.delivered += 1 }
+            return s.finished == total
+        }
+        if all { done.signal() }
+    }
+
+    func wait() {
+        done.wait()
+    }
+
+    var delivered: Int { state.withLock { $0.delivered } }
 }

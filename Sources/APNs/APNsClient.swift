@@ -47,8 +47,8 @@ public struct APNsClientConfiguration: Sendable {
 public final class APNsClient: Sendable {
     /// The configuration it was made with.
     public let configuration: APNsClientConfiguration
-    private let clock: any WallClock
-    private let pools = Mutex<[String: Pool]>([:])
+    fileprivate let clock: any WallClock
+    private let pools = Mutex<[PoolKey: Pool]>([:])
     private let tokens = Mutex<[String: ProviderTokenManager]>([:])
     private let breakers = Mutex<[String: CircuitBreaker]>([:])
     private let refusedKeys = Mutex<[String: String]>([:])
@@ -65,94 +65,42 @@ public final class APNsClient: Sendable {
     /// the configured attempts and deadline. Never throws: the result says what
     /// happened and what to do.
     public func send(_ request: APNsRequest, key: APNsSigningKey, environment: APNsEnvironment) async -> APNsResult {
-        let identity = key.identity
-        if let reason = refusedKeys.withLock({ $0[identity] }) {
-            return APNsResult(
+        await withCheckedContinuation { continuation in
+            send(request, key: key, environment: environment) { continuation.resume(returning: $0) }
+        }
+    }
+
+    /// Sends `request` like `send(_:key:environment:)` and calls `completion` with the
+    /// result, on a connection's event-loop thread (keep it short). For callers that
+    /// keep many pushes in flight without a task each.
+    public func send(
+        _ request: APNsRequest, key: APNsSigningKey, environment: APNsEnvironment,
+        completion: @escaping @Sendable (APNsResult) -> Void
+    ) {
+        if let reason = refusedKeys.withLock({ $0[key.identity] }) {
+            completion(APNsResult(
                 disposition: .credentialsRejected, response: nil,
                 error: APNsError(.credentialsRejected, "APNs refused this signing key (\(reason)); replace the credentials"),
-                attempts: 0, apnsID: request.apnsID)
+                attempts: 0, apnsID: request.apnsID))
+            return
         }
         let pool: Pool
         do {
             pool = try self.pool(key: key, environment: environment)
         } catch {
-            return APNsResult(disposition: .retry, response: nil, error: error, attempts: 0, apnsID: request.apnsID)
+            completion(APNsResult(disposition: .retry, response: nil, error: error, attempts: 0, apnsID: request.apnsID))
+            return
         }
-        let tokenManager = tokenManager(for: key)
-        let breaker = breaker(for: pool.hostKey)
-        let started = clock.now()
-        var attempts = 0
-        var refreshed = false
-        var lastResponse: APNsResponse?
-        var lastError: APNsError?
-        while true {
-            if shuttingDown.load(ordering: .relaxed) {
-                return APNsResult(disposition: .retry, response: lastResponse, error: APNsError(.shutDown, "the client is shutting down"), attempts: attempts, apnsID: request.apnsID)
-            }
-            // Wait out an open breaker, within the deadline.
-            while true {
-                let permit = breaker.permit()
-                if permit.allowed { break }
-                if clock.now().timeIntervalSince(started) + permit.retryAfter > configuration.retryDeadline {
-                    return APNsResult(
-                        disposition: .retry, response: lastResponse,
-                        error: APNsError(.circuitOpen, "\(pool.hostKey) keeps failing; paused for \(Int(permit.retryAfter.rounded(.up))) s"),
-                        attempts: attempts, apnsID: request.apnsID)
-                }
-                try? await Task.sleep(for: .milliseconds(Int(max(1, min(permit.retryAfter, 1) * 1000))))
-            }
-            attempts += 1
-            let providerToken: String
-            do {
-                providerToken = try tokenManager.currentToken()
-            } catch {
-                breaker.recordNeutral()
-                return APNsResult(disposition: .credentialsRejected, response: nil, error: APNsError(.credentialsRejected, "cannot sign a provider token: \(error)"), attempts: attempts, apnsID: request.apnsID)
-            }
-            let disposition: APNsDisposition
-            do {
-                let response = try await pool.next().send(Self.http2Request(request, providerToken: providerToken))
-                let answer = Self.apnsResponse(response)
-                lastResponse = answer
-                lastError = nil
-                disposition = APNsFailurePolicy.classify(answer)
-            } catch let error as HTTP2Error {
-                lastError = APNsError(.transport, error.description)
-                lastResponse = nil
-                disposition = .retry
-            } catch {
-                return APNsResult(disposition: .retry, response: lastResponse, error: APNsError(.shutDown, "cancelled"), attempts: attempts, apnsID: request.apnsID)
-            }
-            switch disposition {
-            case .retry:
-                breaker.recordFailure()
-            case .delivered:
-                breaker.recordSuccess()
-            default:
-                breaker.recordNeutral()
-            }
-            switch disposition {
-            case .refreshProviderToken:
-                if !refreshed && tokenManager.tokenExpired(providerToken) {
-                    refreshed = true
-                    continue
-                }
-                return APNsResult(disposition: .credentialsRejected, response: lastResponse, error: nil, attempts: attempts, apnsID: request.apnsID)
-            case .credentialsRejected:
-                refusedKeys.withLock { $0[identity] = lastResponse?.reason.map { "\($0)" } ?? "403" }
-                return APNsResult(disposition: .credentialsRejected, response: lastResponse, error: nil, attempts: attempts, apnsID: request.apnsID)
-            case .retry:
-                let elapsed = clock.now().timeIntervalSince(started)
-                let ceiling = min(configuration.backoffMax, configuration.backoffBase * pow(2, Double(attempts - 1)))
-                let delay = Double.random(in: 0...ceiling)
-                guard attempts < configuration.maxAttempts, elapsed + delay < configuration.retryDeadline else {
-                    return APNsResult(disposition: .retry, response: lastResponse, error: lastError, attempts: attempts, apnsID: request.apnsID)
-                }
-                try? await Task.sleep(for: .milliseconds(Int(delay * 1000)))
-            default:
-                return APNsResult(disposition: disposition, response: lastResponse, error: lastError, attempts: attempts, apnsID: request.apnsID)
-            }
-        }
+        PushAttempt(
+            client: self, request: request, identity: key.identity, pool: pool, tokens: tokenManager(for: key),
+            breaker: breaker(for: pool.hostKey), completion: completion
+        ).step()
+    }
+
+    fileprivate var isShuttingDown: Bool { shuttingDown.load(ordering: .relaxed) }
+
+    fileprivate func refuse(_ identity: String, reason: String) {
+        refusedKeys.withLock { $0[identity] = reason }
     }
 
     /// The provider token manager of `key` (one per key, shared by its pools).
@@ -194,7 +142,7 @@ public final class APNsClient: Sendable {
     }
 
     private func pool(key: APNsSigningKey, environment: APNsEnvironment) throws(APNsError) -> Pool {
-        let name = "\(key.identity)@\(environment.rawValue)"
+        let name = PoolKey(identity: key.identity, environment: environment)
         return try pools.withLock { pools throws(APNsError) -> Pool in
             if let pool = pools[name] { return pool }
             let url = configuration.url(for: environment)
@@ -248,6 +196,12 @@ public final class APNsClient: Sendable {
     }
 }
 
+/// Names the pool of one (signing key, environment).
+struct PoolKey: Hashable, Sendable {
+    let identity: String
+    let environment: APNsEnvironment
+}
+
 /// The connections of one (signing key, environment).
 final class Pool: Sendable {
     let clients: [HTTP2Client]
@@ -262,5 +216,119 @@ final class Pool: Sendable {
     /// The next connection, round robin.
     func next() -> HTTP2Client {
         clients[cursor.wrappingAdd(1, ordering: .relaxed).oldValue % clients.count]
+    }
+}
+
+/// One push on its way: attempts, backoff, breaker waits and token refreshes, each
+/// step started by the previous one's completion.
+/// `@unchecked Sendable`: its steps never overlap (each is scheduled only by the
+/// completion of the one before), so its state is touched by one thread at a time.
+private final class PushAttempt: @unchecked Sendable {
+    let client: APNsClient
+    let request: APNsRequest
+    let identity: String
+    let pool: Pool
+    let tokens: ProviderTokenManager
+    let breaker: CircuitBreaker
+    let completion: @Sendable (APNsResult) -> Void
+    let started: Date
+    var attempts = 0
+    var refreshed = false
+    var lastResponse: APNsResponse?
+    var lastError: APNsError?
+
+    init(
+        client: APNsClient, request: APNsRequest, identity: String, pool: Pool, tokens: ProviderTokenManager,
+        breaker: CircuitBreaker, completion: @escaping @Sendable (APNsResult) -> Void
+    ) {
+        self.client = client
+        self.request = request
+        self.identity = identity
+        self.pool = pool
+        self.tokens = tokens
+        self.breaker = breaker
+        self.completion = completion
+        self.started = client.clock.now()
+    }
+
+    private var configuration: APNsClientConfiguration { client.configuration }
+
+    private func finish(_ disposition: APNsDisposition, error: APNsError? = nil) {
+        completion(APNsResult(disposition: disposition, response: lastResponse, error: error ?? lastError, attempts: attempts, apnsID: request.apnsID))
+    }
+
+    private func later(_ seconds: TimeInterval, _ body: @escaping @Sendable () -> Void) {
+        pool.next().schedule(after: .milliseconds(Int(max(0, seconds) * 1000)), body)
+    }
+
+    func step() {
+        if client.isShuttingDown {
+            finish(.retry, error: APNsError(.shutDown, "the client is shutting down"))
+            return
+        }
+        let permit = breaker.permit()
+        guard permit.allowed else {
+            if client.clock.now().timeIntervalSince(started) + permit.retryAfter > configuration.retryDeadline {
+                finish(.retry, error: APNsError(.circuitOpen, "\(pool.hostKey) keeps failing; paused for \(Int(permit.retryAfter.rounded(.up))) s"))
+            } else {
+                later(max(0.001, min(permit.retryAfter, 1))) { self.step() }
+            }
+            return
+        }
+        attempts += 1
+        let authorization: String
+        do {
+            authorization = try tokens.currentToken()
+        } catch {
+            breaker.recordNeutral()
+            finish(.credentialsRejected, error: APNsError(.credentialsRejected, "cannot sign a provider token: \(error)"))
+            return
+        }
+        pool.next().send(APNsClient.http2Request(request, providerToken: authorization)) { result in
+            self.answered(result, providerToken: authorization)
+        }
+    }
+
+    private func answered(_ result: Result<HTTP2Response, any Error>, providerToken: String) {
+        let disposition: APNsDisposition
+        switch result {
+        case .success(let response):
+            let answer = APNsClient.apnsResponse(response)
+            lastResponse = answer
+            lastError = nil
+            disposition = APNsFailurePolicy.classify(answer)
+        case .failure(let error):
+            lastError = APNsError(.transport, "\(error)")
+            lastResponse = nil
+            disposition = .retry
+        }
+        switch disposition {
+        case .retry: breaker.recordFailure()
+        case .delivered: breaker.recordSuccess()
+        default: breaker.recordNeutral()
+        }
+        switch disposition {
+        case .refreshProviderToken:
+            if !refreshed && tokens.tokenExpired(providerToken) {
+                refreshed = true
+                step()
+            } else {
+                finish(.credentialsRejected)
+            }
+        case .credentialsRejected:
+            client.refuse(identity, reason: lastResponse?.reason.map { "\($0)" } ?? "403")
+            finish(.credentialsRejected)
+        case .retry:
+            let elapsed = client.clock.now().timeIntervalSince(started)
+            let ceiling = min(configuration.backoffMax, configuration.backoffBase * pow(2, Double(attempts - 1)))
+            let delay = Double.random(in: 0...ceiling)
+            guard attempts < configuration.maxAttempts, elapsed + delay < configuration.retryDeadline else {
+                finish(.retry)
+                return
+            }
+            later(delay) { self.step() }
+        default:
+            finish(disposition)
+        }
     }
 }

@@ -314,27 +314,34 @@ class H2Connection: EventHandler {
 }
 
 /// Builds nghttp2 name/value pairs for `pairs` and calls `body` with them; nghttp2
-/// copies them during the call.
+/// copies them during the call. All names and values share one buffer.
 func withNameValues<R>(_ pairs: [(String, String)], _ body: (UnsafePointer<nghttp2_nv>, Int) -> R) -> R {
-    var storage: [UInt8] = []
-    var offsets: [(name: Int, nameLength: Int, value: Int, valueLength: Int)] = []
-    offsets.reserveCapacity(pairs.count)
-    for (name, value) in pairs {
-        let nameStart = storage.count
-        storage.append(contentsOf: name.utf8)
-        let valueStart = storage.count
-        storage.append(contentsOf: value.utf8)
-        offsets.append((nameStart, valueStart - nameStart, valueStart, storage.count - valueStart))
-    }
-    if storage.isEmpty { storage.append(0) }
-    return storage.withUnsafeMutableBufferPointer { bytes in
-        let base = bytes.baseAddress!
-        let nva = offsets.map { entry in
-            nghttp2_nv(
-                name: base + entry.name, value: base + entry.value,
-                namelen: entry.nameLength, valuelen: entry.valueLength,
-                flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue))
+    var total = 0
+    for (name, value) in pairs { total += name.utf8.count + value.utf8.count }
+    return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: max(1, total)) { storage in
+        withUnsafeTemporaryAllocation(of: nghttp2_nv.self, capacity: max(1, pairs.count)) { nva in
+            var offset = 0
+            for (index, (name, value)) in pairs.enumerated() {
+                let nameStart = offset
+                offset = copyUTF8(name, into: storage, at: offset)
+                let valueStart = offset
+                offset = copyUTF8(value, into: storage, at: offset)
+                (nva.baseAddress! + index).initialize(to: nghttp2_nv(
+                    name: storage.baseAddress! + nameStart, value: storage.baseAddress! + valueStart,
+                    namelen: valueStart - nameStart, valuelen: offset - valueStart,
+                    flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue)))
+            }
+            return body(nva.baseAddress!, pairs.count)
         }
-        return nva.withUnsafeBufferPointer { body($0.baseAddress!, $0.count) }
+    }
+}
+
+/// Copies `text`'s UTF-8 bytes into `buffer` at `offset`; answers the offset after.
+private func copyUTF8(_ text: String, into buffer: UnsafeMutableBufferPointer<UInt8>, at offset: Int) -> Int {
+    var text = text
+    return text.withUTF8 { bytes in
+        guard let base = bytes.baseAddress, bytes.count > 0 else { return offset }
+        (buffer.baseAddress! + offset).update(from: base, count: bytes.count)
+        return offset + bytes.count
     }
 }

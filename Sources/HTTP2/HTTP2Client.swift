@@ -90,12 +90,28 @@ public final class HTTP2Client: Sendable {
         let core = self.core
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
-                let pending = PendingRequest(id: id, request: request, continuation: continuation)
+                let pending = PendingRequest(id: id, request: request) { continuation.resume(with: $0) }
                 loop.execute { core.enqueue(pending) }
             }
         } onCancel: {
             loop.execute { core.cancel(id) }
         }
+    }
+
+    /// Sends `request` and calls `completion` with the whole response or the
+    /// failure, on the client's event-loop thread (keep it short). For callers that
+    /// keep many requests in flight without a task each.
+    public func send(_ request: HTTP2Request, completion: @escaping @Sendable (Result<HTTP2Response, any Error>) -> Void) {
+        let pending = PendingRequest(id: nextID.wrappingAdd(1, ordering: .relaxed).oldValue, request: request, completion: completion)
+        let core = self.core
+        loop.execute { core.enqueue(pending) }
+    }
+
+    /// Runs `body` on the client's event-loop thread after `delay` (for callers that
+    /// schedule their own retries next to their requests).
+    public func schedule(after delay: Duration, _ body: @escaping @Sendable () -> Void) {
+        let loop = self.loop
+        loop.execute { loop.schedule(after: delay, body) }
     }
 
     /// The counters so far.
@@ -119,26 +135,28 @@ public final class HTTP2Client: Sendable {
 }
 
 /// A request waiting for, or using, a stream.
-/// `@unchecked Sendable`: created on the caller's task, then handed to the loop
+/// `@unchecked Sendable`: created on the caller's thread, then handed to the loop
 /// thread once and used only there.
 final class PendingRequest: @unchecked Sendable {
     let id: UInt64
     let request: HTTP2Request
-    private var continuation: CheckedContinuation<HTTP2Response, any Error>?
+    private var completion: (@Sendable (Result<HTTP2Response, any Error>) -> Void)?
     var enqueuedAt = monotonicNanoseconds()
     var refusals = 0
 
-    init(id: UInt64, request: HTTP2Request, continuation: CheckedContinuation<HTTP2Response, any Error>) {
+    init(id: UInt64, request: HTTP2Request, completion: @escaping @Sendable (Result<HTTP2Response, any Error>) -> Void) {
         self.id = id
         self.request = request
-        self.continuation = continuation
+        self.completion = completion
     }
 
-    var isComplete: Bool { continuation == nil }
+    var isComplete: Bool { completion == nil }
 
+    /// Delivers the outcome, once.
     func complete(_ result: Result<HTTP2Response, any Error>) {
-        continuation?.resume(with: result)
-        continuation = nil
+        guard let completion else { return }
+        self.completion = nil
+        completion(result)
     }
 }
 
