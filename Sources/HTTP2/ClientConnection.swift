@@ -40,7 +40,7 @@ final class ClientConnection: H2Connection {
     }
 
     override func established() {
-        if transport.isTLS && transport.negotiatedProtocol != "h2" {
+        if transport.isTLS && core.configuration.tls?.offerALPN != false && transport.negotiatedProtocol != "h2" {
             close(HTTP2Error(.protocolNegotiation, "the server did not agree to HTTP/2 (ALPN \(transport.negotiatedProtocol ?? "none"))"))
             return
         }

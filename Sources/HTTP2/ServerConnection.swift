@@ -40,8 +40,10 @@ final class ServerConnection: H2Connection {
 
     override func established() {
         if let timer { loop.cancelTimer(timer) }
-        if transport.isTLS && transport.negotiatedProtocol != "h2" {
-            close(HTTP2Error(.protocolNegotiation, "the client did not offer h2"))
+        // A client that offers no ALPN at all is taken to speak HTTP/2 with prior
+        // knowledge, as APNs does; one that agreed on something else is refused.
+        if transport.isTLS, let agreed = transport.negotiatedProtocol, agreed != "h2" {
+            close(HTTP2Error(.protocolNegotiation, "the client chose \(agreed), not h2"))
             return
         }
         let configuration = shared.configuration

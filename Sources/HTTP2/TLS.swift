@@ -11,6 +11,9 @@ public struct TLSClientConfiguration: Sendable {
     public var serverName: String?
     /// Whether to verify the peer's certificate. Only tests should turn this off.
     public var verifyPeer = true
+    /// Whether to offer `h2` by ALPN. Without it the client speaks HTTP/2 with prior
+    /// knowledge, as some APNs clients do.
+    public var offerALPN = true
 
     /// System roots, verification on.
     public init(trustRootsPEM: String? = nil, serverName: String? = nil) {
@@ -54,8 +57,10 @@ final class TLSContext: @unchecked Sendable {
         }
         let tls = TLSContext(pointer: context, isServer: false)
         try tls.common()
-        var alpn: [UInt8] = [2, 0x68, 0x32]  // "h2"
-        SSL_CTX_set_alpn_protos(context, &alpn, UInt32(alpn.count))
+        if configuration.offerALPN {
+            var alpn: [UInt8] = [2, 0x68, 0x32]  // "h2"
+            SSL_CTX_set_alpn_protos(context, &alpn, UInt32(alpn.count))
+        }
         if configuration.verifyPeer {
             SSL_CTX_set_verify(context, SSL_VERIFY_PEER, nil)
             if let roots = configuration.trustRootsPEM {

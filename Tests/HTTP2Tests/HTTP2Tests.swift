@@ -240,6 +240,16 @@ struct HTTP2Tests {
         await server.shutdown()
     }
 
+    @Test func aClientThatOffersNoALPNIsServedWithPriorKnowledge() async throws {
+        let server = try makeServer()
+        var tls = TLSClientConfiguration(trustRootsPEM: authority.caCertificatePEM)
+        tls.offerALPN = false
+        let client = try HTTP2Client(configuration: HTTP2ClientConfiguration(host: "127.0.0.1", port: server.port, tls: tls))
+        #expect(try await client.send(HTTP2Request(path: "/no-alpn")).status == 200)
+        await client.shutdown()
+        await server.shutdown()
+    }
+
     @Test func libraryVersion() {
         let parts = HTTP2Library.version.split(separator: ".")
         #expect(parts.count == 3)
