@@ -120,8 +120,9 @@ final class EventLoop: @unchecked Sendable {
         cancelledTimers.insert(id)
     }
 
-    /// Ends the loop after the work already posted, and waits for its thread.
-    /// Must not be called on the loop thread.
+    /// Ends the loop after the work already posted, and waits for its thread (unless
+    /// called on that thread, as when the loop's owner is released by one of its own
+    /// callbacks: then the loop ends when the callback returns).
     func stop() {
         let first = inbox.withLock { state -> Bool in
             if state.stopping { return false }
@@ -131,7 +132,7 @@ final class EventLoop: @unchecked Sendable {
         guard first else { return }
         var one: UInt64 = 1
         _ = write(wakeFD, &one, 8)
-        finished.wait()
+        if !inLoop { finished.wait() }
     }
 
     private func run() {
