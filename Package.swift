@@ -49,6 +49,14 @@ let package = Package(
         // The thin executable.
         .executableTarget(name: "islet", dependencies: ["IsletServer", "APNsSimulator", "IsletCrypto"], swiftSettings: swiftSettings),
 
+        // Hand-run benchmarks: `swift run -c release EngineBench`.
+        .executableTarget(
+            name: "EngineBench",
+            dependencies: ["APNsSimulator", "IsletCore", "IsletCrypto"],
+            path: "Benchmarks/EngineBench",
+            swiftSettings: swiftSettings
+        ),
+
         // Helpers shared by the test targets: a raw-socket HTTP client, temporary folders.
         .target(name: "IsletTesting", path: "Tests/IsletTesting", swiftSettings: swiftSettings),
 
