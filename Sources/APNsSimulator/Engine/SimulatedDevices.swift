@@ -17,6 +17,8 @@ struct SimulatedDevices {
         var outcome: DeviceOutcome
         var note: String?
         var activityID: String?
+        /// What the simulator knows the token to be after the push.
+        var tokenKind: PushTokenKind?
     }
 
     /// A date at or above this many seconds since 1970 is taken for milliseconds
@@ -28,9 +30,10 @@ struct SimulatedDevices {
     /// The refusal APNs answers for this token's state, if any: 400 BadDeviceToken
     /// for a token of the other environment, 400 DeviceTokenNotForTopic for a token
     /// of the wrong kind, 410 Unregistered for the update token of a dismissed
-    /// activity. A token the simulator has never seen passes.
-    mutating func refusal(for token: String, pushType: APNsPushType, now: Date) -> Refusal? {
-        guard let entry = tokens[token] else { return nil }
+    /// activity. A token the simulator has never seen passes. `entry` is the token's
+    /// entry in ``tokens``.
+    mutating func refusal(for entry: RegisteredToken?, pushType: APNsPushType, now: Date) -> Refusal? {
+        guard let entry else { return nil }
         if entry.environment != environment {
             return Refusal(
                 .badDeviceToken,
@@ -40,10 +43,9 @@ struct SimulatedDevices {
             let what = entry.kind == .device ? "a device token" : "a Live Activity token (\(entry.kind.rawValue))"
             return Refusal(.deviceTokenNotForTopic, "a \(pushType.rawValue) push cannot go to \(what)")
         }
-        if entry.kind == .liveActivityUpdate, let id = entry.activityID, var activity = activities[id] {
-            activity.settle(at: now)
-            activities[id] = activity
-            if activity.status == .dismissed, let gone = activity.dismissalDate {
+        if entry.kind == .liveActivityUpdate, let id = entry.activityID, let index = activities.index(forKey: id) {
+            activities.values[index].settle(at: now)
+            if activities.values[index].status == .dismissed, let gone = activities.values[index].dismissalDate {
                 return Refusal(
                     .unregistered,
                     "the activity was dismissed; its update token died with it",
@@ -53,8 +55,6 @@ struct SimulatedDevices {
         return nil
     }
 
-    /// The kind the simulator knows `token` to be.
-    func kind(of token: String) -> PushTokenKind? { tokens[token]?.kind }
 
     // MARK: - Registration
 
@@ -107,12 +107,23 @@ struct SimulatedDevices {
 
     // MARK: - Delivery
 
-    /// What the device does with a push APNs accepted.
+    /// What the device does with a push APNs accepted. `entry` is the token's entry
+    /// in ``tokens`` before the push.
     mutating func deliver(
-        to token: String, pushType: APNsPushType, aps: [String: JSONValue], now: Date,
+        to token: String, known entry: RegisteredToken?, pushType: APNsPushType, aps: [String: JSONValue], now: Date,
         random: inout some RandomNumberGenerator
     ) -> Delivery {
-        let entry = tokens[token]
+        var delivery = receive(to: token, known: entry, pushType: pushType, aps: aps, now: now, random: &random)
+        // A push adds tokens only when its own was unknown (it is then first seen)
+        // or when it started an activity (which may mint an update token).
+        delivery.tokenKind = entry == nil || delivery.outcome == .started ? tokens[token]?.kind : entry?.kind
+        return delivery
+    }
+
+    private mutating func receive(
+        to token: String, known entry: RegisteredToken?, pushType: APNsPushType, aps: [String: JSONValue], now: Date,
+        random: inout some RandomNumberGenerator
+    ) -> Delivery {
         guard pushType == .liveactivity else {
             if entry == nil {
                 tokens[token] = RegisteredToken(
@@ -153,13 +164,11 @@ struct SimulatedDevices {
                 return Delivery(
                     outcome: .dropped, note: "start sent to an activity's update token: starts go to a push-to-start token")
             }
-            guard let id = entry?.activityID, var activity = activities[id] else {
+            guard let id = entry?.activityID, let index = activities.index(forKey: id) else {
                 return Delivery(outcome: .dropped, note: "no activity holds this update token")
             }
-            activity.settle(at: now)
-            let delivery = apply(event: event, to: &activity, aps: aps, now: now)
-            activities[id] = activity
-            return delivery
+            activities.values[index].settle(at: now)
+            return Self.apply(event: event, to: &activities.values[index], aps: aps, now: now)
         case .device:
             // Refused earlier with DeviceTokenNotForTopic; kept for completeness.
             return Delivery(outcome: .dropped, note: "a Live Activity push cannot reach a device token")
@@ -217,7 +226,7 @@ struct SimulatedDevices {
     }
 
     /// An update or an end for `activity`, settled at `now`.
-    private func apply(event: String, to activity: inout SimulatedActivity, aps: [String: JSONValue], now: Date) -> Delivery {
+    private static func apply(event: String, to activity: inout SimulatedActivity, aps: [String: JSONValue], now: Date) -> Delivery {
         let id = activity.id
         guard activity.isRunning else {
             let why = activity.endedBy == .system ? " (the system ended it eight hours after its start)" : ""
@@ -263,9 +272,12 @@ struct SimulatedDevices {
         return Delivery(outcome: .ended, note: note, activityID: id)
     }
 
+    /// The `aps` members that hold dates, in Unix seconds.
+    private static let envelopeDates = ["timestamp", "stale-date", "dismissal-date"]
+
     /// A drop for an envelope date that is not a number or looks like milliseconds.
     private static func dateProblem(in aps: [String: JSONValue]) -> Delivery? {
-        for field in ["timestamp", "stale-date", "dismissal-date"] {
+        for field in envelopeDates {
             guard let value = aps[field] else { continue }
             guard let seconds = value.doubleValue else {
                 return Delivery(outcome: .dropped, note: "aps.\(field) is not a number of Unix seconds")
