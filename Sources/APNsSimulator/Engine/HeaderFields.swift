@@ -1,27 +1,15 @@
 import IsletCore
 
 /// The header fields of one request as the checks read them: the list as received,
-/// and the first value of each header APNs looks at.
+/// and where the first of each header APNs looks at lies in it.
 ///
 /// A push carries a handful of headers, so they are found by one scan of the list
 /// rather than through a dictionary, whose hashing would cost more than the scan.
 struct HeaderFields {
     /// The fields in arrival order; a name may repeat.
     let list: [(name: String, value: String)]
-    /// `authorization`.
-    private(set) var authorization: String?
-    /// `apns-topic`.
-    private(set) var topic: String?
-    /// `apns-push-type`.
-    private(set) var pushType: String?
-    /// `apns-priority`.
-    private(set) var priority: String?
-    /// `apns-id`.
-    private(set) var id: String?
-    /// `apns-collapse-id`.
-    private(set) var collapseID: String?
-    /// `apns-expiration`.
-    private(set) var expiration: String?
+    /// Each known header's first position in ``list``.
+    private var positions = Positions()
 
     /// Past this many fields, repeated names are found through a set rather than by
     /// comparing every pair.
@@ -29,32 +17,52 @@ struct HeaderFields {
 
     init(_ list: [(name: String, value: String)]) {
         self.list = list
-        for (name, value) in list {
+        for position in list.indices {
+            let name = list[position].name
             // The names are ``APNsHeaderName``'s, written out so that each is a
             // constant rather than a shared global read on every comparison. They
             // are lowercase ASCII letters and hyphens, which have no other spelling
             // in Unicode: a name of another length is none of them.
             switch name.utf8.count {
             case 7:
-                if id == nil, name == "apns-id" { id = value }
+                if positions.id == nil, name == "apns-id" { positions.id = position }
             case 10:
-                if topic == nil, name == "apns-topic" { topic = value }
+                if positions.topic == nil, name == "apns-topic" { positions.topic = position }
             case 13:
                 if name == "authorization" {
-                    if authorization == nil { authorization = value }
-                } else if priority == nil, name == "apns-priority" {
-                    priority = value
+                    if positions.authorization == nil { positions.authorization = position }
+                } else if positions.priority == nil, name == "apns-priority" {
+                    positions.priority = position
                 }
             case 14:
-                if pushType == nil, name == "apns-push-type" { pushType = value }
+                if positions.pushType == nil, name == "apns-push-type" { positions.pushType = position }
             case 15:
-                if expiration == nil, name == "apns-expiration" { expiration = value }
+                if positions.expiration == nil, name == "apns-expiration" { positions.expiration = position }
             case 16:
-                if collapseID == nil, name == "apns-collapse-id" { collapseID = value }
+                if positions.collapseID == nil, name == "apns-collapse-id" { positions.collapseID = position }
             default:
                 break
             }
         }
+    }
+
+    /// `authorization`.
+    var authorization: String? { value(at: positions.authorization) }
+    /// `apns-topic`.
+    var topic: String? { value(at: positions.topic) }
+    /// `apns-push-type`.
+    var pushType: String? { value(at: positions.pushType) }
+    /// `apns-priority`.
+    var priority: String? { value(at: positions.priority) }
+    /// `apns-id`.
+    var id: String? { value(at: positions.id) }
+    /// `apns-collapse-id`.
+    var collapseID: String? { value(at: positions.collapseID) }
+    /// `apns-expiration`.
+    var expiration: String? { value(at: positions.expiration) }
+
+    private func value(at position: Int?) -> String? {
+        position.map { list[$0].value }
     }
 
     /// The first name to appear a second time, in arrival order; `nil` when every
@@ -66,10 +74,36 @@ struct HeaderFields {
             for (name, _) in list where !seen.insert(name).inserted { return name }
             return nil
         }
-        for later in 1..<list.count {
-            let name = list[later].name
-            for earlier in 0..<later where list[earlier].name == name { return name }
+        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: list.count) { lastBytes in
+            for position in list.indices {
+                // 0xFF, no ASCII, when the name is empty or its bytes are not at hand.
+                let last = list[position].name.utf8.withContiguousStorageIfAvailable { $0.last ?? 0xFF }
+                lastBytes[position] = last ?? 0xFF
+            }
+            for later in 1..<list.count {
+                let name = list[later].name
+                let last = lastBytes[later]
+                for earlier in 0..<later {
+                    // Names that end in different ASCII characters differ: Unicode
+                    // gives an ASCII character no other spelling, and nothing
+                    // combines onto it from behind. This spares most comparisons.
+                    let otherLast = lastBytes[earlier]
+                    if last != otherLast, last < 0x80, otherLast < 0x80 { continue }
+                    if list[earlier].name == name { return name }
+                }
+            }
+            return nil
         }
-        return nil
+    }
+
+    /// The first position of each header APNs looks at.
+    private struct Positions {
+        var authorization: Int?
+        var topic: Int?
+        var pushType: Int?
+        var priority: Int?
+        var id: Int?
+        var collapseID: Int?
+        var expiration: Int?
     }
 }

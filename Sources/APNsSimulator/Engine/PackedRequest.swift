@@ -10,8 +10,11 @@ import Foundation
 /// Layout: the method, the path, the number of fields, each field's name and value,
 /// each string preceded by its length in UTF-8 bytes (8 bytes, little-endian); then
 /// the body, to the end.
-struct PackedRequest: Sendable {
-    private let bytes: [UInt8]
+///
+/// `@unchecked Sendable`: the bytes are written once, by ``init(_:)``, before the
+/// storage can be shared, and only read after.
+struct PackedRequest: @unchecked Sendable {
+    private let storage: Storage
 
     private static let lengthSize = MemoryLayout<UInt64>.size
 
@@ -20,92 +23,85 @@ struct PackedRequest: Sendable {
         let headers = request.headers
         var size = Self.lengthSize * (3 + 2 * headers.count) + request.method.utf8.count + request.path.utf8.count
         for (name, value) in headers { size += name.utf8.count + value.utf8.count }
+        let bodyOffset = size
         size += request.body.count
-        bytes = [UInt8](unsafeUninitializedCapacity: size) { buffer, initialized in
-            var writer = Writer(buffer: buffer)
-            writer.write(request.method)
-            writer.write(request.path)
-            writer.write(UInt64(headers.count))
+        storage = Storage.make(Layout(count: size, bodyOffset: bodyOffset))
+        storage.withUnsafeMutablePointerToElements { elements in
+            let base = UnsafeMutableRawPointer(elements)
+            var offset = Self.put(request.method, at: base, offset: 0)
+            offset = Self.put(request.path, at: base, offset: offset)
+            base.storeBytes(of: UInt64(headers.count).littleEndian, toByteOffset: offset, as: UInt64.self)
+            offset += Self.lengthSize
             for (name, value) in headers {
-                writer.write(name)
-                writer.write(value)
+                offset = Self.put(name, at: base, offset: offset)
+                offset = Self.put(value, at: base, offset: offset)
             }
-            writer.write(request.body)
-            initialized = writer.offset
+            request.body.withUnsafeBytes { body in
+                if let source = body.baseAddress { (base + bodyOffset).copyMemory(from: source, byteCount: body.count) }
+            }
+        }
+    }
+
+    /// Writes `string`'s length and UTF-8 bytes at `offset`; answers the offset past
+    /// them.
+    private static func put(_ string: String, at base: UnsafeMutableRawPointer, offset: Int) -> Int {
+        let count = string.utf8.count
+        base.storeBytes(of: UInt64(count).littleEndian, toByteOffset: offset, as: UInt64.self)
+        let start = offset + lengthSize
+        let destination = UnsafeMutableBufferPointer(start: (base + start).assumingMemoryBound(to: UInt8.self), count: count)
+        _ = destination.initialize(from: string.utf8)
+        return start + count
+    }
+
+    /// Calls `body` with the request body's bytes.
+    func withBody<Result, Failure: Error>(
+        _ body: (UnsafeRawBufferPointer) throws(Failure) -> Result
+    ) throws(Failure) -> Result {
+        try storage.withUnsafeMutablePointers { (layout, elements) throws(Failure) -> Result in
+            let layout = layout.pointee
+            return try body(UnsafeRawBufferPointer(start: elements + layout.bodyOffset, count: layout.count - layout.bodyOffset))
         }
     }
 
     /// The request, as it was packed.
     func unpacked() -> SimulatorRequest {
-        bytes.withUnsafeBufferPointer { buffer in
-            var reader = Reader(buffer: buffer)
-            let method = reader.string()
-            let path = reader.string()
-            let count = Int(reader.length())
+        storage.withUnsafeMutablePointers { layout, elements in
+            let raw = UnsafeRawBufferPointer(start: elements, count: layout.pointee.count)
+            var offset = 0
+            func length() -> Int {
+                let value = raw.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
+                offset += Self.lengthSize
+                return Int(UInt64(littleEndian: value))
+            }
+            func string() -> String {
+                let count = length()
+                let text = String(decoding: raw[offset..<(offset + count)], as: UTF8.self)
+                offset += count
+                return text
+            }
+            let method = string()
+            let path = string()
+            let count = length()
             var headers: [(name: String, value: String)] = []
             headers.reserveCapacity(count)
             for _ in 0..<count {
-                let name = reader.string()
-                headers.append((name: name, value: reader.string()))
+                let name = string()
+                headers.append((name: name, value: string()))
             }
-            return SimulatorRequest(method: method, path: path, headers: headers, body: reader.rest())
+            return SimulatorRequest(method: method, path: path, headers: headers, body: Data(raw[offset...]))
         }
     }
 
-    private struct Writer {
-        let buffer: UnsafeMutableBufferPointer<UInt8>
-        var offset = 0
-
-        mutating func write(_ length: UInt64) {
-            withUnsafeBytes(of: length.littleEndian) { raw in
-                for byte in raw {
-                    buffer[offset] = byte
-                    offset += 1
-                }
-            }
-        }
-
-        mutating func write(_ string: String) {
-            var string = string
-            string.withUTF8 { utf8 in
-                write(UInt64(utf8.count))
-                copy(UnsafeRawBufferPointer(utf8))
-            }
-        }
-
-        mutating func write(_ data: Data) {
-            data.withUnsafeBytes { copy($0) }
-        }
-
-        private mutating func copy(_ source: UnsafeRawBufferPointer) {
-            guard let base = source.baseAddress, !source.isEmpty else { return }
-            UnsafeMutableRawPointer(buffer.baseAddress! + offset).copyMemory(from: base, byteCount: source.count)
-            offset += source.count
-        }
+    /// How many bytes there are, and where the body starts.
+    private struct Layout {
+        var count: Int
+        var bodyOffset: Int
     }
 
-    private struct Reader {
-        let buffer: UnsafeBufferPointer<UInt8>
-        var offset = 0
-
-        mutating func length() -> UInt64 {
-            var value: UInt64 = 0
-            for shift in 0..<PackedRequest.lengthSize {
-                value |= UInt64(buffer[offset + shift]) << (8 * shift)
-            }
-            offset += PackedRequest.lengthSize
-            return value
-        }
-
-        mutating func string() -> String {
-            let count = Int(length())
-            let text = String(decoding: UnsafeBufferPointer(rebasing: buffer[offset..<offset + count]), as: UTF8.self)
-            offset += count
-            return text
-        }
-
-        func rest() -> Data {
-            Data(UnsafeBufferPointer(rebasing: buffer[offset...]))
+    /// The bytes, after their layout, in one allocation.
+    private final class Storage: ManagedBuffer<Layout, UInt8> {
+        static func make(_ layout: Layout) -> Storage {
+            unsafeDowncast(create(minimumCapacity: layout.count) { _ in layout }, to: Storage.self)
         }
     }
 }

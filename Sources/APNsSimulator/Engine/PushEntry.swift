@@ -44,13 +44,12 @@ struct PushEntry: Sendable {
 
     /// The full record, its payload parsed from the body.
     func record() -> PushRecord {
-        let request = request.unpacked()
-        return record(of: request, payload: request.body.isEmpty ? nil : try? JSONValue(parsing: request.body))
+        record(of: request.unpacked())
     }
 
-    /// The full record, given the request this entry packed and its body already
-    /// parsed (`nil` when it is not JSON).
-    func record(of request: SimulatorRequest, payload: JSONValue?) -> PushRecord {
+    /// The full record, given the request this entry packed.
+    func record(of request: SimulatorRequest) -> PushRecord {
+        let payload = request.body.isEmpty ? nil : try? JSONValue(parsing: request.body)
         let apnsID: String
         switch self.apnsID {
         case .echoed:

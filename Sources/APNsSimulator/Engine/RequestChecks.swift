@@ -36,21 +36,14 @@ enum RequestChecks {
     private static func wellFormedToken(inPath path: String) -> String? {
         var path = path
         return path.withUTF8 { bytes -> String? in
-            let prefix = APNsPath.devicePrefix.utf8
-            let length = bytes.count - prefix.count
-            guard length >= PushToken.minimumLength, length <= PushToken.maximumLength, length % 2 == 0,
-                bytes.starts(with: prefix)
-            else { return nil }
-            let token = UnsafeBufferPointer(rebasing: bytes[prefix.count...])
-            var isLowercase = true
-            for byte in token {
-                switch byte {
-                case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "f"): continue
-                case UInt8(ascii: "A")...UInt8(ascii: "F"): isLowercase = false
-                default: return nil
-                }
-            }
-            if isLowercase { return String(decoding: token, as: UTF8.self) }
+            let prefix = devicePrefix.utf8Start
+            let prefixCount = devicePrefix.utf8CodeUnitCount
+            let length = bytes.count - prefixCount
+            guard length >= PushToken.minimumLength, length <= PushToken.maximumLength, length % 2 == 0 else { return nil }
+            for index in 0..<prefixCount where bytes[index] != prefix[index] { return nil }
+            let token = UnsafeBufferPointer(rebasing: bytes[prefixCount...])
+            guard let hasUppercase = HexDigits.check(UnsafeRawBufferPointer(token)) else { return nil }
+            if !hasUppercase { return String(decoding: token, as: UTF8.self) }
             return String(unsafeUninitializedCapacity: length) { out in
                 // Setting 0x20 lowers A–F and leaves digits and a–f as they are.
                 for index in 0..<length { out[index] = token[index] | 0x20 }
@@ -58,6 +51,9 @@ enum RequestChecks {
             }
         }
     }
+
+    /// ``APNsPath/devicePrefix``, as bytes to compare with.
+    static let devicePrefix: StaticString = "/3/device/"
 
     /// A name that appears twice is answered 400 DuplicateHeaders.
     static func checkNoRepeats(_ fields: HeaderFields) throws(Refusal) {
@@ -125,7 +121,7 @@ enum RequestChecks {
         } else {
             pushType = .alert
         }
-        guard pushType.fits(topic: topic) else {
+        guard fits(pushType, topic: topic) else {
             if let suffix = pushType.topicSuffix {
                 throw Refusal(.invalidPushType, "a \(pushType.rawValue) push needs a topic ending in \(suffix), not \"\(topic)\"")
             }
@@ -133,10 +129,13 @@ enum RequestChecks {
         }
         var priority: APNsPriority?
         if let raw = fields.priority {
-            guard let parsed = APNsPriority(headerValue: raw) else {
-                throw Refusal(.badPriority, "apns-priority must be 1, 5 or 10, not \"\(raw)\"")
+            // APNsPriority(headerValue:), without its generic call.
+            switch raw {
+            case "10": priority = .immediate
+            case "5": priority = .powerConsidered
+            case "1": priority = .lowest
+            default: throw Refusal(.badPriority, "apns-priority must be 1, 5 or 10, not \"\(raw)\"")
             }
-            priority = parsed
         }
         if let id = fields.id, !APNsMessageID.isUUID(id) {
             throw Refusal(.badMessageId, "apns-id \"\(id)\" is not a UUID (8-4-4-4-12 hex digits)")
@@ -145,8 +144,7 @@ enum RequestChecks {
             throw Refusal(.badCollapseId, "apns-collapse-id is \(collapseID.utf8.count) bytes; at most \(APNsLimits.maximumCollapseIDBytes) are allowed")
         }
         if let expiration = fields.expiration {
-            guard !expiration.isEmpty, expiration.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }),
-                Int64(expiration) != nil
+            guard !expiration.isEmpty, expiration.utf8.allSatisfy({ $0 &- UInt8(ascii: "0") < 10 }), Int64(expiration) != nil
             else {
                 throw Refusal(.badExpirationDate, "apns-expiration must be Unix seconds (or 0), not \"\(expiration)\"")
             }
@@ -155,40 +153,70 @@ enum RequestChecks {
     }
 
     /// The body: not empty (PayloadEmpty), within the push type's size (413
-    /// PayloadTooLarge), a JSON object with an `aps` object. Answers the parsed body
-    /// and its `aps` members.
+    /// PayloadTooLarge), a JSON object with an `aps` object. Reads the `aps`
+    /// members the simulated device reads into `aps`; `bytes` are the body's bytes.
     ///
     /// APNs documents no reason of its own for a body that is not JSON or has no
     /// `aps` dictionary; the simulator answers 400 PayloadEmpty, the nearest
     /// documented reason, so that a client treats it as a fault of the payload and
     /// never of the token.
     static func payload(
-        _ body: Data, pushType: APNsPushType
-    ) throws(Refusal) -> (document: JSONValue, aps: [String: JSONValue]) {
+        _ body: Data, bytes: UnsafeRawBufferPointer, pushType: APNsPushType, into aps: inout APSFields
+    ) throws(Refusal) {
         guard !body.isEmpty else { throw Refusal(.payloadEmpty, "the body is empty") }
         guard body.count <= pushType.maximumPayloadBytes else {
             throw Refusal(.payloadTooLarge, "the body is \(body.count) bytes; a \(pushType.rawValue) push may carry \(pushType.maximumPayloadBytes)")
         }
-        guard let document = try? JSONValue(parsing: body) else {
-            throw Refusal(.payloadEmpty, "the body is not JSON")
+        do {
+            try PushPayload.read(body, bytes: bytes, liveActivity: pushType == .liveactivity, into: &aps)
+        } catch {
+            switch error {
+            case .notJSON: throw Refusal(.payloadEmpty, "the body is not JSON")
+            case .notObject: throw Refusal(.payloadEmpty, "the body is JSON but not an object")
+            case .noAPS: throw Refusal(.payloadEmpty, "the payload has no aps dictionary")
+            case .apsNotObject: throw Refusal(.payloadEmpty, "aps is not a dictionary")
+            }
         }
-        guard let object = document.objectValue else {
-            throw Refusal(.payloadEmpty, "the body is JSON but not an object")
-        }
-        guard let aps = object["aps"]?.objectValue else {
-            throw Refusal(.payloadEmpty, object["aps"] == nil ? "the payload has no aps dictionary" : "aps is not a dictionary")
-        }
-        return (document, aps)
     }
 
     /// Whether `topic` is one printable ASCII word that neither starts nor ends with
     /// a dot. Checked on bytes: once every byte is printable ASCII, bytes and
     /// characters agree.
     private static func isUsableTopic(_ topic: String) -> Bool {
-        let bytes = topic.utf8
-        guard let first = bytes.first, let last = bytes.last else { return false }
-        guard first != UInt8(ascii: "."), last != UInt8(ascii: ".") else { return false }
-        return bytes.allSatisfy { $0 > 0x20 && $0 < 0x7F }
+        var topic = topic
+        return topic.withUTF8 { bytes in
+            guard let first = bytes.first, let last = bytes.last else { return false }
+            guard first != UInt8(ascii: "."), last != UInt8(ascii: ".") else { return false }
+            for byte in bytes where byte &- 0x21 >= 0x7F - 0x21 { return false }
+            return true
+        }
+    }
+
+    /// Whether a push of `pushType` may go to `topic`, as
+    /// ``IsletCore/APNsPushType/fits(topic:)`` decides, read on bytes for the usual
+    /// cases: `topic` is printable ASCII by now, where bytes and characters agree. A
+    /// push type with a suffix needs a topic that ends in it; one without fits any
+    /// topic that ends in no push type's suffix, and any other topic is left to
+    /// `fits(topic:)`.
+    static func fits(_ pushType: APNsPushType, topic: String) -> Bool {
+        var text = topic
+        return text.withUTF8 { bytes in
+            if let suffix = pushType.topicSuffix {
+                var suffix = suffix
+                return suffix.withUTF8 { suffix in bytes.count > suffix.count && ends(bytes, with: suffix) }
+            }
+            for suffix in topicSuffixes where ends(bytes, with: suffix) {
+                return pushType.fits(topic: topic)
+            }
+            return true
+        }
+    }
+
+    /// Every push type's topic suffix, as bytes.
+    private static let topicSuffixes: [[UInt8]] = APNsPushType.allCases.compactMap { $0.topicSuffix.map { Array($0.utf8) } }
+
+    private static func ends(_ bytes: UnsafeBufferPointer<UInt8>, with suffix: some Collection<UInt8>) -> Bool {
+        bytes.count >= suffix.count && bytes[(bytes.count - suffix.count)...].elementsEqual(suffix)
     }
 }
 

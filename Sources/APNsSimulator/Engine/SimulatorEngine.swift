@@ -68,6 +68,7 @@ public final class SimulatorEngine: Sendable {
     public func handle(_ request: SimulatorRequest, connection: ConnectionID) -> SimulatorResponse {
         let now = clock.now()
         let fields = HeaderFields(request.headers)
+        let packed = PackedRequest(request)
 
         // Checks that need no shared state; the first failure wins.
         var deviceToken: String?
@@ -83,20 +84,20 @@ public final class SimulatorEngine: Sendable {
         // Later checks, computed now and answered only if the connection accepts the
         // provider token.
         var headers: PushHeaders?
-        var document: JSONValue?
-        var aps: [String: JSONValue] = [:]
+        var aps = APSFields()
         var late: Refusal?
         if early == nil {
             do throws(Refusal) {
                 let checked = try RequestChecks.apnsHeaders(fields)
-                (document, aps) = try RequestChecks.payload(request.body, pushType: checked.pushType)
+                try packed.withBody { bytes throws(Refusal) in
+                    try RequestChecks.payload(request.body, bytes: bytes, pushType: checked.pushType, into: &aps)
+                }
                 headers = checked
             } catch {
                 late = error
             }
         }
         let echoesID = fields.id.map { APNsMessageID.isUUID($0) } ?? false
-        let packed = PackedRequest(request)
 
         let entry = state.withLock { state -> PushEntry in
             var refusal = early
@@ -150,11 +151,7 @@ public final class SimulatorEngine: Sendable {
             state.history.append(entry)
             return entry
         }
-        if let observer {
-            // The body was parsed for the checks unless they stopped first.
-            let payload = document ?? (request.body.isEmpty ? nil : try? JSONValue(parsing: request.body))
-            observer(entry.record(of: request, payload: payload))
-        }
+        if let observer { observer(entry.record(of: request)) }
         return Self.response(for: entry, echoing: fields.id)
     }
 
@@ -234,6 +231,10 @@ public final class SimulatorEngine: Sendable {
 
     // MARK: - Helpers
 
+    /// The body of each refusal without a timestamp, made once: `{"reason":"…"}`.
+    private static let refusalBodies: [APNsReason: Data] = Dictionary(
+        uniqueKeysWithValues: APNsReason.allKnown.map { ($0, Data(("{\"reason\":" + JSONText.quoted($0.rawValue) + "}").utf8)) })
+
     /// The answer `entry` records; `requestID` is the request's `apns-id`, for an
     /// answer that echoes it.
     private static func response(for entry: PushEntry, echoing requestID: String?) -> SimulatorResponse {
@@ -244,14 +245,18 @@ public final class SimulatorEngine: Sendable {
             apnsID = requestID ?? ""
         case .minted(let id): apnsID = id.text
         }
-        var headers: [(name: String, value: String)] = [(APNsHeaderName.id, apnsID)]
+        var headers: [(name: String, value: String)] = []
+        headers.reserveCapacity(3)
+        headers.append((APNsHeaderName.id, apnsID))
         if let unique = entry.apnsUniqueID { headers.append((APNsHeaderName.uniqueID, unique.text)) }
         var body = Data()
         let reason = entry.refusal?.reason
         if let reason {
-            var text = "{\"reason\":" + JSONText.quoted(reason.rawValue)
-            if let timestamp = entry.refusal?.timestampMilliseconds { text += ",\"timestamp\":\(timestamp)" }
-            body = Data((text + "}").utf8)
+            if let timestamp = entry.refusal?.timestampMilliseconds {
+                body = Data(("{\"reason\":" + JSONText.quoted(reason.rawValue) + ",\"timestamp\":\(timestamp)}").utf8)
+            } else {
+                body = Self.refusalBodies[reason] ?? Data(("{\"reason\":" + JSONText.quoted(reason.rawValue) + "}").utf8)
+            }
             headers.append((APNsHeaderName.contentType, "application/json"))
         }
         return SimulatorResponse(status: entry.status, headers: headers, body: body, reason: reason, sequence: entry.sequence)
