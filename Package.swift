@@ -57,6 +57,14 @@ let package = Package(
             name: "IsletBench", dependencies: ["APNs", "HTTP2", "IsletCore", "IsletCrypto"], path: "Benchmarks/IsletBench",
             swiftSettings: swiftSettings),
 
+        // Hand-run benchmarks: `swift run -c release EngineBench`.
+        .executableTarget(
+            name: "EngineBench",
+            dependencies: ["APNsSimulator", "IsletCore", "IsletCrypto"],
+            path: "Benchmarks/EngineBench",
+            swiftSettings: swiftSettings
+        ),
+
         // Helpers shared by the test targets: a raw-socket HTTP client, temporary folders.
         .target(name: "IsletTesting", path: "Tests/IsletTesting", swiftSettings: swiftSettings),
 

@@ -7,8 +7,11 @@ import Synchronization
 ///
 /// A token's signature, key and team never change, so each verdict is cached by the
 /// token's text: a client reuses one token for up to an hour, and the signature is
-/// checked once, not on every push. The time rules (age, clock skew) depend on now
-/// and are applied on every request by ``check(_:now:)``.
+/// checked once, not on every push. The few `authorization` values seen last are
+/// remembered whole, so that the usual request (a connection sending the token it
+/// sent before) is matched by one comparison, without parsing the header or hashing
+/// the token. The time rules (age, clock skew) depend on now and are applied on every
+/// request by ``check(authorization:now:)``.
 final class ProviderTokenVerifier: Sendable {
     /// What a token is, apart from time.
     enum Verdict: Sendable {
@@ -16,12 +19,28 @@ final class ProviderTokenVerifier: Sendable {
         case refused(reason: APNsReason, note: String)
     }
 
+    /// An `authorization` value seen lately, with its token and the token's verdict.
+    private struct Recent {
+        var authorization: String
+        var token: String
+        var verdict: Verdict
+    }
+
+    private struct Cache {
+        var verdicts: [String: Verdict] = [:]
+        var recent: [Recent] = []
+        var nextRecent = 0
+    }
+
     private let keys: [String: TrustedKey]
     private let environment: APNsEnvironment
     private let lifetime: Double
     private let allowedSkew: Double
-    private let cache = Mutex<[String: Verdict]>([:])
+    private let cache = Mutex(Cache())
     private static let cacheLimit = 1024
+    /// How many `authorization` values are remembered whole: one per signing key a
+    /// client is likely to use at once.
+    private static let recentLimit = 4
 
     init(configuration: SimulatorConfiguration) {
         keys = Dictionary(configuration.trustedKeys.map { ($0.keyID, $0) }, uniquingKeysWith: { _, last in last })
@@ -30,11 +49,29 @@ final class ProviderTokenVerifier: Sendable {
         allowedSkew = configuration.allowedClockSkew
     }
 
-    /// Refuses `token` as APNs would at `now`: 403 InvalidProviderToken,
-    /// BadEnvironmentKeyIdInToken or ExpiredProviderToken.
-    func check(_ token: String, now: Date) throws(Refusal) {
+    /// Checks the provider token in the `authorization` header `value` as APNs would
+    /// at `now`, and answers it: 403 MissingProviderToken or InvalidProviderToken
+    /// for a header that carries no bearer token (see
+    /// ``RequestChecks/bearerToken(_:)``), then 403 InvalidProviderToken,
+    /// BadEnvironmentKeyIdInToken or ExpiredProviderToken for the token itself.
+    func check(authorization value: String?, now: Date) throws(Refusal) -> String {
+        let token: String
+        let verdict: Verdict
+        if let value, let recent = recent(value) {
+            (token, verdict) = (recent.token, recent.verdict)
+        } else {
+            token = try RequestChecks.bearerToken(value)
+            verdict = self.verdict(for: token)
+            if let value { remember(Recent(authorization: value, token: token, verdict: verdict)) }
+        }
+        try check(verdict, now: now)
+        return token
+    }
+
+    /// Refuses a token of `verdict` as APNs would at `now`.
+    private func check(_ verdict: Verdict, now: Date) throws(Refusal) {
         let issuedAt: Int64
-        switch verdict(for: token) {
+        switch verdict {
         case .refused(let reason, let note): throw Refusal(reason, note)
         case .valid(let iat): issuedAt = iat
         }
@@ -51,12 +88,29 @@ final class ProviderTokenVerifier: Sendable {
         }
     }
 
+    private func recent(_ authorization: String) -> Recent? {
+        cache.withLock { cache in
+            cache.recent.first { $0.authorization.utf8.count == authorization.utf8.count && $0.authorization == authorization }
+        }
+    }
+
+    private func remember(_ entry: Recent) {
+        cache.withLock { cache in
+            if cache.recent.count < Self.recentLimit {
+                cache.recent.append(entry)
+            } else {
+                cache.recent[cache.nextRecent] = entry
+                cache.nextRecent = (cache.nextRecent + 1) % Self.recentLimit
+            }
+        }
+    }
+
     private func verdict(for token: String) -> Verdict {
-        if let cached = cache.withLock({ $0[token] }) { return cached }
+        if let cached = cache.withLock({ $0.verdicts[token] }) { return cached }
         let fresh = verify(token)
         cache.withLock { cache in
-            if cache.count >= Self.cacheLimit { cache.removeAll(keepingCapacity: true) }
-            cache[token] = fresh
+            if cache.verdicts.count >= Self.cacheLimit { cache.verdicts.removeAll(keepingCapacity: true) }
+            cache.verdicts[token] = fresh
         }
         return fresh
     }

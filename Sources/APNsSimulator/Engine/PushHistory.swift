@@ -1,26 +1,26 @@
-/// The most recent push records, oldest first, in a ring of fixed capacity.
+/// The most recent pushes, oldest first, in a ring of fixed capacity.
 struct PushHistory {
-    private var storage: [PushRecord] = []
+    private var storage: [PushEntry] = []
     private var start = 0
     let capacity: Int
 
     init(capacity: Int) { self.capacity = capacity }
 
-    mutating func append(_ record: PushRecord) {
+    mutating func append(_ entry: PushEntry) {
         if storage.count < capacity {
-            storage.append(record)
+            storage.append(entry)
         } else {
-            storage[start] = record
+            storage[start] = entry
             start = (start + 1) % capacity
         }
     }
 
-    /// The records whose sequence is above `sequence`, oldest first.
-    func records(after sequence: Int) -> [PushRecord] {
-        var out: [PushRecord] = []
+    /// The entries whose sequence is above `sequence`, oldest first.
+    func entries(after sequence: Int) -> [PushEntry] {
+        var out: [PushEntry] = []
         for offset in 0..<storage.count {
-            let record = storage[(start + offset) % storage.count]
-            if record.sequence > sequence { out.append(record) }
+            let entry = storage[(start + offset) % storage.count]
+            if entry.sequence > sequence { out.append(entry) }
         }
         return out
     }

@@ -6,11 +6,13 @@ import IsletCore
 enum RequestChecks {
     /// `POST /3/device/<token>`: the method (405 MethodNotAllowed), the path (404
     /// BadPath), the token's presence (400 MissingDeviceToken) and shape (400
-    /// BadDeviceToken). Answers the token as sent.
+    /// BadDeviceToken). Answers the token in lowercase, as the simulated devices
+    /// know it.
     static func route(_ request: SimulatorRequest) throws(Refusal) -> String {
         guard request.method == "POST" else {
             throw Refusal(.methodNotAllowed, "APNs takes only POST, not \(request.method)")
         }
+        if let token = wellFormedToken(inPath: request.path) { return token }
         let path = request.path
         if path == "/3/device" || path == APNsPath.devicePrefix {
             throw Refusal(.missingDeviceToken, "the path names no device token")
@@ -24,26 +26,47 @@ enum RequestChecks {
         } catch {
             throw Refusal(.badDeviceToken, error.description)
         }
-        return token
+        return token.lowercased()
     }
 
-    /// The header fields by name. A name that appears twice is answered 400
-    /// DuplicateHeaders.
-    static func headerFields(_ request: SimulatorRequest) throws(Refusal) -> [String: String] {
-        var fields = [String: String](minimumCapacity: request.headers.count)
-        for (name, value) in request.headers {
-            guard fields.updateValue(value, forKey: name) == nil else {
-                throw Refusal(.duplicateHeaders, "the header \(name) appears more than once")
+    /// The token of a device path that passes every check, in lowercase, read from
+    /// the path's bytes; `nil` for any other path, which ``route(_:)`` then examines
+    /// rule by rule to find the refusal. The bytes of `/3/device/` followed by hex
+    /// digits are ASCII, where bytes and characters agree.
+    private static func wellFormedToken(inPath path: String) -> String? {
+        var path = path
+        return path.withUTF8 { bytes -> String? in
+            let prefix = devicePrefix.utf8Start
+            let prefixCount = devicePrefix.utf8CodeUnitCount
+            let length = bytes.count - prefixCount
+            guard length >= PushToken.minimumLength, length <= PushToken.maximumLength, length % 2 == 0 else { return nil }
+            for index in 0..<prefixCount where bytes[index] != prefix[index] { return nil }
+            let token = UnsafeBufferPointer(rebasing: bytes[prefixCount...])
+            guard let hasUppercase = HexDigits.check(UnsafeRawBufferPointer(token)) else { return nil }
+            if !hasUppercase { return String(decoding: token, as: UTF8.self) }
+            return String(unsafeUninitializedCapacity: length) { out in
+                // Setting 0x20 lowers A–F and leaves digits and a–f as they are.
+                for index in 0..<length { out[index] = token[index] | 0x20 }
+                return length
             }
         }
-        return fields
+    }
+
+    /// ``APNsPath/devicePrefix``, as bytes to compare with.
+    static let devicePrefix: StaticString = "/3/device/"
+
+    /// A name that appears twice is answered 400 DuplicateHeaders.
+    static func checkNoRepeats(_ fields: HeaderFields) throws(Refusal) {
+        if let name = fields.repeatedName() {
+            throw Refusal(.duplicateHeaders, "the header \(name) appears more than once")
+        }
     }
 
     /// The compact JWT from `authorization: bearer <token>`: 403
     /// MissingProviderToken without the header, 403 InvalidProviderToken when it is
     /// not a bearer token.
-    static func bearerToken(_ fields: [String: String]) throws(Refusal) -> String {
-        guard let value = fields[APNsHeaderName.authorization] else {
+    static func bearerToken(_ value: String?) throws(Refusal) -> String {
+        guard let value else {
             throw Refusal(.missingProviderToken, "no authorization header: APNs needs `authorization: bearer <provider token>`")
         }
         // Byte-level parsing: this runs on every request, and the token is ASCII.
@@ -82,15 +105,15 @@ enum RequestChecks {
     /// itself is a well-formed topic, it is the push type that cannot go there.
     /// BadTopic is kept for a topic that is no topic at all (empty, with spaces, or a
     /// bare suffix).
-    static func apnsHeaders(_ fields: [String: String]) throws(Refusal) -> PushHeaders {
-        guard let topic = fields[APNsHeaderName.topic] else {
+    static func apnsHeaders(_ fields: HeaderFields) throws(Refusal) -> PushHeaders {
+        guard let topic = fields.topic else {
             throw Refusal(.missingTopic, "no apns-topic header: name the app's bundle id")
         }
         guard isUsableTopic(topic) else {
             throw Refusal(.badTopic, "apns-topic \"\(topic)\" is not a bundle id")
         }
         let pushType: APNsPushType
-        if let raw = fields[APNsHeaderName.pushType] {
+        if let raw = fields.pushType {
             guard let known = APNsPushType(rawValue: raw) else {
                 throw Refusal(.invalidPushType, "apns-push-type \"\(raw)\" is not a push type APNs knows")
             }
@@ -98,28 +121,30 @@ enum RequestChecks {
         } else {
             pushType = .alert
         }
-        guard pushType.fits(topic: topic) else {
+        guard fits(pushType, topic: topic) else {
             if let suffix = pushType.topicSuffix {
                 throw Refusal(.invalidPushType, "a \(pushType.rawValue) push needs a topic ending in \(suffix), not \"\(topic)\"")
             }
             throw Refusal(.invalidPushType, "a \(pushType.rawValue) push cannot go to the topic \"\(topic)\"")
         }
         var priority: APNsPriority?
-        if let raw = fields[APNsHeaderName.priority] {
-            guard let parsed = APNsPriority(headerValue: raw) else {
-                throw Refusal(.badPriority, "apns-priority must be 1, 5 or 10, not \"\(raw)\"")
+        if let raw = fields.priority {
+            // APNsPriority(headerValue:), without its generic call.
+            switch raw {
+            case "10": priority = .immediate
+            case "5": priority = .powerConsidered
+            case "1": priority = .lowest
+            default: throw Refusal(.badPriority, "apns-priority must be 1, 5 or 10, not \"\(raw)\"")
             }
-            priority = parsed
         }
-        if let id = fields[APNsHeaderName.id], !APNsMessageID.isUUID(id) {
+        if let id = fields.id, !APNsMessageID.isUUID(id) {
             throw Refusal(.badMessageId, "apns-id \"\(id)\" is not a UUID (8-4-4-4-12 hex digits)")
         }
-        if let collapseID = fields[APNsHeaderName.collapseID], collapseID.utf8.count > APNsLimits.maximumCollapseIDBytes {
+        if let collapseID = fields.collapseID, collapseID.utf8.count > APNsLimits.maximumCollapseIDBytes {
             throw Refusal(.badCollapseId, "apns-collapse-id is \(collapseID.utf8.count) bytes; at most \(APNsLimits.maximumCollapseIDBytes) are allowed")
         }
-        if let expiration = fields[APNsHeaderName.expiration] {
-            guard !expiration.isEmpty, expiration.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }),
-                Int64(expiration) != nil
+        if let expiration = fields.expiration {
+            guard !expiration.isEmpty, expiration.utf8.allSatisfy({ $0 &- UInt8(ascii: "0") < 10 }), Int64(expiration) != nil
             else {
                 throw Refusal(.badExpirationDate, "apns-expiration must be Unix seconds (or 0), not \"\(expiration)\"")
             }
@@ -128,29 +153,70 @@ enum RequestChecks {
     }
 
     /// The body: not empty (PayloadEmpty), within the push type's size (413
-    /// PayloadTooLarge), a JSON object with an `aps` object.
+    /// PayloadTooLarge), a JSON object with an `aps` object. Reads the `aps`
+    /// members the simulated device reads into `aps`; `bytes` are the body's bytes.
     ///
     /// APNs documents no reason of its own for a body that is not JSON or has no
     /// `aps` dictionary; the simulator answers 400 PayloadEmpty, the nearest
     /// documented reason, so that a client treats it as a fault of the payload and
     /// never of the token.
-    static func payload(_ body: Data, parsed: JSONValue?, pushType: APNsPushType) throws(Refusal) -> [String: JSONValue] {
+    static func payload(
+        _ body: Data, bytes: UnsafeRawBufferPointer, pushType: APNsPushType, into aps: inout APSFields
+    ) throws(Refusal) {
         guard !body.isEmpty else { throw Refusal(.payloadEmpty, "the body is empty") }
         guard body.count <= pushType.maximumPayloadBytes else {
             throw Refusal(.payloadTooLarge, "the body is \(body.count) bytes; a \(pushType.rawValue) push may carry \(pushType.maximumPayloadBytes)")
         }
-        guard let object = parsed?.objectValue else {
-            throw Refusal(.payloadEmpty, parsed == nil ? "the body is not JSON" : "the body is JSON but not an object")
+        do {
+            try PushPayload.read(body, bytes: bytes, liveActivity: pushType == .liveactivity, into: &aps)
+        } catch {
+            switch error {
+            case .notJSON: throw Refusal(.payloadEmpty, "the body is not JSON")
+            case .notObject: throw Refusal(.payloadEmpty, "the body is JSON but not an object")
+            case .noAPS: throw Refusal(.payloadEmpty, "the payload has no aps dictionary")
+            case .apsNotObject: throw Refusal(.payloadEmpty, "aps is not a dictionary")
+            }
         }
-        guard let aps = object["aps"]?.objectValue else {
-            throw Refusal(.payloadEmpty, object["aps"] == nil ? "the payload has no aps dictionary" : "aps is not a dictionary")
-        }
-        return aps
     }
 
+    /// Whether `topic` is one printable ASCII word that neither starts nor ends with
+    /// a dot. Checked on bytes: once every byte is printable ASCII, bytes and
+    /// characters agree.
     private static func isUsableTopic(_ topic: String) -> Bool {
-        guard !topic.isEmpty, !topic.hasPrefix("."), !topic.hasSuffix(".") else { return false }
-        return topic.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F }
+        var topic = topic
+        return topic.withUTF8 { bytes in
+            guard let first = bytes.first, let last = bytes.last else { return false }
+            guard first != UInt8(ascii: "."), last != UInt8(ascii: ".") else { return false }
+            for byte in bytes where byte &- 0x21 >= 0x7F - 0x21 { return false }
+            return true
+        }
+    }
+
+    /// Whether a push of `pushType` may go to `topic`, as
+    /// ``IsletCore/APNsPushType/fits(topic:)`` decides, read on bytes for the usual
+    /// cases: `topic` is printable ASCII by now, where bytes and characters agree. A
+    /// push type with a suffix needs a topic that ends in it; one without fits any
+    /// topic that ends in no push type's suffix, and any other topic is left to
+    /// `fits(topic:)`.
+    static func fits(_ pushType: APNsPushType, topic: String) -> Bool {
+        var text = topic
+        return text.withUTF8 { bytes in
+            if let suffix = pushType.topicSuffix {
+                var suffix = suffix
+                return suffix.withUTF8 { suffix in bytes.count > suffix.count && ends(bytes, with: suffix) }
+            }
+            for suffix in topicSuffixes where ends(bytes, with: suffix) {
+                return pushType.fits(topic: topic)
+            }
+            return true
+        }
+    }
+
+    /// Every push type's topic suffix, as bytes.
+    private static let topicSuffixes: [[UInt8]] = APNsPushType.allCases.compactMap { $0.topicSuffix.map { Array($0.utf8) } }
+
+    private static func ends(_ bytes: UnsafeBufferPointer<UInt8>, with suffix: some Collection<UInt8>) -> Bool {
+        bytes.count >= suffix.count && bytes[(bytes.count - suffix.count)...].elementsEqual(suffix)
     }
 }
 

@@ -17,6 +17,8 @@ struct SimulatedDevices {
         var outcome: DeviceOutcome
         var note: String?
         var activityID: String?
+        /// What the simulator knows the token to be after the push.
+        var tokenKind: PushTokenKind?
     }
 
     /// A date at or above this many seconds since 1970 is taken for milliseconds
@@ -28,9 +30,10 @@ struct SimulatedDevices {
     /// The refusal APNs answers for this token's state, if any: 400 BadDeviceToken
     /// for a token of the other environment, 400 DeviceTokenNotForTopic for a token
     /// of the wrong kind, 410 Unregistered for the update token of a dismissed
-    /// activity. A token the simulator has never seen passes.
-    mutating func refusal(for token: String, pushType: APNsPushType, now: Date) -> Refusal? {
-        guard let entry = tokens[token] else { return nil }
+    /// activity. A token the simulator has never seen passes. `entry` is the token's
+    /// entry in ``tokens``.
+    mutating func refusal(for entry: RegisteredToken?, pushType: APNsPushType, now: Date) -> Refusal? {
+        guard let entry else { return nil }
         if entry.environment != environment {
             return Refusal(
                 .badDeviceToken,
@@ -40,10 +43,9 @@ struct SimulatedDevices {
             let what = entry.kind == .device ? "a device token" : "a Live Activity token (\(entry.kind.rawValue))"
             return Refusal(.deviceTokenNotForTopic, "a \(pushType.rawValue) push cannot go to \(what)")
         }
-        if entry.kind == .liveActivityUpdate, let id = entry.activityID, var activity = activities[id] {
-            activity.settle(at: now)
-            activities[id] = activity
-            if activity.status == .dismissed, let gone = activity.dismissalDate {
+        if entry.kind == .liveActivityUpdate, let id = entry.activityID, let index = activities.index(forKey: id) {
+            activities.values[index].settle(at: now)
+            if activities.values[index].status == .dismissed, let gone = activities.values[index].dismissalDate {
                 return Refusal(
                     .unregistered,
                     "the activity was dismissed; its update token died with it",
@@ -53,8 +55,6 @@ struct SimulatedDevices {
         return nil
     }
 
-    /// The kind the simulator knows `token` to be.
-    func kind(of token: String) -> PushTokenKind? { tokens[token]?.kind }
 
     // MARK: - Registration
 
@@ -107,24 +107,35 @@ struct SimulatedDevices {
 
     // MARK: - Delivery
 
-    /// What the device does with a push APNs accepted.
+    /// What the device does with a push APNs accepted. `entry` is the token's entry
+    /// in ``tokens`` before the push.
     mutating func deliver(
-        to token: String, pushType: APNsPushType, aps: [String: JSONValue], now: Date,
+        to token: String, known entry: RegisteredToken?, pushType: APNsPushType, aps: APSFields, now: Date,
         random: inout some RandomNumberGenerator
     ) -> Delivery {
-        let entry = tokens[token]
+        var delivery = receive(to: token, known: entry, pushType: pushType, aps: aps, now: now, random: &random)
+        // A push adds tokens only when its own was unknown (it is then first seen)
+        // or when it started an activity (which may mint an update token).
+        delivery.tokenKind = entry == nil || delivery.outcome == .started ? tokens[token]?.kind : entry?.kind
+        return delivery
+    }
+
+    private mutating func receive(
+        to token: String, known entry: RegisteredToken?, pushType: APNsPushType, aps: APSFields, now: Date,
+        random: inout some RandomNumberGenerator
+    ) -> Delivery {
         guard pushType == .liveactivity else {
             if entry == nil {
                 tokens[token] = RegisteredToken(
                     token: token, kind: .device, environment: environment, origin: .firstSeen, registeredAt: now,
                     activityID: nil)
             }
-            if pushType == .alert, aps["alert"] != nil {
+            if pushType == .alert, aps.hasAlert {
                 return Delivery(outcome: .alertShown)
             }
             return Delivery(outcome: .delivered)
         }
-        guard let event = aps["event"]?.stringValue else {
+        guard let event = aps.event?.stringValue else {
             return Delivery(outcome: .dropped, note: "a liveactivity push without aps.event: the device does nothing")
         }
         guard event == "start" || event == "update" || event == "end" else {
@@ -153,13 +164,11 @@ struct SimulatedDevices {
                 return Delivery(
                     outcome: .dropped, note: "start sent to an activity's update token: starts go to a push-to-start token")
             }
-            guard let id = entry?.activityID, var activity = activities[id] else {
+            guard let id = entry?.activityID, let index = activities.index(forKey: id) else {
                 return Delivery(outcome: .dropped, note: "no activity holds this update token")
             }
-            activity.settle(at: now)
-            let delivery = apply(event: event, to: &activity, aps: aps, now: now)
-            activities[id] = activity
-            return delivery
+            activities.values[index].settle(at: now)
+            return Self.apply(event: event, to: &activities.values[index], aps: aps, now: now)
         case .device:
             // Refused earlier with DeviceTokenNotForTopic; kept for completeness.
             return Delivery(outcome: .dropped, note: "a Live Activity push cannot reach a device token")
@@ -169,26 +178,26 @@ struct SimulatedDevices {
     /// A start: creates an activity when the payload has everything ActivityKit
     /// needs; otherwise the device drops it, though APNs answered 200.
     private mutating func start(
-        with token: String, aps: [String: JSONValue], now: Date, random: inout some RandomNumberGenerator
+        with token: String, aps: APSFields, now: Date, random: inout some RandomNumberGenerator
     ) -> Delivery {
         if let drop = Self.dateProblem(in: aps) { return drop }
-        guard let type = aps["attributes-type"]?.stringValue, !type.isEmpty else {
+        guard let type = aps.attributesType?.stringValue, !type.isEmpty else {
             return Delivery(outcome: .dropped, note: "start without attributes-type: the device cannot tell which activity to start")
         }
-        guard let attributes = aps["attributes"]?.objectValue else {
+        guard let attributes = aps.attributes?.objectValue else {
             return Delivery(outcome: .dropped, note: "start without attributes: the device cannot build the activity")
         }
         guard !attributes.isEmpty else {
             return Delivery(outcome: .dropped, note: "start with empty attributes: the device cannot build the activity")
         }
-        guard let state = aps["content-state"], state.objectValue != nil else {
+        guard let state = aps.contentState, state.objectValue != nil else {
             return Delivery(outcome: .dropped, note: "start without content-state: the device has nothing to show")
         }
-        guard let alert = aps["alert"], Self.isShowable(alert) else {
-            let what = aps["alert"] == nil ? "without alert" : "with an empty alert"
+        guard let alert = aps.alert, Self.isShowable(alert) else {
+            let what = aps.alert == nil ? "without alert" : "with an empty alert"
             return Delivery(outcome: .dropped, note: "start \(what): the device never shows it")
         }
-        if aps["dismissal-date"] != nil {
+        if aps.dismissalDate != nil {
             return Delivery(outcome: .dropped, note: "dismissal-date on a start: only an end may carry one")
         }
         var activity = SimulatedActivity(
@@ -196,13 +205,13 @@ struct SimulatedDevices {
         activity.attributesType = type
         activity.attributes = .object(attributes)
         activity.contentState = state
-        activity.lastTimestamp = Self.seconds(aps["timestamp"])
-        activity.staleDate = Self.date(aps["stale-date"])
-        activity.relevanceScore = aps["relevance-score"]?.doubleValue
+        activity.lastTimestamp = Self.seconds(aps.timestamp)
+        activity.staleDate = Self.date(aps.staleDate)
+        activity.relevanceScore = aps.relevanceScore?.doubleValue
         activity.pushToStartToken = token
         activity.lastAlert = alert
         var note: String?
-        if aps["input-push-token"]?.int64Value == 1 {
+        if aps.inputPushToken?.int64Value == 1 {
             let updateToken = PushToken.make(byteCount: 32, using: &random)
             activity.updateToken = updateToken
             tokens[updateToken] = RegisteredToken(
@@ -217,24 +226,24 @@ struct SimulatedDevices {
     }
 
     /// An update or an end for `activity`, settled at `now`.
-    private func apply(event: String, to activity: inout SimulatedActivity, aps: [String: JSONValue], now: Date) -> Delivery {
+    private static func apply(event: String, to activity: inout SimulatedActivity, aps: APSFields, now: Date) -> Delivery {
         let id = activity.id
         guard activity.isRunning else {
             let why = activity.endedBy == .system ? " (the system ended it eight hours after its start)" : ""
             return Delivery(outcome: .dropped, note: "\(event) for an ended activity\(why)", activityID: id)
         }
         if let drop = Self.dateProblem(in: aps) { return Delivery(outcome: .dropped, note: drop.note, activityID: id) }
-        if event == "update", aps["dismissal-date"] != nil {
+        if event == "update", aps.dismissalDate != nil {
             return Delivery(outcome: .dropped, note: "dismissal-date on an update: only an end may carry one", activityID: id)
         }
-        guard let timestamp = Self.seconds(aps["timestamp"]) else {
+        guard let timestamp = Self.seconds(aps.timestamp) else {
             return Delivery(outcome: .dropped, note: "\(event) without aps.timestamp: the device cannot order it", activityID: id)
         }
         if let last = activity.lastTimestamp, timestamp <= last {
             return Delivery(
                 outcome: .dropped, note: "timestamp not newer than the last update (\(timestamp) ≤ \(last))", activityID: id)
         }
-        let state = aps["content-state"]
+        let state = aps.contentState
         if event == "update", state?.objectValue == nil {
             return Delivery(
                 outcome: .dropped, note: "update without content-state: the device has no state to show", activityID: id)
@@ -246,9 +255,9 @@ struct SimulatedDevices {
             note = "end without content-state: the activity ends showing its last content"
         }
         activity.lastTimestamp = timestamp
-        activity.staleDate = Self.date(aps["stale-date"])
-        activity.relevanceScore = aps["relevance-score"]?.doubleValue
-        if let alert = aps["alert"], Self.isShowable(alert) { activity.lastAlert = alert }
+        activity.staleDate = Self.date(aps.staleDate)
+        activity.relevanceScore = aps.relevanceScore?.doubleValue
+        if let alert = aps.alert, Self.isShowable(alert) { activity.lastAlert = alert }
         if event == "update" {
             activity.updatedAt = now
             activity.updateCount += 1
@@ -258,25 +267,28 @@ struct SimulatedDevices {
         activity.status = .ended
         activity.endedAt = now
         activity.endedBy = .push
-        activity.dismissalDate = Self.date(aps["dismissal-date"]) ?? now.addingTimeInterval(SimulatedActivity.defaultDismissalDelay)
+        activity.dismissalDate = Self.date(aps.dismissalDate) ?? now.addingTimeInterval(SimulatedActivity.defaultDismissalDelay)
         activity.settle(at: now)
         return Delivery(outcome: .ended, note: note, activityID: id)
     }
 
     /// A drop for an envelope date that is not a number or looks like milliseconds.
-    private static func dateProblem(in aps: [String: JSONValue]) -> Delivery? {
-        for field in ["timestamp", "stale-date", "dismissal-date"] {
-            guard let value = aps[field] else { continue }
-            guard let seconds = value.doubleValue else {
-                return Delivery(outcome: .dropped, note: "aps.\(field) is not a number of Unix seconds")
-            }
-            if seconds < 0 {
-                return Delivery(outcome: .dropped, note: "aps.\(field) \(value.jsonText) is before 1970")
-            }
-            if seconds >= millisecondThreshold {
-                return Delivery(
-                    outcome: .dropped, note: "aps.\(field) \(value.jsonText) looks like milliseconds; ActivityKit reads Unix seconds")
-            }
+    private static func dateProblem(in aps: APSFields) -> Delivery? {
+        dateProblem("timestamp", aps.timestamp) ?? dateProblem("stale-date", aps.staleDate)
+            ?? dateProblem("dismissal-date", aps.dismissalDate)
+    }
+
+    private static func dateProblem(_ field: String, _ value: JSONValue?) -> Delivery? {
+        guard let value else { return nil }
+        guard let seconds = value.doubleValue else {
+            return Delivery(outcome: .dropped, note: "aps.\(field) is not a number of Unix seconds")
+        }
+        if seconds < 0 {
+            return Delivery(outcome: .dropped, note: "aps.\(field) \(value.jsonText) is before 1970")
+        }
+        if seconds >= millisecondThreshold {
+            return Delivery(
+                outcome: .dropped, note: "aps.\(field) \(value.jsonText) looks like milliseconds; ActivityKit reads Unix seconds")
         }
         return nil
     }

@@ -67,43 +67,39 @@ public final class SimulatorEngine: Sendable {
     /// Answers one request that arrived on `connection`, and records it.
     public func handle(_ request: SimulatorRequest, connection: ConnectionID) -> SimulatorResponse {
         let now = clock.now()
-        let parsedBody = request.body.isEmpty ? nil : try? JSONValue(parsing: request.body)
+        let fields = HeaderFields(request.headers)
+        let packed = PackedRequest(request)
 
         // Checks that need no shared state; the first failure wins.
-        var token: String?
-        var fields: [String: String] = [:]
+        var deviceToken: String?
         var providerToken: String?
         var early: Refusal?
         do throws(Refusal) {
-            token = try RequestChecks.route(request)
-            fields = try RequestChecks.headerFields(request)
-            let bearer = try RequestChecks.bearerToken(fields)
-            try verifier.check(bearer, now: now)
-            providerToken = bearer
+            deviceToken = try RequestChecks.route(request)
+            try RequestChecks.checkNoRepeats(fields)
+            providerToken = try verifier.check(authorization: fields.authorization, now: now)
         } catch {
             early = error
         }
         // Later checks, computed now and answered only if the connection accepts the
         // provider token.
         var headers: PushHeaders?
-        var aps: [String: JSONValue] = [:]
+        var aps = APSFields()
         var late: Refusal?
         if early == nil {
             do throws(Refusal) {
                 let checked = try RequestChecks.apnsHeaders(fields)
-                aps = try RequestChecks.payload(request.body, parsed: parsedBody, pushType: checked.pushType)
+                try packed.withBody { bytes throws(Refusal) in
+                    try RequestChecks.payload(request.body, bytes: bytes, pushType: checked.pushType, into: &aps)
+                }
                 headers = checked
             } catch {
                 late = error
             }
         }
-        let requestID = fields[APNsHeaderName.id] ?? request.headers.first { $0.name == APNsHeaderName.id }?.value
-        let echoedID = requestID.flatMap { APNsMessageID.isUUID($0) ? $0 : nil }
-        let deviceToken = token?.lowercased()
-        let recordedHeaders = Self.recordedHeaders(request.headers)
-        let pushType = fields[APNsHeaderName.pushType] ?? request.headers.first { $0.name == APNsHeaderName.pushType }?.value
+        let echoesID = fields.id.map { APNsMessageID.isUUID($0) } ?? false
 
-        let (response, record) = state.withLock { state -> (SimulatorResponse, PushRecord) in
+        let entry = state.withLock { state -> PushEntry in
             var refusal = early
             if refusal == nil, let providerToken {
                 do throws(Refusal) {
@@ -114,8 +110,9 @@ public final class SimulatorEngine: Sendable {
                 }
             }
             if refusal == nil { refusal = late }
-            if refusal == nil, let deviceToken, let headers {
-                refusal = state.devices.refusal(for: deviceToken, pushType: headers.pushType, now: now)
+            let known = deviceToken.flatMap { state.devices.tokens[$0] }
+            if refusal == nil, deviceToken != nil, let headers {
+                refusal = state.devices.refusal(for: known, pushType: headers.pushType, now: now)
             }
             var injected: FaultInjection.FailStatus?
             let faults = configuration.faultInjection
@@ -125,47 +122,37 @@ public final class SimulatorEngine: Sendable {
                 injected = faults.failStatus
                 refusal = Refusal(faults.failStatus.reason, "injected fault (fail rate \(faults.failRate))")
             }
-            var delivery = SimulatedDevices.Delivery(outcome: .rejected)
+            var delivery = SimulatedDevices.Delivery(outcome: .rejected, tokenKind: known?.kind)
             if refusal == nil, let deviceToken, let headers {
                 delivery = state.devices.deliver(
-                    to: deviceToken, pushType: headers.pushType, aps: aps, now: now, random: &state.random)
+                    to: deviceToken, known: known, pushType: headers.pushType, aps: aps, now: now, random: &state.random)
             }
 
-            let apnsID = echoedID ?? APNsMessageID.make(using: &state.random)
-            var uniqueID: String?
+            let apnsID = echoesID ? PushEntry.AnswerID.echoed : .minted(MintedMessageID(drawingFrom: &state.random))
+            var uniqueID: MintedMessageID?
             if refusal == nil, configuration.environment == .sandbox {
-                uniqueID = APNsMessageID.make(using: &state.random)
+                uniqueID = MintedMessageID(drawingFrom: &state.random)
             }
             state.sequence += 1
-            let record = PushRecord(
+            let entry = PushEntry(
                 sequence: state.sequence,
                 receivedAt: now,
                 connection: connection,
-                method: request.method,
-                path: request.path,
-                token: token ?? Self.pathToken(request.path),
-                tokenKind: deviceToken.flatMap { state.devices.kind(of: $0) },
-                pushType: pushType,
-                event: parsedBody?["aps"]?["event"]?.stringValue,
-                headers: recordedHeaders,
-                payload: parsedBody,
-                payloadBytes: request.body.count,
-                answer: PushRecord.Answer(
-                    status: refusal?.status ?? 200,
-                    reason: refusal?.reason,
-                    apnsID: apnsID,
-                    apnsUniqueID: uniqueID,
-                    timestamp: refusal?.timestampMilliseconds,
-                    note: refusal?.note),
+                request: packed,
+                tokenKind: delivery.tokenKind,
+                status: refusal?.status ?? 200,
+                refusal: refusal,
+                apnsID: apnsID,
+                apnsUniqueID: uniqueID,
                 injectedFault: injected != nil,
                 deviceOutcome: delivery.outcome,
                 deviceNote: delivery.note,
                 activityID: delivery.activityID)
-            state.history.append(record)
-            return (Self.response(for: record), record)
+            state.history.append(entry)
+            return entry
         }
-        observer?(record)
-        return response
+        if let observer { observer(entry.record(of: request)) }
+        return Self.response(for: entry, echoing: fields.id)
     }
 
     /// Forgets a connection that closed.
@@ -184,7 +171,9 @@ public final class SimulatorEngine: Sendable {
     /// The recorded pushes whose sequence is above `sequence` (all of them by
     /// default), oldest first; at most ``SimulatorConfiguration/pushHistoryLimit``.
     public func pushes(after sequence: Int = 0) -> [PushRecord] {
-        state.withLock { $0.history.records(after: sequence) }
+        // The records are built outside the lock, so that reading a full history
+        // does not hold up the pushes arriving meanwhile.
+        state.withLock { $0.history.entries(after: sequence) }.map { $0.record() }
     }
 
     /// Every simulated Live Activity, in the order they started, as of now.
@@ -242,51 +231,34 @@ public final class SimulatorEngine: Sendable {
 
     // MARK: - Helpers
 
-    private static func response(for record: PushRecord) -> SimulatorResponse {
-        var headers: [(name: String, value: String)] = [(APNsHeaderName.id, record.answer.apnsID)]
-        if let unique = record.answer.apnsUniqueID { headers.append((APNsHeaderName.uniqueID, unique)) }
+    /// The body of each refusal without a timestamp, made once: `{"reason":"…"}`.
+    private static let refusalBodies: [APNsReason: Data] = Dictionary(
+        uniqueKeysWithValues: APNsReason.allKnown.map { ($0, Data(("{\"reason\":" + JSONText.quoted($0.rawValue) + "}").utf8)) })
+
+    /// The answer `entry` records; `requestID` is the request's `apns-id`, for an
+    /// answer that echoes it.
+    private static func response(for entry: PushEntry, echoing requestID: String?) -> SimulatorResponse {
+        let apnsID: String
+        switch entry.apnsID {
+        case .echoed:
+            // Set only for a request whose first `apns-id` is a UUID.
+            apnsID = requestID ?? ""
+        case .minted(let id): apnsID = id.text
+        }
+        var headers: [(name: String, value: String)] = []
+        headers.reserveCapacity(3)
+        headers.append((APNsHeaderName.id, apnsID))
+        if let unique = entry.apnsUniqueID { headers.append((APNsHeaderName.uniqueID, unique.text)) }
         var body = Data()
-        if let reason = record.answer.reason {
-            var text = "{\"reason\":" + JSONText.quoted(reason.rawValue)
-            if let timestamp = record.answer.timestamp { text += ",\"timestamp\":\(timestamp)" }
-            body = Data((text + "}").utf8)
+        let reason = entry.refusal?.reason
+        if let reason {
+            if let timestamp = entry.refusal?.timestampMilliseconds {
+                body = Data(("{\"reason\":" + JSONText.quoted(reason.rawValue) + ",\"timestamp\":\(timestamp)}").utf8)
+            } else {
+                body = Self.refusalBodies[reason] ?? Data(("{\"reason\":" + JSONText.quoted(reason.rawValue) + "}").utf8)
+            }
             headers.append((APNsHeaderName.contentType, "application/json"))
         }
-        return SimulatorResponse(
-            status: record.answer.status, headers: headers, body: body, reason: record.answer.reason,
-            sequence: record.sequence)
-    }
-
-    /// The request headers for the record: repeated names joined, the provider token
-    /// shortened.
-    private static func recordedHeaders(_ headers: [(name: String, value: String)]) -> [String: String] {
-        var out = [String: String](minimumCapacity: headers.count)
-        for (name, value) in headers {
-            let shown = name == APNsHeaderName.authorization ? redactAuthorization(value) : value
-            if let previous = out[name] {
-                out[name] = previous + ", " + shown
-            } else {
-                out[name] = shown
-            }
-        }
-        return out
-    }
-
-    /// `bearer eyJhbG…(183)`: the scheme, then the token shortened as
-    /// ``Redaction`` does, counting bytes (a JWT is ASCII) to stay cheap on the hot
-    /// path.
-    private static func redactAuthorization(_ value: String) -> String {
-        guard let space = value.utf8.firstIndex(of: UInt8(ascii: " ")) else { return "…(\(value.utf8.count))" }
-        let token = value.utf8[value.utf8.index(after: space)...]
-        let visible = Redaction.visiblePrefix
-        guard token.count >= visible * 2 else { return "\(value[..<space]) …(\(token.count))" }
-        let prefix = String(decoding: token.prefix(visible), as: UTF8.self)
-        return "\(value[..<space]) \(prefix)…(\(token.count))"
-    }
-
-    /// The token part of a device path that failed its checks, for the record.
-    private static func pathToken(_ path: String) -> String? {
-        guard path.hasPrefix(APNsPath.devicePrefix), path.count > APNsPath.devicePrefix.count else { return nil }
-        return String(path.dropFirst(APNsPath.devicePrefix.count))
+        return SimulatorResponse(status: entry.status, headers: headers, body: body, reason: reason, sequence: entry.sequence)
     }
 }

@@ -1,0 +1,107 @@
+import Foundation
+
+/// A request's method, path, header fields and body, copied into one buffer.
+///
+/// The push history keeps thousands of requests; kept as they arrive, each would
+/// hold a handful of separate allocations (the path, the header list, the provider
+/// token and other long values, the body), all to be freed when the push leaves the
+/// history. Packed, it holds one.
+///
+/// Layout: the method, the path, the number of fields, each field's name and value,
+/// each string preceded by its length in UTF-8 bytes (8 bytes, little-endian); then
+/// the body, to the end.
+///
+/// `@unchecked Sendable`: the bytes are written once, by ``init(_:)``, before the
+/// storage can be shared, and only read after.
+struct PackedRequest: @unchecked Sendable {
+    private let storage: Storage
+
+    private static let lengthSize = MemoryLayout<UInt64>.size
+
+    /// Packs `request`.
+    init(_ request: SimulatorRequest) {
+        let headers = request.headers
+        var size = Self.lengthSize * (3 + 2 * headers.count) + request.method.utf8.count + request.path.utf8.count
+        for (name, value) in headers { size += name.utf8.count + value.utf8.count }
+        let bodyOffset = size
+        size += request.body.count
+        storage = Storage.make(Layout(count: size, bodyOffset: bodyOffset))
+        storage.withUnsafeMutablePointerToElements { elements in
+            let base = UnsafeMutableRawPointer(elements)
+            var offset = Self.put(request.method, at: base, offset: 0)
+            offset = Self.put(request.path, at: base, offset: offset)
+            base.storeBytes(of: UInt64(headers.count).littleEndian, toByteOffset: offset, as: UInt64.self)
+            offset += Self.lengthSize
+            for (name, value) in headers {
+                offset = Self.put(name, at: base, offset: offset)
+                offset = Self.put(value, at: base, offset: offset)
+            }
+            request.body.withUnsafeBytes { body in
+                if let source = body.baseAddress { (base + bodyOffset).copyMemory(from: source, byteCount: body.count) }
+            }
+        }
+    }
+
+    /// Writes `string`'s length and UTF-8 bytes at `offset`; answers the offset past
+    /// them.
+    private static func put(_ string: String, at base: UnsafeMutableRawPointer, offset: Int) -> Int {
+        let count = string.utf8.count
+        base.storeBytes(of: UInt64(count).littleEndian, toByteOffset: offset, as: UInt64.self)
+        let start = offset + lengthSize
+        let destination = UnsafeMutableBufferPointer(start: (base + start).assumingMemoryBound(to: UInt8.self), count: count)
+        _ = destination.initialize(from: string.utf8)
+        return start + count
+    }
+
+    /// Calls `body` with the request body's bytes.
+    func withBody<Result, Failure: Error>(
+        _ body: (UnsafeRawBufferPointer) throws(Failure) -> Result
+    ) throws(Failure) -> Result {
+        try storage.withUnsafeMutablePointers { (layout, elements) throws(Failure) -> Result in
+            let layout = layout.pointee
+            return try body(UnsafeRawBufferPointer(start: elements + layout.bodyOffset, count: layout.count - layout.bodyOffset))
+        }
+    }
+
+    /// The request, as it was packed.
+    func unpacked() -> SimulatorRequest {
+        storage.withUnsafeMutablePointers { layout, elements in
+            let raw = UnsafeRawBufferPointer(start: elements, count: layout.pointee.count)
+            var offset = 0
+            func length() -> Int {
+                let value = raw.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
+                offset += Self.lengthSize
+                return Int(UInt64(littleEndian: value))
+            }
+            func string() -> String {
+                let count = length()
+                let text = String(decoding: raw[offset..<(offset + count)], as: UTF8.self)
+                offset += count
+                return text
+            }
+            let method = string()
+            let path = string()
+            let count = length()
+            var headers: [(name: String, value: String)] = []
+            headers.reserveCapacity(count)
+            for _ in 0..<count {
+                let name = string()
+                headers.append((name: name, value: string()))
+            }
+            return SimulatorRequest(method: method, path: path, headers: headers, body: Data(raw[offset...]))
+        }
+    }
+
+    /// How many bytes there are, and where the body starts.
+    private struct Layout {
+        var count: Int
+        var bodyOffset: Int
+    }
+
+    /// The bytes, after their layout, in one allocation.
+    private final class Storage: ManagedBuffer<Layout, UInt8> {
+        static func make(_ layout: Layout) -> Storage {
+            unsafeDowncast(create(minimumCapacity: layout.count) { _ in layout }, to: Storage.self)
+        }
+    }
+}

@@ -1,0 +1,575 @@
+import Foundation
+import IsletCore
+
+/// The `aps` members a simulated device reads, each as the payload's JSON holds it.
+struct APSFields: Equatable {
+    /// Whether `aps` has an `alert` member: all a device needs of a push that is not
+    /// for a Live Activity.
+    var hasAlert = false
+    // The rest are read for Live Activity pushes only.
+    /// `alert`.
+    var alert: JSONValue?
+    /// `event`.
+    var event: JSONValue?
+    /// `timestamp`.
+    var timestamp: JSONValue?
+    /// `stale-date`.
+    var staleDate: JSONValue?
+    /// `dismissal-date`.
+    var dismissalDate: JSONValue?
+    /// `content-state`.
+    var contentState: JSONValue?
+    /// `attributes-type`.
+    var attributesType: JSONValue?
+    /// `attributes`.
+    var attributes: JSONValue?
+    /// `relevance-score`.
+    var relevanceScore: JSONValue?
+    /// `input-push-token`.
+    var inputPushToken: JSONValue?
+
+    init() {}
+
+    /// The fields of a parsed `aps` dictionary.
+    init(_ aps: [String: JSONValue]) {
+        hasAlert = aps["alert"] != nil
+        alert = aps["alert"]
+        event = aps["event"]
+        timestamp = aps["timestamp"]
+        staleDate = aps["stale-date"]
+        dismissalDate = aps["dismissal-date"]
+        contentState = aps["content-state"]
+        attributesType = aps["attributes-type"]
+        attributes = aps["attributes"]
+        relevanceScore = aps["relevance-score"]
+        inputPushToken = aps["input-push-token"]
+    }
+}
+
+/// Reads a push's body as far as the checks and the simulated device need: whether
+/// it is a JSON object with an `aps` object, and the `aps` members a device reads.
+///
+/// Most payloads are plain: printable ASCII strings without escapes, short numbers
+/// without exponents, little nesting. Such a body is checked by one pass over its
+/// bytes (``PlainJSONScanner``), and only the `aps` members a device reads are
+/// turned into ``JSONValue``s, exactly as ``JSONValue/init(parsing:maximumDepth:)``
+/// makes them. Any other body, well-formed or not, is left to that parser, which
+/// has the last word: the pass never refuses a body, it only gives up.
+enum PushPayload {
+    /// Why a body is no payload; see ``RequestChecks/payload(_:bytes:pushType:into:)``.
+    enum Problem: Error {
+        case notJSON, notObject, noAPS, apsNotObject
+    }
+
+    /// Reads the `aps` fields of `body`, whose bytes are `bytes`, into `fields`: all
+    /// of them when `liveActivity`, otherwise only ``APSFields/hasAlert``.
+    static func read(
+        _ body: Data, bytes: UnsafeRawBufferPointer, liveActivity: Bool, into fields: inout APSFields
+    ) throws(Problem) {
+        let scanned: PlainJSONScanner.Outcome? = {
+            var scanner = PlainJSONScanner(bytes: bytes.bindMemory(to: UInt8.self))
+            var members = APSMembers()
+            let outcome = scanner.scanDocument(noting: &members, positions: liveActivity)
+            guard outcome == .aps else { return outcome }
+            fields.hasAlert = members.hasAlert
+            guard liveActivity else { return outcome }
+            return members.read(into: &fields, scanner: scanner) ? outcome : nil
+        }()
+        switch scanned {
+        case .aps?: return
+        case .notObject?: throw .notObject
+        case .noAPS?: throw .noAPS
+        case .apsNotObject?: throw .apsNotObject
+        case nil: break
+        }
+        guard let parsed = try? JSONValue(parsing: body) else { throw .notJSON }
+        guard let object = parsed.objectValue else { throw .notObject }
+        guard let aps = object["aps"] else { throw .noAPS }
+        guard let members = aps.objectValue else { throw .apsNotObject }
+        fields = APSFields(members)
+    }
+}
+
+/// An `aps` member a device reads.
+enum APSField: CaseIterable {
+    case alert, event, timestamp, staleDate, dismissalDate, contentState, attributesType, attributes
+    case relevanceScore, inputPushToken
+
+    /// The member's name.
+    var name: StaticString {
+        switch self {
+        case .alert: "alert"
+        case .event: "event"
+        case .timestamp: "timestamp"
+        case .staleDate: "stale-date"
+        case .dismissalDate: "dismissal-date"
+        case .contentState: "content-state"
+        case .attributesType: "attributes-type"
+        case .attributes: "attributes"
+        case .relevanceScore: "relevance-score"
+        case .inputPushToken: "input-push-token"
+        }
+    }
+
+    /// The field named by `key`, the bytes of a name without escapes.
+    init?(_ key: UnsafeBufferPointer<UInt8>) {
+        let candidates: (APSField, APSField?)
+        switch key.count {
+        case 5: candidates = (.alert, .event)
+        case 9: candidates = (.timestamp, nil)
+        case 10: candidates = (.staleDate, .attributes)
+        case 13: candidates = (.contentState, nil)
+        case 14: candidates = (.dismissalDate, nil)
+        case 15: candidates = (.attributesType, .relevanceScore)
+        case 16: candidates = (.inputPushToken, nil)
+        default: return nil
+        }
+        if candidates.0.isNamed(key) {
+            self = candidates.0
+        } else if let second = candidates.1, second.isNamed(key) {
+            self = second
+        } else {
+            return nil
+        }
+    }
+
+    private func isNamed(_ key: UnsafeBufferPointer<UInt8>) -> Bool {
+        let name = self.name
+        guard key.count == name.utf8CodeUnitCount else { return false }
+        return memcmp(key.baseAddress!, name.utf8Start, key.count) == 0
+    }
+}
+
+/// Where a scan found the `aps` members a device reads: the last of each name, as
+/// in a parsed object.
+struct APSMembers {
+    /// Whether `aps` has an `alert` member.
+    var hasAlert = false
+    private var alert: Span?
+    private var event: Span?
+    private var timestamp: Span?
+    private var staleDate: Span?
+    private var dismissalDate: Span?
+    private var contentState: Span?
+    private var attributesType: Span?
+    private var attributes: Span?
+    private var relevanceScore: Span?
+    private var inputPushToken: Span?
+
+    /// A range of bytes, kept small (a payload is a few kilobytes at most).
+    private struct Span {
+        var start: Int32
+        var end: Int32
+    }
+
+    /// Notes that member `field` lies at `range`.
+    mutating func found(_ field: APSField, at range: Range<Int>) {
+        let span = Span(start: Int32(range.lowerBound), end: Int32(range.upperBound))
+        switch field {
+        case .alert:
+            hasAlert = true
+            alert = span
+        case .event: event = span
+        case .timestamp: timestamp = span
+        case .staleDate: staleDate = span
+        case .dismissalDate: dismissalDate = span
+        case .contentState: contentState = span
+        case .attributesType: attributesType = span
+        case .attributes: attributes = span
+        case .relevanceScore: relevanceScore = span
+        case .inputPushToken: inputPushToken = span
+        }
+    }
+
+    /// Where member `field` lies, if found.
+    func range(of field: APSField) -> Range<Int>? {
+        let span: Span? = switch field {
+        case .alert: alert
+        case .event: event
+        case .timestamp: timestamp
+        case .staleDate: staleDate
+        case .dismissalDate: dismissalDate
+        case .contentState: contentState
+        case .attributesType: attributesType
+        case .attributes: attributes
+        case .relevanceScore: relevanceScore
+        case .inputPushToken: inputPushToken
+        }
+        return span.map { Int($0.start)..<Int($0.end) }
+    }
+
+    /// Reads every field's value from the text `scanner` accepted into `fields`;
+    /// `false` if a value cannot be read after all.
+    func read(into fields: inout APSFields, scanner: PlainJSONScanner) -> Bool {
+        var complete = true
+        func value(_ field: APSField) -> JSONValue? {
+            guard let range = range(of: field) else { return nil }
+            let value = scanner.value(at: range)
+            if value == nil { complete = false }
+            return value
+        }
+        fields.alert = value(.alert)
+        fields.event = value(.event)
+        fields.timestamp = value(.timestamp)
+        fields.staleDate = value(.staleDate)
+        fields.dismissalDate = value(.dismissalDate)
+        fields.contentState = value(.contentState)
+        fields.attributesType = value(.attributesType)
+        fields.attributes = value(.attributes)
+        fields.relevanceScore = value(.relevanceScore)
+        fields.inputPushToken = value(.inputPushToken)
+        return complete
+    }
+}
+
+/// A one-pass check of JSON text that keeps to a plain subset: strings of printable
+/// ASCII without escapes, numbers without exponents and with at most 18 digits
+/// before the point, at most 32 levels of nesting. Within the subset, text is
+/// well-formed exactly when ``JSONValue/init(parsing:maximumDepth:)`` accepts it; the
+/// scan gives up (answers `nil`) on anything else, well-formed or not.
+struct PlainJSONScanner {
+    let bytes: UnsafeBufferPointer<UInt8>
+    private var index = 0
+
+    private static let maximumDepth = 32
+    private static let maximumIntegerDigits = 18
+
+    init(bytes: UnsafeBufferPointer<UInt8>) {
+        self.bytes = bytes
+    }
+
+    /// What a scan found.
+    enum Outcome {
+        /// The text is an object whose (last) `aps` member is an object.
+        case aps
+        /// The text is not an object.
+        case notObject
+        /// The text is an object without `aps`.
+        case noAPS
+        /// The text is an object whose (last) `aps` is not an object.
+        case apsNotObject
+    }
+
+    /// Scans the whole text: `nil` when it is not in the subset; otherwise what it
+    /// is. For an `aps` object, notes in `members` whether it has an alert, and,
+    /// when `positions`, where the members a device reads lie.
+    mutating func scanDocument(noting members: inout APSMembers, positions: Bool) -> Outcome? {
+        index = 0
+        skipWhitespace()
+        guard index < bytes.count else { return nil }
+        guard bytes[index] == UInt8(ascii: "{") else {
+            guard skipValue(depth: 0), atEnd() else { return nil }
+            return .notObject
+        }
+        index += 1
+        var outcome = Outcome.noAPS
+        skipWhitespace()
+        if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
+            index += 1
+        } else {
+            while true {
+                skipWhitespace()
+                guard let key = scanString(), skipColon() else { return nil }
+                skipWhitespace()
+                if isAPS(key) {
+                    // A later `aps` replaces an earlier one.
+                    members = APSMembers()
+                    guard index < bytes.count else { return nil }
+                    if bytes[index] == UInt8(ascii: "{") {
+                        guard scanAPS(noting: &members, positions: positions) else { return nil }
+                        outcome = .aps
+                    } else {
+                        guard skipValue(depth: 1) else { return nil }
+                        outcome = .apsNotObject
+                    }
+                } else {
+                    guard skipValue(depth: 1) else { return nil }
+                }
+                guard let closed = skipCommaOrClose(UInt8(ascii: "}")) else { return nil }
+                if closed { break }
+            }
+        }
+        guard atEnd() else { return nil }
+        return outcome
+    }
+
+    /// The value at `range`, which a scan accepted, as
+    /// ``JSONValue/init(parsing:maximumDepth:)`` makes it: objects are made at
+    /// their size, and a repeated member keeps its last value.
+    /// `nil` only if the text is not what the scan accepted.
+    func value(at range: Range<Int>) -> JSONValue? {
+        var builder = self
+        builder.index = range.lowerBound
+        return builder.buildValue()
+    }
+
+    // MARK: - Building accepted text
+
+    private mutating func buildValue() -> JSONValue? {
+        switch bytes[index] {
+        case UInt8(ascii: "\""): return .string(buildString())
+        case UInt8(ascii: "t"):
+            index += 4
+            return .bool(true)
+        case UInt8(ascii: "f"):
+            index += 5
+            return .bool(false)
+        case UInt8(ascii: "n"):
+            index += 4
+            return .null
+        case UInt8(ascii: "{"): return buildObject()
+        case UInt8(ascii: "["): return buildArray()
+        default: return buildNumber()
+        }
+    }
+
+    /// Printable ASCII without escapes: the text between the quotes.
+    private mutating func buildString() -> String {
+        let start = index + 1
+        var end = start
+        while bytes[end] != UInt8(ascii: "\"") { end += 1 }
+        index = end + 1
+        return String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<end]), as: UTF8.self)
+    }
+
+    private mutating func buildObject() -> JSONValue? {
+        var members = [String: JSONValue](minimumCapacity: elementCount())
+        index += 1
+        while true {
+            skipWhitespace()
+            if bytes[index] == UInt8(ascii: "}") {
+                index += 1
+                return .object(members)
+            }
+            let key = buildString()
+            skipWhitespace()
+            index += 1  // the colon
+            skipWhitespace()
+            guard let value = buildValue() else { return nil }
+            members[key] = value
+            skipWhitespace()
+            if bytes[index] == UInt8(ascii: ",") { index += 1 }
+        }
+    }
+
+    private mutating func buildArray() -> JSONValue? {
+        var elements: [JSONValue] = []
+        elements.reserveCapacity(elementCount())
+        index += 1
+        while true {
+            skipWhitespace()
+            if bytes[index] == UInt8(ascii: "]") {
+                index += 1
+                return .array(elements)
+            }
+            guard let element = buildValue() else { return nil }
+            elements.append(element)
+            skipWhitespace()
+            if bytes[index] == UInt8(ascii: ",") { index += 1 }
+        }
+    }
+
+    /// How many members or elements the container at `index` has.
+    private func elementCount() -> Int {
+        var counter = self
+        let close = bytes[index] == UInt8(ascii: "{") ? UInt8(ascii: "}") : UInt8(ascii: "]")
+        counter.index += 1
+        counter.skipWhitespace()
+        if bytes[counter.index] == close { return 0 }
+        var count = 0
+        while true {
+            counter.skipWhitespace()
+            if close == UInt8(ascii: "}") {
+                _ = counter.scanString()
+                _ = counter.skipColon()
+                counter.skipWhitespace()
+            }
+            _ = counter.skipValue(depth: 0)
+            count += 1
+            guard counter.skipCommaOrClose(close) == false else { return count }
+        }
+    }
+
+    /// A number as the parser reads one: an integer unless it has a point (at most
+    /// 18 digits, so it fits), otherwise a double.
+    private mutating func buildNumber() -> JSONValue? {
+        let start = index
+        let negative = bytes[index] == UInt8(ascii: "-")
+        if negative { index += 1 }
+        var magnitude: Int64 = 0
+        while index < bytes.count, bytes[index] &- UInt8(ascii: "0") < 10 {
+            magnitude = magnitude * 10 + Int64(bytes[index] &- UInt8(ascii: "0"))
+            index += 1
+        }
+        guard index < bytes.count, bytes[index] == UInt8(ascii: ".") else {
+            return .integer(negative ? -magnitude : magnitude)
+        }
+        index += 1
+        skipDigits()
+        let text = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
+        return Double(text).map(JSONValue.double)
+    }
+
+    // MARK: - Scanning
+
+    private func isAPS(_ key: Range<Int>) -> Bool {
+        key.count == 3 && bytes[key.lowerBound] == UInt8(ascii: "a") && bytes[key.lowerBound + 1] == UInt8(ascii: "p")
+            && bytes[key.lowerBound + 2] == UInt8(ascii: "s")
+    }
+
+    /// The `aps` object at `index`, at depth 1, noting the members a device reads.
+    private mutating func scanAPS(noting members: inout APSMembers, positions: Bool) -> Bool {
+        index += 1
+        skipWhitespace()
+        if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
+            index += 1
+            return true
+        }
+        while true {
+            skipWhitespace()
+            guard let key = scanString(), skipColon() else { return false }
+            skipWhitespace()
+            let start = index
+            guard skipValue(depth: 2) else { return false }
+            if positions {
+                if let field = APSField(UnsafeBufferPointer(rebasing: bytes[key])) { members.found(field, at: start..<index) }
+            } else if key.count == 5, APSField(UnsafeBufferPointer(rebasing: bytes[key])) == .alert {
+                members.hasAlert = true
+            }
+            guard let closed = skipCommaOrClose(UInt8(ascii: "}")) else { return false }
+            if closed { return true }
+        }
+    }
+
+    private func atEnd() -> Bool {
+        var copy = self
+        copy.skipWhitespace()
+        return copy.index == bytes.count
+    }
+
+    private mutating func skipWhitespace() {
+        var at = index
+        while at < bytes.count {
+            switch bytes[at] {
+            case 0x20, 0x09, 0x0A, 0x0D: at += 1
+            default:
+                index = at
+                return
+            }
+        }
+        index = at
+    }
+
+    private mutating func skipColon() -> Bool {
+        skipWhitespace()
+        guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { return false }
+        index += 1
+        return true
+    }
+
+    /// After a member or element: `false` after a comma, `true` after `close`, `nil`
+    /// for anything else.
+    private mutating func skipCommaOrClose(_ close: UInt8) -> Bool? {
+        skipWhitespace()
+        guard index < bytes.count else { return nil }
+        switch bytes[index] {
+        case UInt8(ascii: ","):
+            index += 1
+            return false
+        case close:
+            index += 1
+            return true
+        default:
+            return nil
+        }
+    }
+
+    /// A string at `index`: the range of its contents.
+    private mutating func scanString() -> Range<Int>? {
+        guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { return nil }
+        let start = index + 1
+        var at = start
+        while at < bytes.count {
+            let byte = bytes[at]
+            if byte == UInt8(ascii: "\"") {
+                index = at + 1
+                return start..<at
+            }
+            // Printable ASCII (0x20–0x7E), but no escape.
+            guard byte &- 0x20 < 0x5F, byte != UInt8(ascii: "\\") else { return nil }
+            at += 1
+        }
+        return nil
+    }
+
+    private mutating func skipValue(depth: Int) -> Bool {
+        guard index < bytes.count else { return false }
+        switch bytes[index] {
+        case UInt8(ascii: "{"): return skipContainer(close: UInt8(ascii: "}"), keyed: true, depth: depth + 1)
+        case UInt8(ascii: "["): return skipContainer(close: UInt8(ascii: "]"), keyed: false, depth: depth + 1)
+        case UInt8(ascii: "\""): return scanString() != nil
+        case UInt8(ascii: "t"): return skipWord("true")
+        case UInt8(ascii: "f"): return skipWord("false")
+        case UInt8(ascii: "n"): return skipWord("null")
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return skipNumber()
+        default: return false
+        }
+    }
+
+    private mutating func skipContainer(close: UInt8, keyed: Bool, depth: Int) -> Bool {
+        guard depth <= Self.maximumDepth else { return false }
+        index += 1
+        skipWhitespace()
+        if index < bytes.count, bytes[index] == close {
+            index += 1
+            return true
+        }
+        while true {
+            skipWhitespace()
+            if keyed {
+                guard scanString() != nil, skipColon() else { return false }
+                skipWhitespace()
+            }
+            guard skipValue(depth: depth) else { return false }
+            guard let closed = skipCommaOrClose(close) else { return false }
+            if closed { return true }
+        }
+    }
+
+    private mutating func skipWord(_ word: StaticString) -> Bool {
+        let count = word.utf8CodeUnitCount
+        guard index + count <= bytes.count else { return false }
+        let pointer = word.utf8Start
+        for offset in 0..<count where bytes[index + offset] != pointer[offset] { return false }
+        index += count
+        return true
+    }
+
+    /// `-`? (`0` | [1-9][0-9]*) (`.` [0-9]+)?, with at most 18 digits before the
+    /// point: always a finite number, and an integer that fits in 64 bits.
+    private mutating func skipNumber() -> Bool {
+        if bytes[index] == UInt8(ascii: "-") { index += 1 }
+        guard index < bytes.count else { return false }
+        if bytes[index] == UInt8(ascii: "0") {
+            index += 1
+        } else {
+            let start = index
+            skipDigits()
+            guard index > start, index - start <= Self.maximumIntegerDigits else { return false }
+        }
+        if index < bytes.count, bytes[index] == UInt8(ascii: ".") {
+            index += 1
+            let start = index
+            skipDigits()
+            guard index > start else { return false }
+        }
+        if index < bytes.count, bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E") { return false }
+        return true
+    }
+
+    private mutating func skipDigits() {
+        var at = index
+        while at < bytes.count, bytes[at] &- UInt8(ascii: "0") < 10 { at += 1 }
+        index = at
+    }
+}
