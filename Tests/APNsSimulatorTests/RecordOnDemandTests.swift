@@ -89,6 +89,20 @@ struct RecordOnDemandTests {
         #expect(watched.engine.pushes().isEmpty)
     }
 
+    @Test func summaryLinesShortenTokensAsRedactionDoes() throws {
+        let sim = try SimulatorHarness()
+        let tokens = [
+            SimulatorHarness.token(0x64), "abc", "abcdefghijkl", "zz" + SimulatorHarness.token(0x65), "é" + SimulatorHarness.token(0x66),
+            "ab\r\ncdefghijklmn", "e\u{301}e\u{301}e\u{301}e\u{301}e\u{301}e\u{301}e\u{301}", "👋👋👋👋👋👋👋👋👋👋👋👋",
+        ]
+        for token in tokens {
+            sim.send(to: token, pushType: "alert", topic: SimulatorHarness.appTopic)
+            let record = try #require(sim.lastRecord)
+            #expect(record.token == token)
+            #expect(record.summaryLine.contains(" \(Redaction.redact(token)) → "), "\(record.summaryLine)")
+        }
+    }
+
     // MARK: - The request's parts, as the record should show them
 
     static func requests(_ sim: SimulatorHarness) -> [SimulatorRequest] {

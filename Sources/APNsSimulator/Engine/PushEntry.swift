@@ -96,23 +96,26 @@ struct PushEntry: Sendable {
         var out = [String: String](minimumCapacity: headers.count)
         for (name, value) in headers {
             let shown = name == APNsHeaderName.authorization ? redactAuthorization(value) : value
-            if let previous = out[name] {
-                out[name] = previous + ", " + shown
-            } else {
-                out[name] = shown
-            }
+            Self.join(shown, to: &out[name])
         }
         return out
+    }
+
+    private static func join(_ value: String, to slot: inout String?) {
+        slot = slot.map { $0 + ", " + value } ?? value
     }
 
     /// `bearer eyJhbG…(183)`: the scheme, then the token shortened as
     /// ``Redaction`` does, counting bytes (a JWT is ASCII).
     static func redactAuthorization(_ value: String) -> String {
-        guard let space = value.utf8.firstIndex(of: UInt8(ascii: " ")) else { return "…(\(value.utf8.count))" }
-        let token = value.utf8[value.utf8.index(after: space)...]
+        let utf8 = value.utf8
+        guard let space = utf8.firstIndex(of: UInt8(ascii: " ")) else { return "…(" + String(utf8.count) + ")" }
+        let token = utf8[utf8.index(after: space)...]
         let visible = Redaction.visiblePrefix
-        guard token.count >= visible * 2 else { return "\(value[..<space]) …(\(token.count))" }
-        let prefix = String(decoding: token.prefix(visible), as: UTF8.self)
-        return "\(value[..<space]) \(prefix)…(\(token.count))"
+        var shown = String(value[..<space])
+        shown += " "
+        if token.count >= visible * 2 { shown += String(decoding: token.prefix(visible), as: UTF8.self) }
+        shown += "…(" + String(token.count) + ")"
+        return shown
     }
 }

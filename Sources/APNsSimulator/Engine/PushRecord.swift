@@ -72,11 +72,22 @@ public struct PushRecord: Sendable, Hashable, Codable {
         if injectedFault { line += " (injected)" }
         line += " " + (pushType ?? "-")
         if let event { line += "/\(event)" }
-        line += " " + (token.map { Redaction.redact($0) } ?? "-")
+        line += " " + (token.map(Self.redacted) ?? "-")
         line += " → \(deviceOutcome.rawValue)"
         if let activityID { line += " [activity \(activityID.prefix(8))]" }
         if let note = deviceNote ?? answer.note { line += ": \(note)" }
         return line
+    }
+
+    /// `token` as ``Redaction/redact(_:)`` shortens it, counting bytes when every
+    /// byte is printable ASCII and so one character.
+    private static func redacted(_ token: String) -> String {
+        let utf8 = token.utf8
+        let printable = utf8.withContiguousStorageIfAvailable { bytes in bytes.allSatisfy { $0 &- 0x20 < 0x5F } }
+        guard printable == true else { return Redaction.redact(token) }
+        let visible = Redaction.visiblePrefix
+        let shown = utf8.count >= visible * 2 ? String(decoding: utf8.prefix(visible), as: UTF8.self) : ""
+        return shown + "…(" + String(utf8.count) + ")"
     }
 
     enum CodingKeys: String, CodingKey {

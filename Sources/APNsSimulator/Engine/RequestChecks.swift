@@ -205,7 +205,7 @@ enum RequestChecks {
                 var suffix = suffix
                 return suffix.withUTF8 { suffix in bytes.count > suffix.count && ends(bytes, with: suffix) }
             }
-            for suffix in topicSuffixes where ends(bytes, with: suffix) {
+            for suffix in topicSuffixes where suffix.withUnsafeBufferPointer({ ends(bytes, with: $0) }) {
                 return pushType.fits(topic: topic)
             }
             return true
@@ -215,8 +215,11 @@ enum RequestChecks {
     /// Every push type's topic suffix, as bytes.
     private static let topicSuffixes: [[UInt8]] = APNsPushType.allCases.compactMap { $0.topicSuffix.map { Array($0.utf8) } }
 
-    private static func ends(_ bytes: UnsafeBufferPointer<UInt8>, with suffix: some Collection<UInt8>) -> Bool {
-        bytes.count >= suffix.count && bytes[(bytes.count - suffix.count)...].elementsEqual(suffix)
+    private static func ends(_ bytes: UnsafeBufferPointer<UInt8>, with suffix: UnsafeBufferPointer<UInt8>) -> Bool {
+        let count = suffix.count
+        guard count > 0 else { return true }
+        guard bytes.count >= count, bytes[bytes.count - 1] == suffix[count - 1] else { return false }
+        return memcmp(bytes.baseAddress! + (bytes.count - count), suffix.baseAddress!, count) == 0
     }
 }
 
