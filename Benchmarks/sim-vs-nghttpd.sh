@@ -2,6 +2,8 @@
 # The simulator's ceiling: h2load sends the same valid APNs request (an alert push
 # with a provider token) to nghttpd, to Islet's bare HTTP/2 server and to `islet sim`,
 # over 1 and 4 TLS connections, in one run; prints requests per second and ratios.
+# Each figure is the median of three rounds, the servers taking turns within a round,
+# so that a burst of load from elsewhere on the machine does not decide a ratio.
 # Usage: Benchmarks/sim-vs-nghttpd.sh [requests per run, default 200000]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -45,11 +47,17 @@ rate() {  # port connections -> requests per second
     "https://127.0.0.1:$1/3/device/$token" 2>/dev/null | awk '/^finished in/ { print $4 }'
 }
 
+median() { printf '%s\n' "$@" | sort -n | sed -n 2p; }
+
 printf '%-12s %-22s %12s %10s\n' connections server "requests/s" "÷ nghttpd"
 for connections in 1 4; do
-  base=$(rate "$nghttpd_port" "$connections")
-  bare=$(rate "$bare_port" "$connections")
-  sim=$(rate "$sim_port" "$connections")
+  bases=(); bares=(); sims=()
+  for _ in 1 2 3; do
+    bases+=("$(rate "$nghttpd_port" "$connections")")
+    bares+=("$(rate "$bare_port" "$connections")")
+    sims+=("$(rate "$sim_port" "$connections")")
+  done
+  base=$(median "${bases[@]}"); bare=$(median "${bares[@]}"); sim=$(median "${sims[@]}")
   for row in "nghttpd:$base" "islet HTTP/2 (bare):$bare" "islet sim:$sim"; do
     name=${row%%:*}; value=${row##*:}
     awk -v c="$connections" -v n="$name" -v v="$value" -v b="$base" 'BEGIN { printf "%-12s %-22s %12.0f %10.2f\n", c, n, v, v / b }'

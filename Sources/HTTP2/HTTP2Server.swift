@@ -54,6 +54,9 @@ public struct HTTP2ServerReply: Sendable {
 public final class HTTP2ServerConnectionContext {
     /// A number unique among this server's connections.
     public let id: UInt64
+    /// A value the delegate may keep with the connection (0 at first), read and
+    /// written only from delegate calls.
+    public var attachment = 0
     unowned let connection: ServerConnection
 
     init(id: UInt64, connection: ServerConnection) {

@@ -130,12 +130,13 @@ final class SimulatorDelegate: HTTP2ServerDelegate {
 
     func handle(_ request: HTTP2ServerRequest, on connection: HTTP2ServerConnectionContext) -> HTTP2ServerReply {
         let id = ConnectionID(connection.id)
-        let wasAuthenticated = engine.isAuthenticated(id)
         let answer = engine.handle(
             SimulatorRequest(method: request.method, path: request.path, headers: request.headers, body: request.body),
             connection: id)
-        if !wasAuthenticated && engine.isAuthenticated(id) {
-            // APNs lifts the one-stream limit once a connection shows a valid token.
+        // APNs lifts the one-stream limit once a connection shows a valid token; the
+        // attachment remembers that it was lifted, so later pushes skip the check.
+        if connection.attachment == 0 && engine.isAuthenticated(id) {
+            connection.attachment = 1
             connection.setMaxConcurrentStreams(maxStreams)
         }
         return HTTP2ServerReply(HTTP2Response(status: answer.status, headers: answer.headers, body: answer.body), delay: latency)
