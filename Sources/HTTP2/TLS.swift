@@ -179,7 +179,7 @@ final class Transport {
         } else {
             SSL_set_connect_state(ssl)
             if let serverName {
-                if inet_addr_any(serverName) {
+                if isNumericAddress(serverName) {
                     if verify { X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), serverName) }
                 } else {
                     _ = islet_ssl_set_host_name(ssl, serverName)
@@ -262,7 +262,7 @@ final class Transport {
 }
 
 /// Whether `text` is a numeric IPv4 or IPv6 address.
-private func inet_addr_any(_ text: String) -> Bool {
+private func isNumericAddress(_ text: String) -> Bool {
     var v4 = in_addr()
     var v6 = in6_addr()
     return inet_pton(AF_INET, text, &v4) == 1 || inet_pton(AF_INET6, text, &v6) == 1
