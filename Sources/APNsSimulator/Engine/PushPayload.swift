@@ -253,44 +253,161 @@ struct PlainJSONScanner {
     /// Scans the whole text: `nil` when it is not in the subset; otherwise what it
     /// is. For an `aps` object, notes in `members` whether it has an alert, and,
     /// when `positions`, where the members a device reads lie.
+    ///
+    /// One loop over the bytes, with the open containers kept as bits (set for an
+    /// object), so that the scan keeps its place in registers.
     mutating func scanDocument(noting members: inout APSMembers, positions: Bool) -> Outcome? {
-        index = 0
-        skipWhitespace()
-        guard index < bytes.count else { return nil }
-        guard bytes[index] == UInt8(ascii: "{") else {
-            guard skipValue(depth: 0), atEnd() else { return nil }
-            return .notObject
-        }
-        index += 1
+        let bytes = self.bytes
+        let count = bytes.count
+        var at = 0
+        var depth = 0
+        var objects: UInt64 = 0
         var outcome = Outcome.noAPS
-        skipWhitespace()
-        if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
-            index += 1
-        } else {
-            while true {
-                skipWhitespace()
-                guard let key = scanString(), skipColon() else { return nil }
-                skipWhitespace()
-                if isAPS(key) {
-                    // A later `aps` replaces an earlier one.
-                    members = APSMembers()
-                    guard index < bytes.count else { return nil }
-                    if bytes[index] == UInt8(ascii: "{") {
-                        guard scanAPS(noting: &members, positions: positions) else { return nil }
-                        outcome = .aps
-                    } else {
-                        guard skipValue(depth: 1) else { return nil }
-                        outcome = .apsNotObject
-                    }
-                } else {
-                    guard skipValue(depth: 1) else { return nil }
+        // The top-level member being read is `aps`, and whether its value is an
+        // object; the container at depth 2 is that object.
+        var readingAPS = false
+        var apsIsObject = false
+        var insideAPS = false
+        // The `aps` member being read, when it is one a device reads.
+        var field: APSField?
+        var fieldStart = 0
+
+        func skipSpace() {
+            while at < count {
+                switch bytes[at] {
+                case 0x20, 0x09, 0x0A, 0x0D: at += 1
+                default: return
                 }
-                guard let closed = skipCommaOrClose(UInt8(ascii: "}")) else { return nil }
-                if closed { break }
             }
         }
-        guard atEnd() else { return nil }
-        return outcome
+        /// A string at `at`: the range of its contents.
+        func string() -> Range<Int>? {
+            guard at < count, bytes[at] == UInt8(ascii: "\"") else { return nil }
+            let start = at + 1
+            var end = start
+            while end < count {
+                let byte = bytes[end]
+                if byte == UInt8(ascii: "\"") {
+                    at = end + 1
+                    return start..<end
+                }
+                // Printable ASCII (0x20–0x7E), but no escape.
+                guard byte &- 0x20 < 0x5F, byte != UInt8(ascii: "\\") else { return nil }
+                end += 1
+            }
+            return nil
+        }
+        /// A member's name and colon, in the object at `depth`.
+        func key() -> Bool {
+            guard let key = string() else { return false }
+            skipSpace()
+            guard at < count, bytes[at] == UInt8(ascii: ":") else { return false }
+            at += 1
+            skipSpace()
+            if depth == 1 {
+                readingAPS = key.count == 3 && bytes[key.lowerBound] == UInt8(ascii: "a")
+                    && bytes[key.lowerBound + 1] == UInt8(ascii: "p") && bytes[key.lowerBound + 2] == UInt8(ascii: "s")
+                if readingAPS {
+                    // A later `aps` replaces an earlier one.
+                    members = APSMembers()
+                    apsIsObject = at < count && bytes[at] == UInt8(ascii: "{")
+                }
+            } else if depth == 2, insideAPS {
+                field = APSField(UnsafeBufferPointer(rebasing: bytes[key]))
+                if !positions, field != .alert { field = nil }
+                fieldStart = at
+            }
+            return true
+        }
+        func word(_ word: StaticString) -> Bool {
+            let length = word.utf8CodeUnitCount
+            guard at + length <= count, memcmp(bytes.baseAddress! + at, word.utf8Start, length) == 0 else { return false }
+            at += length
+            return true
+        }
+        /// `-`? (`0` | [1-9][0-9]*) (`.` [0-9]+)?, with at most 18 digits before the
+        /// point: always a finite number, and an integer that fits in 64 bits.
+        func number() -> Bool {
+            if bytes[at] == UInt8(ascii: "-") { at += 1 }
+            guard at < count else { return false }
+            if bytes[at] == UInt8(ascii: "0") {
+                at += 1
+            } else {
+                let start = at
+                while at < count, bytes[at] &- UInt8(ascii: "0") < 10 { at += 1 }
+                guard at > start, at - start <= Self.maximumIntegerDigits else { return false }
+            }
+            if at < count, bytes[at] == UInt8(ascii: ".") {
+                at += 1
+                let start = at
+                while at < count, bytes[at] &- UInt8(ascii: "0") < 10 { at += 1 }
+                guard at > start else { return false }
+            }
+            return at == count || (bytes[at] != UInt8(ascii: "e") && bytes[at] != UInt8(ascii: "E"))
+        }
+
+        skipSpace()
+        guard at < count else { return nil }
+        let isObject = bytes[at] == UInt8(ascii: "{")
+        while true {
+            // A value starts at `at`.
+            guard at < count else { return nil }
+            switch bytes[at] {
+            case UInt8(ascii: "{"), UInt8(ascii: "["):
+                let opensObject = bytes[at] == UInt8(ascii: "{")
+                depth += 1
+                guard depth <= Self.maximumDepth else { return nil }
+                objects = objects << 1 | (opensObject ? 1 : 0)
+                if depth == 2, readingAPS, opensObject { insideAPS = true }
+                at += 1
+                skipSpace()
+                guard at < count else { return nil }
+                if bytes[at] != (opensObject ? UInt8(ascii: "}") : UInt8(ascii: "]")) {
+                    if opensObject { guard key() else { return nil } }
+                    continue
+                }
+                // Empty: the container ends here.
+                at += 1
+                if depth == 2 { insideAPS = false }
+                depth -= 1
+                objects >>= 1
+            case UInt8(ascii: "\""): guard string() != nil else { return nil }
+            case UInt8(ascii: "t"): guard word("true") else { return nil }
+            case UInt8(ascii: "f"): guard word("false") else { return nil }
+            case UInt8(ascii: "n"): guard word("null") else { return nil }
+            case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): guard number() else { return nil }
+            default: return nil
+            }
+            // A value ended at `at`: note it, then close containers until the next
+            // value starts.
+            while true {
+                if depth == 1, readingAPS {
+                    outcome = apsIsObject ? .aps : .apsNotObject
+                    readingAPS = false
+                } else if depth == 2, insideAPS, let found = field {
+                    members.found(found, at: fieldStart..<at)
+                    field = nil
+                }
+                skipSpace()
+                if depth == 0 {
+                    guard at == count else { return nil }
+                    return isObject ? outcome : .notObject
+                }
+                guard at < count else { return nil }
+                let inObject = objects & 1 == 1
+                if bytes[at] == UInt8(ascii: ",") {
+                    at += 1
+                    skipSpace()
+                    if inObject { guard key() else { return nil } }
+                    break
+                }
+                guard bytes[at] == (inObject ? UInt8(ascii: "}") : UInt8(ascii: "]")) else { return nil }
+                at += 1
+                if depth == 2 { insideAPS = false }
+                depth -= 1
+                objects >>= 1
+            }
+        }
     }
 
     /// The value at `range`, which a scan accepted, as
@@ -411,35 +528,6 @@ struct PlainJSONScanner {
     }
 
     // MARK: - Scanning
-
-    private func isAPS(_ key: Range<Int>) -> Bool {
-        key.count == 3 && bytes[key.lowerBound] == UInt8(ascii: "a") && bytes[key.lowerBound + 1] == UInt8(ascii: "p")
-            && bytes[key.lowerBound + 2] == UInt8(ascii: "s")
-    }
-
-    /// The `aps` object at `index`, at depth 1, noting the members a device reads.
-    private mutating func scanAPS(noting members: inout APSMembers, positions: Bool) -> Bool {
-        index += 1
-        skipWhitespace()
-        if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
-            index += 1
-            return true
-        }
-        while true {
-            skipWhitespace()
-            guard let key = scanString(), skipColon() else { return false }
-            skipWhitespace()
-            let start = index
-            guard skipValue(depth: 2) else { return false }
-            if positions {
-                if let field = APSField(UnsafeBufferPointer(rebasing: bytes[key])) { members.found(field, at: start..<index) }
-            } else if key.count == 5, APSField(UnsafeBufferPointer(rebasing: bytes[key])) == .alert {
-                members.hasAlert = true
-            }
-            guard let closed = skipCommaOrClose(UInt8(ascii: "}")) else { return false }
-            if closed { return true }
-        }
-    }
 
     private func atEnd() -> Bool {
         var copy = self
