@@ -67,7 +67,7 @@ enum PushPayload {
         _ body: Data, bytes: UnsafeRawBufferPointer, liveActivity: Bool, into fields: inout APSFields
     ) throws(Problem) {
         let scanned: PlainJSONScanner.Outcome? = {
-            var scanner = PlainJSONScanner(bytes: bytes.bindMemory(to: UInt8.self))
+            let scanner = PlainJSONScanner(bytes: bytes.bindMemory(to: UInt8.self))
             var members = APSMembers()
             let outcome = scanner.scanDocument(noting: &members, positions: liveActivity)
             guard outcome == .aps else { return outcome }
@@ -256,7 +256,7 @@ struct PlainJSONScanner {
     ///
     /// One loop over the bytes, with the open containers kept as bits (set for an
     /// object), so that the scan keeps its place in registers.
-    mutating func scanDocument(noting members: inout APSMembers, positions: Bool) -> Outcome? {
+    func scanDocument(noting members: inout APSMembers, positions: Bool) -> Outcome? {
         let bytes = self.bytes
         let count = bytes.count
         var at = 0
@@ -527,13 +527,7 @@ struct PlainJSONScanner {
         return Double(text).map(JSONValue.double)
     }
 
-    // MARK: - Scanning
-
-    private func atEnd() -> Bool {
-        var copy = self
-        copy.skipWhitespace()
-        return copy.index == bytes.count
-    }
+    // MARK: - Skipping values, to count a container's
 
     private mutating func skipWhitespace() {
         var at = index
