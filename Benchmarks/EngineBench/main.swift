@@ -2,6 +2,9 @@
 //
 //     swift run -c release EngineBench [pushes per round] [rounds] [name filter]
 //
+// Names: "valid alert push", "valid liveactivity update", "refused push (BadTopic)",
+// "alert push with an observer", "inspection".
+//
 // Each scenario starts a fresh engine with the default push history (20,000
 // records), fills the history first so that every measured push also evicts an old
 // record, and then times `SimulatorEngine.handle(_:connection:)` alone. Requests are
@@ -158,6 +161,31 @@ for scenario in scenarios where filters.isEmpty || filters.contains(where: scena
     let median = perPush[perPush.count / 2]
     let line = scenario.name.padding(toLength: 34, withPad: " ", startingAt: 0)
     print("\(line) median \(String(format: "%6.2f", median)) µs/push  best \(String(format: "%6.2f", perPush[0])) µs/push  (\(Int(1e6 / median)) pushes/s)")
+}
+
+// Reading the history: what `pushes()` costs with the history full of alert pushes,
+// and what encoding it for the inspection API costs after.
+if filters.isEmpty || filters.contains(where: "inspection".contains) {
+    let engine = SimulatorEngine(
+        configuration: SimulatorConfiguration(
+            environment: .sandbox, trustedKeys: [TrustedKey(keyID: keyID, teamID: teamID, publicKey: key.publicKey)]),
+        clock: SystemWallClock(), random: SeededRandomSource(seed: 7))
+    for index in 0..<engine.configuration.pushHistoryLimit { _ = engine.handle(alert(index), connection: ConnectionID(1)) }
+    var reading: [Double] = []
+    var encoding: [Double] = []
+    for _ in 0..<rounds {
+        var start = threadCPUSeconds()
+        let records = engine.pushes()
+        reading.append((threadCPUSeconds() - start) * 1e3)
+        start = threadCPUSeconds()
+        let json = try JSONEncoder().encode(["pushes": records])
+        encoding.append((threadCPUSeconds() - start) * 1e3)
+        precondition(records.count == engine.configuration.pushHistoryLimit && !json.isEmpty)
+    }
+    reading.sort()
+    encoding.sort()
+    let line = "pushes() of a full history".padding(toLength: 34, withPad: " ", startingAt: 0)
+    print("\(line) median \(String(format: "%6.1f", reading[reading.count / 2])) ms, then JSON \(String(format: "%6.1f", encoding[encoding.count / 2])) ms")
 }
 
 /// The CPU time the calling thread has used, in seconds.
