@@ -85,8 +85,8 @@ struct HeaderFields {
                 let last = lastBytes[later]
                 for earlier in 0..<later {
                     // Names that end in different ASCII characters differ: Unicode
-                    // gives an ASCII character no other spelling, and nothing
-                    // combines onto it from behind. This spares most comparisons.
+                    // has no other spelling of an ASCII character, and none combines
+                    // with the character before it. This spares most comparisons.
                     let otherLast = lastBytes[earlier]
                     if last != otherLast, last < 0x80, otherLast < 0x80 { continue }
                     if list[earlier].name == name { return name }
