@@ -192,7 +192,7 @@ struct SimulatorServerTests {
     @Test func garbageOnTheAPNsPortDoesNotStopTheSimulator() async throws {
         let live = try LiveSimulator()
         let port = live.simulator.port
-        try await Thread.detachedBlocking {
+        try await runBlocking {
             let junk = try RawHTTPConnection(port: port)
             try junk.write("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
             #expect(junk.readsEndOfStream())
@@ -201,14 +201,5 @@ struct SimulatorServerTests {
         #expect(try await client.send(live.push(alert, providerToken: try live.token())).status == 200)
         await client.shutdown()
         await live.simulator.shutdown()
-    }
-}
-
-extension Thread {
-    /// Runs blocking work on a thread of its own and waits for it.
-    static func detachedBlocking(_ body: @escaping @Sendable () throws -> Void) async throws {
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            Thread { continuation.resume(with: Result { try body() }) }.start()
-        }
     }
 }

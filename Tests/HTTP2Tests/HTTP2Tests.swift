@@ -196,7 +196,7 @@ struct HTTP2Tests {
         for tls in [true, false] {
             let server = try makeServer(tls: tls)
             let port = server.port
-            try await Thread.detachedBlocking {
+            try await runBlocking {
                 // Garbage instead of a handshake or a preface.
                 let junk = try RawHTTPConnection(port: port)
                 try junk.write(Data((0..<4096).map { UInt8(truncatingIfNeeded: $0 &* 7919) }))
@@ -255,14 +255,5 @@ struct HTTP2Tests {
         let parts = HTTP2Library.version.split(separator: ".")
         #expect(parts.count == 3)
         #expect(parts.allSatisfy { Int($0) != nil })
-    }
-}
-
-extension Thread {
-    /// Runs blocking work on a thread of its own and waits for it.
-    static func detachedBlocking(_ body: @escaping @Sendable () throws -> Void) async throws {
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            Thread { continuation.resume(with: Result { try body() }) }.start()
-        }
     }
 }

@@ -121,16 +121,9 @@ public final class RawHTTPConnection: @unchecked Sendable {
         }
     }
 
-    /// Runs a blocking step on a thread of its own. Not on a dispatch queue: on Linux
-    /// the concurrency pool shares dispatch's worker threads, and workers blocked in
-    /// `recv` would starve the very server tasks they wait for.
+    /// Runs a blocking step on a thread of its own (see `runBlocking`).
     public func async<T: Sendable>(_ body: @escaping @Sendable (RawHTTPConnection) throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            let thread = Thread {
-                continuation.resume(with: Result { try body(self) })
-            }
-            thread.start()
-        }
+        try await runBlocking { try body(self) }
     }
 
     private func readUntil(_ marker: Data) throws -> Int {
@@ -169,5 +162,14 @@ public func httpRequest(
         try connection.write(head + "\r\n")
         if let body { try connection.write(body) }
         return try connection.readResponse()
+    }
+}
+
+/// Runs blocking work on a thread of its own and waits for it. Not on a dispatch
+/// queue: on Linux the concurrency pool shares dispatch's worker threads, and workers
+/// blocked in `recv` would starve the very server tasks they wait for.
+public func runBlocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread { continuation.resume(with: Result { try body() }) }.start()
     }
 }
