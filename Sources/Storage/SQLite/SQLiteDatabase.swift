@@ -3,11 +3,14 @@ import Synchronization
 
 /// An SQLite database file with one connection that every caller shares in turn.
 /// `Sendable`: the connection sits behind a `Mutex`, so exactly one thread uses it at
-/// a time, as SQLite's no-mutex mode requires.
+/// a time, as SQLite's no-mutex mode requires. Async callers hand their work to the
+/// database's own thread (`read`, `write`), so that a commit's disk sync never blocks
+/// the cooperative thread pool.
 public final class SQLiteDatabase: Sendable {
     /// The file's path.
     public let path: String
     private let connection: Mutex<SQLiteConnection?>
+    private let thread: DatabaseThread
 
     /// Opens (creating if needed) the database at `path` and applies `migrations`.
     public init(path: String, options: SQLiteOptions = SQLiteOptions(), migrations: [Migration] = []) throws {
@@ -17,6 +20,7 @@ public final class SQLiteDatabase: Sendable {
             try Migrator(migrations: migrations).migrate(opened)
         }
         connection = Mutex(opened)
+        thread = DatabaseThread(name: "islet-db")
     }
 
     /// Runs `body` with the connection, holding it for the duration.
@@ -34,6 +38,25 @@ public final class SQLiteDatabase: Sendable {
         try withConnection { connection in try connection.transaction { try body(connection) } }
     }
 
+    /// Runs `body` with the connection on the database's thread.
+    public func read<T: Sendable>(_ body: @escaping @Sendable (SQLiteConnection) throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            thread.submit {
+                continuation.resume(with: Result { try self.withConnection(body) })
+            }
+        }
+    }
+
+    /// Runs `body` in an immediate transaction on the database's thread: committed
+    /// when it returns, rolled back when it throws.
+    public func write<T: Sendable>(_ body: @escaping @Sendable (SQLiteConnection) throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            thread.submit {
+                continuation.resume(with: Result { try self.write(body) })
+            }
+        }
+    }
+
     /// Closes the connection, checkpointing the WAL into the main file. Later calls
     /// fail with `misuse`.
     public func close() {
@@ -41,5 +64,6 @@ public final class SQLiteDatabase: Sendable {
             try? connection?.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             connection = nil
         }
+        thread.stop()
     }
 }

@@ -1,0 +1,63 @@
+public import Foundation
+import IsletCore
+
+extension StoreSession {
+    private static let appColumns = """
+        id, name, bundle_id, apns_team_id, apns_key_id, apns_private_key, server_key_hash, device_key_hash,
+        created_at, updated_at
+        """
+
+    /// Adds an app.
+    public func insertApp(_ app: AppRecord) throws {
+        try run(
+            "INSERT INTO apps (\(Self.appColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [app.id, app.name, app.bundleID, app.credentials?.teamID, app.credentials?.keyID,
+             app.credentials?.privateKeyPEM, app.serverKeyHash, app.deviceKeyHash,
+             app.createdAt.unixMilliseconds, app.updatedAt.unixMilliseconds])
+    }
+
+    /// Replaces an app's name, bundle id and credentials.
+    public func updateApp(_ app: AppRecord) throws {
+        try run(
+            """
+            UPDATE apps SET name = ?, bundle_id = ?, apns_team_id = ?, apns_key_id = ?, apns_private_key = ?,
+                server_key_hash = ?, device_key_hash = ?, updated_at = ?
+            WHERE id = ?
+            """,
+            [app.name, app.bundleID, app.credentials?.teamID, app.credentials?.keyID, app.credentials?.privateKeyPEM,
+             app.serverKeyHash, app.deviceKeyHash, app.updatedAt.unixMilliseconds, app.id])
+    }
+
+    /// The app `id`.
+    public func app(id: String) throws -> AppRecord? {
+        try query("SELECT \(Self.appColumns) FROM apps WHERE id = ?", [id]).first.map(Self.appRecord)
+    }
+
+    /// The app whose server or device key hashes to `hash`, and which key it is.
+    public func app(keyHash hash: Data) throws -> (app: AppRecord, kind: AppKeyKind)? {
+        let rows = try query(
+            "SELECT \(Self.appColumns) FROM apps WHERE server_key_hash = ? OR device_key_hash = ?", [hash, hash])
+        guard let row = rows.first else { return nil }
+        let app = try Self.appRecord(row)
+        return (app, app.serverKeyHash == hash ? .server : .device)
+    }
+
+    /// Every app, oldest first.
+    public func apps() throws -> [AppRecord] {
+        try query("SELECT \(Self.appColumns) FROM apps ORDER BY created_at, id").map(Self.appRecord)
+    }
+
+    private static func appRecord(_ row: SQLiteRow) throws -> AppRecord {
+        var credentials: APNsCredentials?
+        if let team = row.optionalString("apns_team_id"), let key = row.optionalString("apns_key_id"),
+            let pem = row.optionalString("apns_private_key")
+        {
+            credentials = APNsCredentials(teamID: team, keyID: key, privateKeyPEM: pem)
+        }
+        return AppRecord(
+            id: try row.string("id"), name: try row.string("name"), bundleID: try row.string("bundle_id"),
+            credentials: credentials, serverKeyHash: row["server_key_hash"].blob ?? Data(),
+            deviceKeyHash: row["device_key_hash"].blob ?? Data(), createdAt: try row.date("created_at"),
+            updatedAt: try row.date("updated_at"))
+    }
+}
