@@ -43,10 +43,17 @@ let package = Package(
         .target(name: "APNsSimulator", dependencies: ["IsletCore", "IsletCrypto", "HTTP2", "HTTPServer"], swiftSettings: swiftSettings),
         // The APNs client: provider tokens, connection pools, retries, failure policy.
         .target(name: "APNs", dependencies: ["IsletCore", "IsletCrypto", "HTTP2"], swiftSettings: swiftSettings),
+        // The send queue: claims due pushes, sends them, records answers, acts on dead tokens.
+        .target(
+            name: "Delivery", dependencies: ["IsletCore", "IsletLog", "IsletCrypto", "Storage", "APNs"],
+            swiftSettings: swiftSettings),
         // Routes, configuration and the application that main and tests build.
         .target(
             name: "IsletServer",
-            dependencies: ["IsletCore", "IsletLog", "IsletCrypto", "Storage", "HTTPServer", "HTTP2"],
+            dependencies: [
+                "IsletCore", "IsletLog", "IsletCrypto", "Storage", "HTTPServer", "HTTP2", "APNs", "Delivery",
+                "APNsSimulator",
+            ],
             swiftSettings: swiftSettings
         ),
         // The thin executable.

@@ -98,6 +98,18 @@ public struct APNsResult: Sendable {
     public var attempts: Int
     /// The `apns-id` every attempt carried.
     public var apnsID: String
+
+    /// Creates a result.
+    public init(
+        disposition: APNsDisposition, response: APNsResponse? = nil, error: APNsError? = nil, attempts: Int,
+        apnsID: String
+    ) {
+        self.disposition = disposition
+        self.response = response
+        self.error = error
+        self.attempts = attempts
+        self.apnsID = apnsID
+    }
 }
 
 /// A failure of the APNs client itself (not an APNs answer).

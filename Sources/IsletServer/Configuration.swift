@@ -24,6 +24,25 @@ public struct Configuration: Sendable, Equatable {
     public var httpThreads = 2
     /// Seconds that requests in flight get to finish on shutdown.
     public var shutdownGraceSeconds = 10.0
+    /// The admin token for `/v1/apps`; `nil` reads (or generates once) the one in the
+    /// data folder.
+    public var adminToken: String?
+    /// The APNs production endpoint.
+    public var apnsProductionURL = "https://api.push.apple.com"
+    /// The APNs sandbox endpoint.
+    public var apnsSandboxURL = "https://api.sandbox.push.apple.com"
+    /// A PEM file of CA certificates to trust for APNs instead of the system's.
+    public var apnsCAFile: String?
+    /// Runs the APNs simulator in the same process and sends every push to it.
+    public var simulator = false
+    /// The embedded simulator's APNs port (0 picks a free one).
+    public var simulatorPort = 2197
+    /// The embedded simulator's inspection port (0 picks a free one).
+    public var simulatorInspectPort = 2198
+    /// Hours from an activity's start during which it may be updated.
+    public var updateWindowHours = 8.0
+    /// Hours after the update window during which it may still be ended.
+    public var endWindowHours = 4.0
 
     /// The defaults.
     public init() {}
@@ -44,8 +63,22 @@ public struct Configuration: Sendable, Equatable {
         public let defaultText: String
         /// What the setting does.
         public let help: String
+        /// Whether the flag may stand alone (`--simulator` meaning true).
+        public var isSwitch = false
         /// Reads `value` into the configuration, or answers why it is refused.
         let apply: @Sendable (inout Configuration, String) -> String?
+
+        init(
+            flag: String, environment: String, defaultText: String, help: String, isSwitch: Bool = false,
+            apply: @escaping @Sendable (inout Configuration, String) -> String?
+        ) {
+            self.flag = flag
+            self.environment = environment
+            self.defaultText = defaultText
+            self.help = help
+            self.isSwitch = isSwitch
+            self.apply = apply
+        }
     }
 
     /// Every setting, in the order help and docs list them.
@@ -110,7 +143,92 @@ public struct Configuration: Sendable, Equatable {
             config.shutdownGraceSeconds = seconds
             return nil
         },
+        Setting(flag: "--admin-token", environment: "ISLET_ADMIN_TOKEN", defaultText: "generated into <data-dir>/admin-token",
+                help: "Bearer token for the admin routes (/v1/apps); at least 16 characters.") { config, value in
+            guard value.count >= 16, !value.contains(where: \.isWhitespace) else {
+                return "not a token of at least 16 characters without spaces"
+            }
+            config.adminToken = value
+            return nil
+        },
+        Setting(flag: "--apns-production-url", environment: "ISLET_APNS_PRODUCTION_URL", defaultText: "https://api.push.apple.com",
+                help: "APNs production endpoint.") { config, value in
+            guard let problem = urlProblem(value) else {
+                config.apnsProductionURL = value
+                return nil
+            }
+            return problem
+        },
+        Setting(flag: "--apns-sandbox-url", environment: "ISLET_APNS_SANDBOX_URL", defaultText: "https://api.sandbox.push.apple.com",
+                help: "APNs sandbox endpoint.") { config, value in
+            guard let problem = urlProblem(value) else {
+                config.apnsSandboxURL = value
+                return nil
+            }
+            return problem
+        },
+        Setting(flag: "--apns-ca-file", environment: "ISLET_APNS_CA_FILE", defaultText: "the system's roots",
+                help: "PEM file of CA certificates trusted for APNs (for a simulator).") { config, value in
+            guard !value.isEmpty else { return "a file path is required" }
+            config.apnsCAFile = value
+            return nil
+        },
+        Setting(flag: "--simulator", environment: "ISLET_SIMULATOR", defaultText: "false",
+                help: "Run the APNs simulator in-process and send every push to it; creates a demo app.",
+                isSwitch: true) { config, value in
+            switch value.lowercased() {
+            case "true", "1", "yes", "on": config.simulator = true
+            case "false", "0", "no", "off": config.simulator = false
+            default: return "not true or false"
+            }
+            return nil
+        },
+        Setting(flag: "--simulator-port", environment: "ISLET_SIMULATOR_PORT", defaultText: "2197",
+                help: "APNs port of the in-process simulator; 0 picks a free port.") { config, value in
+            guard let port = Int(value), (0...65_535).contains(port) else { return "not a port number (0-65535)" }
+            config.simulatorPort = port
+            return nil
+        },
+        Setting(flag: "--simulator-inspect-port", environment: "ISLET_SIMULATOR_INSPECT_PORT", defaultText: "2198",
+                help: "Inspection port of the in-process simulator; 0 picks a free port.") { config, value in
+            guard let port = Int(value), (0...65_535).contains(port) else { return "not a port number (0-65535)" }
+            config.simulatorInspectPort = port
+            return nil
+        },
+        Setting(flag: "--update-window-hours", environment: "ISLET_UPDATE_WINDOW_HOURS", defaultText: "8",
+                help: "Hours from an activity's start during which updates are accepted.") { config, value in
+            guard let hours = Double(value), hours.isFinite, hours > 0, hours <= 24 * 30 else {
+                return "not a number of hours above 0"
+            }
+            config.updateWindowHours = hours
+            return nil
+        },
+        Setting(flag: "--end-window-hours", environment: "ISLET_END_WINDOW_HOURS", defaultText: "4",
+                help: "Hours after the update window during which an end is still accepted.") { config, value in
+            guard let hours = Double(value), hours.isFinite, hours >= 0, hours <= 24 * 30 else {
+                return "not a number of hours from 0"
+            }
+            config.endWindowHours = hours
+            return nil
+        },
     ]
+
+    private static func urlProblem(_ value: String) -> String? {
+        guard let url = URL(string: value), let scheme = url.scheme, ["https", "http"].contains(scheme), url.host != nil else {
+            return "not an https:// URL with a host"
+        }
+        return nil
+    }
+
+    /// The lifecycle windows configured.
+    public var lifecycleWindows: LifecycleWindows {
+        LifecycleWindows(update: updateWindowHours * 3600, end: endWindowHours * 3600)
+    }
+
+    /// Where a generated admin token is kept.
+    public var adminTokenPath: String {
+        (dataDirectory as NSString).appendingPathComponent("admin-token")
+    }
 
     /// Reads the environment's `ISLET_*` variables, then `arguments` (flags of the
     /// form `--name value` or `--name=value`), over the defaults. Answers the
@@ -130,7 +248,7 @@ public struct Configuration: Sendable, Equatable {
             if let problem = setting.apply(&config, value) {
                 throw ConfigurationError(
                     .invalidValue, setting: "\(setting.flag) (\(setting.environment))",
-                    message: "\(setting.environment)=\(quoted(value)) is \(problem)")
+                    message: "\(setting.environment)=\(shown(value, of: setting)) is \(problem)")
             }
         }
         var index = 0
@@ -151,7 +269,9 @@ public struct Configuration: Sendable, Equatable {
             guard let setting = settings.first(where: { $0.flag == name }) else {
                 throw ConfigurationError(.unknownOption, setting: name, message: "no such setting; see --help")
             }
-            if value == nil {
+            if value == nil && setting.isSwitch {
+                value = "true"
+            } else if value == nil {
                 guard index < arguments.count else {
                     throw ConfigurationError(.missingValue, setting: "\(setting.flag) (\(setting.environment))", message: "a value is required")
                 }
@@ -161,7 +281,7 @@ public struct Configuration: Sendable, Equatable {
             if let problem = setting.apply(&config, value!) {
                 throw ConfigurationError(
                     .invalidValue, setting: "\(setting.flag) (\(setting.environment))",
-                    message: "\(quoted(value!)) is \(problem)")
+                    message: "\(shown(value!, of: setting)) is \(problem)")
             }
         }
         return (config, warnings)
@@ -200,13 +320,18 @@ public struct Configuration: Sendable, Equatable {
     public static var helpText: String {
         var lines = ["Usage: islet serve [options]", "", "Options (each also an environment variable):"]
         for setting in settings {
-            lines.append("  \(setting.flag) VALUE".padding(toLength: 34, withPad: " ", startingAt: 0)
+            lines.append("  \(setting.flag)\(setting.isSwitch ? "" : " VALUE")".padding(toLength: 34, withPad: " ", startingAt: 0)
                 + "\(setting.help) [\(setting.environment), default \(setting.defaultText)]")
         }
         return lines.joined(separator: "\n")
     }
 
     private static func quoted(_ value: String) -> String { "\"\(value)\"" }
+
+    /// A refused value as an error shows it: secrets are never repeated.
+    private static func shown(_ value: String, of setting: Setting) -> String {
+        setting.flag == "--admin-token" ? "the value given" : quoted(value)
+    }
 
     private static func reason(_ error: any Error) -> String {
         let nsError = error as NSError

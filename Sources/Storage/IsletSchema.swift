@@ -129,6 +129,7 @@ public enum IsletSchema {
                 apns_id TEXT NOT NULL,
                 status TEXT NOT NULL,
                 attempts INTEGER NOT NULL DEFAULT 0,
+                rounds INTEGER NOT NULL DEFAULT 0,
                 apns_status INTEGER,
                 reason TEXT,
                 apns_unique_id TEXT,

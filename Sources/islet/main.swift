@@ -67,6 +67,13 @@ func serve(_ arguments: [String]) async -> Int32 {
     }
     defer { signals.cancel() }
     do {
+        try application.start()
+        if let token = application.generatedAdminToken {
+            Console.out("Admin token (generated once, kept in \(configuration.adminTokenPath)): \(token)")
+        }
+        if let demo = application.demo {
+            Console.out(Walkthrough.text(application: application, demo: demo))
+        }
         try await application.run()
         return 0
     } catch {

@@ -32,7 +32,7 @@ final class ProviderTokenVerifier: Sendable {
         var nextRecent = 0
     }
 
-    private let keys: [String: TrustedKey]
+    private let keys: Mutex<[String: TrustedKey]>
     private let environment: APNsEnvironment
     private let lifetime: Double
     private let allowedSkew: Double
@@ -43,10 +43,17 @@ final class ProviderTokenVerifier: Sendable {
     private static let recentLimit = 4
 
     init(configuration: SimulatorConfiguration) {
-        keys = Dictionary(configuration.trustedKeys.map { ($0.keyID, $0) }, uniquingKeysWith: { _, last in last })
+        keys = Mutex(Dictionary(configuration.trustedKeys.map { ($0.keyID, $0) }, uniquingKeysWith: { _, last in last }))
         environment = configuration.environment
         lifetime = configuration.providerTokenLifetime
         allowedSkew = configuration.allowedClockSkew
+    }
+
+    /// Adds (or replaces, by key id) a trusted key. Cached verdicts are forgotten, so
+    /// a token refused for an unknown key is judged again.
+    func trust(_ key: TrustedKey) {
+        keys.withLock { $0[key.keyID] = key }
+        cache.withLock { $0 = Cache() }
     }
 
     /// Checks the provider token in the `authorization` header `value` as APNs would
@@ -128,7 +135,7 @@ final class ProviderTokenVerifier: Sendable {
         guard let keyID = token.header["kid"]?.stringValue else {
             return .refused(reason: .invalidProviderToken, note: "the provider token has no kid header")
         }
-        guard let key = keys[keyID] else {
+        guard let key = keys.withLock({ $0[keyID] }) else {
             return .refused(reason: .invalidProviderToken, note: "the key id \(keyID) is not one this simulator trusts")
         }
         guard token.isValidES256(using: key.publicKey) else {

@@ -214,6 +214,12 @@ public final class SimulatorEngine: Sendable {
         }
     }
 
+    /// Trusts another signing key from now on (replacing one with the same key id),
+    /// as a developer adding a key to their account would.
+    public func trust(_ key: TrustedKey) {
+        verifier.trust(key)
+    }
+
     /// Forgets every push, token and activity, and each connection's provider token
     /// history (so that a test may start with a fresh token on an open connection).
     /// Open connections stay authenticated.

@@ -119,7 +119,7 @@ extension StoreSession {
         let rows = try query(
             """
             SELECT p.id, p.app_id, p.activity_id, p.activity_type, p.device_id, p.token_kind, p.token, p.environment,
-                p.environment_switched, p.apns_id, p.attempts, p.created_at,
+                p.environment_switched, p.apns_id, p.attempts, p.rounds, p.created_at,
                 s.event, s.topic, s.push_type, s.priority, s.expiration, s.collapse_id, s.payload
             FROM pushes p JOIN sends s ON s.id = p.send_id
             WHERE p.status = 'queued' AND p.next_attempt_at <= ?
@@ -141,7 +141,8 @@ extension StoreSession {
                 tokenKind: try row.enumValue("token_kind", as: PushTokenKind.self), token: try row.string("token"),
                 environment: try row.enumValue("environment", as: APNsEnvironment.self),
                 environmentSwitched: try row.int64("environment_switched") != 0, apnsID: try row.string("apns_id"),
-                attempts: Int(try row.int64("attempts")), createdAt: try row.date("created_at"),
+                attempts: Int(try row.int64("attempts")), rounds: Int(try row.int64("rounds")),
+                createdAt: try row.date("created_at"),
                 content: SendContent(
                     event: try row.enumValue("event", as: PushEvent.self), topic: try row.string("topic"),
                     pushType: try row.enumValue("push_type", as: APNsPushType.self), priority: priority,
@@ -156,7 +157,7 @@ extension StoreSession {
         let millis = now.unixMilliseconds
         try run(
             """
-            UPDATE pushes SET status = ?, attempts = attempts + ?, apns_status = coalesce(?, apns_status),
+            UPDATE pushes SET status = ?, attempts = attempts + ?, rounds = rounds + 1, apns_status = coalesce(?, apns_status),
                 reason = ?, apns_unique_id = coalesce(?, apns_unique_id), updated_at = ?,
                 next_attempt_at = coalesce(?, next_attempt_at),
                 environment_switched = environment_switched OR (? IS NOT NULL AND ? != environment),

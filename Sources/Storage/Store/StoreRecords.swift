@@ -302,6 +302,9 @@ public struct ClaimedPush: Sendable {
     public var apnsID: String
     /// Attempts made before this one.
     public var attempts: Int
+    /// Rounds of attempts made before this one (each round is the APNs client's
+    /// quick retries).
+    public var rounds: Int
     /// When it was first queued.
     public var createdAt: Date
     /// The payload and headers.

@@ -43,7 +43,9 @@ public struct Problem: Error, Sendable, Encodable {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         let body = (try? encoder.encode(self)) ?? Data()
-        return HTTPResponse(status: status, contentType: "application/problem+json", body: body)
+        var response = HTTPResponse(status: status, contentType: "application/problem+json", body: body)
+        if status == 401 { response.headers.set("WWW-Authenticate", "Bearer realm=\"islet\"") }
+        return response
     }
 
     /// The standard reason phrase of an HTTP status.

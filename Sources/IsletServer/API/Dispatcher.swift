@@ -8,6 +8,7 @@ import IsletLog
 struct Dispatcher: Sendable {
     let router: Router
     let logger: Logger
+    let metrics: RequestMetrics?
 
     func handle(_ request: HTTPRequest) async -> HTTPResponse {
         let started = ContinuousClock.now
@@ -25,6 +26,7 @@ struct Dispatcher: Sendable {
             route = "unmatched"
             response = Problem(status: 404, detail: "There is no route \(request.path).").response
         }
+        metrics?.record(method: request.method, route: route, status: response.status)
         let elapsed = ContinuousClock.now - started
         let milliseconds = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
         let level: LogLevel = response.status >= 500 ? .error : .info

@@ -1,0 +1,27 @@
+public import Foundation
+public import IsletCore
+
+/// How the delivery worker paces and retries pushes.
+public struct DeliveryConfiguration: Sendable {
+    /// Pushes sent and not yet answered, at most.
+    public var maxInFlight = 2_000
+    /// Rounds of attempts per push (each round is the APNs client's own quick
+    /// retries) before it is given up as failed.
+    public var maxRounds = 8
+    /// Backoff before the second round; doubles each round, with full jitter.
+    public var retryBase: TimeInterval = 5
+    /// Longest backoff between rounds.
+    public var retryMax: TimeInterval = 600
+    /// A push not sent within this long of being queued is given up.
+    public var maxAge: TimeInterval = 24 * 3600
+    /// How often ended-by-the-clock activities are marked and old idempotency
+    /// records purged.
+    public var sweepInterval: TimeInterval = 60
+    /// How long an `Idempotency-Key` answer is kept.
+    public var idempotencyRetention: TimeInterval = 24 * 3600
+    /// The lifecycle windows, for the sweep.
+    public var lifecycle = LifecycleWindows()
+
+    /// The defaults.
+    public init() {}
+}

@@ -1,0 +1,338 @@
+public import APNs
+public import Foundation
+public import IsletCore
+import IsletCrypto
+public import IsletLog
+public import Storage
+import Synchronization
+
+/// Sends the queued pushes. It runs on a thread of its own: it claims pushes that
+/// are due from the store, hands them to the APNs client (whose answers arrive on
+/// event-loop threads and are handed back here), and records every answer in one
+/// transaction per batch, acting on dead tokens by kind and requeuing what may be
+/// retried. A push stays in the store from the moment the API queued it: a push in
+/// flight when the process stops is sent again, with the same `apns-id`, on the
+/// next start.
+public final class DeliveryWorker: Sendable {
+    /// Counters for `/metrics`.
+    public let metrics = DeliveryMetrics()
+    /// The pacing and retry limits.
+    public let configuration: DeliveryConfiguration
+
+    private let store: Store
+    private let client: APNsClient
+    private let clock: any WallClock
+    private let logger: Logger
+    private let policy: DeliveryPolicy
+    private let condition = NSCondition()
+    private let state = Mutex(State())
+    private let keys = Mutex<[String: CachedKey]>([:])
+
+    private struct Answer: Sendable {
+        let push: ClaimedPush
+        let result: APNsResult
+        let latency: Double
+    }
+
+    private struct CachedKey: Sendable {
+        let updatedAt: Date
+        let key: APNsSigningKey?
+        let problem: String?
+    }
+
+    private struct State {
+        var started = false
+        var wakeRequested = false
+        var stopDeadline: Date?
+        var answers: [Answer] = []
+        var inFlight = 0
+        var exited = false
+        var exitWaiters: [CheckedContinuation<Void, Never>] = []
+    }
+
+    /// Creates a worker; nothing happens until `start`.
+    public init(
+        store: Store, client: APNsClient, configuration: DeliveryConfiguration = DeliveryConfiguration(),
+        clock: any WallClock = SystemWallClock(), logger: Logger
+    ) {
+        self.store = store
+        self.client = client
+        self.configuration = configuration
+        self.clock = clock
+        self.logger = logger
+        self.policy = DeliveryPolicy(configuration: configuration)
+    }
+
+    /// Puts pushes left in flight by an earlier process back in the queue, and starts
+    /// the worker's thread.
+    public func start() throws {
+        let requeued = try store.writeNow { try $0.requeueInFlight(now: clock.now()) }
+        if requeued > 0 {
+            logger.notice("resuming pushes left in flight", ("count", .int(requeued)))
+        }
+        guard state.withLock({ state -> Bool in
+            defer { state.started = true }
+            return !state.started
+        }) else { return }
+        let thread = Thread { [self] in self.run() }
+        thread.name = "islet-delivery"
+        thread.start()
+    }
+
+    /// Tells the worker that pushes were queued.
+    public func wake() {
+        signal { $0.wakeRequested = true }
+    }
+
+    /// Pushes handed to APNs and not yet answered.
+    public var inFlight: Int { state.withLock { $0.inFlight } }
+
+    /// Stops claiming pushes, waits up to `grace` for the answers in flight and
+    /// records them, then returns. Pushes still unanswered stay in the store and are
+    /// sent again on the next start.
+    public func shutdown(grace: TimeInterval) async {
+        let started = state.withLock { $0.started }
+        guard started else { return }
+        signal { $0.stopDeadline = Date().addingTimeInterval(grace) }
+        await withCheckedContinuation { continuation in
+            let exited = state.withLock { state -> Bool in
+                if state.exited { return true }
+                state.exitWaiters.append(continuation)
+                return false
+            }
+            if exited { continuation.resume() }
+        }
+    }
+
+    private func signal(_ change: (inout State) -> Void) {
+        condition.lock()
+        state.withLock { change(&$0) }
+        condition.signal()
+        condition.unlock()
+    }
+
+    // MARK: - The loop
+
+    private func run() {
+        var nextSweep = Date.distantPast
+        var waitUntil = Date()
+        while true {
+            condition.lock()
+            var answers: [Answer] = []
+            var stopDeadline: Date?
+            var inFlight = 0
+            while true {
+                var woken = false
+                (answers, stopDeadline, inFlight, woken) = state.withLock { state in
+                    defer {
+                        state.answers.removeAll(keepingCapacity: true)
+                        state.wakeRequested = false
+                    }
+                    return (state.answers, state.stopDeadline, state.inFlight, state.wakeRequested)
+                }
+                if woken || !answers.isEmpty || stopDeadline != nil || Date() >= waitUntil { break }
+                _ = condition.wait(until: waitUntil)
+            }
+            condition.unlock()
+
+            if !answers.isEmpty { record(answers) }
+            if let stopDeadline {
+                if inFlight == 0 || Date() >= stopDeadline { break }
+                waitUntil = min(stopDeadline, Date().addingTimeInterval(0.05))
+                continue
+            }
+            let now = clock.now()
+            if now >= nextSweep {
+                sweep(now: now)
+                nextSweep = now.addingTimeInterval(configuration.sweepInterval)
+            }
+            let room = configuration.maxInFlight - self.inFlight
+            if room > 0 { claimAndSend(limit: room) }
+            waitUntil = nextWake()
+        }
+        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.exited = true
+            defer { state.exitWaiters = [] }
+            return state.exitWaiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    /// When to look at the queue again: when the next retry is due, and at least
+    /// every second (so that an injected clock moved forward is noticed).
+    private func nextWake() -> Date {
+        let ceiling = Date().addingTimeInterval(1)
+        guard let due = try? store.readNow({ try $0.nextDueTime() }) else { return ceiling }
+        let delay = due.timeIntervalSince(clock.now())
+        if delay <= 0 && inFlight < configuration.maxInFlight { return Date() }
+        return min(ceiling, Date().addingTimeInterval(max(0.001, delay)))
+    }
+
+    private func sweep(now: Date) {
+        do {
+            let (expired, purged) = try store.writeNow { session in
+                (try session.expireActivities(startedBefore: now.addingTimeInterval(-configuration.lifecycle.total),
+                                              total: configuration.lifecycle.total),
+                 try session.purgeIdempotentAnswers(before: now.addingTimeInterval(-configuration.idempotencyRetention)))
+            }
+            if expired > 0 { logger.info("activities ended by the clock", ("count", .int(expired))) }
+            if purged > 0 { logger.debug("idempotency records purged", ("count", .int(purged))) }
+        } catch {
+            logger.error("sweep failed", ("error", .string("\(error)")))
+        }
+    }
+
+    private func claimAndSend(limit: Int) {
+        let now = clock.now()
+        let claimed: [ClaimedPush]
+        do {
+            claimed = try store.writeNow { try $0.claimDuePushes(now: now, limit: limit) }
+        } catch {
+            logger.error("cannot claim pushes", ("error", .string("\(error)")))
+            return
+        }
+        guard !claimed.isEmpty else { return }
+        var keysByApp: [String: CachedKey] = [:]
+        for appID in Set(claimed.map(\.appID)) { keysByApp[appID] = signingKey(appID: appID) }
+        state.withLock { $0.inFlight += claimed.count }
+        for push in claimed {
+            let sentAt = ContinuousClock.now
+            guard let key = keysByApp[push.appID]?.key else {
+                let problem = keysByApp[push.appID]?.problem ?? "the app has no APNs credentials"
+                let result = APNsResult(
+                    disposition: .credentialsRejected, response: nil, error: APNsError(.credentialsRejected, problem),
+                    attempts: 0, apnsID: push.apnsID)
+                deliver(Answer(push: push, result: result, latency: 0))
+                continue
+            }
+            let request = APNsRequest(
+                deviceToken: push.token, topic: push.content.topic, pushType: push.content.pushType,
+                priority: push.content.priority, expiration: push.content.expiration, apnsID: push.apnsID,
+                collapseID: push.content.collapseID, payload: push.content.payload)
+            client.send(request, key: key, environment: push.environment) { [self] result in
+                let elapsed = ContinuousClock.now - sentAt
+                let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+                deliver(Answer(push: push, result: result, latency: seconds))
+            }
+        }
+    }
+
+    private func deliver(_ answer: Answer) {
+        signal { state in
+            state.answers.append(answer)
+            state.inFlight -= 1
+        }
+    }
+
+    /// The signing key of an app, parsed once per version of its credentials.
+    private func signingKey(appID: String) -> CachedKey {
+        let app: AppRecord?
+        do {
+            app = try store.readNow { try $0.app(id: appID) }
+        } catch {
+            return CachedKey(updatedAt: .distantPast, key: nil, problem: "cannot read the app: \(error)")
+        }
+        guard let app else { return CachedKey(updatedAt: .distantPast, key: nil, problem: "the app no longer exists") }
+        if let cached = keys.withLock({ $0[appID] }), cached.updatedAt == app.updatedAt { return cached }
+        let entry: CachedKey
+        if let credentials = app.credentials {
+            do {
+                let key = try P256.SigningKey(pemRepresentation: credentials.privateKeyPEM)
+                entry = CachedKey(
+                    updatedAt: app.updatedAt,
+                    key: APNsSigningKey(keyID: credentials.keyID, teamID: credentials.teamID, key: key), problem: nil)
+            } catch {
+                entry = CachedKey(updatedAt: app.updatedAt, key: nil, problem: "the APNs private key does not parse: \(error)")
+            }
+        } else {
+            entry = CachedKey(updatedAt: app.updatedAt, key: nil, problem: "the app has no APNs credentials")
+        }
+        keys.withLock { $0[appID] = entry }
+        return entry
+    }
+
+    // MARK: - Answers
+
+    private func record(_ answers: [Answer]) {
+        let now = clock.now()
+        var counted: [(String, String?, Double?)] = []
+        do {
+            try store.writeNow { session in
+                for answer in answers {
+                    counted.append(try apply(answer, session: session, now: now))
+                }
+            }
+        } catch {
+            // The pushes stay in flight in the store and are sent again on restart.
+            logger.error("cannot record push results", ("error", .string("\(error)")), ("count", .int(answers.count)))
+            return
+        }
+        for (result, reason, latency) in counted { metrics.record(result: result, reason: reason, latency: latency) }
+    }
+
+    private func decision(for answer: Answer, now: Date) -> DeliveryDecision {
+        policy.decide(
+            answer.result, round: answer.push.rounds + 1, queuedAt: answer.push.createdAt,
+            environmentSwitched: answer.push.environmentSwitched, environment: answer.push.environment, now: now,
+            jitter: Double.random(in: 0...1))
+    }
+
+    /// Records one answer and acts on it; answers what to count.
+    private func apply(_ answer: Answer, session: StoreSession, now: Date) throws -> (String, String?, Double?) {
+        let push = answer.push
+        let result = answer.result
+        let reason = DeliveryPolicy.reason(result)
+        let latency = result.attempts > 0 ? answer.latency : nil
+        var outcome = PushOutcome(
+            status: .failed, attempts: result.attempts, apnsStatus: result.response?.status, reason: reason,
+            apnsUniqueID: result.response?.uniqueID)
+        let counted: String
+        switch decision(for: answer, now: now) {
+        case .sent:
+            outcome.status = .sent
+            if push.environmentSwitched {
+                try session.correctEnvironment(
+                    appID: push.appID, token: push.token, kind: push.tokenKind, environment: push.environment)
+            }
+            counted = "sent"
+        case .retry(let delay):
+            outcome.status = .queued
+            outcome.nextAttemptAt = now.addingTimeInterval(delay)
+            counted = "retried"
+        case .switchEnvironment(let environment):
+            outcome.status = .queued
+            outcome.nextAttemptAt = now
+            outcome.environment = environment
+            counted = "switched"
+        case .deadToken(let since):
+            try actOnDeadToken(push, since: since, session: session, now: now)
+            counted = "failed"
+        case .failed:
+            counted = "failed"
+        }
+        try session.recordOutcome(pushID: push.id, outcome, now: now)
+        return (counted, reason, latency)
+    }
+
+    /// A rejected push-to-start token is deleted; a rejected update token ends that
+    /// device's copy of the activity and leaves the device alone; a rejected device
+    /// token marks the device unreachable. A refusal older than the token's latest
+    /// registration changes nothing.
+    private func actOnDeadToken(_ push: ClaimedPush, since: Date?, session: StoreSession, now: Date) throws {
+        let acted: Bool
+        switch push.tokenKind {
+        case .pushToStart:
+            acted = try session.deleteRefusedStartToken(appID: push.appID, token: push.token, refusedAt: since)
+        case .liveActivityUpdate:
+            guard let activityID = push.activityID else { return }
+            acted = try session.endRefusedInstance(
+                appID: push.appID, activityID: activityID, token: push.token, refusedAt: since, now: now)
+        case .device:
+            acted = try session.markDeviceUnreachable(appID: push.appID, token: push.token, refusedAt: since, now: now)
+        }
+        logger.info(
+            acted ? "dead token retired" : "dead token kept (registered again since)",
+            ("app", .string(push.appID)), ("device", .string(push.deviceID)),
+            ("kind", .string(push.tokenKind.rawValue)), ("token", .secret(push.token)))
+    }
+}

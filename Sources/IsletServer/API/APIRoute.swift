@@ -1,0 +1,104 @@
+import Foundation
+import HTTPServer
+import IsletCore
+import IsletLog
+import Synchronization
+
+/// Who may call a route.
+enum RouteAccess: String, Sendable {
+    /// Anyone.
+    case open
+    /// The admin token.
+    case admin
+    /// An app's server key.
+    case server
+    /// An app's device key.
+    case device
+}
+
+/// One route of the API: its method and path, what the OpenAPI document says about
+/// it, and its handler. The router and the OpenAPI document are both built from the
+/// same list, so the document lists exactly the routes served.
+struct APIRoute: Sendable {
+    typealias Handler = @Sendable (HTTPRequest, PathParameters) async throws -> HTTPResponse
+
+    let method: String
+    let pattern: String
+    let summary: String
+    let access: RouteAccess
+    /// The JSON Schema of the body, when the route takes one.
+    let body: JSONValue?
+    /// Whether the route honours `Idempotency-Key`.
+    let idempotent: Bool
+    /// Query parameters: name and description.
+    let query: [(name: String, description: String)]
+    /// Statuses answered, with what each means.
+    let responses: [(status: Int, description: String)]
+    let handler: Handler
+
+    init(
+        _ method: String, _ pattern: String, summary: String, access: RouteAccess, body: JSONValue? = nil,
+        idempotent: Bool = false, query: [(name: String, description: String)] = [],
+        responses: [(status: Int, description: String)], handler: @escaping Handler
+    ) {
+        self.method = method
+        self.pattern = pattern
+        self.summary = summary
+        self.access = access
+        self.body = body
+        self.idempotent = idempotent
+        self.query = query
+        self.responses = responses
+        self.handler = handler
+    }
+
+    /// The handler as the router takes it: problems become problem+json answers,
+    /// anything else a logged 500.
+    func routerHandler(logger: Logger) -> Router.Handler {
+        let handler = self.handler
+        let name = "\(method) \(pattern)"
+        return { request, parameters in
+            do {
+                return try await handler(request, parameters)
+            } catch let problem as Problem {
+                return problem.response
+            } catch {
+                logger.error("request failed", ("route", .string(name)), ("error", .string("\(error)")))
+                return Problem(status: 500, detail: "The server failed to answer; the failure is logged.").response
+            }
+        }
+    }
+}
+
+/// JSON for responses: dates as RFC 3339 with milliseconds.
+enum APIJSON {
+    static func date(_ date: Date?) -> JSONValue {
+        guard let date else { return .null }
+        return .string(formatter.withLock { $0.string(from: date) })
+    }
+
+    private static let formatter = LockedFormatter()
+
+    static func response(status: Int = 200, _ value: JSONValue, headers: HTTPHeaders = HTTPHeaders()) -> HTTPResponse {
+        var response = HTTPResponse(status: status, contentType: "application/json", body: Data(value.jsonText.utf8))
+        for (name, value) in headers { response.headers.set(name, value) }
+        return response
+    }
+
+    static func optional(_ text: String?) -> JSONValue { text.map(JSONValue.string) ?? .null }
+}
+
+/// An ISO 8601 formatter behind a lock (formatters are not thread-safe).
+final class LockedFormatter: Sendable {
+    private let formatter: Mutex<ISO8601DateFormatter>
+
+    init() {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        self.formatter = Mutex(formatter)
+    }
+
+    func withLock<T: Sendable>(_ body: (ISO8601DateFormatter) -> T) -> T {
+        formatter.withLock { body($0) }
+    }
+}

@@ -1,0 +1,427 @@
+import Foundation
+import HTTPServer
+import IsletCore
+import Storage
+
+/// The server routes (server key): start an activity on an audience's devices,
+/// update and end it on every device holding it, send ordinary alerts, and read
+/// activities and their pushes back.
+struct ActivityRoutes: Sendable {
+    let context: ServerContext
+
+    var routes: [APIRoute] {
+        [
+            APIRoute(
+                "POST", "/v1/apps/{app_id}/activities",
+                summary: "Start an activity remotely: a push-to-start to every device of the audience holding a token for its type.",
+                access: .server, body: OpenAPISchemas.startActivity, idempotent: true,
+                responses: [(202, "Queued: {activity_id, targets}"), (409, "The activity id is in use"), (422, "A field is invalid, or no device of the audience can be started")]
+            ) { request, parameters in try await start(request, parameters) },
+            APIRoute(
+                "POST", "/v1/apps/{app_id}/activities/{activity_id}/update",
+                summary: "Send the activity's new content state to every device holding it.",
+                access: .server, body: OpenAPISchemas.updateActivity, idempotent: true,
+                responses: [(202, "Queued: {targets}"), (404, "No such activity"), (409, "Ended, or past its update window"), (422, "A field is invalid")]
+            ) { request, parameters in try await update(request, parameters) },
+            APIRoute(
+                "POST", "/v1/apps/{app_id}/activities/{activity_id}/end",
+                summary: "End the activity on every device holding it; without a content state the last one is sent.",
+                access: .server, body: OpenAPISchemas.endActivity, idempotent: true,
+                responses: [(202, "Queued: {targets}"), (200, "Already ended; nothing sent"), (404, "No such activity"), (422, "A field is invalid")]
+            ) { request, parameters in try await end(request, parameters) },
+            APIRoute(
+                "GET", "/v1/apps/{app_id}/activities", summary: "List activities, newest first.", access: .server,
+                query: [
+                    ("status", "started, updated or ended"), ("activity_type", "only this type"),
+                    ("limit", "1 to 200 (default 50)"), ("cursor", "next_cursor of the previous page"),
+                ],
+                responses: [(200, "{items, next_cursor}"), (422, "A query parameter is invalid")]
+            ) { request, parameters in try await list(request, parameters) },
+            APIRoute(
+                "GET", "/v1/apps/{app_id}/activities/{activity_id}",
+                summary: "Read an activity and its per-device copies.", access: .server,
+                responses: [(200, "The activity"), (404, "No such activity")]
+            ) { request, parameters in try await show(request, parameters) },
+            APIRoute(
+                "GET", "/v1/apps/{app_id}/activities/{activity_id}/pushes",
+                summary: "Every push made for the activity, with APNs's answers.", access: .server,
+                responses: [(200, "{items}"), (404, "No such activity")]
+            ) { request, parameters in try await pushes(request, parameters) },
+        ]
+    }
+
+    // MARK: - Start
+
+    private func start(_ request: HTTPRequest, _ parameters: PathParameters) async throws -> HTTPResponse {
+        let app = try await authorize(request, parameters)
+        let body = try RequestBody(request)
+        let root = body.root
+        let activityID = root.identifier("activity_id", required: true)
+        let activityType = Self.activityType(root, required: true)
+        var attributes = root.jsonObject("attributes", required: true)
+        let contentState = root.jsonObject("content_state", required: true)
+        let alert = Self.alert(root, required: true)
+        let audience = Self.audience(root)
+        let staleDate = root.date("stale_date")
+        let relevance = root.double("relevance_score")
+        let priority = root.integer("priority")
+        if let activityID, case .object(var members)? = attributes {
+            if let given = members["islet_activity_id"], given != .string(activityID) {
+                root.fail("attributes.islet_activity_id", "is set by Islet to the activity id; leave it out")
+            }
+            members["islet_activity_id"] = .string(activityID)
+            attributes = .object(members)
+        }
+        try body.finish()
+        let stampedAttributes = attributes
+        let push = LiveActivityPush(
+            event: .start, contentState: contentState, attributesType: activityType, attributes: stampedAttributes,
+            alert: alert, staleDate: staleDate, relevanceScore: relevance, priority: priority)
+        let context = self.context
+        let appID = app.id
+        let bundleID = app.bundleID
+        try Self.requireCredentials(app)
+        return try await Idempotency.perform(request, appID: appID, context: context) { session, now in
+            if let existing = try session.activity(appID: appID, activityID: activityID!),
+                context.lifecycle.effectiveStatus(existing.status, startedAt: existing.startedAt, now: now) != .ended
+            {
+                throw Problem(
+                    status: 409,
+                    detail: "Activity \(activityID!) is already running (\(existing.status.rawValue)); end it first or use another id.")
+            }
+            let built = try Self.build(push, bundleID: bundleID, now: now, lastTimestamp: nil)
+            let targets = try session.startTargets(appID: appID, audience: audience!, activityType: activityType!)
+            guard !targets.isEmpty else {
+                let size = try session.audienceSize(appID: appID, audience: audience!)
+                let detail = size == 0
+                    ? "The audience matches no registered device."
+                    : "None of the \(size) device(s) in the audience holds a push-to-start token for \(activityType!)."
+                throw Problem(
+                    status: 422, detail: detail,
+                    errors: [.init(field: "audience.\(audience!.field)", message: "names no device that can start \(activityType!)")])
+            }
+            try session.insertActivity(
+                appID: appID, activityID: activityID!, activityType: activityType!, origin: .remote,
+                attributes: stampedAttributes, contentState: contentState, lastTimestamp: built.timestamp, now: now)
+            try session.insertPendingInstances(appID: appID, activityID: activityID!, targets: targets, now: now)
+            let sendID = try session.insertSend(appID: appID, activityID: activityID!, content: Self.content(built, event: .start), now: now)
+            try session.enqueuePushes(
+                sendID: sendID, appID: appID, activityID: activityID!, activityType: activityType!, event: .start,
+                tokenKind: .pushToStart, targets: targets, now: now, mintID: Self.mintID)
+            return (202, Data(JSONValue.object([
+                "activity_id": .string(activityID!), "targets": .integer(Int64(targets.count)),
+            ]).jsonText.utf8))
+        }
+    }
+
+    // MARK: - Update and end
+
+    private func update(_ request: HTTPRequest, _ parameters: PathParameters) async throws -> HTTPResponse {
+        let app = try await authorize(request, parameters)
+        let activityID = try DeviceRoutes.pathIdentifier(parameters, "activity_id")
+        let body = try RequestBody(request)
+        let root = body.root
+        let contentState = root.jsonObject("content_state", required: true)
+        let alert = Self.alert(root, required: false)
+        let staleDate = root.date("stale_date")
+        let relevance = root.double("relevance_score")
+        let priority = root.integer("priority")
+        try body.finish()
+        let push = LiveActivityPush(
+            event: .update, contentState: contentState, alert: alert, staleDate: staleDate,
+            relevanceScore: relevance, priority: priority)
+        let context = self.context
+        let appID = app.id
+        let bundleID = app.bundleID
+        try Self.requireCredentials(app)
+        return try await Idempotency.perform(request, appID: appID, context: context) { session, now in
+            let activity = try Self.activity(session, appID: appID, activityID: activityID)
+            switch context.lifecycle.check(.update, status: activity.status, startedAt: activity.startedAt, now: now) {
+            case .allowed:
+                break
+            case .ended:
+                throw Problem(
+                    status: 409,
+                    detail: "Activity \(activityID) has ended (\(activity.endCause?.rawValue ?? "ended")); an ended activity can never be updated again.")
+            case .expired(let at):
+                throw Problem(
+                    status: 409,
+                    detail: "Activity \(activityID) ended when its lifecycle window closed at \(APIJSON.date(at).stringValue ?? ""); an ended activity can never be updated again.")
+            case .pastUpdateWindow(let since):
+                throw Problem(
+                    status: 409,
+                    detail: "Activity \(activityID) is past its update window (it closed at \(APIJSON.date(since).stringValue ?? "")); devices ignore updates now. It can still be ended.")
+            }
+            let built = try Self.build(push, bundleID: bundleID, now: now, lastTimestamp: activity.lastTimestamp)
+            let superseded = try session.supersedeQueuedUpdates(appID: appID, activityID: activityID, now: now)
+            let targets = try session.updateTargets(appID: appID, activityID: activityID)
+            try session.recordUpdate(appID: appID, activityID: activityID, contentState: contentState!, timestamp: built.timestamp!, now: now)
+            let sendID = try session.insertSend(appID: appID, activityID: activityID, content: Self.content(built, event: .update), now: now)
+            try session.enqueuePushes(
+                sendID: sendID, appID: appID, activityID: activityID, activityType: activity.activityType, event: .update,
+                tokenKind: .liveActivityUpdate, targets: targets, now: now, mintID: Self.mintID)
+            return (202, Data(JSONValue.object([
+                "activity_id": .string(activityID), "targets": .integer(Int64(targets.count)),
+                "superseded": .integer(Int64(superseded)),
+            ]).jsonText.utf8))
+        }
+    }
+
+    private func end(_ request: HTTPRequest, _ parameters: PathParameters) async throws -> HTTPResponse {
+        let app = try await authorize(request, parameters)
+        let activityID = try DeviceRoutes.pathIdentifier(parameters, "activity_id")
+        let body = try RequestBody(request)
+        let contentState = body.root.jsonObject("content_state")
+        let dismissalDate = body.root.date("dismissal_date")
+        try body.finish()
+        let context = self.context
+        let appID = app.id
+        let bundleID = app.bundleID
+        try Self.requireCredentials(app)
+        return try await Idempotency.perform(request, appID: appID, context: context) { session, now in
+            let activity = try Self.activity(session, appID: appID, activityID: activityID)
+            switch context.lifecycle.check(.end, status: activity.status, startedAt: activity.startedAt, now: now) {
+            case .ended, .expired:
+                return (200, Data(JSONValue.object([
+                    "activity_id": .string(activityID), "targets": 0, "status": "ended",
+                    "detail": "The activity had already ended; nothing was sent.",
+                ]).jsonText.utf8))
+            case .allowed, .pastUpdateWindow:
+                break
+            }
+            let finalState = contentState ?? activity.contentState
+            let push = LiveActivityPush(event: .end, contentState: finalState, dismissalDate: dismissalDate)
+            let built = try Self.build(push, bundleID: bundleID, now: now, lastTimestamp: activity.lastTimestamp)
+            let superseded = try session.supersedeQueuedUpdates(appID: appID, activityID: activityID, now: now)
+            let targets = try session.updateTargets(appID: appID, activityID: activityID)
+            try session.endActivity(
+                appID: appID, activityID: activityID, cause: .server, contentState: finalState,
+                timestamp: built.timestamp, at: now)
+            let sendID = try session.insertSend(appID: appID, activityID: activityID, content: Self.content(built, event: .end), now: now)
+            try session.enqueuePushes(
+                sendID: sendID, appID: appID, activityID: activityID, activityType: activity.activityType, event: .end,
+                tokenKind: .liveActivityUpdate, targets: targets, now: now, mintID: Self.mintID)
+            return (202, Data(JSONValue.object([
+                "activity_id": .string(activityID), "targets": .integer(Int64(targets.count)),
+                "superseded": .integer(Int64(superseded)),
+            ]).jsonText.utf8))
+        }
+    }
+
+    // MARK: - Reading
+
+    private func list(_ request: HTTPRequest, _ parameters: PathParameters) async throws -> HTTPResponse {
+        let app = try await authorize(request, parameters)
+        var filter = ActivityFilter()
+        var errors: [Problem.FieldError] = []
+        let known: Set = ["status", "activity_type", "limit", "cursor"]
+        for (name, _) in request.query where !known.contains(name) {
+            errors.append(.init(field: name, message: "is not a query parameter of this route"))
+        }
+        if let status = request.queryValue("status") {
+            if let value = ActivityStatus(rawValue: status) { filter.status = value } else {
+                errors.append(.init(field: "status", message: "must be started, updated or ended"))
+            }
+        }
+        if let type = request.queryValue("activity_type") { filter.activityType = type }
+        if let limit = request.queryValue("limit") {
+            if let value = Int(limit), (1...200).contains(value) { filter.limit = value } else {
+                errors.append(.init(field: "limit", message: "must be a whole number from 1 to 200"))
+            }
+        }
+        if let cursor = request.queryValue("cursor") {
+            if let value = Int64(cursor), value > 0 { filter.before = value } else {
+                errors.append(.init(field: "cursor", message: "must be the next_cursor of a previous page"))
+            }
+        }
+        guard errors.isEmpty else {
+            throw Problem(status: 422, detail: "The query has invalid parameters.", errors: errors)
+        }
+        let appID = app.id
+        let lifecycle = context.lifecycle
+        let now = context.clock.now()
+        let pageFilter = filter
+        let items = try await context.store.write { session -> [ActivityRecord] in
+            try session.expireActivities(startedBefore: now.addingTimeInterval(-lifecycle.windows.total), total: lifecycle.windows.total)
+            return try session.activities(appID: appID, filter: pageFilter)
+        }
+        let next: JSONValue = items.count == filter.limit ? .string(String(items.last!.sequence)) : .null
+        return APIJSON.response(.object([
+            "items": .array(items.map { .object(json($0, now: now)) }), "next_cursor": next,
+        ]))
+    }
+
+    private func show(_ request: HTTPRequest, _ parameters: PathParameters) async throws -> HTTPResponse {
+        let app = try await authorize(request, parameters)
+        let activityID = try DeviceRoutes.pathIdentifier(parameters, "activity_id")
+        let appID = app.id
+        let lifecycle = context.lifecycle
+        let now = context.clock.now()
+        let (activity, instances) = try await context.store.write { session -> (ActivityRecord, [InstanceRecord]) in
+            try session.expireActivities(startedBefore: now.addingTimeInterval(-lifecycle.windows.total), total: lifecycle.windows.total)
+            let activity = try Self.activity(session, appID: appID, activityID: activityID)
+            return (activity, try session.instances(appID: appID, activityID: activityID))
+        }
+        var body = json(activity, now: now)
+        body["attributes"] = activity.attributes ?? .null
+        body["content_state"] = activity.contentState ?? .null
+        body["devices"] = .array(instances.map { .object(Self.json($0)) })
+        return APIJSON.response(.object(body))
+    }
+
+    private func pushes(_ request: HTTPRequest, _ parameters: PathParameters) async throws -> HTTPResponse {
+        let app = try await authorize(request, parameters)
+        let activityID = try DeviceRoutes.pathIdentifier(parameters, "activity_id")
+        let appID = app.id
+        let items = try await context.store.read { session -> [PushHistoryItem] in
+            let activity = try Self.activity(session, appID: appID, activityID: activityID)
+            return try session.pushes(appID: appID, activityID: activityID, since: activity.startedAt)
+        }
+        return APIJSON.response(.object(["activity_id": .string(activityID), "items": .array(items.map(Self.json))]))
+    }
+
+    // MARK: - Helpers
+
+    private func authorize(_ request: HTTPRequest, _ parameters: PathParameters) async throws -> AppRecord {
+        try await Authentication.requireApp(request, appID: parameters["app_id"] ?? "", kind: .server, context: context)
+    }
+
+    static func requireCredentials(_ app: AppRecord) throws(Problem) {
+        guard app.credentials != nil else {
+            throw Problem(
+                status: 409,
+                detail: "App \(app.id) has no APNs credentials; add them with PATCH /v1/apps/\(app.id) before sending.")
+        }
+    }
+
+    static func activity(_ session: StoreSession, appID: String, activityID: String) throws -> ActivityRecord {
+        guard let activity = try session.activity(appID: appID, activityID: activityID) else {
+            throw Problem(status: 404, detail: "There is no activity \(activityID).")
+        }
+        return activity
+    }
+
+    static func mintID() -> String { UUID().uuidString.lowercased() }
+
+    /// Builds the payload; a broken rule is a 422 naming the request's own field.
+    static func build(_ push: LiveActivityPush, bundleID: String, now: Date, lastTimestamp: Int64?) throws(Problem) -> BuiltPush {
+        do {
+            return try push.build(bundleID: bundleID, now: now, lastTimestamp: lastTimestamp)
+        } catch {
+            throw problem(error, event: push.event)
+        }
+    }
+
+    static func problem(_ error: PayloadError, event: PushEvent) -> Problem {
+        let field = apiField(error.field, event: event)
+        return Problem(
+            status: 422, detail: "The field \(field) is invalid: \(error.message).",
+            errors: [.init(field: field, message: error.message)])
+    }
+
+    static func problem(_ error: PayloadError, event: LiveActivityEvent) -> Problem {
+        problem(error, event: PushEvent(rawValue: event.rawValue) ?? .update)
+    }
+
+    /// The request field a payload path comes from.
+    static func apiField(_ field: String, event: PushEvent) -> String {
+        let prefixes: [(String, String)] = [
+            ("aps.attributes-type", "activity_type"), ("aps.attributes", "attributes"),
+            ("aps.content-state", "content_state"), ("aps.alert", "alert"), ("aps.stale-date", "stale_date"),
+            ("aps.dismissal-date", "dismissal_date"), ("aps.relevance-score", "relevance_score"),
+            ("apns-priority", "priority"), ("apns-topic", "bundle_id"),
+        ]
+        for (prefix, name) in prefixes where field == prefix || field.hasPrefix(prefix + ".") || field.hasPrefix(prefix + "[") {
+            return name + field.dropFirst(prefix.count)
+        }
+        if field == "payload" { return event == .start ? "payload" : "content_state" }
+        return field
+    }
+
+    static func content(_ built: BuiltPush, event: PushEvent) -> SendContent {
+        SendContent(
+            event: event, topic: built.topic, pushType: built.pushType, priority: built.priority,
+            expiration: built.expiration, collapseID: built.collapseID, payload: built.payload)
+    }
+
+    /// An activity type: the name of the app's `ActivityAttributes` type.
+    static func activityType(_ object: ObjectReader, required: Bool) -> String? {
+        guard let text = object.string("activity_type", required: required, maxLength: 128) else { return nil }
+        let valid = text.unicodeScalars.allSatisfy {
+            ("a"..."z").contains($0) || ("A"..."Z").contains($0) || ("0"..."9").contains($0) || $0 == "_" || $0 == "."
+        }
+        guard valid, let first = text.unicodeScalars.first, !("0"..."9").contains(first) else {
+            object.fail("activity_type", "must be the name of the app's ActivityAttributes type (letters, digits, _ and .)")
+            return nil
+        }
+        return text
+    }
+
+    /// `alert: {title, body, sound?}`.
+    static func alert(_ object: ObjectReader, required: Bool) -> PushAlert? {
+        guard let alert = object.object("alert", required: required) else {
+            return nil
+        }
+        let title = alert.string("title", required: true, maxLength: 512)
+        let body = alert.string("body", required: true, maxLength: 2_048)
+        let sound = alert.string("sound", maxLength: 256)
+        guard let title, let body else { return nil }
+        return PushAlert(title: .literal(title), body: .literal(body), sound: sound)
+    }
+
+    /// `audience`: exactly one of `user_ids`, `device_ids`, `tags`.
+    static func audience(_ object: ObjectReader) -> Audience? {
+        guard let reader = object.object("audience", required: true) else { return nil }
+        let fields = ["user_ids", "device_ids", "tags"]
+        let given = fields.filter { reader.has($0) }
+        guard given.count == 1 else {
+            for field in fields { _ = reader.isNull(field) }
+            object.fail(
+                "audience",
+                given.isEmpty ? "must have one of user_ids, device_ids or tags" : "must have exactly one of user_ids, device_ids or tags, not \(given.joined(separator: " and "))")
+            return nil
+        }
+        guard let values = reader.strings(given[0], maxCount: 100_000) else { return nil }
+        switch given[0] {
+        case "user_ids": return .userIDs(values)
+        case "device_ids": return .deviceIDs(values)
+        default: return .tags(values)
+        }
+    }
+
+    private func json(_ activity: ActivityRecord, now: Date) -> [String: JSONValue] {
+        let lifecycle = context.lifecycle
+        let status = lifecycle.effectiveStatus(activity.status, startedAt: activity.startedAt, now: now)
+        let expiry = lifecycle.expiry(startedAt: activity.startedAt)
+        return [
+            "activity_id": .string(activity.activityID), "activity_type": .string(activity.activityType),
+            "origin": .string(activity.origin.rawValue), "status": .string(status.rawValue),
+            "started_at": APIJSON.date(activity.startedAt), "updated_at": APIJSON.date(activity.updatedAt),
+            "ended_at": APIJSON.date(activity.endedAt ?? (status == .ended ? expiry : nil)),
+            "end_cause": APIJSON.optional(activity.endCause?.rawValue ?? (status == .ended ? EndCause.expired.rawValue : nil)),
+            "update_deadline": APIJSON.date(lifecycle.updateDeadline(startedAt: activity.startedAt)),
+            "end_deadline": APIJSON.date(expiry),
+        ]
+    }
+
+    static func json(_ instance: InstanceRecord) -> [String: JSONValue] {
+        [
+            "device_id": .string(instance.deviceID), "status": .string(instance.status.rawValue),
+            "has_update_token": .bool(instance.updateToken != nil), "environment": .string(instance.environment.rawValue),
+            "token_registered_at": APIJSON.date(instance.tokenRegisteredAt), "created_at": APIJSON.date(instance.createdAt),
+            "ended_at": APIJSON.date(instance.endedAt), "end_cause": APIJSON.optional(instance.endCause?.rawValue),
+        ]
+    }
+
+    static func json(_ push: PushHistoryItem) -> JSONValue {
+        .object([
+            "device_id": .string(push.deviceID), "token_kind": .string(push.tokenKind.rawValue),
+            "event": .string(push.event.rawValue), "status": .string(push.status.rawValue),
+            "environment": .string(push.environment.rawValue), "environment_switched": .bool(push.environmentSwitched),
+            "apns_status": push.apnsStatus.map { .integer(Int64($0)) } ?? .null, "reason": APIJSON.optional(push.reason),
+            "apns_id": .string(push.apnsID), "apns_unique_id": APIJSON.optional(push.apnsUniqueID),
+            "attempts": .integer(Int64(push.attempts)), "created_at": APIJSON.date(push.createdAt),
+            "updated_at": APIJSON.date(push.updatedAt), "sent_at": APIJSON.date(push.sentAt),
+        ])
+    }
+}

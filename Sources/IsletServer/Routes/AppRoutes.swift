@@ -1,0 +1,184 @@
+import Foundation
+import HTTPServer
+import IsletCore
+import IsletCrypto
+import Storage
+
+/// The admin routes: create, list, read and change apps, and rotate their keys.
+struct AppRoutes: Sendable {
+    let context: ServerContext
+
+    var routes: [APIRoute] {
+        [
+            APIRoute(
+                "POST", "/v1/apps", summary: "Create an app; its server and device keys are returned once.",
+                access: .admin, body: OpenAPISchemas.createApp,
+                responses: [(201, "The app, with its keys"), (422, "A field is invalid")]
+            ) { request, _ in try await create(request) },
+            APIRoute(
+                "GET", "/v1/apps", summary: "List the apps.", access: .admin,
+                responses: [(200, "Every app")]
+            ) { request, _ in try await list(request) },
+            APIRoute(
+                "GET", "/v1/apps/{app_id}", summary: "Read an app.", access: .admin,
+                responses: [(200, "The app"), (404, "No such app")]
+            ) { request, parameters in try await show(request, appID: parameters["app_id"] ?? "") },
+            APIRoute(
+                "PATCH", "/v1/apps/{app_id}",
+                summary: "Change an app's name, bundle id or APNs credentials (replaced as a whole group; null removes them).",
+                access: .admin, body: OpenAPISchemas.updateApp,
+                responses: [(200, "The app"), (404, "No such app"), (422, "A field is invalid")]
+            ) { request, parameters in try await update(request, appID: parameters["app_id"] ?? "") },
+            APIRoute(
+                "POST", "/v1/apps/{app_id}/keys/rotate",
+                summary: "Replace both app keys; the old ones stop working at once.", access: .admin,
+                responses: [(200, "The new keys"), (404, "No such app")]
+            ) { request, parameters in try await rotate(request, appID: parameters["app_id"] ?? "") },
+        ]
+    }
+
+    // MARK: - Handlers
+
+    private func create(_ request: HTTPRequest) async throws -> HTTPResponse {
+        try Authentication.requireAdmin(request, context: context)
+        let body = try RequestBody(request)
+        let name = body.root.string("name", required: true, maxLength: 200)
+        let bundleID = Self.bundleID(body.root, required: true)
+        let credentials = Self.credentials(body.root)
+        try body.finish()
+        let serverKey = try AppKeys.generate(.server)
+        let deviceKey = try AppKeys.generate(.device)
+        let now = context.clock.now()
+        let app = AppRecord(
+            id: try AppKeys.appID(), name: name!, bundleID: bundleID!, credentials: credentials ?? nil,
+            serverKeyHash: Authentication.hash(serverKey), deviceKeyHash: Authentication.hash(deviceKey),
+            createdAt: now, updatedAt: now)
+        try await context.store.write { try $0.insertApp(app) }
+        if let credentials = app.credentials { context.credentialsChanged(credentials) }
+        context.logger.notice("app created", ("app", .string(app.id)), ("bundle_id", .string(app.bundleID)))
+        var json = Self.json(app)
+        json["server_key"] = .string(serverKey)
+        json["device_key"] = .string(deviceKey)
+        return APIJSON.response(status: 201, .object(json))
+    }
+
+    private func list(_ request: HTTPRequest) async throws -> HTTPResponse {
+        try Authentication.requireAdmin(request, context: context)
+        let apps = try await context.store.read { try $0.apps() }
+        return APIJSON.response(.object(["items": .array(apps.map { .object(Self.json($0)) })]))
+    }
+
+    private func show(_ request: HTTPRequest, appID: String) async throws -> HTTPResponse {
+        try Authentication.requireAdmin(request, context: context)
+        return APIJSON.response(.object(Self.json(try await app(appID))))
+    }
+
+    private func update(_ request: HTTPRequest, appID: String) async throws -> HTTPResponse {
+        try Authentication.requireAdmin(request, context: context)
+        var app = try await app(appID)
+        let body = try RequestBody(request)
+        let name = body.root.string("name", maxLength: 200)
+        let bundleID = Self.bundleID(body.root, required: false)
+        let credentials = Self.credentials(body.root)
+        try body.finish()
+        if let name { app.name = name }
+        if let bundleID { app.bundleID = bundleID }
+        if let credentials { app.credentials = credentials }
+        app.updatedAt = max(context.clock.now(), app.updatedAt.addingTimeInterval(0.001))
+        let updated = app
+        try await context.store.write { try $0.updateApp(updated) }
+        if let added = updated.credentials, credentials != nil { context.credentialsChanged(added) }
+        return APIJSON.response(.object(Self.json(updated)))
+    }
+
+    private func rotate(_ request: HTTPRequest, appID: String) async throws -> HTTPResponse {
+        try Authentication.requireAdmin(request, context: context)
+        var app = try await app(appID)
+        let serverKey = try AppKeys.generate(.server)
+        let deviceKey = try AppKeys.generate(.device)
+        app.serverKeyHash = Authentication.hash(serverKey)
+        app.deviceKeyHash = Authentication.hash(deviceKey)
+        app.updatedAt = max(context.clock.now(), app.updatedAt.addingTimeInterval(0.001))
+        let rotated = app
+        try await context.store.write { try $0.updateApp(rotated) }
+        context.logger.notice("app keys rotated", ("app", .string(app.id)))
+        return APIJSON.response(.object([
+            "id": .string(app.id), "server_key": .string(serverKey), "device_key": .string(deviceKey),
+        ]))
+    }
+
+    private func app(_ appID: String) async throws -> AppRecord {
+        guard let app = try await context.store.read({ try $0.app(id: appID) }) else {
+            throw Problem(status: 404, detail: "There is no app \(appID).")
+        }
+        return app
+    }
+
+    // MARK: - Fields
+
+    /// A bundle id: letters, digits, `-` and `.`, without a push-type suffix.
+    private static func bundleID(_ object: ObjectReader, required: Bool) -> String? {
+        guard let text = object.string("bundle_id", required: required, maxLength: 155) else { return nil }
+        let allowed = text.unicodeScalars.allSatisfy {
+            ("a"..."z").contains($0) || ("A"..."Z").contains($0) || ("0"..."9").contains($0) || $0 == "-" || $0 == "."
+        }
+        guard allowed, !text.hasPrefix("."), !text.hasSuffix("."), !text.contains("..") else {
+            object.fail("bundle_id", "must be a bundle id such as com.example.app (letters, digits, - and .)")
+            return nil
+        }
+        guard !text.contains(".push-type.") else {
+            object.fail("bundle_id", "must be the bare bundle id, without a .push-type. suffix")
+            return nil
+        }
+        return text
+    }
+
+    /// The `apns` group: `nil` when absent, `.some(nil)` when null (remove), else
+    /// all three fields checked together.
+    private static func credentials(_ object: ObjectReader) -> APNsCredentials?? {
+        if object.isNull("apns") { return .some(nil) }
+        guard let apns = object.object("apns") else { return nil }
+        let teamID = appleID(apns, "team_id")
+        let keyID = appleID(apns, "key_id")
+        let pem = apns.string("private_key", maxLength: 10_000)
+        let given = [("team_id", apns.has("team_id")), ("key_id", apns.has("key_id")), ("private_key", apns.has("private_key"))]
+        let missing = given.filter { !$0.1 }.map(\.0)
+        if !missing.isEmpty {
+            for field in missing {
+                apns.fail(field, "is required: APNs credentials are team_id, key_id and private_key together")
+            }
+            return nil
+        }
+        guard let teamID, let keyID, let pem else { return nil }
+        do {
+            _ = try P256.SigningKey(pemRepresentation: pem)
+        } catch {
+            apns.fail("private_key", "must be the .p8 key's PEM text (a P-256 private key): \(error)")
+            return nil
+        }
+        return APNsCredentials(teamID: teamID, keyID: keyID, privateKeyPEM: pem)
+    }
+
+    /// A team id or key id: 10 characters, upper-case letters and digits.
+    private static func appleID(_ object: ObjectReader, _ key: String) -> String? {
+        guard let text = object.string(key, maxLength: 10) else { return nil }
+        guard text.count == 10, text.unicodeScalars.allSatisfy({ ("A"..."Z").contains($0) || ("0"..."9").contains($0) }) else {
+            object.fail(key, "must be 10 upper-case letters and digits, as in the Apple developer account")
+            return nil
+        }
+        return text
+    }
+
+    static func json(_ app: AppRecord) -> [String: JSONValue] {
+        var json: [String: JSONValue] = [
+            "id": .string(app.id), "name": .string(app.name), "bundle_id": .string(app.bundleID),
+            "created_at": APIJSON.date(app.createdAt), "updated_at": APIJSON.date(app.updatedAt),
+        ]
+        if let credentials = app.credentials {
+            json["apns"] = ["team_id": .string(credentials.teamID), "key_id": .string(credentials.keyID)]
+        } else {
+            json["apns"] = .null
+        }
+        return json
+    }
+}

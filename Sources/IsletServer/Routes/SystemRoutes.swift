@@ -1,0 +1,89 @@
+import Delivery
+import Foundation
+import HTTP2
+import HTTPServer
+import IsletCore
+import IsletCrypto
+import Storage
+
+/// The open routes: `GET /healthz`, `GET /v1/version`, `GET /metrics` and
+/// `GET /openapi.json`.
+struct SystemRoutes: Sendable {
+    let store: Store
+    let delivery: DeliveryWorker?
+    let requestMetrics: RequestMetrics?
+    /// The whole route list, for the OpenAPI document (set once the list is built).
+    let document: @Sendable () -> JSONValue
+
+    var routes: [APIRoute] {
+        [
+            APIRoute("GET", "/healthz", summary: "Health: the database answers.", access: .open,
+                     responses: [(200, "Healthy"), (503, "The database does not answer")]) { _, _ in await health() },
+            APIRoute("GET", "/v1/version", summary: "Version of Islet, its schema and its libraries.", access: .open,
+                     responses: [(200, "Versions")]) { _, _ in await version() },
+            APIRoute("GET", "/metrics", summary: "Prometheus metrics.", access: .open,
+                     responses: [(200, "Prometheus text exposition")]) { _, _ in await metrics() },
+            APIRoute("GET", "/openapi.json", summary: "This API's OpenAPI 3.1 document.", access: .open,
+                     responses: [(200, "The document")]) { _, _ in APIJSON.response(document()) },
+        ]
+    }
+
+    func health() async -> HTTPResponse {
+        do {
+            _ = try await store.read { try $0.queueDepth() }
+            return APIJSON.response(["status": "ok", "checks": ["database": "ok"]])
+        } catch {
+            return APIJSON.response(status: 503, ["status": "unavailable", "checks": ["database": .string("\(error)")]])
+        }
+    }
+
+    func version() async -> HTTPResponse {
+        let schema = (try? await store.database.read { try Migrator.currentVersion($0) }) ?? 0
+        return APIJSON.response([
+            "name": "islet", "version": .string(IsletVersion.current), "schema_version": .integer(Int64(schema)),
+            "libraries": [
+                "openssl": .string(CryptoLibrary.version), "nghttp2": .string(HTTP2Library.version),
+                "libmicrohttpd": .string(HTTPServer.libraryVersion), "sqlite": .string(SQLiteConnection.libraryVersion),
+                "libpq": .string(PostgresLibrary.version),
+            ],
+        ])
+    }
+
+    func metrics() async -> HTTPResponse {
+        var text = ""
+        text += "# HELP islet_http_requests_total API requests by route pattern, method and status.\n"
+        text += "# TYPE islet_http_requests_total counter\n"
+        for (key, count) in (requestMetrics?.snapshot() ?? [:]).sorted(by: { $0.key < $1.key }) {
+            text += "islet_http_requests_total{route=\(label(key.route)),method=\(label(key.method)),status=\"\(key.status)\"} \(count)\n"
+        }
+        if let delivery {
+            let snapshot = delivery.metrics.snapshot()
+            text += "# HELP islet_pushes_total Pushes settled by APNs, by result and reason.\n"
+            text += "# TYPE islet_pushes_total counter\n"
+            for (key, count) in snapshot.pushes.sorted(by: { $0.key < $1.key }) {
+                text += "islet_pushes_total{result=\(label(key.result)),reason=\(label(key.reason))} \(count)\n"
+            }
+            text += "# HELP islet_push_send_seconds Time from handing a push to the APNs client to its settled answer.\n"
+            text += "# TYPE islet_push_send_seconds histogram\n"
+            for (index, bound) in DeliveryMetrics.latencyBuckets.enumerated() {
+                text += "islet_push_send_seconds_bucket{le=\"\(bound)\"} \(snapshot.latencyCounts[index])\n"
+            }
+            text += "islet_push_send_seconds_bucket{le=\"+Inf\"} \(snapshot.latencyCounts.last ?? 0)\n"
+            text += "islet_push_send_seconds_sum \(snapshot.latencySum)\n"
+            text += "islet_push_send_seconds_count \(snapshot.latencyCount)\n"
+            text += "# HELP islet_push_in_flight Pushes handed to APNs and not yet answered.\n"
+            text += "# TYPE islet_push_in_flight gauge\n"
+            text += "islet_push_in_flight \(delivery.inFlight)\n"
+        }
+        let depth = (try? await store.read { try $0.queueDepth() }) ?? -1
+        text += "# HELP islet_push_queue_depth Pushes queued or in flight.\n"
+        text += "# TYPE islet_push_queue_depth gauge\n"
+        text += "islet_push_queue_depth \(depth)\n"
+        return HTTPResponse(status: 200, contentType: "text/plain; version=0.0.4; charset=utf-8", body: Data(text.utf8))
+    }
+
+    private func label(_ value: String) -> String {
+        "\"" + value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+            .replacingOccurrences(of: "\n", with: "\\n") + "\""
+    }
+}

@@ -1,0 +1,51 @@
+import Foundation
+import IsletCore
+import IsletServer
+
+/// The newcomer's walk-through `islet serve --simulator` prints: one activity's whole
+/// life, as curl commands against this very server and its simulator.
+enum Walkthrough {
+    static func text(application: Application, demo: DemoApp) -> String {
+        let host = application.configuration.host.contains(":") ? "[\(application.configuration.host)]" : application.configuration.host
+        let api = "http://\(host):\(application.port)"
+        let inspect = application.simulator?.inspectPort.map { "http://127.0.0.1:\($0)" } ?? "(no inspection port)"
+        var random = SystemRandomNumberGenerator()
+        let startToken = PushToken.make(byteCount: 32, using: &random)
+        let json = "-H 'Content-Type: application/json'"
+        return """
+
+            Islet is running with the APNs simulator in-process (pushes go nowhere near Apple).
+            \(demo.created ? "A demo app was created" : "The demo app was given fresh keys"): \(demo.appID) (bundle id \(demo.bundleID)).
+
+            Paste into another shell:
+
+              export ISLET=\(api) SIM=\(inspect) APP=\(demo.appID)
+              export SERVER_KEY=\(demo.serverKey)
+              export DEVICE_KEY=\(demo.deviceKey)
+
+            1. The app registers its device and a push-to-start token for its activity type:
+              curl -sX PUT $ISLET/v1/apps/$APP/devices/phone-1 -H "Authorization: Bearer $DEVICE_KEY" \(json) -d '{"platform":"ios","environment":"sandbox","user_id":"user-1"}'
+              curl -sX PUT $ISLET/v1/apps/$APP/devices/phone-1/push-to-start/DeliveryAttributes -H "Authorization: Bearer $DEVICE_KEY" \(json) -d '{"token":"\(startToken)"}'
+
+            2. Your backend starts an activity on the user's devices:
+              curl -sX POST $ISLET/v1/apps/$APP/activities -H "Authorization: Bearer $SERVER_KEY" \(json) -d '{"activity_id":"order-42","activity_type":"DeliveryAttributes","attributes":{"order":"42"},"content_state":{"status":"preparing","eta_minutes":25},"alert":{"title":"Order 42","body":"We are preparing your order"},"audience":{"user_ids":["user-1"]}}'
+
+            3. The simulated phone shows it and mints an update token; the app registers it:
+              curl -s $SIM/activities
+              TOKEN=$(curl -s $SIM/activities | tr ',' '\\n' | sed -n 's/.*"update_token":"\\([0-9a-f]*\\)".*/\\1/p' | tail -1)
+              curl -sX PUT $ISLET/v1/apps/$APP/devices/phone-1/activities/order-42 -H "Authorization: Bearer $DEVICE_KEY" \(json) -d "{\\"activity_type\\":\\"DeliveryAttributes\\",\\"token\\":\\"$TOKEN\\"}"
+
+            4. Your backend updates it, then ends it:
+              curl -sX POST $ISLET/v1/apps/$APP/activities/order-42/update -H "Authorization: Bearer $SERVER_KEY" \(json) -d '{"content_state":{"status":"on the way","eta_minutes":10}}'
+              curl -sX POST $ISLET/v1/apps/$APP/activities/order-42/end -H "Authorization: Bearer $SERVER_KEY" \(json) -d '{"content_state":{"status":"delivered","eta_minutes":0}}'
+
+            5. See what happened, on the server and on the simulated phone:
+              curl -s $ISLET/v1/apps/$APP/activities/order-42 -H "Authorization: Bearer $SERVER_KEY"
+              curl -s $ISLET/v1/apps/$APP/activities/order-42/pushes -H "Authorization: Bearer $SERVER_KEY"
+              curl -s $SIM/activities
+
+            The API is described at $ISLET/openapi.json; metrics at $ISLET/metrics.
+
+            """
+    }
+}
