@@ -202,6 +202,7 @@ public func buildApplication(
     let client = APNsClient(configuration: clientConfiguration, clock: clock)
     var deliveryConfiguration = DeliveryConfiguration()
     deliveryConfiguration.lifecycle = configuration.lifecycleWindows
+    deliveryConfiguration.maxInFlight = configuration.deliveryMaxInFlight
     let delivery = DeliveryWorker(store: store, client: client, configuration: deliveryConfiguration, clock: clock, logger: logger)
 
     let trust: @Sendable (APNsCredentials) -> Void = { [simulator] credentials in

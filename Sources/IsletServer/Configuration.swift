@@ -39,6 +39,8 @@ public struct Configuration: Sendable, Equatable {
     public var simulatorPort = 2197
     /// The embedded simulator's inspection port (0 picks a free one).
     public var simulatorInspectPort = 2198
+    /// Pushes handed to APNs and not yet answered, at most.
+    public var deliveryMaxInFlight = 2_000
     /// Hours from an activity's start during which it may be updated.
     public var updateWindowHours = 8.0
     /// Hours after the update window during which it may still be ended.
@@ -193,6 +195,12 @@ public struct Configuration: Sendable, Equatable {
                 help: "Inspection port of the in-process simulator; 0 picks a free port.") { config, value in
             guard let port = Int(value), (0...65_535).contains(port) else { return "not a port number (0-65535)" }
             config.simulatorInspectPort = port
+            return nil
+        },
+        Setting(flag: "--delivery-max-in-flight", environment: "ISLET_DELIVERY_MAX_IN_FLIGHT", defaultText: "2000",
+                help: "Pushes handed to APNs and not yet answered, at most.") { config, value in
+            guard let count = Int(value), (1...100_000).contains(count) else { return "not a count from 1 to 100000" }
+            config.deliveryMaxInFlight = count
             return nil
         },
         Setting(flag: "--update-window-hours", environment: "ISLET_UPDATE_WINDOW_HOURS", defaultText: "8",
