@@ -82,6 +82,7 @@ struct ActivityRoutes: Sendable {
         let bundleID = app.bundleID
         try Self.requireCredentials(app)
         return try await Idempotency.perform(request, appID: appID, context: context) { session, now in
+            let built = try Self.build(push, bundleID: bundleID, now: now, lastTimestamp: nil)
             if let existing = try session.activity(appID: appID, activityID: activityID!),
                 context.lifecycle.effectiveStatus(existing.status, startedAt: existing.startedAt, now: now) != .ended
             {
@@ -89,7 +90,6 @@ struct ActivityRoutes: Sendable {
                     status: 409,
                     detail: "Activity \(activityID!) is already running (\(existing.status.rawValue)); end it first or use another id.")
             }
-            let built = try Self.build(push, bundleID: bundleID, now: now, lastTimestamp: nil)
             let targets = try session.startTargets(appID: appID, audience: audience!, activityType: activityType!)
             guard !targets.isEmpty else {
                 let size = try session.audienceSize(appID: appID, audience: audience!)

@@ -1,0 +1,117 @@
+import APNsSimulator
+import Foundation
+import HTTP2
+import IsletCore
+import IsletCrypto
+import IsletTesting
+import Testing
+
+/// `islet serve` killed with SIGKILL in the middle of a fan-out, and started again
+/// on the same database.
+@Suite("Crash recovery of islet serve")
+struct CrashRecoveryTests {
+    let executable = builtProductPath("islet")
+
+    /// Starts `islet serve` and answers the process and its API port.
+    func launch(_ arguments: [String]) async throws -> (Process, Int, ServeProcessTests.OutputCollector) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = ["serve", "--port", "0", "--log-format", "json"] + arguments
+        let errorPipe = Pipe()
+        process.standardError = errorPipe
+        process.standardOutput = Pipe()
+        let output = ServeProcessTests.OutputCollector(errorPipe)
+        try process.run()
+        var port: Int?
+        for _ in 0..<800 where port == nil {
+            try await Task.sleep(for: .milliseconds(25))
+            port = output.value.split(separator: "\n").lazy.compactMap { line -> Int? in
+                guard let object = try? JSONValue(parsing: Data(line.utf8)), object["msg"] == "listening",
+                    let url = object["url"]?.stringValue
+                else { return nil }
+                return Int(url.split(separator: ":").last ?? "")
+            }.first
+        }
+        return (process, try #require(port, "no listening line in: \(output.value)"), output)
+    }
+
+    @Test func aKilledServerLosesNothingMidFanOut() async throws {
+        try #require(FileManager.default.isExecutableFile(atPath: executable), "islet not built at \(executable)")
+        try await withTemporaryDirectory { dir in
+            let signingKey = try P256.SigningKey.generate()
+            var options = APNsSimulatorOptions()
+            options.port = 0
+            options.inspectPort = nil
+            options.latency = .milliseconds(400)
+            options.engine.trustedKeys = [TrustedKey(keyID: "KEYID00001", teamID: "TEAMID0001", publicKey: signingKey.publicKey)]
+            let simulator = try APNsSimulator(options: options)
+            try simulator.start()
+            let caFile = dir.appendingPathComponent("ca.pem")
+            try #require(simulator.caCertificatePEM).write(to: caFile, atomically: true, encoding: .utf8)
+            let arguments = [
+                "--data-dir", dir.appendingPathComponent("data").path, "--admin-token", ServerHarness.adminToken,
+                "--apns-sandbox-url", "https://127.0.0.1:\(simulator.port)",
+                "--apns-production-url", "https://127.0.0.1:\(simulator.port)", "--apns-ca-file", caFile.path,
+                "--delivery-max-in-flight", "20",
+            ]
+
+            var (process, port, _) = try await launch(arguments)
+            func call(_ method: String, _ path: String, _ key: String, _ body: JSONValue? = nil) async throws -> JSONValue {
+                var headers = ["Authorization": "Bearer \(key)"]
+                if body != nil { headers["Content-Type"] = "application/json" }
+                let response = try await httpRequest(
+                    port: port, method: method, path: path, headers: headers, body: body.map { Data($0.jsonText.utf8) })
+                return (try? JSONValue(parsing: response.body)) ?? .null
+            }
+            let app = try await call("POST", "/v1/apps", ServerHarness.adminToken, [
+                "name": "Fans", "bundle_id": "com.example.fans",
+                "apns": ["team_id": "TEAMID0001", "key_id": "KEYID00001", "private_key": .string(signingKey.pemRepresentation)],
+            ])
+            let appID = try #require(app["id"]?.stringValue)
+            let serverKey = try #require(app["server_key"]?.stringValue)
+            let deviceKey = try #require(app["device_key"]?.stringValue)
+            let devices = 120
+            for index in 0..<devices {
+                _ = try await call("PUT", "/v1/apps/\(appID)/devices/phone-\(index)", deviceKey, [
+                    "platform": "ios", "environment": "sandbox", "tags": ["fans"],
+                ])
+                _ = try await call(
+                    "PUT", "/v1/apps/\(appID)/devices/phone-\(index)/push-to-start/MatchAttributes", deviceKey,
+                    ["token": .string(ServerHarness.token())])
+            }
+            let started = try await call("POST", "/v1/apps/\(appID)/activities", serverKey, [
+                "activity_id": "final", "activity_type": "MatchAttributes", "attributes": ["home": "A", "away": "B"],
+                "content_state": ["home": 0, "away": 0], "alert": ["title": "Kick-off", "body": "A v B"],
+                "audience": ["tags": ["fans"]],
+            ])
+            #expect(started["targets"]?.int64Value == Int64(devices))
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            #expect(process.terminationReason == .uncaughtSignal)
+            let beforeRestart = simulator.engine.pushes().count
+            #expect(beforeRestart < devices, "the kill came after the fan-out finished")
+
+            (process, port, _) = try await launch(arguments)
+            var items: [JSONValue] = []
+            let deadline = Date().addingTimeInterval(60)
+            while Date() < deadline {
+                items = try await call("GET", "/v1/apps/\(appID)/activities/final/pushes", serverKey)["items"]?.arrayValue ?? []
+                if items.count == devices && items.allSatisfy({ $0["status"] == "sent" }) { break }
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            process.terminate()
+            process.waitUntilExit()
+            await simulator.shutdown()
+
+            #expect(items.count == devices)
+            #expect(items.allSatisfy { $0["status"] == "sent" })
+            // Every push reached the simulator, each with the apns-id Islet recorded;
+            // one in flight at the kill was sent again with the same apns-id.
+            let recorded = Set(items.compactMap { $0["apns_id"]?.stringValue })
+            let received = Set(simulator.engine.pushes().compactMap { $0.headers["apns-id"] })
+            #expect(recorded.count == devices)
+            #expect(received == recorded)
+            #expect(Set(simulator.engine.pushes().compactMap(\.token)).count == devices)
+        }
+    }
+}
