@@ -3,7 +3,7 @@ SHELL := /bin/bash
 SWIFT ?= swift
 # WERROR=1 turns compiler warnings into errors (CI sets it).
 SWIFT_FLAGS := $(if $(filter 1,$(WERROR)),-Xswiftc -warnings-as-errors,)
-# Extra arguments for `islet serve`, e.g. make run ARGS="--port 9000".
+# Extra arguments for `islet serve --simulator`, e.g. make run ARGS="--port 9000".
 ARGS ?=
 
 .PHONY: all deps build run test clean
@@ -17,7 +17,7 @@ build: deps
 	$(SWIFT) build -c release --product islet $(SWIFT_FLAGS)
 
 run: build
-	.build/release/islet serve $(ARGS)
+	.build/release/islet serve --simulator $(ARGS)
 
 test: deps
 	$(SWIFT) build --build-tests $(SWIFT_FLAGS)

@@ -1,4 +1,5 @@
 import Foundation
+import IsletCore
 import IsletTesting
 import Synchronization
 import Testing
@@ -72,5 +73,73 @@ struct ServeProcessTests {
         let result = try runCommand(executable, ["serv"])
         #expect(result.status == 2)
         #expect(result.error.hasPrefix("islet: unknown command \"serv\""))
+    }
+
+    @Test func simulatorModePrintsAWalkThroughThatWorks() async throws {
+        try #require(FileManager.default.isExecutableFile(atPath: executable), "islet not built at \(executable)")
+        try await withTemporaryDirectory { dir in
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: executable)
+            process.arguments = [
+                "serve", "--simulator", "--port", "0", "--simulator-port", "0", "--simulator-inspect-port", "0",
+                "--data-dir", dir.path,
+            ]
+            let outputPipe = Pipe()
+            process.standardOutput = outputPipe
+            process.standardError = Pipe()
+            let output = OutputCollector(outputPipe)
+            try process.run()
+            defer { process.terminate(); process.waitUntilExit() }
+            var exports: [String: String] = [:]
+            for _ in 0..<400 where exports["DEVICE_KEY"] == nil {
+                try await Task.sleep(for: .milliseconds(25))
+                for line in output.value.split(separator: "\n") where line.hasPrefix("  export ") {
+                    for pair in line.dropFirst("  export ".count).split(separator: " ") {
+                        let parts = pair.split(separator: "=", maxSplits: 1)
+                        if parts.count == 2 { exports[String(parts[0])] = String(parts[1]) }
+                    }
+                }
+            }
+            let text = output.value
+            #expect(text.contains("Admin token (generated once"))
+            let api = try #require(exports["ISLET"].flatMap { Int($0.split(separator: ":").last ?? "") })
+            let sim = try #require(exports["SIM"].flatMap { Int($0.split(separator: ":").last ?? "") })
+            let app = try #require(exports["APP"])
+            let serverKey = try #require(exports["SERVER_KEY"])
+            let deviceKey = try #require(exports["DEVICE_KEY"])
+            // The walk-through's own bodies, sent as printed.
+            func body(after marker: String) throws -> String {
+                let line = try #require(text.split(separator: "\n").first { $0.contains(marker) && $0.contains("-d '") })
+                let start = try #require(line.range(of: "-d '"))
+                return String(line[start.upperBound...].dropLast())
+            }
+            func call(_ method: String, _ path: String, _ key: String, _ body: String?) async throws -> RawHTTPResponse {
+                try await httpRequest(
+                    port: api, method: method, path: path,
+                    headers: ["Authorization": "Bearer \(key)", "Content-Type": "application/json"], body: body.map { Data($0.utf8) })
+            }
+            #expect(try await call("PUT", "/v1/apps/\(app)/devices/phone-1", deviceKey, try body(after: "/devices/phone-1 ")).status == 201)
+            #expect(try await call("PUT", "/v1/apps/\(app)/devices/phone-1/push-to-start/DeliveryAttributes", deviceKey, try body(after: "/push-to-start/")).status == 201)
+            #expect(try await call("POST", "/v1/apps/\(app)/activities", serverKey, try body(after: "/activities -H")).status == 202)
+            var token: String?
+            for _ in 0..<400 where token == nil {
+                try await Task.sleep(for: .milliseconds(25))
+                let activities = try await httpRequest(port: sim, path: "/activities")
+                token = (try? JSONValue(parsing: activities.body))?["activities"]?.arrayValue?.first?["update_token"]?.stringValue
+            }
+            let updateToken = try #require(token)
+            #expect(try await call(
+                "PUT", "/v1/apps/\(app)/devices/phone-1/activities/order-42", deviceKey,
+                #"{"activity_type":"DeliveryAttributes","token":""# + updateToken + #""}"#).status == 201)
+            #expect(try await call("POST", "/v1/apps/\(app)/activities/order-42/update", serverKey, try body(after: "/update ")).status == 202)
+            #expect(try await call("POST", "/v1/apps/\(app)/activities/order-42/end", serverKey, try body(after: "/end ")).status == 202)
+            var status: String?
+            for _ in 0..<400 where status != "ended" {
+                try await Task.sleep(for: .milliseconds(25))
+                let activities = try await httpRequest(port: sim, path: "/activities")
+                status = (try? JSONValue(parsing: activities.body))?["activities"]?.arrayValue?.first?["status"]?.stringValue
+            }
+            #expect(status == "ended")
+        }
     }
 }

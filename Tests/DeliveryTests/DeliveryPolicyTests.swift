@@ -1,0 +1,68 @@
+import APNs
+import Delivery
+import Foundation
+import IsletCore
+import Testing
+
+@Suite("Delivery policy")
+struct DeliveryPolicyTests {
+    let now = Date(timeIntervalSince1970: 1_800_000_000)
+    let policy: DeliveryPolicy = {
+        var configuration = DeliveryConfiguration()
+        configuration.retryBase = 5
+        configuration.retryMax = 60
+        configuration.maxRounds = 4
+        configuration.maxAge = 3600
+        return DeliveryPolicy(configuration: configuration)
+    }()
+
+    func result(_ disposition: APNsDisposition, status: Int? = nil, reason: APNsReason? = nil) -> APNsResult {
+        APNsResult(
+            disposition: disposition, response: status.map { APNsResponse(status: $0, reason: reason) }, attempts: 1,
+            apnsID: "5e5bd6c8-2d4e-4d3c-9f0a-2b6f1e0f7a11")
+    }
+
+    func decide(_ result: APNsResult, round: Int = 1, switched: Bool = false, queuedAgo: TimeInterval = 0, jitter: Double = 1) -> DeliveryDecision {
+        policy.decide(
+            result, round: round, queuedAt: now.addingTimeInterval(-queuedAgo), environmentSwitched: switched,
+            environment: .sandbox, now: now, jitter: jitter)
+    }
+
+    @Test func deliveredIsSent() {
+        #expect(decide(result(.delivered, status: 200)) == .sent)
+    }
+
+    @Test func badDeviceTokenTriesTheOtherEnvironmentOnce() {
+        let bad = result(.tokenDead(since: nil), status: 400, reason: .badDeviceToken)
+        #expect(decide(bad) == .switchEnvironment(to: .production))
+        #expect(decide(bad, switched: true) == .deadToken(since: nil))
+    }
+
+    @Test func unregisteredIsDeadWithItsTimestamp() {
+        let since = now.addingTimeInterval(-60)
+        let gone = result(.tokenDead(since: since), status: 410, reason: .unregistered)
+        #expect(decide(gone) == .deadToken(since: since))
+    }
+
+    @Test func passingFaultsBackOffExponentiallyWithJitterThenGiveUp() {
+        let busy = result(.retry, status: 503, reason: .serviceUnavailable)
+        #expect(decide(busy, round: 1) == .retry(after: 5))
+        #expect(decide(busy, round: 2) == .retry(after: 10))
+        #expect(decide(busy, round: 3, jitter: 0.5) == .retry(after: 10))
+        #expect(decide(busy, round: 4) == .failed)
+        #expect(decide(result(.retryLater, status: 429, reason: .tooManyRequests), round: 1, queuedAgo: 3599) == .failed)
+    }
+
+    @Test func refusalsThatNoRetryCanFixFail() {
+        #expect(decide(result(.rejected, status: 413, reason: .payloadTooLarge)) == .failed)
+        #expect(decide(result(.wrongTopic, status: 400, reason: .deviceTokenNotForTopic)) == .failed)
+        #expect(decide(result(.credentialsRejected, status: 403, reason: .invalidProviderToken)) == .failed)
+    }
+
+    @Test func reasonsComeFromAPNsOrTheClient() {
+        #expect(DeliveryPolicy.reason(result(.rejected, status: 400, reason: .badTopic)) == "BadTopic")
+        let transport = APNsResult(disposition: .retry, error: APNsError(.transport, "reset"), attempts: 5, apnsID: "x")
+        #expect(DeliveryPolicy.reason(transport) == "transport")
+        #expect(DeliveryPolicy.reason(result(.delivered, status: 200)) == nil)
+    }
+}
