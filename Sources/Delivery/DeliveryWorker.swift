@@ -159,9 +159,9 @@ public final class DeliveryWorker: Sendable {
     }
 
     /// When to look at the queue again: when the next retry is due, and at least
-    /// every second (so that an injected clock moved forward is noticed).
+    /// every quarter second (so that an injected clock moved forward is noticed).
     private func nextWake() -> Date {
-        let ceiling = Date().addingTimeInterval(1)
+        let ceiling = Date().addingTimeInterval(0.25)
         guard let due = try? store.readNow({ try $0.nextDueTime() }) else { return ceiling }
         let delay = due.timeIntervalSince(clock.now())
         if delay <= 0 && inFlight < configuration.maxInFlight { return Date() }

@@ -175,4 +175,30 @@ struct DeadTokenTests {
             #expect(asUpdate.errorFields == ["token"])
         }
     }
+
+    @Test func passingFaultsAreRetriedWithTheSameApnsID() async throws {
+        try await ServerHarness.with(simulators: { options in
+            options.engine.faultInjection = try! FaultInjection(failRate: 0.5, failStatus: .serviceUnavailable)
+        }) { h in
+            let app = try await h.createApp()
+            for index in 0..<20 {
+                try await h.registerStartable(app, "phone-\(index)", userID: "fan")
+            }
+            #expect(try await h.start(app, "final", audience: ["user_ids": ["fan"]])["targets"]?.int64Value == 20)
+            // Backoffs and the circuit breaker follow the shared clock: move it on
+            // while waiting.
+            var pushes: [JSONValue] = []
+            _ = try await h.eventually {
+                h.clock.advance(by: 2)
+                pushes = try await h.call("GET", "/v1/apps/\(app.id)/activities/final/pushes", key: app.serverKey)["items"]?.arrayValue ?? []
+                return pushes.count == 20 && pushes.allSatisfy { $0["status"]?.stringValue == "sent" }
+            }
+            #expect(pushes.allSatisfy { $0["status"]?.stringValue == "sent" })
+            let attempts = pushes.compactMap { $0["attempts"]?.int64Value }.reduce(0, +)
+            #expect(attempts > 20)
+            let received = h.sandbox.engine.pushes()
+            #expect(received.count == Int(attempts))
+            #expect(Set(received.compactMap { $0.headers["apns-id"] }) == Set(pushes.compactMap { $0["apns_id"]?.stringValue }))
+        }
+    }
 }
