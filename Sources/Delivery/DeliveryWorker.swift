@@ -147,7 +147,11 @@ public final class DeliveryWorker: Sendable {
                 nextSweep = now.addingTimeInterval(configuration.sweepInterval)
             }
             let room = configuration.maxInFlight - self.inFlight
-            if room > 0 { claimAndSend(limit: room) }
+            if room > 0 && !claimAndSend(limit: room) {
+                // The store refused; look again shortly rather than spin.
+                waitUntil = Date().addingTimeInterval(0.25)
+                continue
+            }
             waitUntil = nextWake()
         }
         let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
@@ -182,16 +186,18 @@ public final class DeliveryWorker: Sendable {
         }
     }
 
-    private func claimAndSend(limit: Int) {
+    /// Claims up to `limit` due pushes and sends them; answers false when the store
+    /// could not be read.
+    private func claimAndSend(limit: Int) -> Bool {
         let now = clock.now()
         let claimed: [ClaimedPush]
         do {
             claimed = try store.writeNow { try $0.claimDuePushes(now: now, limit: limit) }
         } catch {
             logger.error("cannot claim pushes", ("error", .string("\(error)")))
-            return
+            return false
         }
-        guard !claimed.isEmpty else { return }
+        guard !claimed.isEmpty else { return true }
         var keysByApp: [String: CachedKey] = [:]
         for appID in Set(claimed.map(\.appID)) { keysByApp[appID] = signingKey(appID: appID) }
         state.withLock { $0.inFlight += claimed.count }
@@ -215,6 +221,7 @@ public final class DeliveryWorker: Sendable {
                 deliver(Answer(push: push, result: result, latency: seconds))
             }
         }
+        return true
     }
 
     private func deliver(_ answer: Answer) {

@@ -93,7 +93,7 @@ public struct Configuration: Sendable, Equatable {
         },
         Setting(flag: "--port", environment: "ISLET_PORT", defaultText: "8080",
                 help: "Port the HTTP API listens on; 0 picks a free port.") { config, value in
-            guard let port = Int(value), (0...65_535).contains(port) else { return "not a port number (0-65535)" }
+            guard let port = port(value) else { return "not a port number (0-65535)" }
             config.port = port
             return nil
         },
@@ -187,13 +187,13 @@ public struct Configuration: Sendable, Equatable {
         },
         Setting(flag: "--simulator-port", environment: "ISLET_SIMULATOR_PORT", defaultText: "2197",
                 help: "APNs port of the in-process simulator; 0 picks a free port.") { config, value in
-            guard let port = Int(value), (0...65_535).contains(port) else { return "not a port number (0-65535)" }
+            guard let port = port(value) else { return "not a port number (0-65535)" }
             config.simulatorPort = port
             return nil
         },
         Setting(flag: "--simulator-inspect-port", environment: "ISLET_SIMULATOR_INSPECT_PORT", defaultText: "2198",
                 help: "Inspection port of the in-process simulator; 0 picks a free port.") { config, value in
-            guard let port = Int(value), (0...65_535).contains(port) else { return "not a port number (0-65535)" }
+            guard let port = port(value) else { return "not a port number (0-65535)" }
             config.simulatorInspectPort = port
             return nil
         },
@@ -220,6 +220,11 @@ public struct Configuration: Sendable, Equatable {
             return nil
         },
     ]
+
+    private static func port(_ value: String) -> Int? {
+        guard let port = Int(value), (0...65_535).contains(port) else { return nil }
+        return port
+    }
 
     private static func urlProblem(_ value: String) -> String? {
         guard let url = URL(string: value), let scheme = url.scheme, ["https", "http"].contains(scheme), url.host != nil else {

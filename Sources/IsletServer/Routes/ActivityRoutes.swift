@@ -153,17 +153,10 @@ struct ActivityRoutes: Sendable {
                     detail: "Activity \(activityID) is past its update window (it closed at \(APIJSON.date(since).stringValue ?? "")); devices ignore updates now. It can still be ended.")
             }
             let built = try Self.build(push, bundleID: bundleID, now: now, lastTimestamp: activity.lastTimestamp)
-            let superseded = try session.supersedeQueuedUpdates(appID: appID, activityID: activityID, now: now)
-            let targets = try session.updateTargets(appID: appID, activityID: activityID)
-            try session.recordUpdate(appID: appID, activityID: activityID, contentState: contentState!, timestamp: built.timestamp!, now: now)
-            let sendID = try session.insertSend(appID: appID, activityID: activityID, content: Self.content(built, event: .update), now: now)
-            try session.enqueuePushes(
-                sendID: sendID, appID: appID, activityID: activityID, activityType: activity.activityType, event: .update,
-                tokenKind: .liveActivityUpdate, targets: targets, now: now, mintID: Self.mintID)
-            return (202, Data(JSONValue.object([
-                "activity_id": .string(activityID), "targets": .integer(Int64(targets.count)),
-                "superseded": .integer(Int64(superseded)),
-            ]).jsonText.utf8))
+            return try Self.sendToHolders(built, event: .update, activity: activity, appID: appID, session: session, now: now) {
+                try session.recordUpdate(
+                    appID: appID, activityID: activityID, contentState: contentState!, timestamp: built.timestamp!, now: now)
+            }
         }
     }
 
@@ -192,20 +185,33 @@ struct ActivityRoutes: Sendable {
             let finalState = contentState ?? activity.contentState
             let push = LiveActivityPush(event: .end, contentState: finalState, dismissalDate: dismissalDate)
             let built = try Self.build(push, bundleID: bundleID, now: now, lastTimestamp: activity.lastTimestamp)
-            let superseded = try session.supersedeQueuedUpdates(appID: appID, activityID: activityID, now: now)
-            let targets = try session.updateTargets(appID: appID, activityID: activityID)
-            try session.endActivity(
-                appID: appID, activityID: activityID, cause: .server, contentState: finalState,
-                timestamp: built.timestamp, at: now)
-            let sendID = try session.insertSend(appID: appID, activityID: activityID, content: Self.content(built, event: .end), now: now)
-            try session.enqueuePushes(
-                sendID: sendID, appID: appID, activityID: activityID, activityType: activity.activityType, event: .end,
-                tokenKind: .liveActivityUpdate, targets: targets, now: now, mintID: Self.mintID)
-            return (202, Data(JSONValue.object([
-                "activity_id": .string(activityID), "targets": .integer(Int64(targets.count)),
-                "superseded": .integer(Int64(superseded)),
-            ]).jsonText.utf8))
+            return try Self.sendToHolders(built, event: .end, activity: activity, appID: appID, session: session, now: now) {
+                try session.endActivity(
+                    appID: appID, activityID: activityID, cause: .server, contentState: finalState,
+                    timestamp: built.timestamp, at: now)
+            }
         }
+    }
+
+    /// Queues `built` to every device holding the activity, after dropping its
+    /// queued updates (the device shows only the newest) and running `record` (which
+    /// stores the new state). Answers 202 with the counts.
+    private static func sendToHolders(
+        _ built: BuiltPush, event: PushEvent, activity: ActivityRecord, appID: String, session: StoreSession, now: Date,
+        record: () throws -> Void
+    ) throws -> (status: Int, body: Data) {
+        let activityID = activity.activityID
+        let superseded = try session.supersedeQueuedUpdates(appID: appID, activityID: activityID, now: now)
+        let targets = try session.updateTargets(appID: appID, activityID: activityID)
+        try record()
+        let sendID = try session.insertSend(appID: appID, activityID: activityID, content: content(built, event: event), now: now)
+        try session.enqueuePushes(
+            sendID: sendID, appID: appID, activityID: activityID, activityType: activity.activityType, event: event,
+            tokenKind: .liveActivityUpdate, targets: targets, now: now, mintID: mintID)
+        return (202, Data(JSONValue.object([
+            "activity_id": .string(activityID), "targets": .integer(Int64(targets.count)),
+            "superseded": .integer(Int64(superseded)),
+        ]).jsonText.utf8))
     }
 
     // MARK: - Reading
