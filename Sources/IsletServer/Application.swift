@@ -246,7 +246,8 @@ enum APIRoutes {
             store: context.store, delivery: context.delivery, requestMetrics: context.requestMetrics,
             document: { document.withLock { $0 } })
         let routes = system.routes + AppRoutes(context: context).routes + DeviceRoutes(context: context).routes
-            + ActivityRoutes(context: context).routes + NotificationRoutes(context: context).routes
+            + ActivityTypeRoutes(context: context).routes + ActivityRoutes(context: context).routes
+            + NotificationRoutes(context: context).routes
         document.withLock { $0 = OpenAPIDocument.make(routes: routes) }
         return routes
     }

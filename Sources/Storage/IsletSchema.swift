@@ -152,5 +152,17 @@ public enum IsletSchema {
                 PRIMARY KEY (app_id, key)
             ) STRICT, WITHOUT ROWID;
             """),
+        Migration(version: 3, name: "activity types", sql: """
+            CREATE TABLE activity_types (
+                app_id TEXT NOT NULL REFERENCES apps(id),
+                activity_type TEXT NOT NULL,
+                schema TEXT NOT NULL,
+                created_at INTEGER NOT NULL,
+                updated_at INTEGER NOT NULL,
+                PRIMARY KEY (app_id, activity_type)
+            ) STRICT, WITHOUT ROWID;
+            ALTER TABLE apps ADD COLUMN strict_activity_types INTEGER NOT NULL DEFAULT 0;
+            CREATE INDEX activities_by_type ON activities(app_id, activity_type) WHERE status != 'ended';
+            """),
     ]
 }

@@ -234,6 +234,8 @@ struct APIRulesTests {
                 "POST /v1/apps/{app_id}/activities/{activity_id}/end", "GET /v1/apps/{app_id}/activities",
                 "GET /v1/apps/{app_id}/activities/{activity_id}", "GET /v1/apps/{app_id}/activities/{activity_id}/pushes",
                 "POST /v1/apps/{app_id}/notifications",
+                "PUT /v1/apps/{app_id}/activity-types/{activity_type}", "GET /v1/apps/{app_id}/activity-types",
+                "GET /v1/apps/{app_id}/activity-types/{activity_type}", "DELETE /v1/apps/{app_id}/activity-types/{activity_type}",
             ]
             #expect(documented == contract)
             // Every documented route is served: none answers "no such route".

@@ -7,6 +7,9 @@ import IsletCore
 struct SimulatedDevices {
     private(set) var tokens: [String: RegisteredToken] = [:]
     private(set) var activities: [String: SimulatedActivity] = [:]
+    /// The app's activity types, by `attributes-type`: content the device could not
+    /// decode into them is dropped.
+    var schemas: [String: ActivityTypeSchema] = [:]
     private(set) var activityOrder: [String] = []
     let environment: APNsEnvironment
 
@@ -168,7 +171,8 @@ struct SimulatedDevices {
                 return Delivery(outcome: .dropped, note: "no activity holds this update token")
             }
             activities.values[index].settle(at: now)
-            return Self.apply(event: event, to: &activities.values[index], aps: aps, now: now)
+            let schema = activities.values[index].attributesType.flatMap { schemas[$0] }
+            return Self.apply(event: event, to: &activities.values[index], aps: aps, schema: schema, now: now)
         case .device:
             // Refused earlier with DeviceTokenNotForTopic; kept for completeness.
             return Delivery(outcome: .dropped, note: "a Live Activity push cannot reach a device token")
@@ -200,6 +204,9 @@ struct SimulatedDevices {
         if aps.dismissalDate != nil {
             return Delivery(outcome: .dropped, note: "dismissal-date on a start: only an end may carry one")
         }
+        if let schema = schemas[type], let problem = Self.decodeProblem(schema, attributes: .object(attributes), state: state) {
+            return Delivery(outcome: .dropped, note: "the device could not decode the start into \(type): \(problem)")
+        }
         var activity = SimulatedActivity(
             id: APNsMessageID.make(using: &random), origin: .pushToStart, environment: environment, startedAt: now)
         activity.attributesType = type
@@ -226,7 +233,9 @@ struct SimulatedDevices {
     }
 
     /// An update or an end for `activity`, settled at `now`.
-    private static func apply(event: String, to activity: inout SimulatedActivity, aps: APSFields, now: Date) -> Delivery {
+    private static func apply(
+        event: String, to activity: inout SimulatedActivity, aps: APSFields, schema: ActivityTypeSchema?, now: Date
+    ) -> Delivery {
         let id = activity.id
         guard activity.isRunning else {
             let why = activity.endedBy == .system ? " (the system ended it eight hours after its start)" : ""
@@ -247,6 +256,10 @@ struct SimulatedDevices {
         if event == "update", state?.objectValue == nil {
             return Delivery(
                 outcome: .dropped, note: "update without content-state: the device has no state to show", activityID: id)
+        }
+        if let schema, let state, let problem = decodeProblem(schema, attributes: nil, state: state) {
+            return Delivery(
+                outcome: .dropped, note: "the device could not decode the \(event)'s content-state: \(problem)", activityID: id)
         }
         var note: String?
         if let state, state.objectValue != nil {
@@ -312,6 +325,25 @@ struct SimulatedDevices {
     }
 
     /// Forgets every token and activity.
+    /// Why the device could not decode `attributes` and `state` into `schema`'s
+    /// types (the content state unwrapped first for expo-widgets), or `nil`.
+    static func decodeProblem(_ schema: ActivityTypeSchema, attributes: JSONValue?, state: JSONValue) -> String? {
+        var violations: [SchemaViolation] = []
+        if let attributes {
+            violations += SchemaCheck.check(attributes, fields: schema.attributes, path: "attributes", mode: .decode).violations
+        }
+        var content: JSONValue? = state
+        if schema.format == .expoWidgets {
+            let unwrapped = SchemaCheck.expoUnwrap(state, path: "content_state")
+            content = unwrapped.state
+            if let violation = unwrapped.violation { violations.append(violation) }
+        }
+        if let content {
+            violations += SchemaCheck.check(content, fields: schema.contentState, path: "content_state", mode: .decode).violations
+        }
+        return violations.isEmpty ? nil : violations.map(\.description).joined(separator: "; ")
+    }
+
     mutating func removeAll() {
         tokens.removeAll()
         activities.removeAll()

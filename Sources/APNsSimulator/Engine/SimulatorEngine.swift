@@ -214,6 +214,18 @@ public final class SimulatorEngine: Sendable {
         }
     }
 
+    /// Registers the app's activity type under its `attributes-type` (for
+    /// expo-widgets, `LiveActivityAttributes`): from now on the simulated device drops
+    /// content it could not decode into it, and says why.
+    public func registerSchema(_ schema: ActivityTypeSchema, attributesType: String) {
+        state.withLock { $0.devices.schemas[attributesType] = schema }
+    }
+
+    /// The registered activity types, by `attributes-type`.
+    public func schemas() -> [String: ActivityTypeSchema] {
+        state.withLock { $0.devices.schemas }
+    }
+
     /// Trusts another signing key from now on (replacing one with the same key id),
     /// as a developer adding a key to their account would.
     public func trust(_ key: TrustedKey) {

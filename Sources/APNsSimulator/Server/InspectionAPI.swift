@@ -9,6 +9,10 @@ import IsletCore
 /// - `GET /tokens`: the tokens the simulated devices hold.
 /// - `POST /tokens` `{token, kind, environment?}`: registers a token by hand
 ///   (`kind`: `device`, `push_to_start` or `live_activity_update`).
+/// - `POST /schemas` `{attributes_type, format?, widget_name?, attributes,
+///   content_state}`: the app's activity type, as Islet's activity-type routes take
+///   it; the simulated device then drops content it could not decode, with the
+///   reason. `GET /schemas` lists them.
 /// - `POST /reset`: forgets every push, token and activity.
 /// - `GET /healthz`.
 struct InspectionAPI: Sendable {
@@ -32,6 +36,12 @@ struct InspectionAPI: Sendable {
         }
         router.add("GET", "/tokens") { _, _ in InspectionAPI.json(["tokens": engine.tokens()]) }
         router.add("POST", "/tokens") { request, _ in InspectionAPI.registerToken(request, engine: engine) }
+        router.add("POST", "/schemas") { request, _ in InspectionAPI.registerSchema(request, engine: engine) }
+        router.add("GET", "/schemas") { _, _ in
+            let schemas = engine.schemas()
+            let body = JSONValue.object(["schemas": .object(schemas.mapValues(\.json))])
+            return HTTPResponse(status: 200, contentType: "application/json", body: Data(body.jsonText.utf8))
+        }
         router.add("POST", "/reset") { _, _ in
             engine.reset()
             return HTTPResponse(status: 204)
@@ -76,6 +86,32 @@ struct InspectionAPI: Sendable {
         } catch {
             return problem(422, "token: \(error.message)")
         }
+    }
+
+    private static func registerSchema(_ request: HTTPRequest, engine: SimulatorEngine) -> HTTPResponse {
+        guard let body = try? JSONValue(parsing: request.body), body.objectValue != nil else {
+            return problem(400, "The body must be a JSON object {attributes_type, format?, widget_name?, attributes, content_state}.")
+        }
+        guard case .string(let type)? = body["attributes_type"], !type.isEmpty else {
+            return problem(422, "attributes_type: required (the attributes-type the pushes name)")
+        }
+        var format = ActivityTypeSchema.Format.activitykit
+        if let name = body["format"]?.stringValue {
+            guard let parsed = ActivityTypeSchema.Format(rawValue: name) else { return problem(422, "format: activitykit or expo-widgets") }
+            format = parsed
+        }
+        var problems: [String] = []
+        let attributes = FieldSchema.parseFields(body["attributes"] ?? [:], path: "attributes")
+        let state = FieldSchema.parseFields(body["content_state"] ?? [:], path: "content_state")
+        problems += (attributes.problems + state.problems).map(\.description)
+        if format == .expoWidgets && body["widget_name"]?.stringValue == nil { problems.append("widget_name: required for expo-widgets") }
+        guard problems.isEmpty else { return problem(422, problems.joined(separator: "; ")) }
+        let schema = ActivityTypeSchema(
+            format: format, widgetName: body["widget_name"]?.stringValue, attributes: attributes.fields,
+            contentState: state.fields)
+        engine.registerSchema(schema, attributesType: type)
+        let answer = JSONValue.object(["attributes_type": .string(type), "schema": schema.json])
+        return HTTPResponse(status: 201, contentType: "application/json", body: Data(answer.jsonText.utf8))
     }
 
     static func json(_ value: some Encodable, status: Int = 200) -> HTTPResponse {

@@ -56,7 +56,7 @@ enum OpenAPIDocument {
                 "securitySchemes": [
                     "adminToken": bearer, "serverKey": bearer, "deviceKey": bearer,
                 ],
-                "schemas": ["Problem": OpenAPISchemas.problem],
+                "schemas": ["Problem": OpenAPISchemas.problem, "Field": OpenAPISchemas.fieldDefinition],
             ],
         ]
     }
@@ -113,8 +113,13 @@ enum OpenAPISchemas {
     private static let strings: JSONValue = ["type": "array", "items": ["type": "string"], "minItems": 1]
 
     static let apns = object(["team_id": string, "key_id": string, "private_key": string], required: ["team_id", "key_id", "private_key"])
-    static let createApp = object(["name": string, "bundle_id": string, "apns": apns], required: ["name", "bundle_id"])
-    static let updateApp = object(["name": string, "bundle_id": string, "apns": ["oneOf": [apns, ["type": "null"]]]])
+    static let createApp = object(
+        ["name": string, "bundle_id": string, "apns": apns, "strict_activity_types": ["type": "boolean"]],
+        required: ["name", "bundle_id"])
+    static let updateApp = object([
+        "name": string, "bundle_id": string, "apns": ["oneOf": [apns, ["type": "null"]]],
+        "strict_activity_types": ["type": "boolean"],
+    ])
     static let registerDevice = object([
         "platform": ["const": "ios"], "environment": ["enum": ["sandbox", "production"]],
         "apns_token": ["oneOf": [token, ["type": "null"], ["const": ""]]], "user_id": ["type": ["string", "null"]],
@@ -137,6 +142,23 @@ enum OpenAPISchemas {
         "priority": ["enum": [5, 10]],
     ], required: ["content_state"])
     static let endActivity = object(["content_state": anyObject, "dismissal_date": date])
+    static let fieldDefinition: JSONValue = [
+        "type": "object", "required": ["type"],
+        "properties": [
+            "type": ["enum": ["string", "int", "double", "bool", "date", "url", "object", "array"]],
+            "required": ["type": "boolean", "default": true], "nullable": ["type": "boolean", "default": false],
+            "fields": ["type": "object", "additionalProperties": ["$ref": "#/components/schemas/Field"]],
+            "items": ["$ref": "#/components/schemas/Field"],
+            "date_encoding": ["enum": ["seconds_since_2001", "unix", "iso8601"]],
+            "enum": ["type": "array", "minItems": 1],
+        ],
+        "additionalProperties": false,
+    ]
+    private static let fields: JSONValue = ["type": "object", "additionalProperties": ["$ref": "#/components/schemas/Field"]]
+    static let activityType = object([
+        "format": ["enum": ["activitykit", "expo-widgets"]], "widget_name": string, "attributes": fields,
+        "content_state": fields, "force": ["type": "boolean"],
+    ], required: ["attributes", "content_state"])
     static let notification = object(["audience": audience, "alert": alert], required: ["audience", "alert"])
     static let problem = object([
         "type": string, "title": string, "status": ["type": "integer"], "detail": string,

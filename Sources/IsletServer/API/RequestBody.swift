@@ -239,6 +239,21 @@ final class ObjectReader {
         return strings
     }
 
+    /// A bool.
+    func bool(_ key: String, required: Bool = false) -> Bool? {
+        guard let value = take(key, required: required) else { return nil }
+        guard case .bool(let flag) = value else {
+            fail(key, "must be true or false")
+            return nil
+        }
+        return flag
+    }
+
+    /// Any JSON value, unchecked (for parts a caller checks itself).
+    func raw(_ key: String, required: Bool = false) -> JSONValue? {
+        take(key, required: required)
+    }
+
     /// Any JSON object, passed through whole (content states, attributes).
     func jsonObject(_ key: String, required: Bool = false) -> JSONValue? {
         guard let value = take(key, required: required) else { return nil }

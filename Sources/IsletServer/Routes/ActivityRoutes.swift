@@ -74,14 +74,18 @@ struct ActivityRoutes: Sendable {
         }
         try body.finish()
         let stampedAttributes = attributes
-        let push = LiveActivityPush(
-            event: .start, contentState: contentState, attributesType: activityType, attributes: stampedAttributes,
-            alert: alert, staleDate: staleDate, relevanceScore: relevance, priority: priority)
         let context = self.context
         let appID = app.id
         let bundleID = app.bundleID
         try Self.requireCredentials(app)
         return try await Idempotency.perform(request, appID: appID, context: context) { session, now in
+            let prepared = try SchemaEnforcement.prepare(
+                session: session, app: app, activityType: activityType!, attributes: stampedAttributes,
+                contentState: contentState, isStart: true)
+            let push = LiveActivityPush(
+                event: .start, contentState: prepared.wireState, attributesType: prepared.attributesType,
+                attributes: prepared.attributes, alert: alert, staleDate: staleDate, relevanceScore: relevance,
+                priority: priority)
             let built = try Self.build(push, bundleID: bundleID, now: now, lastTimestamp: nil)
             if let existing = try session.activity(appID: appID, activityID: activityID!),
                 context.lifecycle.effectiveStatus(existing.status, startedAt: existing.startedAt, now: now) != .ended
@@ -102,15 +106,15 @@ struct ActivityRoutes: Sendable {
             }
             try session.insertActivity(
                 appID: appID, activityID: activityID!, activityType: activityType!, origin: .remote,
-                attributes: stampedAttributes, contentState: contentState, lastTimestamp: built.timestamp, now: now)
+                attributes: prepared.attributes, contentState: prepared.contentState, lastTimestamp: built.timestamp, now: now)
             try session.insertPendingInstances(appID: appID, activityID: activityID!, targets: targets, now: now)
             let sendID = try session.insertSend(appID: appID, activityID: activityID!, content: Self.content(built, event: .start), now: now)
             try session.enqueuePushes(
                 sendID: sendID, appID: appID, activityID: activityID!, activityType: activityType!, event: .start,
                 tokenKind: .pushToStart, targets: targets, now: now, mintID: Self.mintID)
-            return (202, Data(JSONValue.object([
-                "activity_id": .string(activityID!), "targets": .integer(Int64(targets.count)),
-            ]).jsonText.utf8))
+            var answer: [String: JSONValue] = ["activity_id": .string(activityID!), "targets": .integer(Int64(targets.count))]
+            if !prepared.warnings.isEmpty { answer["warnings"] = .array(prepared.warnings.map(JSONValue.string)) }
+            return (202, Data(JSONValue.object(answer).jsonText.utf8))
         }
     }
 
@@ -127,9 +131,6 @@ struct ActivityRoutes: Sendable {
         let relevance = root.double("relevance_score")
         let priority = root.integer("priority")
         try body.finish()
-        let push = LiveActivityPush(
-            event: .update, contentState: contentState, alert: alert, staleDate: staleDate,
-            relevanceScore: relevance, priority: priority)
         let context = self.context
         let appID = app.id
         let bundleID = app.bundleID
@@ -152,10 +153,20 @@ struct ActivityRoutes: Sendable {
                     status: 409,
                     detail: "Activity \(activityID) is past its update window (it closed at \(APIJSON.date(since).stringValue ?? "")); devices ignore updates now. It can still be ended.")
             }
+            let prepared = try SchemaEnforcement.prepare(
+                session: session, app: app, activityType: activity.activityType, attributes: nil,
+                contentState: contentState, isStart: false)
+            let push = LiveActivityPush(
+                event: .update, contentState: prepared.wireState, alert: alert, staleDate: staleDate,
+                relevanceScore: relevance, priority: priority)
             let built = try Self.build(push, bundleID: bundleID, now: now, lastTimestamp: activity.lastTimestamp)
-            return try Self.sendToHolders(built, event: .update, activity: activity, appID: appID, session: session, now: now) {
+            return try Self.sendToHolders(
+                built, event: .update, activity: activity, appID: appID, warnings: prepared.warnings, session: session,
+                now: now
+            ) {
                 try session.recordUpdate(
-                    appID: appID, activityID: activityID, contentState: contentState!, timestamp: built.timestamp!, now: now)
+                    appID: appID, activityID: activityID, contentState: prepared.contentState!, timestamp: built.timestamp!,
+                    now: now)
             }
         }
     }
@@ -182,12 +193,17 @@ struct ActivityRoutes: Sendable {
             case .allowed, .pastUpdateWindow:
                 break
             }
-            let finalState = contentState ?? activity.contentState
-            let push = LiveActivityPush(event: .end, contentState: finalState, dismissalDate: dismissalDate)
+            let prepared = try SchemaEnforcement.prepare(
+                session: session, app: app, activityType: activity.activityType, attributes: nil,
+                contentState: contentState ?? activity.contentState, isStart: false, storedState: contentState == nil)
+            let push = LiveActivityPush(event: .end, contentState: prepared.wireState, dismissalDate: dismissalDate)
             let built = try Self.build(push, bundleID: bundleID, now: now, lastTimestamp: activity.lastTimestamp)
-            return try Self.sendToHolders(built, event: .end, activity: activity, appID: appID, session: session, now: now) {
+            return try Self.sendToHolders(
+                built, event: .end, activity: activity, appID: appID, warnings: prepared.warnings, session: session,
+                now: now
+            ) {
                 try session.endActivity(
-                    appID: appID, activityID: activityID, cause: .server, contentState: finalState,
+                    appID: appID, activityID: activityID, cause: .server, contentState: prepared.contentState,
                     timestamp: built.timestamp, at: now)
             }
         }
@@ -197,8 +213,8 @@ struct ActivityRoutes: Sendable {
     /// queued updates (the device shows only the newest) and running `record` (which
     /// stores the new state). Answers 202 with the counts.
     private static func sendToHolders(
-        _ built: BuiltPush, event: PushEvent, activity: ActivityRecord, appID: String, session: StoreSession, now: Date,
-        record: () throws -> Void
+        _ built: BuiltPush, event: PushEvent, activity: ActivityRecord, appID: String, warnings: [String],
+        session: StoreSession, now: Date, record: () throws -> Void
     ) throws -> (status: Int, body: Data) {
         let activityID = activity.activityID
         let superseded = try session.supersedeQueuedUpdates(appID: appID, activityID: activityID, now: now)
@@ -208,10 +224,12 @@ struct ActivityRoutes: Sendable {
         try session.enqueuePushes(
             sendID: sendID, appID: appID, activityID: activityID, activityType: activity.activityType, event: event,
             tokenKind: .liveActivityUpdate, targets: targets, now: now, mintID: mintID)
-        return (202, Data(JSONValue.object([
+        var answer: [String: JSONValue] = [
             "activity_id": .string(activityID), "targets": .integer(Int64(targets.count)),
             "superseded": .integer(Int64(superseded)),
-        ]).jsonText.utf8))
+        ]
+        if !warnings.isEmpty { answer["warnings"] = .array(warnings.map(JSONValue.string)) }
+        return (202, Data(JSONValue.object(answer).jsonText.utf8))
     }
 
     // MARK: - Reading
@@ -353,14 +371,22 @@ struct ActivityRoutes: Sendable {
     /// An activity type: the name of the app's `ActivityAttributes` type.
     static func activityType(_ object: ObjectReader, required: Bool) -> String? {
         guard let text = object.string("activity_type", required: required, maxLength: 128) else { return nil }
-        let valid = text.unicodeScalars.allSatisfy {
-            ("a"..."z").contains($0) || ("A"..."Z").contains($0) || ("0"..."9").contains($0) || $0 == "_" || $0 == "."
-        }
-        guard valid, let first = text.unicodeScalars.first, !("0"..."9").contains(first) else {
-            object.fail("activity_type", "must be the name of the app's ActivityAttributes type (letters, digits, _ and .)")
+        if let problem = activityTypeProblem(text) {
+            object.fail("activity_type", problem)
             return nil
         }
         return text
+    }
+
+    /// Why `text` cannot name an `ActivityAttributes` type, if it cannot.
+    static func activityTypeProblem(_ text: String) -> String? {
+        let valid = !text.isEmpty && text.count <= 128 && text.unicodeScalars.allSatisfy {
+            ("a"..."z").contains($0) || ("A"..."Z").contains($0) || ("0"..."9").contains($0) || $0 == "_" || $0 == "."
+        }
+        guard valid, let first = text.unicodeScalars.first, !("0"..."9").contains(first) else {
+            return "must be the name of the app's ActivityAttributes type (letters, digits, _ and .)"
+        }
+        return nil
     }
 
     /// `alert: {title, body, sound?}`.

@@ -45,15 +45,18 @@ struct AppRoutes: Sendable {
         let name = body.root.string("name", required: true, maxLength: 200)
         let bundleID = Self.bundleID(body.root, required: true)
         let credentials = Self.credentials(body.root)
+        let strict = body.root.bool("strict_activity_types")
         try body.finish()
         let serverKey = try AppKeys.generate(.server)
         let deviceKey = try AppKeys.generate(.device)
         let now = context.clock.now()
-        let app = AppRecord(
+        var app = AppRecord(
             id: try AppKeys.appID(), name: name!, bundleID: bundleID!, credentials: credentials ?? nil,
             serverKeyHash: Authentication.hash(serverKey), deviceKeyHash: Authentication.hash(deviceKey),
             createdAt: now, updatedAt: now)
-        try await context.store.write { try $0.insertApp(app) }
+        app.strictActivityTypes = strict ?? false
+        let created = app
+        try await context.store.write { try $0.insertApp(created) }
         if let credentials = app.credentials { context.credentialsChanged(credentials) }
         context.logger.notice("app created", ("app", .string(app.id)), ("bundle_id", .string(app.bundleID)))
         var json = Self.json(app)
@@ -80,8 +83,10 @@ struct AppRoutes: Sendable {
         let name = body.root.string("name", maxLength: 200)
         let bundleID = Self.bundleID(body.root, required: false)
         let credentials = Self.credentials(body.root)
+        let strict = body.root.bool("strict_activity_types")
         try body.finish()
         if let name { app.name = name }
+        if let strict { app.strictActivityTypes = strict }
         if let bundleID { app.bundleID = bundleID }
         if let credentials { app.credentials = credentials }
         app.updatedAt = max(context.clock.now(), app.updatedAt.addingTimeInterval(0.001))
@@ -173,6 +178,7 @@ struct AppRoutes: Sendable {
         var json: [String: JSONValue] = [
             "id": .string(app.id), "name": .string(app.name), "bundle_id": .string(app.bundleID),
             "created_at": APIJSON.date(app.createdAt), "updated_at": APIJSON.date(app.updatedAt),
+            "strict_activity_types": .bool(app.strictActivityTypes),
         ]
         if let credentials = app.credentials {
             json["apns"] = ["team_id": .string(credentials.teamID), "key_id": .string(credentials.keyID)]

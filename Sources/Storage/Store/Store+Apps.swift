@@ -4,16 +4,16 @@ import IsletCore
 extension StoreSession {
     private static let appColumns = """
         id, name, bundle_id, apns_team_id, apns_key_id, apns_private_key, server_key_hash, device_key_hash,
-        created_at, updated_at
+        created_at, updated_at, strict_activity_types
         """
 
     /// Adds an app.
     public func insertApp(_ app: AppRecord) throws {
         try run(
-            "INSERT INTO apps (\(Self.appColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO apps (\(Self.appColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [app.id, app.name, app.bundleID, app.credentials?.teamID, app.credentials?.keyID,
              app.credentials?.privateKeyPEM, app.serverKeyHash, app.deviceKeyHash,
-             app.createdAt.unixMilliseconds, app.updatedAt.unixMilliseconds])
+             app.createdAt.unixMilliseconds, app.updatedAt.unixMilliseconds, app.strictActivityTypes])
     }
 
     /// Replaces an app's name, bundle id and credentials.
@@ -21,11 +21,11 @@ extension StoreSession {
         try run(
             """
             UPDATE apps SET name = ?, bundle_id = ?, apns_team_id = ?, apns_key_id = ?, apns_private_key = ?,
-                server_key_hash = ?, device_key_hash = ?, updated_at = ?
+                server_key_hash = ?, device_key_hash = ?, updated_at = ?, strict_activity_types = ?
             WHERE id = ?
             """,
             [app.name, app.bundleID, app.credentials?.teamID, app.credentials?.keyID, app.credentials?.privateKeyPEM,
-             app.serverKeyHash, app.deviceKeyHash, app.updatedAt.unixMilliseconds, app.id])
+             app.serverKeyHash, app.deviceKeyHash, app.updatedAt.unixMilliseconds, app.strictActivityTypes, app.id])
     }
 
     /// The app `id`.
@@ -54,10 +54,12 @@ extension StoreSession {
         {
             credentials = APNsCredentials(teamID: team, keyID: key, privateKeyPEM: pem)
         }
-        return AppRecord(
+        var app = AppRecord(
             id: try row.string("id"), name: try row.string("name"), bundleID: try row.string("bundle_id"),
             credentials: credentials, serverKeyHash: row["server_key_hash"].blob ?? Data(),
             deviceKeyHash: row["device_key_hash"].blob ?? Data(), createdAt: try row.date("created_at"),
             updatedAt: try row.date("updated_at"))
+        app.strictActivityTypes = (row.optionalInt64("strict_activity_types") ?? 0) != 0
+        return app
     }
 }

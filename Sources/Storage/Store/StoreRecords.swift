@@ -12,6 +12,8 @@ public struct AppRecord: Sendable, Hashable {
     public var bundleID: String
     /// The APNs signing key, when the app has one.
     public var credentials: APNsCredentials?
+    /// Whether a start for a type without a registered schema is refused.
+    public var strictActivityTypes: Bool = false
     /// SHA-256 of the server key.
     public var serverKeyHash: Data
     /// SHA-256 of the device key.

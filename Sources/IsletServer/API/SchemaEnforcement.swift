@@ -1,0 +1,76 @@
+import Foundation
+import IsletCore
+import Storage
+
+/// What a send carries once its activity type's schema has been applied: values
+/// checked as the device would decode them, dates converted to the app's encoding,
+/// the content state wrapped for expo-widgets, and the keys the device would ignore.
+struct PreparedContent: Sendable {
+    /// The attributes to send (start only).
+    var attributes: JSONValue?
+    /// The content state in the app's own shape, as stored.
+    var contentState: JSONValue?
+    /// The `attributes-type` to send.
+    var attributesType: String
+    /// What goes in `aps.content-state` (wrapped for expo-widgets).
+    var wireState: JSONValue?
+    /// Keys the device ignores, as `content_state.foo: …`.
+    var warnings: [String]
+}
+
+/// Applies registered activity types to sends.
+enum SchemaEnforcement {
+    /// Checks `attributes` and `contentState` against the schema of `activityType`,
+    /// if the app registered one. `isStart`: with `strict_activity_types`, a start
+    /// for an unregistered type is refused. A value the device could not decode is a
+    /// 422 naming its path.
+    /// `storedState`: the content state was stored by an earlier send (already
+    /// checked and converted); it is only wrapped.
+    static func prepare(
+        session: StoreSession, app: AppRecord, activityType: String, attributes: JSONValue?, contentState: JSONValue?,
+        isStart: Bool, storedState: Bool = false
+    ) throws -> PreparedContent {
+        guard let record = try session.activityType(appID: app.id, name: activityType) else {
+            if isStart && app.strictActivityTypes {
+                throw Problem(
+                    status: 422,
+                    detail: "\(activityType) is not a registered activity type, and this app has strict_activity_types on.",
+                    errors: [.init(field: "activity_type", message: "is not registered; register it with PUT /v1/apps/\(app.id)/activity-types/\(activityType)")])
+            }
+            return PreparedContent(
+                attributes: attributes, contentState: contentState, attributesType: activityType, wireState: contentState,
+                warnings: [])
+        }
+        let schema = record.schema
+        var violations: [SchemaViolation] = []
+        var warnings: [SchemaViolation] = []
+        var prepared = PreparedContent(
+            attributes: attributes, contentState: contentState,
+            attributesType: schema.format == .expoWidgets ? ActivityTypeSchema.expoAttributesType : activityType,
+            wireState: contentState, warnings: [])
+        if let attributes {
+            let result = SchemaCheck.check(attributes, fields: schema.attributes, path: "attributes", mode: .prepare)
+            violations += result.violations
+            warnings += result.warnings.filter { $0.path != "attributes.islet_activity_id" }
+            prepared.attributes = result.value
+        }
+        if let contentState, !storedState {
+            let result = SchemaCheck.check(contentState, fields: schema.contentState, path: "content_state", mode: .prepare)
+            violations += result.violations
+            warnings += result.warnings
+            prepared.contentState = result.value
+            prepared.wireState = result.value
+        }
+        guard violations.isEmpty else {
+            throw Problem(
+                status: 422,
+                detail: "The device could not decode this into \(activityType): \(violations.map(\.description).joined(separator: "; ")).",
+                errors: violations.map { .init(field: $0.path, message: $0.message) })
+        }
+        if schema.format == .expoWidgets, let state = prepared.contentState, let widget = schema.widgetName {
+            prepared.wireState = SchemaCheck.expoWrap(state, widgetName: widget)
+        }
+        prepared.warnings = warnings.map(\.description)
+        return prepared
+    }
+}
