@@ -61,7 +61,8 @@ let package = Package(
 
         // Benchmark helpers (`make bench`).
         .executableTarget(
-            name: "IsletBench", dependencies: ["APNs", "HTTP2", "IsletCore", "IsletCrypto"], path: "Benchmarks/IsletBench",
+            name: "IsletBench", dependencies: ["APNs", "APNsSimulator", "HTTP2", "IsletCore", "IsletCrypto", "Storage"],
+            path: "Benchmarks/IsletBench",
             swiftSettings: swiftSettings),
 
         // Hand-run benchmarks: `swift run -c release EngineBench`.

@@ -46,6 +46,8 @@ case "h2-server":
     while true { sleep(3600) }
 case "apns-client":
     try await apnsClient(arguments)
+case "fanout":
+    try await fanout(arguments)
 default:
     FileHandle.standardError.write(Data("usage: islet-bench h2-server --port N [--threads N] | apns-client --url URL ...\n".utf8))
     exit(2)

@@ -20,6 +20,8 @@ let usage = """
       send       Build and send one push, print the request and APNs's answer
                  (see `islet send --help`).
       jwt        Print an APNs provider token: --key FILE.p8 --key-id ID --team-id ID
+      schema     from-swift FILE.swift [--type NAME]: print the activity type schema of
+                 the app's ActivityAttributes type, ready for PUT .../activity-types/NAME
       version    Print the version.
       help       Print this text.
     """
@@ -36,6 +38,8 @@ case "send":
     exit(await sendPush(arguments))
 case "jwt":
     exit(providerToken(arguments))
+case "schema":
+    exit(schemaCommand(arguments))
 case "version", "--version":
     Console.out("islet \(IsletVersion.current)")
 case "help", "--help", "-h":
@@ -123,6 +127,46 @@ func simulate(_ arguments: [String]) async -> Int32 {
     }
     await simulator.shutdown()
     return 0
+}
+
+/// `islet schema from-swift FILE [--type NAME]`: reads the app's `ActivityAttributes`
+/// type from Swift source and prints its schema as JSON. Exit 0 on success, 1 when
+/// the file has types the schema cannot express (each named), 2 for bad usage.
+func schemaCommand(_ arguments: [String]) -> Int32 {
+    let usage = "usage: islet schema from-swift FILE.swift [--type NAME]"
+    guard arguments.first == "from-swift", arguments.count >= 2 else {
+        Console.err("islet: \(usage)")
+        return 2
+    }
+    let path = arguments[1]
+    var typeName: String?
+    var rest = Array(arguments.dropFirst(2))
+    while !rest.isEmpty {
+        let flag = rest.removeFirst()
+        guard flag == "--type", !rest.isEmpty else {
+            Console.err("islet: \(usage)")
+            return 2
+        }
+        typeName = rest.removeFirst()
+    }
+    guard let data = FileManager.default.contents(atPath: path) else {
+        Console.err("islet: cannot read \(path)")
+        return 2
+    }
+    do {
+        let schema = try SwiftSchemaReader.schema(fromSwift: String(decoding: data, as: UTF8.self), typeName: typeName)
+        let object = try JSONSerialization.jsonObject(with: Data(schema.jsonText.utf8))
+        let pretty = try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
+        Console.out(String(decoding: pretty, as: UTF8.self))
+        return 0
+    } catch let error as SwiftSchemaError {
+        Console.err("islet: \(path): cannot read the schema (\(error.code)):")
+        for problem in error.problems { Console.err("  \(problem)") }
+        return 1
+    } catch {
+        Console.err("islet: \(error)")
+        return 1
+    }
 }
 
 /// Prints a provider token (ES256 JWT) for an APNs signing key.

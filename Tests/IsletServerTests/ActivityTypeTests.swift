@@ -214,4 +214,50 @@ struct ActivityTypeTests {
             ])
         }
     }
+
+    @Test func theAppsSwiftSourceBecomesTheTypeIsletEnforces() async throws {
+        let executable = builtProductPath("islet")
+        try #require(FileManager.default.isExecutableFile(atPath: executable))
+        try await ServerHarness.with { h in
+            let source = """
+                import ActivityKit
+
+                /// The widget's attributes.
+                struct MatchAttributes: ActivityAttributes {
+                    public struct ContentState: Codable, Hashable {
+                        var home: Int
+                        var away: Int
+                        var period: Period
+                        var lastGoal: Date?
+                    }
+                    var homeTeam: String
+                    var awayTeam: String
+                }
+
+                enum Period: String, Codable { case first, second, extraTime = "extra_time" }
+                """
+            let file = h.directory.appendingPathComponent("MatchAttributes.swift")
+            try source.write(to: file, atomically: true, encoding: .utf8)
+            let printed = try runCommand(executable, ["schema", "from-swift", file.path])
+            #expect(printed.status == 0, "\(printed.error)")
+            let schema = try JSONValue(parsing: Data(printed.output.utf8))
+            #expect(schema["content_state"]?["lastGoal"]?["required"] == false)
+            let app = try await h.createApp()
+            let stored = try await h.call("PUT", "/v1/apps/\(app.id)/activity-types/MatchAttributes", key: app.serverKey, json: schema)
+            #expect(stored.status == 201, "\(stored.json.jsonText)")
+            try await h.registerStartable(app, "phone-1", activityType: "MatchAttributes", userID: "user-1")
+            let wrongPeriod = try await start(
+                h, app, "final", state: ["home": 0, "away": 0, "period": "third"], type: "MatchAttributes")
+            // The start helper's attributes carry only "order": the type needs the teams.
+            #expect(wrongPeriod.status == 422)
+            #expect(Set(wrongPeriod.errorFields) == ["attributes.awayTeam", "attributes.homeTeam", "content_state.period"])
+
+            let broken = h.directory.appendingPathComponent("Broken.swift")
+            try "struct A: ActivityAttributes { struct ContentState: Codable, Hashable { var v: Vehicle }; var x: Int }"
+                .write(to: broken, atomically: true, encoding: .utf8)
+            let refused = try runCommand(executable, ["schema", "from-swift", broken.path])
+            #expect(refused.status == 1)
+            #expect(refused.error.contains("content_state.v: type Vehicle is not defined in this file"))
+        }
+    }
 }
