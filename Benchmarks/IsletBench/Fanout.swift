@@ -139,7 +139,7 @@ func fanout(_ arguments: [String]) async throws {
     let killAt = value("--kill-at", in: arguments).flatMap(Double.init)
     var rig = try FanoutRig(islet: islet)
     let registrations = try rig.registerHolders(count: devices, activityID: "final", connections: connections)
-    print("registration_requests_per_second=\(Int(registrations))")
+    emit("registration_requests_per_second=\(Int(registrations))")
     let started = Date()
     try rig.sendUpdate(activityID: "final")
     if let killAt {
@@ -152,18 +152,24 @@ func fanout(_ arguments: [String]) async throws {
         let recovery = Date().timeIntervalSince(restarted)
         // Let pushes still in flight land before counting duplicates.
         usleep(500_000)
-        print("answered_before_kill=\(answeredBeforeKill)")
-        print("recovery_seconds=\(String(format: "%.2f", recovery))")
-        print("lost=\(devices - rig.counter.distinct)")
-        print("sent_twice=\(rig.counter.total - rig.counter.distinct)")
-        print("finished=\(finished)")
+        emit("answered_before_kill=\(answeredBeforeKill)")
+        emit("recovery_seconds=\(String(format: "%.2f", recovery))")
+        emit("lost=\(devices - rig.counter.distinct)")
+        emit("sent_twice=\(rig.counter.total - rig.counter.distinct)")
+        emit("finished=\(finished)")
     } else {
         let finished = rig.waitFor({ rig.counter.total >= devices }, timeout: 600)
         let seconds = Date().timeIntervalSince(started)
-        print("fanout_pushes_per_second=\(Int(Double(rig.counter.total) / seconds))")
-        print("fanout_seconds=\(String(format: "%.3f", seconds))")
-        print("finished=\(finished)")
+        emit("fanout_pushes_per_second=\(Int(Double(rig.counter.total) / seconds))")
+        emit("fanout_seconds=\(String(format: "%.3f", seconds))")
+        emit("finished=\(finished)")
     }
-    print("server_peak_rss_mb=\(String(format: "%.1f", rig.server.peakRSSMegabytes))")
+    emit("server_peak_rss_mb=\(String(format: "%.1f", rig.server.peakRSSMegabytes))")
     await rig.cleanUp()
+}
+
+/// Writes one `key=value` line at once (standard output may be a pipe or a file,
+/// where `print` would hold lines back until exit).
+func emit(_ line: String) {
+    FileHandle.standardOutput.write(Data((line + "\n").utf8))
 }

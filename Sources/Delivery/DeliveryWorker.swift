@@ -38,6 +38,8 @@ public final class DeliveryWorker: Sendable {
         let updatedAt: Date
         let key: APNsSigningKey?
         let problem: String?
+        /// The app could not be read: a passing fault, not a refusal.
+        var passing = false
     }
 
     private struct State {
@@ -66,14 +68,20 @@ public final class DeliveryWorker: Sendable {
     /// Puts pushes left in flight by an earlier process back in the queue, and starts
     /// the worker's thread.
     public func start() throws {
-        let requeued = try store.writeNow { try $0.requeueInFlight(now: clock.now()) }
-        if requeued > 0 {
-            logger.notice("resuming pushes left in flight", ("count", .int(requeued)))
-        }
         guard state.withLock({ state -> Bool in
             defer { state.started = true }
             return !state.started
         }) else { return }
+        let requeued: Int
+        do {
+            requeued = try store.writeNow { try $0.requeueInFlight(now: clock.now()) }
+        } catch {
+            state.withLock { $0.started = false }
+            throw error
+        }
+        if requeued > 0 {
+            logger.notice("resuming pushes left in flight", ("count", .int(requeued)))
+        }
         let thread = Thread { [self] in self.run() }
         thread.name = "islet-delivery"
         thread.start()
@@ -114,8 +122,10 @@ public final class DeliveryWorker: Sendable {
     // MARK: - The loop
 
     private func run() {
+        var sends: [Int64: SendContent] = [:]
         var nextSweep = Date.distantPast
         var waitUntil = Date()
+        var stopping = false
         while true {
             condition.lock()
             var answers: [Answer] = []
@@ -130,15 +140,23 @@ public final class DeliveryWorker: Sendable {
                     }
                     return (state.answers, state.stopDeadline, state.inFlight, state.wakeRequested)
                 }
-                if woken || !answers.isEmpty || stopDeadline != nil || Date() >= waitUntil { break }
+                let stopNews = stopDeadline != nil && !stopping
+                if woken || !answers.isEmpty || stopNews || Date() >= waitUntil { break }
                 _ = condition.wait(until: waitUntil)
             }
             condition.unlock()
 
-            if !answers.isEmpty { record(answers) }
+            if !answers.isEmpty && !record(answers) {
+                // Not recorded: keep the answers and try again shortly.
+                signal { state in state.answers.insert(contentsOf: answers, at: 0) }
+                waitUntil = Date().addingTimeInterval(0.25)
+                if stopDeadline == nil || Date() < stopDeadline! { continue }
+            }
             if let stopDeadline {
+                stopping = true
                 if inFlight == 0 || Date() >= stopDeadline { break }
-                waitUntil = min(stopDeadline, Date().addingTimeInterval(0.05))
+                // Wait for the answers still out (each one signals), or the deadline.
+                waitUntil = stopDeadline
                 continue
             }
             let now = clock.now()
@@ -147,7 +165,7 @@ public final class DeliveryWorker: Sendable {
                 nextSweep = now.addingTimeInterval(configuration.sweepInterval)
             }
             let room = configuration.maxInFlight - self.inFlight
-            if room > 0 && !claimAndSend(limit: room) {
+            if room > 0 && !claimAndSend(limit: room, sends: &sends) {
                 // The store refused; look again shortly rather than spin.
                 waitUntil = Date().addingTimeInterval(0.25)
                 continue
@@ -168,15 +186,17 @@ public final class DeliveryWorker: Sendable {
         let ceiling = Date().addingTimeInterval(0.25)
         guard let due = try? store.readNow({ try $0.nextDueTime() }) else { return ceiling }
         let delay = due.timeIntervalSince(clock.now())
-        if delay <= 0 && inFlight < configuration.maxInFlight { return Date() }
-        return min(ceiling, Date().addingTimeInterval(max(0.001, delay)))
+        // With every slot taken, an answer (which signals) is what frees one.
+        guard inFlight < configuration.maxInFlight else { return ceiling }
+        if delay <= 0 { return Date() }
+        return min(ceiling, Date().addingTimeInterval(delay))
     }
 
     private func sweep(now: Date) {
         do {
             let (expired, purged) = try store.writeNow { session in
                 (try session.expireActivities(startedBefore: now.addingTimeInterval(-configuration.lifecycle.total),
-                                              total: configuration.lifecycle.total),
+                                              total: configuration.lifecycle.total, now: now),
                  try session.purgeIdempotentAnswers(before: now.addingTimeInterval(-configuration.idempotencyRetention)))
             }
             if expired > 0 { logger.info("activities ended by the clock", ("count", .int(expired))) }
@@ -188,11 +208,11 @@ public final class DeliveryWorker: Sendable {
 
     /// Claims up to `limit` due pushes and sends them; answers false when the store
     /// could not be read.
-    private func claimAndSend(limit: Int) -> Bool {
+    private func claimAndSend(limit: Int, sends: inout [Int64: SendContent]) -> Bool {
         let now = clock.now()
         let claimed: [ClaimedPush]
         do {
-            claimed = try store.writeNow { try $0.claimDuePushes(now: now, limit: limit) }
+            claimed = try store.writeNow { try $0.claimDuePushes(now: now, limit: limit, sends: &sends) }
         } catch {
             logger.error("cannot claim pushes", ("error", .string("\(error)")))
             return false
@@ -205,9 +225,10 @@ public final class DeliveryWorker: Sendable {
             let sentAt = ContinuousClock.now
             guard let key = keysByApp[push.appID]?.key else {
                 let problem = keysByApp[push.appID]?.problem ?? "the app has no APNs credentials"
+                let passing = keysByApp[push.appID]?.passing ?? false
                 let result = APNsResult(
-                    disposition: .credentialsRejected, response: nil, error: APNsError(.credentialsRejected, problem),
-                    attempts: 0, apnsID: push.apnsID)
+                    disposition: passing ? .retry : .credentialsRejected, response: nil,
+                    error: APNsError(passing ? .transport : .credentialsRejected, problem), attempts: 0, apnsID: push.apnsID)
                 deliver(Answer(push: push, result: result, latency: 0))
                 continue
             }
@@ -237,7 +258,7 @@ public final class DeliveryWorker: Sendable {
         do {
             app = try store.readNow { try $0.app(id: appID) }
         } catch {
-            return CachedKey(updatedAt: .distantPast, key: nil, problem: "cannot read the app: \(error)")
+            return CachedKey(updatedAt: .distantPast, key: nil, problem: "cannot read the app: \(error)", passing: true)
         }
         guard let app else { return CachedKey(updatedAt: .distantPast, key: nil, problem: "the app no longer exists") }
         if let cached = keys.withLock({ $0[appID] }), cached.updatedAt == app.updatedAt { return cached }
@@ -260,7 +281,9 @@ public final class DeliveryWorker: Sendable {
 
     // MARK: - Answers
 
-    private func record(_ answers: [Answer]) {
+    /// Records a batch of answers in one transaction; answers false when the
+    /// store refused it (the caller keeps the answers for another try).
+    private func record(_ answers: [Answer]) -> Bool {
         let now = clock.now()
         var counted: [(String, String?, Double?)] = []
         do {
@@ -270,11 +293,11 @@ public final class DeliveryWorker: Sendable {
                 }
             }
         } catch {
-            // The pushes stay in flight in the store and are sent again on restart.
-            logger.error("cannot record push results", ("error", .string("\(error)")), ("count", .int(answers.count)))
-            return
+            logger.error("cannot record push results; retrying", ("error", .string("\(error)")), ("count", .int(answers.count)))
+            return false
         }
         for (result, reason, latency) in counted { metrics.record(result: result, reason: reason, latency: latency) }
+        return true
     }
 
     private func decision(for answer: Answer, now: Date) -> DeliveryDecision {
@@ -294,7 +317,18 @@ public final class DeliveryWorker: Sendable {
             status: .failed, attempts: result.attempts, apnsStatus: result.response?.status, reason: reason,
             apnsUniqueID: result.response?.uniqueID)
         let counted: String
-        switch decision(for: answer, now: now) {
+        var verdict = decision(for: answer, now: now)
+        var endedActivity = false
+        switch verdict {
+        case .retry, .switchEnvironment:
+            // The activity ended while this start or update waited: sent later, it
+            // would start or change an activity that is over.
+            endedActivity = try endedMeanwhile(push, session: session)
+        default:
+            break
+        }
+        if endedActivity { verdict = .failed }
+        switch verdict {
         case .sent:
             outcome.status = .sent
             if push.environmentSwitched {
@@ -314,6 +348,10 @@ public final class DeliveryWorker: Sendable {
         case .deadToken(let since):
             try actOnDeadToken(push, since: since, session: session, now: now)
             counted = "failed"
+        case .failed where endedActivity:
+            outcome.status = .dropped
+            outcome.reason = "ActivityEnded"
+            counted = "dropped"
         case .failed:
             counted = "failed"
         }
@@ -321,7 +359,16 @@ public final class DeliveryWorker: Sendable {
         return (counted, reason, latency)
     }
 
-    /// A rejected push-to-start token is deleted; a rejected update token ends that
+    /// Whether `push` is a start or an update of an activity that has ended.
+    private func endedMeanwhile(_ push: ClaimedPush, session: StoreSession) throws -> Bool {
+        guard push.content.event == .start || push.content.event == .update, let activityID = push.activityID else {
+            return false
+        }
+        return try session.activityHasEnded(appID: push.appID, activityID: activityID)
+    }
+
+    /// A rejected push-to-start token is deleted (and the device's pending copy of
+    /// the activity ended); a rejected update token ends that
     /// device's copy of the activity and leaves the device alone; a rejected device
     /// token marks the device unreachable. A refusal older than the token's latest
     /// registration changes nothing.
@@ -330,6 +377,10 @@ public final class DeliveryWorker: Sendable {
         switch push.tokenKind {
         case .pushToStart:
             acted = try session.deleteRefusedStartToken(appID: push.appID, token: push.token, refusedAt: since)
+            if acted, let activityID = push.activityID {
+                try session.endInstance(
+                    appID: push.appID, activityID: activityID, deviceID: push.deviceID, cause: .tokenRejected, at: now)
+            }
         case .liveActivityUpdate:
             guard let activityID = push.activityID else { return }
             acted = try session.endRefusedInstance(

@@ -123,6 +123,20 @@ struct SchemaCheckTests {
         var tightened = old
         tightened.contentState["note"] = FieldSchema(.string, required: false, nullable: false)
         #expect(tightened.breakingChanges(from: old) == ["content_state.note: no longer takes null"])
+        // The other direction: devices on the old app must still decode what is sent.
+        var removed = old
+        removed.contentState["eta"] = nil
+        #expect(removed.breakingChanges(from: old) == ["content_state.eta: removed, but devices on the old app require it"])
+        var loosened = old
+        loosened.contentState["eta"] = FieldSchema(.date, required: false, nullable: true)
+        #expect(loosened.breakingChanges(from: old).count == 2)
+        let enumOld = ActivityTypeSchema(attributes: [:], contentState: ["stage": FieldSchema(.string, allowed: ["a", "b"])])
+        var enumAdded = enumOld
+        enumAdded.contentState["stage"] = FieldSchema(.string, allowed: ["a", "b", "c"])
+        #expect(enumAdded.breakingChanges(from: enumOld) == [#"content_state.stage: enum values added ("c"), which devices on the old app refuse"#])
+        var optionalRemoved = old
+        optionalRemoved.contentState["note"] = nil
+        #expect(optionalRemoved.breakingChanges(from: old).isEmpty)
     }
 
     @Test func fieldDefinitionsAreParsedStrictly() {

@@ -117,6 +117,8 @@ struct APIRulesTests {
                 (with(["alert": ["title": "T", "body": "B", "subtitle": "S"]]), ["alert.subtitle"]),
                 (with(["audience": ["user_ids": ["u"], "tags": ["t"]]]), ["audience"]),
                 (with(["audience": ["user_ids": []]]), ["audience.user_ids"]),
+                (with(["audience": ["user_ids": .null]]), ["audience"]),
+                (with(["audience": ["user_ids": .null, "tags": ["t"]]]), ["audience.user_ids"]),
                 (with(["priority": 7]), ["priority"]),
                 (with(["relevance_score": "high"]), ["relevance_score"]),
                 (with(["stale_date": 1_900_000_000_000]), ["stale_date"]),

@@ -199,4 +199,26 @@ struct ActivityLifeTests {
             #expect(h.sandbox.engine.pushes().last?.payload?["aps"]?["content-state"] == ["home": 5])
         }
     }
+
+    @Test func endingDropsTheStartsStillQueued() async throws {
+        try await ServerHarness.with(
+            configure: { $0.deliveryMaxInFlight = 1 },
+            simulators: { $0.latency = .milliseconds(300) }
+        ) { h in
+            let app = try await h.createApp()
+            for phone in ["phone-1", "phone-2", "phone-3", "phone-4"] {
+                try await h.registerStartable(app, phone, userID: "user-1")
+            }
+            #expect(try await h.start(app, "order-1", audience: ["user_ids": ["user-1"]])["targets"]?.int64Value == 4)
+            let ended = try await h.call("POST", "/v1/apps/\(app.id)/activities/order-1/end", key: app.serverKey, body: "{}")
+            #expect(ended.status == 202)
+            let pushes = try await h.settledPushes(app, "order-1", count: 4)
+            let dropped = pushes.filter { $0["status"]?.stringValue == "dropped" }
+            #expect(dropped.count >= 2)
+            #expect(dropped.allSatisfy { $0["reason"]?.stringValue == "ActivityEnded" })
+            // Nothing reaches a device after the end.
+            try await Task.sleep(for: .milliseconds(400))
+            #expect(h.sandbox.engine.activities().count == 4 - dropped.count)
+        }
+    }
 }

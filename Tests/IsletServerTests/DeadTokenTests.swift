@@ -20,6 +20,9 @@ struct DeadTokenTests {
             #expect(pushes.first?["status"]?.stringValue == "failed")
             #expect(pushes.first?["reason"]?.stringValue == "BadDeviceToken")
             #expect(pushes.first?["environment_switched"] == true)
+            // The device's copy of the activity will never start: it is ended.
+            let shown = try await h.call("GET", "/v1/apps/\(app.id)/activities/order-1", key: app.serverKey)
+            #expect(shown["devices"]?.arrayValue?.first?["end_cause"]?.stringValue == "token_rejected")
             // Deleted: the same start now finds no startable device, and the DELETE
             // route has nothing to delete.
             let again = try await h.start(app, "order-2", audience: ["device_ids": ["phone-1"]])

@@ -7,7 +7,8 @@ public enum ActivityStatus: String, Sendable, Hashable, CaseIterable, Codable {
     case started
     /// Updated at least once.
     case updated
-    /// Ended by the backend, by every device, or by the clock. Never updated again.
+    /// Ended by the backend or by the clock. Never updated again. (A device ending
+    /// its own copy ends only that copy.)
     case ended
 }
 

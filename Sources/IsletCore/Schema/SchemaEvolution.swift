@@ -7,9 +7,14 @@ extension ActivityTypeSchema {
         ]
     }
 
-    /// What in `self` would keep a device from decoding an activity started under
-    /// `old`: a field newly required, a changed type, a field no longer optional, a
-    /// changed date encoding, enum values taken away, another format or widget.
+    /// What in `self` would keep a running activity decoding: while activities of
+    /// the type run, devices may hold the old app (so payloads valid under `self`
+    /// must decode under `old`) or the new one (so the state stored under `old`,
+    /// sent again by an end, must decode under `self`). Any difference that breaks
+    /// either direction is named: a field added as required or removed while
+    /// required, required or optional changed, null newly taken or refused, a
+    /// changed type or date encoding, enum values added or removed, another format
+    /// or widget.
     public func breakingChanges(from old: ActivityTypeSchema) -> [String] {
         var changes: [String] = []
         if format != old.format { changes.append("format: \(old.format.rawValue) becomes \(format.rawValue)") }
@@ -41,14 +46,18 @@ extension FieldSchema {
     }
 
     static func compare(old: [String: FieldSchema], new: [String: FieldSchema], path: String, into changes: inout [String]) {
-        for name in new.keys.sorted() {
-            let field = new[name]!
+        for name in Set(old.keys).union(new.keys).sorted() {
             let fieldPath = "\(path).\(name)"
-            guard let previous = old[name] else {
-                if field.required { changes.append("\(fieldPath): a new required field") }
-                continue
+            switch (old[name], new[name]) {
+            case (nil, let added?):
+                if added.required { changes.append("\(fieldPath): a new required field") }
+            case (let removed?, nil):
+                if removed.required { changes.append("\(fieldPath): removed, but devices on the old app require it") }
+            case (let previous?, let field?):
+                compare(old: previous, new: field, path: fieldPath, into: &changes)
+            case (nil, nil):
+                break
             }
-            compare(old: previous, new: field, path: fieldPath, into: &changes)
         }
     }
 
@@ -58,20 +67,27 @@ extension FieldSchema {
             return
         }
         if new.required && !old.required { changes.append("\(path): becomes required") }
+        if !new.required && old.required { changes.append("\(path): becomes optional, but devices on the old app require it") }
         if !new.nullable && old.nullable { changes.append("\(path): no longer takes null") }
+        if new.nullable && !old.nullable { changes.append("\(path): takes null, which devices on the old app refuse") }
         if new.type == .date && new.effectiveDateEncoding != old.effectiveDateEncoding {
             changes.append("\(path): date encoding \(old.effectiveDateEncoding.rawValue) becomes \(new.effectiveDateEncoding.rawValue)")
         }
-        if let allowed = new.allowed {
-            let removed = (old.allowed ?? []).filter { !allowed.contains($0) }
-            if old.allowed == nil {
-                changes.append("\(path): becomes an enum")
-            } else if !removed.isEmpty {
-                changes.append("\(path): enum values removed (\(removed.map(\.jsonText).joined(separator: ", ")))")
-            }
+        switch (old.allowed, new.allowed) {
+        case (nil, _?):
+            changes.append("\(path): becomes an enum")
+        case (_?, nil):
+            changes.append("\(path): no longer an enum, but devices on the old app take only its values")
+        case (let before?, let after?):
+            let removed = before.filter { !after.contains($0) }
+            let added = after.filter { !before.contains($0) }
+            if !removed.isEmpty { changes.append("\(path): enum values removed (\(removed.map(\.jsonText).joined(separator: ", ")))") }
+            if !added.isEmpty { changes.append("\(path): enum values added (\(added.map(\.jsonText).joined(separator: ", "))), which devices on the old app refuse") }
+        case (nil, nil):
+            break
         }
-        if let fields = new.fields {
-            compare(old: old.fields ?? [:], new: fields, path: path, into: &changes)
+        if old.fields != nil || new.fields != nil {
+            compare(old: old.fields ?? [:], new: new.fields ?? [:], path: path, into: &changes)
         }
         if let items = new.items, let oldItems = old.items {
             compare(old: oldItems, new: items, path: "\(path)[]", into: &changes)

@@ -40,6 +40,15 @@ final class RequestBody {
     /// Whether any fault was found so far.
     var hasErrors: Bool { !errors.isEmpty }
 
+    /// `value`, which a field reader answered after `finish()` passed; a nil here
+    /// is a 422 naming `field`, never a crash.
+    func required<T>(_ value: T?, _ field: String) throws(Problem) -> T {
+        guard let value else {
+            throw Problem(status: 422, detail: "The field \(field) is invalid.", errors: [.init(field: field, message: "is invalid")])
+        }
+        return value
+    }
+
     /// Throws a 422 listing every fault, if any; checks the root object for unknown
     /// fields first.
     func finish() throws(Problem) {
@@ -74,6 +83,9 @@ final class ObjectReader {
 
     /// Whether the body has `key` (even as null).
     func has(_ key: String) -> Bool { members[key] != nil }
+
+    /// Whether the body has `key` with a value other than null.
+    func hasValue(_ key: String) -> Bool { members[key].map { $0 != .null } ?? false }
 
     /// The raw value of `key`, marking it read; JSON `null` reads as absent.
     private func take(_ key: String, required: Bool) -> JSONValue? {

@@ -41,11 +41,12 @@ enum Authentication {
 
     static func hash(_ key: String) -> Data { Digest.sha256(Data(key.utf8)) }
 
-    /// Passes only the admin token.
-    static func requireAdmin(_ request: HTTPRequest, context: ServerContext) throws(Problem) {
+    /// Passes only the admin token: an app's key is 403, anything else 401.
+    static func requireAdmin(_ request: HTTPRequest, context: ServerContext) async throws {
         let key = try bearer(request)
         guard Digest.constantTimeEquals(hash(key), context.adminTokenHash) else {
-            if AppKeys.kind(of: key) != nil {
+            let hashed = hash(key)
+            if AppKeys.kind(of: key) != nil, try await context.store.read({ try $0.app(keyHash: hashed) }) != nil {
                 throw Problem(status: 403, detail: "App keys cannot manage apps; use the admin token.")
             }
             throw Problem(status: 401, detail: "The bearer key is not the admin token.")

@@ -73,6 +73,7 @@ struct ActivityRoutes: Sendable {
             attributes = .object(members)
         }
         try body.finish()
+        let target = try body.required(audience, "audience")
         let stampedAttributes = attributes
         let context = self.context
         let appID = app.id
@@ -94,15 +95,15 @@ struct ActivityRoutes: Sendable {
                     status: 409,
                     detail: "Activity \(activityID!) is already running (\(existing.status.rawValue)); end it first or use another id.")
             }
-            let targets = try session.startTargets(appID: appID, audience: audience!, activityType: activityType!)
+            let targets = try session.startTargets(appID: appID, audience: target, activityType: activityType!)
             guard !targets.isEmpty else {
-                let size = try session.audienceSize(appID: appID, audience: audience!)
+                let size = try session.audienceSize(appID: appID, audience: target)
                 let detail = size == 0
                     ? "The audience matches no registered device."
                     : "None of the \(size) device(s) in the audience holds a push-to-start token for \(activityType!)."
                 throw Problem(
                     status: 422, detail: detail,
-                    errors: [.init(field: "audience.\(audience!.field)", message: "names no device that can start \(activityType!)")])
+                    errors: [.init(field: "audience.\(target.field)", message: "names no device that can start \(activityType!)")])
             }
             try session.insertActivity(
                 appID: appID, activityID: activityID!, activityType: activityType!, origin: .remote,
@@ -205,6 +206,9 @@ struct ActivityRoutes: Sendable {
                 try session.endActivity(
                     appID: appID, activityID: activityID, cause: .server, contentState: prepared.contentState,
                     timestamp: built.timestamp, at: now)
+                // A push-to-start still waiting would start an activity that is over.
+                try session.dropQueuedPushes(
+                    appID: appID, activityID: activityID, events: [.start], reason: "ActivityEnded", now: now)
             }
         }
     }
@@ -266,7 +270,7 @@ struct ActivityRoutes: Sendable {
         let now = context.clock.now()
         let pageFilter = filter
         let items = try await context.store.write { session -> [ActivityRecord] in
-            try session.expireActivities(startedBefore: now.addingTimeInterval(-lifecycle.windows.total), total: lifecycle.windows.total)
+            try session.expireActivities(startedBefore: now.addingTimeInterval(-lifecycle.windows.total), total: lifecycle.windows.total, now: now)
             return try session.activities(appID: appID, filter: pageFilter)
         }
         let next: JSONValue = items.count == filter.limit ? .string(String(items.last!.sequence)) : .null
@@ -282,7 +286,7 @@ struct ActivityRoutes: Sendable {
         let lifecycle = context.lifecycle
         let now = context.clock.now()
         let (activity, instances) = try await context.store.write { session -> (ActivityRecord, [InstanceRecord]) in
-            try session.expireActivities(startedBefore: now.addingTimeInterval(-lifecycle.windows.total), total: lifecycle.windows.total)
+            try session.expireActivities(startedBefore: now.addingTimeInterval(-lifecycle.windows.total), total: lifecycle.windows.total, now: now)
             let activity = try Self.activity(session, appID: appID, activityID: activityID)
             return (activity, try session.instances(appID: appID, activityID: activityID))
         }
@@ -405,7 +409,7 @@ struct ActivityRoutes: Sendable {
     static func audience(_ object: ObjectReader) -> Audience? {
         guard let reader = object.object("audience", required: true) else { return nil }
         let fields = ["user_ids", "device_ids", "tags"]
-        let given = fields.filter { reader.has($0) }
+        let given = fields.filter { reader.hasValue($0) }
         guard given.count == 1 else {
             for field in fields { _ = reader.isNull(field) }
             object.fail(
@@ -413,7 +417,7 @@ struct ActivityRoutes: Sendable {
                 given.isEmpty ? "must have one of user_ids, device_ids or tags" : "must have exactly one of user_ids, device_ids or tags, not \(given.joined(separator: " and "))")
             return nil
         }
-        guard let values = reader.strings(given[0], maxCount: 100_000) else { return nil }
+        guard let values = reader.strings(given[0], required: true, maxCount: 100_000) else { return nil }
         switch given[0] {
         case "user_ids": return .userIDs(values)
         case "device_ids": return .deviceIDs(values)

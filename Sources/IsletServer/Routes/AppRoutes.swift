@@ -40,7 +40,7 @@ struct AppRoutes: Sendable {
     // MARK: - Handlers
 
     private func create(_ request: HTTPRequest) async throws -> HTTPResponse {
-        try Authentication.requireAdmin(request, context: context)
+        try await Authentication.requireAdmin(request, context: context)
         let body = try RequestBody(request)
         let name = body.root.string("name", required: true, maxLength: 200)
         let bundleID = Self.bundleID(body.root, required: true)
@@ -66,49 +66,55 @@ struct AppRoutes: Sendable {
     }
 
     private func list(_ request: HTTPRequest) async throws -> HTTPResponse {
-        try Authentication.requireAdmin(request, context: context)
+        try await Authentication.requireAdmin(request, context: context)
         let apps = try await context.store.read { try $0.apps() }
         return APIJSON.response(.object(["items": .array(apps.map { .object(Self.json($0)) })]))
     }
 
     private func show(_ request: HTTPRequest, appID: String) async throws -> HTTPResponse {
-        try Authentication.requireAdmin(request, context: context)
+        try await Authentication.requireAdmin(request, context: context)
         return APIJSON.response(.object(Self.json(try await app(appID))))
     }
 
     private func update(_ request: HTTPRequest, appID: String) async throws -> HTTPResponse {
-        try Authentication.requireAdmin(request, context: context)
-        var app = try await app(appID)
+        try await Authentication.requireAdmin(request, context: context)
         let body = try RequestBody(request)
         let name = body.root.string("name", maxLength: 200)
         let bundleID = Self.bundleID(body.root, required: false)
         let credentials = Self.credentials(body.root)
         let strict = body.root.bool("strict_activity_types")
         try body.finish()
-        if let name { app.name = name }
-        if let strict { app.strictActivityTypes = strict }
-        if let bundleID { app.bundleID = bundleID }
-        if let credentials { app.credentials = credentials }
-        app.updatedAt = max(context.clock.now(), app.updatedAt.addingTimeInterval(0.001))
-        let updated = app
-        try await context.store.write { try $0.updateApp(updated) }
+        let now = context.clock.now()
+        // Read and write in one transaction, leaving the key hashes alone: a
+        // rotation running meanwhile is never undone.
+        let updated = try await context.store.write { session -> AppRecord in
+            guard var app = try session.app(id: appID) else { throw Problem(status: 404, detail: "There is no app \(appID).") }
+            if let name { app.name = name }
+            if let strict { app.strictActivityTypes = strict }
+            if let bundleID { app.bundleID = bundleID }
+            if let credentials { app.credentials = credentials }
+            app.updatedAt = max(now, app.updatedAt.addingTimeInterval(0.001))
+            try session.updateAppSettings(app)
+            return app
+        }
         if let added = updated.credentials, credentials != nil { context.credentialsChanged(added) }
         return APIJSON.response(.object(Self.json(updated)))
     }
 
     private func rotate(_ request: HTTPRequest, appID: String) async throws -> HTTPResponse {
-        try Authentication.requireAdmin(request, context: context)
-        var app = try await app(appID)
+        try await Authentication.requireAdmin(request, context: context)
         let serverKey = try AppKeys.generate(.server)
         let deviceKey = try AppKeys.generate(.device)
-        app.serverKeyHash = Authentication.hash(serverKey)
-        app.deviceKeyHash = Authentication.hash(deviceKey)
-        app.updatedAt = max(context.clock.now(), app.updatedAt.addingTimeInterval(0.001))
-        let rotated = app
-        try await context.store.write { try $0.updateApp(rotated) }
-        context.logger.notice("app keys rotated", ("app", .string(app.id)))
+        let now = context.clock.now()
+        let rotated = try await context.store.write { session -> Bool in
+            try session.replaceKeys(
+                appID: appID, serverKeyHash: Authentication.hash(serverKey), deviceKeyHash: Authentication.hash(deviceKey),
+                now: now)
+        }
+        guard rotated else { throw Problem(status: 404, detail: "There is no app \(appID).") }
+        context.logger.notice("app keys rotated", ("app", .string(appID)))
         return APIJSON.response(.object([
-            "id": .string(app.id), "server_key": .string(serverKey), "device_key": .string(deviceKey),
+            "id": .string(appID), "server_key": .string(serverKey), "device_key": .string(deviceKey),
         ]))
     }
 
@@ -146,7 +152,7 @@ struct AppRoutes: Sendable {
         let teamID = appleID(apns, "team_id")
         let keyID = appleID(apns, "key_id")
         let pem = apns.string("private_key", maxLength: 10_000)
-        let given = [("team_id", apns.has("team_id")), ("key_id", apns.has("key_id")), ("private_key", apns.has("private_key"))]
+        let given = [("team_id", apns.hasValue("team_id")), ("key_id", apns.hasValue("key_id")), ("private_key", apns.hasValue("private_key"))]
         let missing = given.filter { !$0.1 }.map(\.0)
         if !missing.isEmpty {
             for field in missing {

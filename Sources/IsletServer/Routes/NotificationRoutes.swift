@@ -26,6 +26,7 @@ struct NotificationRoutes: Sendable {
         let audience = ActivityRoutes.audience(body.root)
         let alert = ActivityRoutes.alert(body.root, required: true)
         try body.finish()
+        let target = try body.required(audience, "audience")
         try ActivityRoutes.requireCredentials(app)
         let push = AlertPush(title: alert?.title, body: alert?.body, sound: alert?.sound)
         let appID = app.id
@@ -37,15 +38,15 @@ struct NotificationRoutes: Sendable {
             } catch let error as PayloadError {
                 throw ActivityRoutes.problem(error, event: .alert)
             }
-            let targets = try session.alertTargets(appID: appID, audience: audience!)
+            let targets = try session.alertTargets(appID: appID, audience: target)
             guard !targets.isEmpty else {
-                let size = try session.audienceSize(appID: appID, audience: audience!)
+                let size = try session.audienceSize(appID: appID, audience: target)
                 throw Problem(
                     status: 422,
                     detail: size == 0
                         ? "The audience matches no registered device."
                         : "None of the \(size) device(s) in the audience has a reachable device token.",
-                    errors: [.init(field: "audience.\(audience!.field)", message: "names no device with a reachable device token")])
+                    errors: [.init(field: "audience.\(target.field)", message: "names no device with a reachable device token")])
             }
             let sendID = try session.insertSend(
                 appID: appID, activityID: nil, content: ActivityRoutes.content(built, event: .alert), now: now)

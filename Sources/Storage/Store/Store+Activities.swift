@@ -102,15 +102,23 @@ extension StoreSession {
     }
 
     /// Ends every activity started at or before `startedBefore` that has not
-    /// ended, as expired `total` seconds after its start, with every copy of it.
-    /// Answers how many activities.
+    /// ended, as expired `total` seconds after its start, with every copy of it, and
+    /// drops its starts and updates still queued. Answers how many activities.
     @discardableResult
-    public func expireActivities(startedBefore: Date, total: TimeInterval) throws -> Int {
+    public func expireActivities(startedBefore: Date, total: TimeInterval, now: Date) throws -> Int {
+        let cutoff = startedBefore.unixMilliseconds
+        let millis = now.unixMilliseconds
+        try run(
+            """
+            UPDATE pushes SET status = 'dropped', reason = 'ActivityExpired', updated_at = ?2
+            WHERE status = 'queued' AND event IN ('start', 'update') AND (app_id, activity_id) IN
+                (SELECT app_id, activity_id FROM activities WHERE status != 'ended' AND started_at <= ?1)
+            """, [cutoff, millis])
         let expired = try run(
             """
             UPDATE activities SET status = 'ended', end_cause = 'expired', ended_at = started_at + ?2
             WHERE status != 'ended' AND started_at <= ?1
-            """, [startedBefore.unixMilliseconds, Int64(total * 1000)])
+            """, [cutoff, Int64(total * 1000)])
         guard expired > 0 else { return 0 }
         try run(
             """
@@ -121,7 +129,7 @@ extension StoreSession {
             WHERE status != 'ended' AND EXISTS (SELECT 1 FROM activities a
                 WHERE a.app_id = activity_instances.app_id AND a.activity_id = activity_instances.activity_id
                     AND a.status = 'ended')
-            """, [startedBefore.unixMilliseconds])
+            """, [millis])
         return expired
     }
 

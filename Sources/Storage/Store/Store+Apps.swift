@@ -28,6 +28,25 @@ extension StoreSession {
              app.serverKeyHash, app.deviceKeyHash, app.updatedAt.unixMilliseconds, app.strictActivityTypes, app.id])
     }
 
+    /// Replaces an app's name, bundle id, credentials and settings, leaving its keys.
+    public func updateAppSettings(_ app: AppRecord) throws {
+        try run(
+            """
+            UPDATE apps SET name = ?, bundle_id = ?, apns_team_id = ?, apns_key_id = ?, apns_private_key = ?,
+                updated_at = ?, strict_activity_types = ?
+            WHERE id = ?
+            """,
+            [app.name, app.bundleID, app.credentials?.teamID, app.credentials?.keyID, app.credentials?.privateKeyPEM,
+             app.updatedAt.unixMilliseconds, app.strictActivityTypes, app.id])
+    }
+
+    /// Replaces an app's two key hashes. Answers whether the app exists.
+    public func replaceKeys(appID: String, serverKeyHash: Data, deviceKeyHash: Data, now: Date) throws -> Bool {
+        try run(
+            "UPDATE apps SET server_key_hash = ?, device_key_hash = ?, updated_at = max(updated_at + 1, ?) WHERE id = ?",
+            [serverKeyHash, deviceKeyHash, now.unixMilliseconds, appID]) > 0
+    }
+
     /// The app `id`.
     public func app(id: String) throws -> AppRecord? {
         try query("SELECT \(Self.appColumns) FROM apps WHERE id = ?", [id]).first.map(Self.appRecord)

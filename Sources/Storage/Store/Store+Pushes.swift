@@ -81,6 +81,23 @@ extension StoreSession {
             """, [now.unixMilliseconds, appID, activityID])
     }
 
+    /// Drops an activity's queued pushes of `events` (an ended activity must not be
+    /// started or updated by a push still waiting). Answers how many.
+    @discardableResult
+    public func dropQueuedPushes(appID: String, activityID: String, events: [PushEvent], reason: String, now: Date) throws -> Int {
+        try run(
+            """
+            UPDATE pushes SET status = 'dropped', reason = ?, updated_at = ?
+            WHERE app_id = ? AND activity_id = ? AND status = 'queued' AND event IN (SELECT value FROM json_each(?))
+            """, [reason, now.unixMilliseconds, appID, activityID, Self.jsonArray(events.map(\.rawValue))])
+    }
+
+    /// Whether the activity has ended (or no longer exists).
+    public func activityHasEnded(appID: String, activityID: String) throws -> Bool {
+        try query("SELECT status FROM activities WHERE app_id = ? AND activity_id = ?", [appID, activityID])
+            .first?.optionalString("status").map { $0 == "ended" } ?? true
+    }
+
     /// Every push made for an activity since `since`, oldest first.
     public func pushes(appID: String, activityID: String, since: Date) throws -> [PushHistoryItem] {
         try query(
@@ -114,47 +131,72 @@ extension StoreSession {
             [now.unixMilliseconds, now.unixMilliseconds])
     }
 
-    /// Takes up to `limit` pushes that are due, oldest first, and marks them in flight.
-    public func claimDuePushes(now: Date, limit: Int) throws -> [ClaimedPush] {
+    /// Takes up to `limit` pushes that are due, oldest first, and marks them in
+    /// flight, in one statement. `sends` caches what each send says (shared by all
+    /// its pushes): only sends not in it are read, and it is trimmed when large.
+    public func claimDuePushes(now: Date, limit: Int, sends: inout [Int64: SendContent]) throws -> [ClaimedPush] {
         let rows = try query(
             """
-            SELECT p.id, p.app_id, p.activity_id, p.activity_type, p.device_id, p.token_kind, p.token, p.environment,
-                p.environment_switched, p.apns_id, p.attempts, p.rounds, p.created_at,
-                s.event, s.topic, s.push_type, s.priority, s.expiration, s.collapse_id, s.payload
-            FROM pushes p JOIN sends s ON s.id = p.send_id
-            WHERE p.status = 'queued' AND p.next_attempt_at <= ?
-            ORDER BY p.next_attempt_at, p.id LIMIT ?
+            UPDATE pushes SET status = 'sending', updated_at = ?1
+            WHERE id IN (SELECT id FROM pushes WHERE status = 'queued' AND next_attempt_at <= ?1
+                ORDER BY next_attempt_at, id LIMIT ?2)
+            RETURNING id, send_id, app_id, activity_id, activity_type, device_id, token_kind, token, environment,
+                environment_switched, apns_id, attempts, rounds, created_at
             """, [now.unixMilliseconds, limit])
         guard !rows.isEmpty else { return [] }
-        let mark = try connection.prepare("UPDATE pushes SET status = 'sending', updated_at = ? WHERE id = ?")
+        if sends.count > 10_000 { sends.removeAll(keepingCapacity: true) }
         var claimed: [ClaimedPush] = []
         claimed.reserveCapacity(rows.count)
         for row in rows {
-            let id = try row.int64("id")
-            try mark.run([now.unixMilliseconds, id])
-            guard let priority = APNsPriority(rawValue: Int(try row.int64("priority"))) else {
-                throw StoreError(.corrupt, "send priority")
+            let sendID = try row.int64("send_id")
+            let content: SendContent
+            if let cached = sends[sendID] {
+                content = cached
+            } else {
+                content = try send(id: sendID)
+                sends[sendID] = content
             }
             claimed.append(ClaimedPush(
-                id: id, appID: try row.string("app_id"), activityID: row.optionalString("activity_id"),
+                id: try row.int64("id"), appID: try row.string("app_id"), activityID: row.optionalString("activity_id"),
                 activityType: row.optionalString("activity_type"), deviceID: try row.string("device_id"),
                 tokenKind: try row.enumValue("token_kind", as: PushTokenKind.self), token: try row.string("token"),
                 environment: try row.enumValue("environment", as: APNsEnvironment.self),
                 environmentSwitched: try row.int64("environment_switched") != 0, apnsID: try row.string("apns_id"),
                 attempts: Int(try row.int64("attempts")), rounds: Int(try row.int64("rounds")),
-                createdAt: try row.date("created_at"),
-                content: SendContent(
-                    event: try row.enumValue("event", as: PushEvent.self), topic: try row.string("topic"),
-                    pushType: try row.enumValue("push_type", as: APNsPushType.self), priority: priority,
-                    expiration: row.optionalInt64("expiration"), collapseID: row.optionalString("collapse_id"),
-                    payload: row["payload"].blob ?? Data())))
+                createdAt: try row.date("created_at"), content: content))
         }
+        claimed.sort { $0.id < $1.id }
         return claimed
+    }
+
+    /// What send `id` says.
+    func send(id: Int64) throws -> SendContent {
+        guard let row = try query(
+            "SELECT event, topic, push_type, priority, expiration, collapse_id, payload FROM sends WHERE id = ?", [id]
+        ).first else { throw StoreError(.corrupt, "send \(id) is missing") }
+        guard let priority = APNsPriority(rawValue: Int(try row.int64("priority"))) else {
+            throw StoreError(.corrupt, "send priority")
+        }
+        return SendContent(
+            event: try row.enumValue("event", as: PushEvent.self), topic: try row.string("topic"),
+            pushType: try row.enumValue("push_type", as: APNsPushType.self), priority: priority,
+            expiration: row.optionalInt64("expiration"), collapseID: row.optionalString("collapse_id"),
+            payload: row["payload"].blob ?? Data())
     }
 
     /// Records what became of a push.
     public func recordOutcome(pushID: Int64, _ outcome: PushOutcome, now: Date) throws {
         let millis = now.unixMilliseconds
+        if outcome.status == .sent && outcome.environment == nil && outcome.nextAttemptAt == nil {
+            // The common case, in a statement of its own.
+            try run(
+                """
+                UPDATE pushes SET status = 'sent', attempts = attempts + ?1, rounds = rounds + 1,
+                    apns_status = ?2, reason = NULL, apns_unique_id = ?3, updated_at = ?4, sent_at = ?4
+                WHERE id = ?5
+                """, [outcome.attempts, outcome.apnsStatus, outcome.apnsUniqueID, millis, pushID])
+            return
+        }
         try run(
             """
             UPDATE pushes SET status = ?, attempts = attempts + ?, rounds = rounds + 1, apns_status = coalesce(?, apns_status),
