@@ -19,14 +19,30 @@ public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral {
 
     /// Replaces every field named `name` with one field.
     public mutating func set(_ name: String, _ value: String) {
-        fields.removeAll { $0.name.lowercased() == name.lowercased() }
+        fields.removeAll { HTTPHeaders.sameName($0.name, name) }
         fields.append((name, value))
     }
 
     /// The first value of `name`, if any.
     public subscript(name: String) -> String? {
-        let lower = name.lowercased()
-        return fields.first { $0.name.lowercased() == lower }?.value
+        fields.first { HTTPHeaders.sameName($0.name, name) }?.value
+    }
+
+    /// Whether two field names are equal ignoring ASCII case, without allocating.
+    static func sameName(_ a: String, _ b: String) -> Bool {
+        var a = a.utf8.makeIterator()
+        var b = b.utf8.makeIterator()
+        while true {
+            switch (a.next(), b.next()) {
+            case (nil, nil): return true
+            case (let x?, let y?):
+                if x == y { continue }
+                let lowerX = (0x41...0x5A).contains(x) ? x | 0x20 : x
+                let lowerY = (0x41...0x5A).contains(y) ? y | 0x20 : y
+                if lowerX != lowerY { return false }
+            default: return false
+            }
+        }
     }
 
     public func makeIterator() -> IndexingIterator<[(name: String, value: String)]> {

@@ -138,7 +138,7 @@ private struct DaemonHandle: @unchecked Sendable {
 /// A connection pointer handed to the task that runs a handler. `@unchecked
 /// Sendable`: the connection is suspended until that task resumes it, so
 /// libmicrohttpd does not touch it meanwhile, and the task resumes it at most once,
-/// under `ServerCore`'s lock, and never after the daemon is stopped.
+/// and never after the daemon is stopped (see `ServerCore.resume`).
 private struct ConnectionHandle: @unchecked Sendable {
     let pointer: OpaquePointer
 }
@@ -159,13 +159,17 @@ private final class RequestState: @unchecked Sendable {
 }
 
 /// The part of the server that libmicrohttpd calls back into.
-/// `@unchecked Sendable`: its mutable state sits behind `counters`; the rest is
-/// immutable.
+/// `@unchecked Sendable`: its mutable state is atomic; the rest is immutable.
 private final class ServerCore: @unchecked Sendable {
     let handler: HTTPHandler
     let maxBodyBytes: Int
     let tooLargeResponse: HTTPResponse
-    private let counters = Mutex((active: 0, stopped: false))
+    // Atomics rather than a lock: every request passes here on libmicrohttpd's
+    // threads and on the handler's task, and a lock held across
+    // `MHD_resume_connection` (a system call) made them queue behind each other.
+    private let active = Atomic<Int>(0)
+    private let stopped = Atomic<Bool>(false)
+    private let resuming = Atomic<Int>(0)
 
     init(handler: @escaping HTTPHandler, maxBodyBytes: Int, tooLargeResponse: HTTPResponse) {
         self.handler = handler
@@ -173,10 +177,20 @@ private final class ServerCore: @unchecked Sendable {
         self.tooLargeResponse = tooLargeResponse
     }
 
-    var activeRequests: Int { counters.withLock { $0.active } }
+    var activeRequests: Int { active.load(ordering: .sequentiallyConsistent) }
 
+    /// After this returns, no handler task resumes a connection: one that had
+    /// started to has finished.
     func markStopped() {
-        counters.withLock { $0.stopped = true }
+        stopped.store(true, ordering: .sequentiallyConsistent)
+        while resuming.load(ordering: .sequentiallyConsistent) > 0 { usleep(100) }
+    }
+
+    /// Resumes a suspended connection unless the daemon is stopping.
+    private func resume(_ handle: ConnectionHandle) {
+        resuming.add(1, ordering: .sequentiallyConsistent)
+        if !stopped.load(ordering: .sequentiallyConsistent) { MHD_resume_connection(handle.pointer) }
+        resuming.subtract(1, ordering: .sequentiallyConsistent)
     }
 
     func access(
@@ -193,7 +207,7 @@ private final class ServerCore: @unchecked Sendable {
                 method: method.map { String(cString: $0) } ?? "GET",
                 path: url.map { String(cString: $0) } ?? "/"))
             readValues(connection, state)
-            counters.withLock { $0.active += 1 }
+            active.add(1, ordering: .sequentiallyConsistent)
             requestContext.pointee = Unmanaged.passRetained(state).toOpaque()
             if let length = state.request.headers["content-length"].flatMap(Int.init), length > maxBodyBytes {
                 state.tooLarge = true
@@ -232,9 +246,7 @@ private final class ServerCore: @unchecked Sendable {
         Task {
             let response = await handler(request)
             state.response = response
-            self.counters.withLock { counters in
-                if !counters.stopped { MHD_resume_connection(handle.pointer) }
-            }
+            self.resume(handle)
         }
         return .YES
     }
@@ -243,7 +255,7 @@ private final class ServerCore: @unchecked Sendable {
         guard let requestContext, let raw = requestContext.pointee else { return }
         Unmanaged<RequestState>.fromOpaque(raw).release()
         requestContext.pointee = nil
-        counters.withLock { $0.active -= 1 }
+        active.subtract(1, ordering: .sequentiallyConsistent)
     }
 
     private func readValues(_ connection: OpaquePointer, _ state: RequestState) {

@@ -2,7 +2,6 @@ import Foundation
 import HTTPServer
 import IsletCore
 import IsletLog
-import Synchronization
 
 /// Who may call a route.
 enum RouteAccess: String, Sendable {
@@ -74,10 +73,24 @@ struct APIRoute: Sendable {
 enum APIJSON {
     static func date(_ date: Date?) -> JSONValue {
         guard let date else { return .null }
-        return .string(formatter.withLock { $0.string(from: date) })
+        return .string(rfc3339(date))
     }
 
-    private static let formatter = LockedFormatter()
+    /// `2026-11-29T23:08:48.893Z`, written by hand: a shared formatter would need a
+    /// lock on every answer.
+    static func rfc3339(_ date: Date) -> String {
+        let milliseconds = Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
+        var seconds = time_t(milliseconds >= 0 ? milliseconds / 1000 : (milliseconds - 999) / 1000)
+        let fraction = Int((milliseconds % 1000 + 1000) % 1000)
+        var parts = tm()
+        gmtime_r(&seconds, &parts)
+        func pad(_ value: Int32, _ width: Int) -> String {
+            let text = String(value)
+            return text.count >= width ? text : String(repeating: "0", count: width - text.count) + text
+        }
+        return "\(pad(parts.tm_year + 1900, 4))-\(pad(parts.tm_mon + 1, 2))-\(pad(parts.tm_mday, 2))T"
+            + "\(pad(parts.tm_hour, 2)):\(pad(parts.tm_min, 2)):\(pad(parts.tm_sec, 2)).\(pad(Int32(fraction), 3))Z"
+    }
 
     static func response(status: Int = 200, _ value: JSONValue, headers: HTTPHeaders = HTTPHeaders()) -> HTTPResponse {
         var response = HTTPResponse(status: status, contentType: "application/json", body: Data(value.jsonText.utf8))
@@ -86,19 +99,4 @@ enum APIJSON {
     }
 
     static func optional(_ text: String?) -> JSONValue { text.map(JSONValue.string) ?? .null }
-}
-
-/// An ISO 8601 formatter behind a lock (formatters are not thread-safe).
-final class LockedFormatter: Sendable {
-    private let formatter: Mutex<ISO8601DateFormatter>
-
-    init() {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        self.formatter = Mutex(formatter)
-    }
-
-    func withLock<T: Sendable>(_ body: (ISO8601DateFormatter) -> T) -> T {
-        formatter.withLock { body($0) }
-    }
 }

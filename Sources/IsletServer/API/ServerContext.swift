@@ -5,6 +5,7 @@ import IsletCore
 import IsletCrypto
 import IsletLog
 import Storage
+import Synchronization
 
 /// What every route handler shares: the store, the delivery worker, the clock and
 /// the rules.
@@ -22,6 +23,43 @@ struct ServerContext: Sendable {
     let credentialsChanged: @Sendable (APNsCredentials) -> Void
     /// Counts requests for `/metrics`.
     let requestMetrics: RequestMetrics
+    /// Apps by key hash, so that a request's key is usually checked without the
+    /// database.
+    let appKeys = AppKeyCache()
+}
+
+/// Apps by the hash of their keys, for a few seconds: the key check of every app
+/// request would otherwise take a turn on the database thread. Every change to an
+/// app on this node empties it.
+final class AppKeyCache: Sendable {
+    private struct Entry {
+        let app: AppRecord
+        let kind: AppKeyKind
+        let expires: ContinuousClock.Instant
+    }
+
+    private let entries = Mutex<[Data: Entry]>([:])
+    private let lifetime: Duration = .seconds(5)
+
+    func lookup(_ hash: Data) -> (app: AppRecord, kind: AppKeyKind)? {
+        let now = ContinuousClock.now
+        return entries.withLock { entries in
+            guard let entry = entries[hash], entry.expires > now else { return nil }
+            return (entry.app, entry.kind)
+        }
+    }
+
+    func store(_ hash: Data, app: AppRecord, kind: AppKeyKind) {
+        let expires = ContinuousClock.now + lifetime
+        entries.withLock { entries in
+            if entries.count > 10_000 { entries.removeAll(keepingCapacity: true) }
+            entries[hash] = Entry(app: app, kind: kind, expires: expires)
+        }
+    }
+
+    func invalidate() {
+        entries.withLock { $0.removeAll(keepingCapacity: true) }
+    }
 }
 
 /// Checks bearer keys. Keys are compared as SHA-256 hashes, in constant time; the
@@ -63,7 +101,12 @@ enum Authentication {
             throw Problem(status: 403, detail: "The admin token manages apps; this route takes the app's \(kind.rawValue) key.")
         }
         let hashed = hash(key)
-        guard let (app, found) = try await context.store.read({ try $0.app(keyHash: hashed) }),
+        var match = context.appKeys.lookup(hashed)
+        if match == nil, let stored = try await context.store.read({ try $0.app(keyHash: hashed) }) {
+            context.appKeys.store(hashed, app: stored.app, kind: stored.kind)
+            match = stored
+        }
+        guard let (app, found) = match,
             Digest.constantTimeEquals(found == .server ? app.serverKeyHash : app.deviceKeyHash, hashed)
         else {
             throw Problem(status: 401, detail: "The bearer key is not a key of any app (keys stop working once rotated).")

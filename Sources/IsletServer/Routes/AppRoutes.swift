@@ -97,6 +97,7 @@ struct AppRoutes: Sendable {
             try session.updateAppSettings(app)
             return app
         }
+        context.appKeys.invalidate()
         if let added = updated.credentials, credentials != nil { context.credentialsChanged(added) }
         return APIJSON.response(.object(Self.json(updated)))
     }
@@ -111,6 +112,7 @@ struct AppRoutes: Sendable {
                 appID: appID, serverKeyHash: Authentication.hash(serverKey), deviceKeyHash: Authentication.hash(deviceKey),
                 now: now)
         }
+        context.appKeys.invalidate()
         guard rotated else { throw Problem(status: 404, detail: "There is no app \(appID).") }
         context.logger.notice("app keys rotated", ("app", .string(appID)))
         return APIJSON.response(.object([

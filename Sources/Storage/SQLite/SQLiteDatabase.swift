@@ -6,11 +6,25 @@ import Synchronization
 /// a time, as SQLite's no-mutex mode requires. Async callers hand their work to the
 /// database's own thread (`read`, `write`), so that a commit's disk sync never blocks
 /// the cooperative thread pool.
+///
+/// Async writes are committed in groups: the writes waiting when the thread gets to
+/// them run in one transaction, each in a savepoint of its own (a write that throws
+/// rolls back alone), and one commit (one disk sync) makes them all durable before
+/// any caller is answered.
 public final class SQLiteDatabase: Sendable {
     /// The file's path.
     public let path: String
     private let connection: Mutex<SQLiteConnection?>
     private let thread: DatabaseThread
+    private let pendingWrites = Mutex<(jobs: [PendingWrite], scheduled: Bool)>(([], false))
+
+    /// One async write waiting for its group: `perform` runs it in a savepoint and
+    /// answers how to answer the caller once the group's commit is known; `fail`
+    /// answers a write that never ran.
+    private struct PendingWrite: Sendable {
+        let perform: @Sendable (SQLiteConnection) -> @Sendable ((any Error)?) -> Void
+        let fail: @Sendable (any Error) -> Void
+    }
 
     /// Opens (creating if needed) the database at `path` and applies `migrations`.
     public init(path: String, options: SQLiteOptions = SQLiteOptions(), migrations: [Migration] = []) throws {
@@ -47,14 +61,73 @@ public final class SQLiteDatabase: Sendable {
         }
     }
 
-    /// Runs `body` in an immediate transaction on the database's thread: committed
-    /// when it returns, rolled back when it throws.
+    /// Runs `body` in a transaction on the database's thread: committed (and synced)
+    /// before this returns, rolled back when it throws. Writes waiting together share
+    /// one commit, each in its own savepoint.
     public func write<T: Sendable>(_ body: @escaping @Sendable (SQLiteConnection) throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            thread.submit {
-                continuation.resume(with: Result { try self.write(body) })
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
+            let job = PendingWrite(
+                perform: { connection in
+                    do {
+                        try connection.execute("SAVEPOINT islet_write")
+                    } catch {
+                        return { _ in continuation.resume(throwing: error) }
+                    }
+                    do {
+                        let value = try body(connection)
+                        try connection.execute("RELEASE islet_write")
+                        return { commitError in
+                            if let commitError {
+                                continuation.resume(throwing: commitError)
+                            } else {
+                                continuation.resume(returning: value)
+                            }
+                        }
+                    } catch {
+                        try? connection.execute("ROLLBACK TO islet_write")
+                        try? connection.execute("RELEASE islet_write")
+                        return { _ in continuation.resume(throwing: error) }
+                    }
+                },
+                fail: { continuation.resume(throwing: $0) })
+            let schedule = pendingWrites.withLock { pending -> Bool in
+                pending.jobs.append(job)
+                defer { pending.scheduled = true }
+                return !pending.scheduled
             }
+            if schedule { thread.submit { self.commitPendingWrites() } }
         }
+    }
+
+    /// Runs every waiting write in one transaction and answers them after the commit.
+    private func commitPendingWrites() {
+        let batch = pendingWrites.withLock { pending -> [PendingWrite] in
+            defer {
+                pending.jobs = []
+                pending.scheduled = false
+            }
+            return pending.jobs
+        }
+        guard !batch.isEmpty else { return }
+        var answers: [@Sendable ((any Error)?) -> Void] = []
+        answers.reserveCapacity(batch.count)
+        do {
+            try withConnection { connection in
+                try connection.execute("BEGIN IMMEDIATE")
+                for job in batch { answers.append(job.perform(connection)) }
+                do {
+                    try connection.execute("COMMIT")
+                } catch {
+                    try? connection.execute("ROLLBACK")
+                    throw error
+                }
+            }
+        } catch {
+            for answer in answers { answer(error) }
+            for job in batch.dropFirst(answers.count) { job.fail(error) }
+            return
+        }
+        for answer in answers { answer(nil) }
     }
 
     /// Closes the connection, checkpointing the WAL into the main file. Later calls
