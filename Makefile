@@ -6,7 +6,7 @@ SWIFT_FLAGS := $(if $(filter 1,$(WERROR)),-Xswiftc -warnings-as-errors,)
 # Extra arguments for `islet serve --simulator`, e.g. make run ARGS="--port 9000".
 ARGS ?=
 
-.PHONY: all deps build run test clean
+.PHONY: all deps build run test bench bench-quick clean
 
 all: build
 
@@ -22,6 +22,13 @@ run: build
 test: deps
 	$(SWIFT) build --build-tests $(SWIFT_FLAGS)
 	$(SWIFT) test --skip-build
+
+# Benchmarks side by side with the limit and with peers; results in bench/results/.
+bench: deps
+	./Benchmarks/run.sh
+
+bench-quick: deps
+	./Benchmarks/run.sh --quick
 
 clean:
 	$(SWIFT) package clean

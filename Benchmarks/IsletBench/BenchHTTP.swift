@@ -17,6 +17,7 @@ final class BenchHTTP {
 
     private let fd: Int32
     private var buffer = [UInt8]()
+    private var chunk = [UInt8](repeating: 0, count: 65_536)
 
     init(port: Int) throws {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
@@ -53,7 +54,6 @@ final class BenchHTTP {
     }
 
     private func fill() throws {
-        var chunk = [UInt8](repeating: 0, count: 65_536)
         let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
         guard n > 0 else { throw Failure(description: "connection closed") }
         buffer.append(contentsOf: chunk[0..<n])
@@ -86,4 +86,19 @@ final class BenchHTTP {
         buffer.removeFirst(start + length)
         return Response(status: status, body: body)
     }
+}
+
+/// Runs `body(lane)` on `count` threads of their own at once and waits for all:
+/// `DispatchQueue.concurrentPerform` would run only as many lanes at a time as
+/// there are cores, and blocking sockets need every lane live.
+func onThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) {
+    let group = DispatchGroup()
+    for lane in 0..<count {
+        group.enter()
+        Thread {
+            body(lane)
+            group.leave()
+        }.start()
+    }
+    group.wait()
 }

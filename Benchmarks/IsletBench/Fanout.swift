@@ -80,7 +80,7 @@ struct FanoutRig {
         let deviceKey = deviceKey
         let failures = Atomic<Int>(0)
         let started = Date()
-        DispatchQueue.concurrentPerform(iterations: connections) { shard in
+        onThreads(connections) { shard in
             guard let http = try? BenchHTTP(port: port) else {
                 failures.add(1, ordering: .relaxed)
                 return

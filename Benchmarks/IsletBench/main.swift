@@ -13,6 +13,12 @@ import Synchronization
 /// - `apns-client --url URL --ca F --key F.p8 --key-id K --team-id T [--connections N]
 ///   [--count N] [--concurrency N]`: sends N alert pushes through Islet's APNs client
 ///   and prints `pushes_per_second=… delivered=… seconds=…`.
+/// - `fanout --devices N [--kill-at F]`: one update through the API to N holders
+///   (see Fanout.swift).
+/// - `paced --port P --app A --key K --kind register|update|healthz --rate R`: latency
+///   at a fixed request rate (see Paced.swift).
+/// - `populate --database PATH --app A --tokens N`: registered tokens written straight
+///   into a stopped server's database (see Populate.swift).
 
 final class NullDelegate: HTTP2ServerDelegate {
     func handle(_ request: HTTP2ServerRequest, on connection: HTTP2ServerConnectionContext) -> HTTP2ServerReply {
@@ -48,6 +54,10 @@ case "apns-client":
     try await apnsClient(arguments)
 case "fanout":
     try await fanout(arguments)
+case "paced":
+    try paced(arguments)
+case "populate":
+    try populate(arguments)
 default:
     FileHandle.standardError.write(Data("usage: islet-bench h2-server --port N [--threads N] | apns-client --url URL ...\n".utf8))
     exit(2)

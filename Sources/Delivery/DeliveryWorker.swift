@@ -212,7 +212,7 @@ public final class DeliveryWorker: Sendable {
         let now = clock.now()
         let claimed: [ClaimedPush]
         do {
-            claimed = try store.writeNow { try $0.claimDuePushes(now: now, limit: limit, sends: &sends) }
+            claimed = try store.writeNow(durable: false) { try $0.claimDuePushes(now: now, limit: limit, sends: &sends) }
         } catch {
             logger.error("cannot claim pushes", ("error", .string("\(error)")))
             return false
@@ -287,7 +287,7 @@ public final class DeliveryWorker: Sendable {
         let now = clock.now()
         var counted: [(String, String?, Double?)] = []
         do {
-            try store.writeNow { session in
+            try store.writeNow(durable: false) { session in
                 for answer in answers {
                     counted.append(try apply(answer, session: session, now: now))
                 }

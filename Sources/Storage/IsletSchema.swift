@@ -164,5 +164,8 @@ public enum IsletSchema {
             ALTER TABLE apps ADD COLUMN strict_activity_types INTEGER NOT NULL DEFAULT 0;
             CREATE INDEX activities_by_type ON activities(app_id, activity_type) WHERE status != 'ended';
             """),
+        Migration(version: 4, name: "queued pushes by activity", sql: """
+            CREATE INDEX pushes_queued_by_activity ON pushes(app_id, activity_id) WHERE status = 'queued';
+            """),
     ]
 }

@@ -16,6 +16,7 @@ public final class SQLiteDatabase: Sendable {
     public let path: String
     private let connection: Mutex<SQLiteConnection?>
     private let thread: DatabaseThread
+    private let synchronousFull: Bool
     private let pendingWrites = Mutex<(jobs: [PendingWrite], scheduled: Bool)>(([], false))
 
     /// One async write waiting for its group: `perform` runs it in a savepoint and
@@ -35,6 +36,7 @@ public final class SQLiteDatabase: Sendable {
         }
         connection = Mutex(opened)
         thread = DatabaseThread(name: "islet-db")
+        synchronousFull = options.synchronousFull
     }
 
     /// Runs `body` with the connection, holding it for the duration.
@@ -50,6 +52,19 @@ public final class SQLiteDatabase: Sendable {
     /// Runs `body` in an immediate transaction (see `SQLiteConnection.transaction`).
     public func write<T: Sendable>(_ body: (SQLiteConnection) throws -> T) throws -> T {
         try withConnection { connection in try connection.transaction { try body(connection) } }
+    }
+
+    /// Runs `body` in an immediate transaction whose commit does not wait for the disk
+    /// (`PRAGMA synchronous=NORMAL` for this one transaction): it survives a crash of
+    /// the process, and a power loss once any later durable commit has synced. For
+    /// bookkeeping that is safe to redo, such as marking pushes in flight.
+    public func writeWithoutSync<T: Sendable>(_ body: (SQLiteConnection) throws -> T) throws -> T {
+        try withConnection { connection in
+            guard synchronousFull else { return try connection.transaction { try body(connection) } }
+            try connection.execute("PRAGMA synchronous=NORMAL")
+            defer { try? connection.execute("PRAGMA synchronous=FULL") }
+            return try connection.transaction { try body(connection) }
+        }
     }
 
     /// Runs `body` with the connection on the database's thread.

@@ -26,9 +26,15 @@ public final class Store: Sendable {
     }
 
     /// Runs `body` in one transaction on the calling thread (for the delivery
-    /// worker, which has a thread of its own).
-    public func writeNow<T: Sendable>(_ body: (StoreSession) throws -> T) throws -> T {
-        try database.write { try body(StoreSession(connection: $0)) }
+    /// worker, which has a thread of its own). `durable: false` commits without
+    /// waiting for the disk (see `SQLiteDatabase.writeWithoutSync`): for what a
+    /// restart redoes safely, such as pushes marked in flight or their answers (a
+    /// push whose answer was lost is sent again, with the same `apns-id`).
+    public func writeNow<T: Sendable>(durable: Bool = true, _ body: (StoreSession) throws -> T) throws -> T {
+        if durable {
+            return try database.write { try body(StoreSession(connection: $0)) }
+        }
+        return try database.writeWithoutSync { try body(StoreSession(connection: $0)) }
     }
 
     /// Runs `body` on the calling thread.

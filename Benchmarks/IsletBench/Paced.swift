@@ -1,0 +1,62 @@
+import Foundation
+import IsletCore
+import Synchronization
+
+/// `islet-bench paced --port P --app A --key K --kind register|update|healthz --rate R
+/// --seconds S [--connections C]`: sends requests at a fixed rate and measures each
+/// one's latency from the moment it was due (so a slow answer also counts against
+/// the requests queued behind it). Prints `achieved_rps=… p50_ms=… p99_ms=…`.
+func paced(_ arguments: [String]) throws {
+    guard let port = value("--port", in: arguments).flatMap(Int.init), let app = value("--app", in: arguments),
+        let key = value("--key", in: arguments), let kind = value("--kind", in: arguments),
+        let rate = value("--rate", in: arguments).flatMap(Double.init)
+    else {
+        throw BenchHTTP.Failure(description: "paced needs --port, --app, --key, --kind and --rate")
+    }
+    let seconds = value("--seconds", in: arguments).flatMap(Double.init) ?? 5
+    let connections = value("--connections", in: arguments).flatMap(Int.init) ?? 16
+    let latencies = Mutex<[Double]>([])
+    let failures = Atomic<Int>(0)
+    let start = Date().addingTimeInterval(0.2)
+    let interval = Double(connections) / rate
+    onThreads(connections) { lane in
+        guard let http = try? BenchHTTP(port: port) else {
+            failures.add(1, ordering: .relaxed)
+            return
+        }
+        var mine: [Double] = []
+        var random = SystemRandomNumberGenerator()
+        var n = 0
+        while true {
+            let due = start.addingTimeInterval(Double(lane) / rate + Double(n) * interval)
+            if due.timeIntervalSince(start) >= seconds { break }
+            let wait = due.timeIntervalSinceNow
+            if wait > 0 { usleep(UInt32(wait * 1_000_000)) }
+            n += 1
+            let response: BenchHTTP.Response?
+            switch kind {
+            case "register":
+                let token = PushToken.make(byteCount: 32, using: &random)
+                response = try? http.request(
+                    "PUT", "/v1/apps/\(app)/devices/paced-\(lane)/activities/paced-\(lane)-\(n)", key: key,
+                    body: #"{"activity_type":"MatchAttributes","token":""# + token + #""}"#)
+            case "update":
+                response = try? http.request(
+                    "POST", "/v1/apps/\(app)/activities/bench-update/update", key: key,
+                    body: #"{"content_state":{"home":\#(n),"away":0}}"#)
+            default:
+                response = try? http.request("GET", "/healthz")
+            }
+            if response == nil || response!.status >= 300 { failures.add(1, ordering: .relaxed) }
+            mine.append(-due.timeIntervalSinceNow * 1000)
+        }
+        latencies.withLock { $0 += mine }
+    }
+    let sorted = latencies.withLock { $0 }.sorted()
+    guard !sorted.isEmpty else { throw BenchHTTP.Failure(description: "no request completed") }
+    func percentile(_ p: Double) -> Double { sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))] }
+    emit("achieved_rps=\(Int(Double(sorted.count) / seconds))")
+    emit("p50_ms=\(String(format: "%.2f", percentile(0.5)))")
+    emit("p99_ms=\(String(format: "%.2f", percentile(0.99)))")
+    emit("failures=\(failures.load(ordering: .relaxed))")
+}

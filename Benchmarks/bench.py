@@ -1,0 +1,487 @@
+#!/usr/bin/env python3
+"""Islet's benchmarks, side by side with the limit and with peers (`make bench`).
+
+Every figure is a ratio against a reference measured in the same run on the same
+machine: these machines are shared and noisy, so absolute numbers mean little.
+
+Measures: (1) the APNs client against `islet sim` beside h2load (the limit) and
+aioapns (a peer); (2) `islet sim` beside nghttpd; (3) one update fanned out to N
+devices end to end; (4) the API under wrk, and latency at half the maximum rate;
+(5) the server's memory with many registered tokens and during a fan-out; (6)
+recovery from SIGKILL in the middle of a fan-out.
+
+Writes bench/results/results.json, bench/results/report.md and PNG plots.
+Usage: bench.py [--quick]
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ISLET = os.path.join(ROOT, ".build/release/islet")
+BENCH = os.path.join(ROOT, ".build/release/islet-bench")
+RESULTS = os.path.join(ROOT, "bench/results")
+KEY_ID, TEAM_ID = "BENCHKEY01", "BENCHTEAM1"
+ADMIN = "bench-admin-token-0123456789"
+
+
+class Progress:
+    """One line per step, with its duration, so a long run shows where it is."""
+
+    def __init__(self, total):
+        self.total, self.index, self.started = total, 0, time.time()
+
+    def step(self, text):
+        self.index += 1
+        self.step_started = time.time()
+        print(f"[{self.index}/{self.total}] {text} …", flush=True)
+
+    def note(self, text):
+        print(f"      {text}  ({time.time() - self.step_started:.1f} s)", flush=True)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_port(port, timeout=20):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"port {port} never opened")
+
+
+def run(cmd, timeout=900):
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    if out.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd[:3])} failed ({out.returncode}): {out.stderr[-800:]}")
+    return out.stdout
+
+
+def kv(text):
+    """`key=value` pairs, several to a line or one per line."""
+    return dict(word.split("=", 1) for word in text.split() if "=" in word)
+
+
+def median(values):
+    return statistics.median(values) if values else 0
+
+
+def http(method, port, path, key=None, body=None):
+    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", method=method,
+                                     data=None if body is None else json.dumps(body).encode())
+    if key:
+        request.add_header("Authorization", f"Bearer {key}")
+    if body is not None:
+        request.add_header("Content-Type", "application/json")
+    with urllib.request.urlopen(request, timeout=30) as response:
+        data = response.read()
+        return json.loads(data) if data else None
+
+
+def rss_mb(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+class Rig:
+    """Keys, certificates, an `islet sim` process and helpers shared by the steps."""
+
+    def __init__(self, work):
+        self.work = work
+        self.key = os.path.join(work, "AuthKey.p8")
+        self.cert = os.path.join(work, "server.pem")
+        self.cert_key = os.path.join(work, "server.key")
+        run(["openssl", "genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", self.key])
+        run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+             "-keyout", self.cert_key, "-out", self.cert, "-days", "2", "-subj", "/CN=localhost",
+             "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"])
+        self.processes = []
+        self.sim_port = free_port()
+        self.spawn([ISLET, "sim", "--quiet", "--port", str(self.sim_port), "--inspect-port", "0", "--cert", self.cert,
+                    "--key", self.cert_key, "--trust", f"{KEY_ID}:{TEAM_ID}:{self.key}"])
+        wait_port(self.sim_port)
+        self.jwt = run([ISLET, "jwt", "--key", self.key, "--key-id", KEY_ID, "--team-id", TEAM_ID]).strip()
+        self.body = os.path.join(work, "body.json")
+        with open(self.body, "w") as f:
+            f.write('{"aps":{"alert":{"title":"Order","body":"On its way"}}}')
+
+    def spawn(self, cmd, **kwargs):
+        process = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, **kwargs)
+        self.processes.append(process)
+        return process
+
+    def h2load(self, port, connections, requests):
+        out = run(["h2load", "-n", str(requests), "-c", str(connections), "-m", "100", "-d", self.body,
+                   "-H", f"authorization: bearer {self.jwt}", "-H", "apns-topic: com.example.app",
+                   "-H", "apns-push-type: alert", f"https://127.0.0.1:{port}/3/device/{'ab' * 32}"])
+        match = re.search(r"finished in [\d.]+m?s, ([\d.]+) req/s", out)
+        return float(match.group(1)) if match else 0.0
+
+    def close(self):
+        for process in self.processes:
+            if process.poll() is None:
+                process.terminate()
+        for process in self.processes:
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+
+
+def transport(rig, quick, results, progress):
+    pushes = 50_000 if quick else 200_000
+    rounds = 1 if quick else 3
+    python = sys.executable
+    table = {}
+    for connections in (1, 4):
+        islet, limit, peer = [], [], []
+        for _ in range(rounds):
+            out = kv(run([BENCH, "apns-client", "--url", f"https://localhost:{rig.sim_port}", "--ca", rig.cert,
+                          "--key", rig.key, "--key-id", KEY_ID, "--team-id", TEAM_ID, "--connections",
+                          str(connections), "--count", str(pushes), "--concurrency", "1000"]))
+            islet.append(float(out["pushes_per_second"]))
+            limit.append(rig.h2load(rig.sim_port, connections, pushes))
+            out = kv(run([python, os.path.join(ROOT, "Benchmarks/aioapns_peer.py"), "localhost", str(rig.sim_port),
+                          rig.cert, rig.key, KEY_ID, TEAM_ID, str(connections), str(pushes // 10), "1000"]))
+            peer.append(float(out["pushes_per_second"]))
+        row = {"islet": median(islet), "h2load": median(limit), "aioapns": median(peer)}
+        row["islet_over_h2load"] = row["islet"] / row["h2load"] if row["h2load"] else 0
+        row["islet_over_aioapns"] = row["islet"] / row["aioapns"] if row["aioapns"] else 0
+        table[str(connections)] = row
+        progress.note(f"{connections} connection(s): islet {row['islet']:.0f}/s, h2load {row['h2load']:.0f}/s, "
+                      f"aioapns {row['aioapns']:.0f}/s")
+    results["transport"] = table
+
+
+def simulator(rig, quick, results, progress):
+    requests = 50_000 if quick else 200_000
+    rounds = 1 if quick else 3
+    docroot = os.path.join(rig.work, "docroot")
+    os.makedirs(docroot, exist_ok=True)
+    nghttpd_port = free_port()
+    rig.spawn(["nghttpd", "-d", docroot, str(nghttpd_port), rig.cert_key, rig.cert])
+    wait_port(nghttpd_port)
+    table = {}
+    for connections in (1, 4):
+        base, sim = [], []
+        for _ in range(rounds):
+            base.append(rig.h2load(nghttpd_port, connections, requests))
+            sim.append(rig.h2load(rig.sim_port, connections, requests))
+        row = {"nghttpd": median(base), "islet_sim": median(sim)}
+        row["sim_over_nghttpd"] = row["islet_sim"] / row["nghttpd"] if row["nghttpd"] else 0
+        table[str(connections)] = row
+        progress.note(f"{connections} connection(s): islet sim {row['islet_sim']:.0f}/s, nghttpd {row['nghttpd']:.0f}/s")
+    results["simulator"] = table
+
+
+def fanout(quick, results, progress):
+    sizes = [10_000] if quick else [10_000, 100_000]
+    table = {}
+    for devices in sizes:
+        out = kv(run([BENCH, "fanout", "--islet", ISLET, "--devices", str(devices), "--connections", "8"]))
+        row = {key: float(value) for key, value in out.items() if key != "finished"}
+        row["finished"] = out.get("finished") == "true"
+        transport_1 = results.get("transport", {}).get("1", {}).get("islet", 0)
+        row["over_transport"] = row["fanout_pushes_per_second"] / transport_1 if transport_1 else 0
+        table[str(devices)] = row
+        progress.note(f"{devices} devices: {row['fanout_pushes_per_second']:.0f} pushes/s end to end, "
+                      f"server peak RSS {row['server_peak_rss_mb']:.0f} MB")
+    results["fanout"] = table
+
+
+def wrk(port, seconds, script=None, path="/"):
+    cmd = ["wrk", "-t2", "-c16", f"-d{seconds}s", "--latency"]
+    if script:
+        cmd += ["-s", script]
+    out = run(cmd + [f"http://127.0.0.1:{port}{path}"])
+
+    def ms(label):
+        match = re.search(rf"^\s*{label}%\s+([\d.]+)(us|ms|s)", out, re.M)
+        if not match:
+            return 0.0
+        value, unit = float(match.group(1)), match.group(2)
+        return value / 1000 if unit == "us" else value * 1000 if unit == "s" else value
+    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+    errors = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    return {"rps": rps, "p50_ms": ms("50"), "p99_ms": ms("99"), "non_2xx": int(errors.group(1)) if errors else 0}
+
+
+class Server:
+    """`islet serve` as a process, sending to the rig's simulator."""
+
+    def __init__(self, rig, data):
+        self.port = free_port()
+        self.process = subprocess.Popen(
+            [ISLET, "serve", "--port", str(self.port), "--data-dir", data, "--admin-token", ADMIN,
+             "--apns-sandbox-url", f"https://localhost:{rig.sim_port}",
+             "--apns-production-url", f"https://localhost:{rig.sim_port}", "--apns-ca-file", rig.cert,
+             "--log-level", "warning"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_port(self.port)
+
+    def stop(self):
+        self.process.terminate()
+        self.process.wait(timeout=30)
+
+
+def api(rig, quick, results, progress):
+    seconds = 5 if quick else 15
+    data = os.path.join(rig.work, "api-data")
+    server = Server(rig, data)
+    with open(rig.key) as f:
+        pem = f.read()
+    app = http("POST", server.port, "/v1/apps", ADMIN, {
+        "name": "Bench", "bundle_id": "com.example.bench",
+        "apns": {"team_id": TEAM_ID, "key_id": KEY_ID, "private_key": pem}})
+    app_id, device_key, server_key = app["id"], app["device_key"], app["server_key"]
+    for i in range(16):
+        http("PUT", server.port, f"/v1/apps/{app_id}/devices/w{i}", device_key,
+             {"platform": "ios", "environment": "sandbox"})
+        http("PUT", server.port, f"/v1/apps/{app_id}/devices/paced-{i}", device_key,
+             {"platform": "ios", "environment": "sandbox"})
+    http("PUT", server.port, f"/v1/apps/{app_id}/devices/w0/activities/bench-update", device_key,
+         {"activity_type": "MatchAttributes", "token": "cd" * 32})
+    register = os.path.join(rig.work, "register.lua")
+    with open(register, "w") as f:
+        f.write(f"""
+local threadid = 0
+function setup(thread) thread:set("id", threadid); threadid = threadid + 1 end
+function init(args) n = 0 end
+request = function()
+  n = n + 1
+  local path = "/v1/apps/{app_id}/devices/w" .. ((n % 8) + id * 8) .. "/activities/a" .. id .. "-" .. n
+  local body = '{{"activity_type":"MatchAttributes","token":"' .. string.format("%064x", id * 100000000 + n) .. '"}}'
+  return wrk.format("PUT", path, {{["Authorization"] = "Bearer {device_key}", ["Content-Type"] = "application/json"}}, body)
+end
+""")
+    update = os.path.join(rig.work, "update.lua")
+    with open(update, "w") as f:
+        f.write(f"""
+function init(args) n = 0 end
+request = function()
+  n = n + 1
+  return wrk.format("POST", "/v1/apps/{app_id}/activities/bench-update/update",
+    {{["Authorization"] = "Bearer {server_key}", ["Content-Type"] = "application/json"}},
+    '{{"content_state":{{"home":' .. n .. ',"away":0}}}}')
+end
+""")
+    table = {"healthz": wrk(server.port, seconds, path="/healthz")}
+    table["register"] = wrk(server.port, seconds, register)
+    table["update"] = wrk(server.port, seconds, update)
+    half = max(1, int(table["register"]["rps"] / 2))
+    out = kv(run([BENCH, "paced", "--port", str(server.port), "--app", app_id, "--key", device_key, "--kind",
+                  "register", "--rate", str(half), "--seconds", str(seconds)]))
+    table["register_at_half_rate"] = {"rate": half, "achieved_rps": float(out["achieved_rps"]),
+                                      "p50_ms": float(out["p50_ms"]), "p99_ms": float(out["p99_ms"]),
+                                      "failures": int(out["failures"])}
+    for name in ("register", "update"):
+        table[name]["over_healthz"] = table[name]["rps"] / table["healthz"]["rps"]
+    table["server_peak_rss_mb"] = rss_mb(server.process.pid)
+    server.stop()
+    results["api"] = table
+    progress.note(f"healthz {table['healthz']['rps']:.0f}/s, register {table['register']['rps']:.0f}/s, "
+                  f"update {table['update']['rps']:.0f}/s; register at {half}/s: "
+                  f"p99 {table['register_at_half_rate']['p99_ms']:.1f} ms")
+    return app_id
+
+
+def memory(rig, quick, results, progress):
+    tokens = 200_000 if quick else 1_000_000
+    data = os.path.join(rig.work, "memory-data")
+    server = Server(rig, data)
+    app = http("POST", server.port, "/v1/apps", ADMIN, {"name": "Memory", "bundle_id": "com.example.memory"})
+    server.stop()
+    out = kv(run([BENCH, "populate", "--database", os.path.join(data, "islet.sqlite"), "--app", app["id"],
+                  "--tokens", str(tokens)]))
+    server = Server(rig, data)
+    # Reads and writes over the whole table, as a live server would see.
+    http("GET", server.port, f"/v1/apps/{app['id']}/activities?limit=200", app["server_key"])
+    http("GET", server.port, f"/v1/apps/{app['id']}/activities/m{tokens // 2}", app["server_key"])
+    http("PUT", server.port, f"/v1/apps/{app['id']}/devices/m1/activities/extra", app["device_key"],
+         {"activity_type": "MatchAttributes", "token": "ef" * 32})
+    for _ in range(20):
+        http("GET", server.port, f"/v1/apps/{app['id']}/activities?limit=200&status=started", app["server_key"])
+    peak = rss_mb(server.process.pid)
+    server.stop()
+    db_mb = os.path.getsize(os.path.join(data, "islet.sqlite")) / 1e6
+    results["memory"] = {"tokens": tokens, "server_peak_rss_mb": peak, "database_mb": db_mb,
+                         "populate_seconds": float(out["seconds"])}
+    progress.note(f"{tokens} tokens: peak RSS {peak:.0f} MB (database {db_mb:.0f} MB)")
+
+
+def recovery(quick, results, progress):
+    devices = 10_000 if quick else 100_000
+    out = kv(run([BENCH, "fanout", "--islet", ISLET, "--devices", str(devices), "--connections", "8",
+                  "--kill-at", "0.3"]))
+    row = {"devices": devices, "lost": int(out["lost"]), "sent_twice": int(out["sent_twice"]),
+           "recovery_seconds": float(out["recovery_seconds"]), "finished": out["finished"] == "true",
+           "answered_before_kill": int(out["answered_before_kill"])}
+    results["recovery"] = row
+    progress.note(f"{devices} devices, killed after {row['answered_before_kill']}: lost {row['lost']}, "
+                  f"sent twice {row['sent_twice']}, finished {row['recovery_seconds']:.1f} s after restart")
+
+
+def targets(results):
+    """Each target with the figure measured and whether it was met."""
+    rows = []
+    t = results.get("transport", {})
+    for c in ("1", "4"):
+        if c in t:
+            rows.append((f"APNs client ÷ h2load, {c} conn.", t[c]["islet_over_h2load"], 0.8, "≥"))
+            rows.append((f"APNs client ÷ aioapns, {c} conn.", t[c]["islet_over_aioapns"], 1.0, "≥"))
+    s = results.get("simulator", {})
+    for c in ("1", "4"):
+        if c in s:
+            rows.append((f"islet sim ÷ nghttpd, {c} conn.", s[c]["sim_over_nghttpd"], 0.8, "≥"))
+    for n, row in results.get("fanout", {}).items():
+        rows.append((f"fan-out {int(n):,} ÷ transport (1 conn.)", row["over_transport"], 0.5, "≥"))
+    a = results.get("api", {})
+    if a:
+        rows.append(("token registration ÷ /healthz", a["register"]["over_healthz"], 0.3, "≥"))
+        rows.append(("registration p99 at half max (ms)", a["register_at_half_rate"]["p99_ms"], 20, "<"))
+    m = results.get("memory")
+    if m:
+        rows.append((f"RSS with {m['tokens']:,} tokens (MB)", m["server_peak_rss_mb"], 200, "<"))
+    r = results.get("recovery")
+    if r:
+        rows.append(("pushes lost after SIGKILL", r["lost"], 0, "="))
+    out = []
+    for name, value, target, op in rows:
+        met = value >= target if op == "≥" else value < target if op == "<" else value == target
+        out.append({"name": name, "value": value, "target": f"{op} {target}", "met": met})
+    return out
+
+
+def plots(results):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return []
+    written = []
+    t = results.get("transport")
+    if t:
+        fig, ax = plt.subplots(figsize=(7, 4))
+        names = ["islet", "h2load", "aioapns"]
+        for offset, c in enumerate(("1", "4")):
+            values = [t[c][n] for n in names]
+            ax.bar([i + offset * 0.4 for i in range(3)], values, width=0.4, label=f"{c} connection(s)")
+        ax.set_xticks([i + 0.2 for i in range(3)], ["Islet APNs client", "h2load (limit)", "aioapns (peer)"])
+        ax.set_ylabel("pushes per second")
+        ax.set_title("Transport to islet sim over TLS")
+        ax.legend()
+        written.append(save(fig, "transport.png"))
+    rows = targets(results)
+    ratios = [r for r in rows if r["target"].startswith("≥") and r["value"] < 100]
+    if ratios:
+        fig, ax = plt.subplots(figsize=(8, 0.45 * len(ratios) + 1.2))
+        names = [r["name"] for r in ratios]
+        values = [r["value"] for r in ratios]
+        goals = [float(r["target"].split()[1]) for r in ratios]
+        colors = ["tab:green" if r["met"] else "tab:red" for r in ratios]
+        ax.barh(names, values, color=colors)
+        ax.scatter(goals, names, marker="|", s=300, color="black", label="target")
+        ax.set_xlabel("ratio, measured side by side in one run")
+        ax.invert_yaxis()
+        ax.legend(loc="lower right")
+        written.append(save(fig, "ratios.png"))
+    a = results.get("api")
+    if a:
+        fig, ax = plt.subplots(figsize=(7, 4))
+        names = ["healthz", "register", "update"]
+        ax.bar(names, [a[n]["rps"] for n in names])
+        ax.set_ylabel("requests per second (wrk, 16 connections)")
+        ax.set_title("HTTP API")
+        written.append(save(fig, "api.png"))
+    return written
+
+
+def save(fig, name):
+    path = os.path.join(RESULTS, name)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    return name
+
+
+def report(results, images, quick):
+    lines = [f"# Islet benchmarks ({'quick' if quick else 'full'} run)", "",
+             f"{results['started']}, {results['machine']}. Ratios are measured side by side in one run.", "",
+             "| measure | value | target | met |", "|---|---:|---:|:---:|"]
+    for row in targets(results):
+        value = row["value"]
+        shown = f"{value:.2f}" if isinstance(value, float) and value < 100 else f"{value:,.0f}"
+        lines.append(f"| {row['name']} | {shown} | {row['target']} | {'yes' if row['met'] else 'no'} |")
+    lines += ["", "Raw figures are in `results.json`.", ""]
+    for image in images:
+        lines.append(f"![{image}]({image})")
+    with open(os.path.join(RESULTS, "report.md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    return lines
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="smaller runs; under five minutes")
+    parser.add_argument("--only", help="comma-separated steps: transport,simulator,fanout,api,memory,recovery")
+    args = parser.parse_args()
+    os.makedirs(RESULTS, exist_ok=True)
+    results = {"started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "quick": args.quick,
+               "machine": f"{os.cpu_count()} cores, {os.uname().sysname} {os.uname().release}"}
+    steps = [("transport", "APNs client vs h2load and aioapns", lambda: transport(rig, args.quick, results, progress)),
+             ("simulator", "islet sim vs nghttpd", lambda: simulator(rig, args.quick, results, progress)),
+             ("fanout", "fan-out end to end", lambda: fanout(args.quick, results, progress)),
+             ("api", "HTTP API under wrk", lambda: api(rig, args.quick, results, progress)),
+             ("memory", "memory with registered tokens", lambda: memory(rig, args.quick, results, progress)),
+             ("recovery", "recovery after SIGKILL mid fan-out", lambda: recovery(args.quick, results, progress))]
+    if args.only:
+        wanted = set(args.only.split(","))
+        steps = [step for step in steps if step[0] in wanted]
+    progress = Progress(len(steps) + 1)
+    work = tempfile.mkdtemp(prefix="islet-bench-")
+    rig = None
+    try:
+        progress.step("keys, certificates and islet sim")
+        rig = Rig(work)
+        for _, name, step in steps:
+            progress.step(name)
+            try:
+                step()
+            except Exception as error:  # a failed step is reported, the others still run
+                results.setdefault("errors", {})[name] = str(error)
+                progress.note(f"FAILED: {error}")
+    finally:
+        if rig:
+            rig.close()
+        shutil.rmtree(work, ignore_errors=True)
+    with open(os.path.join(RESULTS, "results.json"), "w") as f:
+        json.dump(results, f, indent=2, sort_keys=True)
+    images = plots(results)
+    lines = report(results, images, args.quick)
+    print("\n".join(lines[4:-len(images) - 2] if images else lines[4:]))
+    print(f"\nwrote {os.path.relpath(RESULTS, ROOT)}/results.json, report.md"
+          + (", " + ", ".join(images) if images else ""))
+    return 1 if results.get("errors") else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,59 @@
+import Foundation
+import IsletTesting
+import Storage
+import Testing
+
+@Suite("SQLite database: group commits and unsynced bookkeeping")
+struct GroupCommitTests {
+    let schema = [
+        Migration(version: 1, name: "items", sql: "CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE)"),
+    ]
+
+    @Test func concurrentWritesCommitTogetherAndAFailingOneRollsBackAlone() async throws {
+        try await withTemporaryDirectory { dir in
+            let database = try SQLiteDatabase(path: dir.appendingPathComponent("g.sqlite").path, migrations: schema)
+            defer { database.close() }
+            let outcomes = await withTaskGroup(of: Bool.self) { group in
+                for index in 0..<50 {
+                    group.addTask {
+                        do {
+                            try await database.write { connection in
+                                try connection.run("INSERT INTO items (name) VALUES (?)", ["item-\(index)"])
+                                // Every tenth write fails after writing: only it rolls back.
+                                if index % 10 == 0 {
+                                    try connection.run("INSERT INTO items (name) VALUES (?)", ["item-\(index)"])
+                                }
+                            }
+                            return true
+                        } catch {
+                            return false
+                        }
+                    }
+                }
+                var outcomes: [Bool] = []
+                for await outcome in group { outcomes.append(outcome) }
+                return outcomes
+            }
+            #expect(outcomes.filter { !$0 }.count == 5)
+            let names = try await database.read { try $0.query("SELECT name FROM items").compactMap { $0[0].text } }
+            #expect(names.count == 45)
+            #expect(!names.contains("item-10"))
+            #expect(names.contains("item-11"))
+        }
+    }
+
+    @Test func unsyncedWritesAreVisibleAndLeaveFullSyncOn() async throws {
+        try await withTemporaryDirectory { dir in
+            let database = try SQLiteDatabase(path: dir.appendingPathComponent("u.sqlite").path, migrations: schema)
+            defer { database.close() }
+            _ = try database.writeWithoutSync { try $0.run("INSERT INTO items (name) VALUES ('a')") }
+            #expect(try database.withConnection { try $0.query("SELECT count(*) FROM items").first?[0].integer } == 1)
+            // 2 is FULL.
+            #expect(try database.withConnection { try $0.query("PRAGMA synchronous").first?[0].integer } == 2)
+            #expect(throws: (any Error).self) {
+                _ = try database.writeWithoutSync { try $0.run("INSERT INTO items (name) VALUES ('a')") }
+            }
+            #expect(try database.withConnection { try $0.query("PRAGMA synchronous").first?[0].integer } == 2)
+        }
+    }
+}
