@@ -147,10 +147,13 @@ public final class DeliveryWorker: Sendable {
             condition.unlock()
 
             if !answers.isEmpty && !record(answers) {
-                // Not recorded: keep the answers and try again shortly.
+                // Not recorded: keep the answers and try again shortly (a push whose
+                // answer is never recorded is sent again after a restart).
                 signal { state in state.answers.insert(contentsOf: answers, at: 0) }
-                waitUntil = Date().addingTimeInterval(0.25)
-                if stopDeadline == nil || Date() < stopDeadline! { continue }
+                if stopDeadline == nil || Date() < stopDeadline! {
+                    usleep(250_000)
+                    continue
+                }
             }
             if let stopDeadline {
                 stopping = true
