@@ -30,6 +30,7 @@ public final class Application: Sendable {
     /// The demo app of `--simulator`, with fresh keys.
     public let demo: DemoApp?
     let server: HTTPServer
+    let scheduledEnds: ScheduledEnds
     private let stopState = Mutex(StopState())
 
     private struct StopState {
@@ -40,8 +41,10 @@ public final class Application: Sendable {
 
     init(
         configuration: Configuration, logger: Logger, store: Store, delivery: DeliveryWorker, client: APNsClient,
-        simulator: APNsSimulator?, generatedAdminToken: String?, demo: DemoApp?, router: Router, metrics: RequestMetrics
+        simulator: APNsSimulator?, generatedAdminToken: String?, demo: DemoApp?, router: Router, metrics: RequestMetrics,
+        scheduledEnds: ScheduledEnds
     ) {
+        self.scheduledEnds = scheduledEnds
         self.configuration = configuration
         self.logger = logger
         self.store = store
@@ -76,6 +79,7 @@ public final class Application: Sendable {
             return !state.started
         }) else { return server.port }
         try delivery.start()
+        scheduledEnds.start()
         let port = try server.start()
         logger.notice(
             "listening", ("url", .string("http://\(Application.urlHost(configuration.host)):\(port)")),
@@ -121,6 +125,7 @@ public final class Application: Sendable {
     public func shutdown() async {
         let grace = configuration.shutdownGraceSeconds
         await server.shutdown(gracePeriod: .milliseconds(Int(grace * 1000)))
+        await scheduledEnds.stop()
         await delivery.shutdown(grace: grace)
         await client.shutdown()
         await simulator?.shutdown()
@@ -235,7 +240,7 @@ public func buildApplication(
     return Application(
         configuration: configuration, logger: logger, store: store, delivery: delivery, client: client,
         simulator: simulator, generatedAdminToken: generated ? adminToken : nil, demo: demo, router: router,
-        metrics: requestMetrics)
+        metrics: requestMetrics, scheduledEnds: ScheduledEnds(context: context))
 }
 
 /// Every route of the API, in the order the OpenAPI document lists them.

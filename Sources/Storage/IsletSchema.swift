@@ -167,5 +167,9 @@ public enum IsletSchema {
         Migration(version: 4, name: "queued pushes by activity", sql: """
             CREATE INDEX pushes_queued_by_activity ON pushes(app_id, activity_id) WHERE status = 'queued';
             """),
+        Migration(version: 5, name: "scheduled ends", sql: """
+            ALTER TABLE activities ADD COLUMN end_at INTEGER;
+            CREATE INDEX activities_end_at ON activities(end_at) WHERE end_at IS NOT NULL AND status != 'ended';
+            """),
     ]
 }

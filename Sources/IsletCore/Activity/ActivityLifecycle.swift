@@ -30,6 +30,8 @@ public enum EndCause: String, Sendable, Hashable, CaseIterable, Codable {
     case device
     /// The lifecycle window ran out.
     case expired
+    /// The end time set with the start (or a later update) came.
+    case scheduled
     /// APNs refused the update token.
     case tokenRejected = "token_rejected"
 }

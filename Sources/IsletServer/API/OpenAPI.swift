@@ -135,11 +135,11 @@ enum OpenAPISchemas {
     static let startActivity = object([
         "activity_id": string, "activity_type": string, "attributes": anyObject, "content_state": anyObject,
         "alert": alert, "audience": audience, "stale_date": date, "relevance_score": ["type": "number"],
-        "priority": ["enum": [5, 10]],
+        "priority": ["enum": [5, 10]], "end_at": date,
     ], required: ["activity_id", "activity_type", "attributes", "content_state", "alert", "audience"])
     static let updateActivity = object([
         "content_state": anyObject, "alert": alert, "stale_date": date, "relevance_score": ["type": "number"],
-        "priority": ["enum": [5, 10]],
+        "priority": ["enum": [5, 10]], "end_at": date,
     ], required: ["content_state"])
     static let endActivity = object(["content_state": anyObject, "dismissal_date": date])
     static let fieldDefinition: JSONValue = [

@@ -62,6 +62,7 @@ struct ActivityRoutes: Sendable {
         let contentState = root.jsonObject("content_state", required: true)
         let alert = Self.alert(root, required: true)
         let audience = Self.audience(root)
+        let endAt = root.date("end_at")
         let staleDate = root.date("stale_date")
         let relevance = root.double("relevance_score")
         let priority = root.integer("priority")
@@ -88,6 +89,7 @@ struct ActivityRoutes: Sendable {
                 attributes: prepared.attributes, alert: alert, staleDate: staleDate, relevanceScore: relevance,
                 priority: priority)
             let built = try Self.build(push, bundleID: bundleID, now: now, lastTimestamp: nil)
+            if let endAt { try Self.checkEndAt(endAt, startedAt: now, lifecycle: context.lifecycle, now: now) }
             if let existing = try session.activity(appID: appID, activityID: activityID!),
                 context.lifecycle.effectiveStatus(existing.status, startedAt: existing.startedAt, now: now) != .ended
             {
@@ -107,7 +109,8 @@ struct ActivityRoutes: Sendable {
             }
             try session.insertActivity(
                 appID: appID, activityID: activityID!, activityType: activityType!, origin: .remote,
-                attributes: prepared.attributes, contentState: prepared.contentState, lastTimestamp: built.timestamp, now: now)
+                attributes: prepared.attributes, contentState: prepared.contentState, lastTimestamp: built.timestamp,
+                endAt: endAt, now: now)
             try session.insertPendingInstances(appID: appID, activityID: activityID!, targets: targets, now: now)
             let sendID = try session.insertSend(appID: appID, activityID: activityID!, content: Self.content(built, event: .start), now: now)
             try session.enqueuePushes(
@@ -128,6 +131,7 @@ struct ActivityRoutes: Sendable {
         let root = body.root
         let contentState = root.jsonObject("content_state", required: true)
         let alert = Self.alert(root, required: false)
+        let endAt = root.date("end_at")
         let staleDate = root.date("stale_date")
         let relevance = root.double("relevance_score")
         let priority = root.integer("priority")
@@ -161,10 +165,14 @@ struct ActivityRoutes: Sendable {
                 event: .update, contentState: prepared.wireState, alert: alert, staleDate: staleDate,
                 relevanceScore: relevance, priority: priority)
             let built = try Self.build(push, bundleID: bundleID, now: now, lastTimestamp: activity.lastTimestamp)
+            if let endAt {
+                try Self.checkEndAt(endAt, startedAt: activity.startedAt, lifecycle: context.lifecycle, now: now)
+            }
             return try Self.sendToHolders(
                 built, event: .update, activity: activity, appID: appID, warnings: prepared.warnings, session: session,
                 now: now
             ) {
+                if let endAt { try session.setEndAt(appID: appID, activityID: activityID, endAt: endAt) }
                 try session.recordUpdate(
                     appID: appID, activityID: activityID, contentState: prepared.contentState!, timestamp: built.timestamp!,
                     now: now)
@@ -181,35 +189,48 @@ struct ActivityRoutes: Sendable {
         try body.finish()
         let context = self.context
         let appID = app.id
-        let bundleID = app.bundleID
         try Self.requireCredentials(app)
         return try await Idempotency.perform(request, appID: appID, context: context) { session, now in
-            let activity = try Self.activity(session, appID: appID, activityID: activityID)
-            switch context.lifecycle.check(.end, status: activity.status, startedAt: activity.startedAt, now: now) {
-            case .ended, .expired:
-                return (200, Data(JSONValue.object([
-                    "activity_id": .string(activityID), "targets": 0, "status": "ended",
-                    "detail": "The activity had already ended; nothing was sent.",
-                ]).jsonText.utf8))
-            case .allowed, .pastUpdateWindow:
-                break
-            }
-            let prepared = try SchemaEnforcement.prepare(
-                session: session, app: app, activityType: activity.activityType, attributes: nil,
-                contentState: contentState ?? activity.contentState, isStart: false, storedState: contentState == nil)
-            let push = LiveActivityPush(event: .end, contentState: prepared.wireState, dismissalDate: dismissalDate)
-            let built = try Self.build(push, bundleID: bundleID, now: now, lastTimestamp: activity.lastTimestamp)
-            return try Self.sendToHolders(
-                built, event: .end, activity: activity, appID: appID, warnings: prepared.warnings, session: session,
-                now: now
-            ) {
-                try session.endActivity(
-                    appID: appID, activityID: activityID, cause: .server, contentState: prepared.contentState,
-                    timestamp: built.timestamp, at: now)
-                // A push-to-start still waiting would start an activity that is over.
-                try session.dropQueuedPushes(
-                    appID: appID, activityID: activityID, events: [.start], reason: "ActivityEnded", now: now)
-            }
+            try Self.endTransaction(
+                session: session, app: app, activityID: activityID, contentState: contentState,
+                dismissalDate: dismissalDate, cause: .server, lifecycle: context.lifecycle, now: now)
+        }
+    }
+
+    /// Ends an activity in `session`: the end push (with `contentState`, or the last
+    /// one) to every device holding it, queued starts and updates dropped. Answers
+    /// 202 with the counts, or 200 when it had already ended. The end route and
+    /// scheduled ends both come here.
+    static func endTransaction(
+        session: StoreSession, app: AppRecord, activityID: String, contentState: JSONValue?, dismissalDate: Date?,
+        cause: EndCause, lifecycle: ActivityLifecycle, now: Date
+    ) throws -> (status: Int, body: Data) {
+        let appID = app.id
+        let activity = try Self.activity(session, appID: appID, activityID: activityID)
+        switch lifecycle.check(.end, status: activity.status, startedAt: activity.startedAt, now: now) {
+        case .ended, .expired:
+            return (200, Data(JSONValue.object([
+                "activity_id": .string(activityID), "targets": 0, "status": "ended",
+                "detail": "The activity had already ended; nothing was sent.",
+            ]).jsonText.utf8))
+        case .allowed, .pastUpdateWindow:
+            break
+        }
+        let prepared = try SchemaEnforcement.prepare(
+            session: session, app: app, activityType: activity.activityType, attributes: nil,
+            contentState: contentState ?? activity.contentState, isStart: false, storedState: contentState == nil)
+        let push = LiveActivityPush(event: .end, contentState: prepared.wireState, dismissalDate: dismissalDate)
+        let built = try Self.build(push, bundleID: app.bundleID, now: now, lastTimestamp: activity.lastTimestamp)
+        return try Self.sendToHolders(
+            built, event: .end, activity: activity, appID: appID, warnings: prepared.warnings, session: session,
+            now: now
+        ) {
+            try session.endActivity(
+                appID: appID, activityID: activityID, cause: cause, contentState: prepared.contentState,
+                timestamp: built.timestamp, at: now)
+            // A push-to-start still waiting would start an activity that is over.
+            try session.dropQueuedPushes(
+                appID: appID, activityID: activityID, events: [.start], reason: "ActivityEnded", now: now)
         }
     }
 
@@ -312,6 +333,22 @@ struct ActivityRoutes: Sendable {
 
     private func authorize(_ request: HTTPRequest, _ parameters: PathParameters) async throws -> AppRecord {
         try await Authentication.requireApp(request, appID: parameters["app_id"] ?? "", kind: .server, context: context)
+    }
+
+    /// An end time must lie ahead, and within the activity's lifecycle window.
+    static func checkEndAt(_ endAt: Date, startedAt: Date, lifecycle: ActivityLifecycle, now: Date) throws(Problem) {
+        let expiry = lifecycle.expiry(startedAt: startedAt)
+        let problem: String?
+        if endAt <= now {
+            problem = "must lie ahead (now is \(APIJSON.rfc3339(now)))"
+        } else if endAt > expiry {
+            problem = "must come before the activity's window closes at \(APIJSON.rfc3339(expiry))"
+        } else {
+            problem = nil
+        }
+        if let problem {
+            throw Problem(status: 422, detail: "The field end_at is invalid: it \(problem).", errors: [.init(field: "end_at", message: problem)])
+        }
     }
 
     static func requireCredentials(_ app: AppRecord) throws(Problem) {
@@ -436,6 +473,7 @@ struct ActivityRoutes: Sendable {
             "ended_at": APIJSON.date(activity.endedAt ?? (status == .ended ? expiry : nil)),
             "end_cause": APIJSON.optional(activity.endCause?.rawValue ?? (status == .ended ? EndCause.expired.rawValue : nil)),
             "update_deadline": APIJSON.date(lifecycle.updateDeadline(startedAt: activity.startedAt)),
+            "end_at": APIJSON.date(activity.endAt),
             "end_deadline": APIJSON.date(expiry),
         ]
     }

@@ -24,7 +24,7 @@ public struct ActivityFilter: Sendable {
 extension StoreSession {
     private static let activityColumns = """
         seq, activity_id, activity_type, origin, status, attributes, content_state, last_timestamp, started_at,
-        updated_at, ended_at, end_cause
+        updated_at, ended_at, end_cause, end_at
         """
 
     /// The activity `activityID` of `appID`.
@@ -60,19 +60,36 @@ extension StoreSession {
     @discardableResult
     public func insertActivity(
         appID: String, activityID: String, activityType: String, origin: ActivityRecord.Origin,
-        attributes: JSONValue?, contentState: JSONValue?, lastTimestamp: Int64?, now: Date
+        attributes: JSONValue?, contentState: JSONValue?, lastTimestamp: Int64?, endAt: Date? = nil, now: Date
     ) throws -> Int64 {
         try run("DELETE FROM activity_instances WHERE app_id = ? AND activity_id = ?", [appID, activityID])
         try run("DELETE FROM activities WHERE app_id = ? AND activity_id = ?", [appID, activityID])
         try run(
             """
             INSERT INTO activities (app_id, activity_id, activity_type, origin, status, attributes, content_state,
-                last_timestamp, started_at)
-            VALUES (?, ?, ?, ?, 'started', ?, ?, ?, ?)
+                last_timestamp, started_at, end_at)
+            VALUES (?, ?, ?, ?, 'started', ?, ?, ?, ?, ?)
             """,
             [appID, activityID, activityType, origin.rawValue, attributes?.jsonText, contentState?.jsonText,
-             lastTimestamp, now.unixMilliseconds])
+             lastTimestamp, now.unixMilliseconds, endAt?.unixMilliseconds])
         return connection.lastInsertRowID
+    }
+
+    /// Sets when Islet ends the activity.
+    public func setEndAt(appID: String, activityID: String, endAt: Date) throws {
+        try run(
+            "UPDATE activities SET end_at = ? WHERE app_id = ? AND activity_id = ?",
+            [endAt.unixMilliseconds, appID, activityID])
+    }
+
+    /// Activities whose end time has come and that have not ended, oldest first.
+    public func dueScheduledEnds(now: Date, limit: Int) throws -> [(appID: String, activityID: String)] {
+        try query(
+            """
+            SELECT app_id, activity_id FROM activities
+            WHERE end_at IS NOT NULL AND status != 'ended' AND end_at <= ? ORDER BY end_at LIMIT ?
+            """, [now.unixMilliseconds, limit]
+        ).map { (try $0.string("app_id"), try $0.string("activity_id")) }
     }
 
     /// Records an update: the new content state and timestamp.
@@ -225,7 +242,8 @@ extension StoreSession {
             status: try row.enumValue("status", as: ActivityStatus.self), attributes: try row.json("attributes"),
             contentState: try row.json("content_state"), lastTimestamp: row.optionalInt64("last_timestamp"),
             startedAt: try row.date("started_at"), updatedAt: row.optionalDate("updated_at"),
-            endedAt: row.optionalDate("ended_at"), endCause: row.optionalString("end_cause").flatMap(EndCause.init))
+            endedAt: row.optionalDate("ended_at"), endCause: row.optionalString("end_cause").flatMap(EndCause.init),
+            endAt: row.optionalDate("end_at"))
     }
 
     private static func instanceRecord(_ row: SQLiteRow) throws -> InstanceRecord {

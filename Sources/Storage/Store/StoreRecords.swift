@@ -137,12 +137,14 @@ public struct ActivityRecord: Sendable, Hashable {
     public var endedAt: Date?
     /// Why it ended.
     public var endCause: EndCause?
+    /// When Islet ends it, if an end time was set.
+    public var endAt: Date?
 
     /// Creates a record.
     public init(
         sequence: Int64, activityID: String, activityType: String, origin: Origin, status: ActivityStatus,
         attributes: JSONValue?, contentState: JSONValue?, lastTimestamp: Int64?, startedAt: Date, updatedAt: Date?,
-        endedAt: Date?, endCause: EndCause?
+        endedAt: Date?, endCause: EndCause?, endAt: Date? = nil
     ) {
         self.sequence = sequence
         self.activityID = activityID
@@ -156,6 +158,7 @@ public struct ActivityRecord: Sendable, Hashable {
         self.updatedAt = updatedAt
         self.endedAt = endedAt
         self.endCause = endCause
+        self.endAt = endAt
     }
 }
 
