@@ -131,8 +131,8 @@ public final class DeliveryWorker: Sendable {
             var answers: [Answer] = []
             var stopDeadline: Date?
             var inFlight = 0
+            var woken = false
             while true {
-                var woken = false
                 (answers, stopDeadline, inFlight, woken) = state.withLock { state in
                     defer {
                         state.answers.removeAll(keepingCapacity: true)
@@ -145,6 +145,17 @@ public final class DeliveryWorker: Sendable {
                 _ = condition.wait(until: waitUntil)
             }
             condition.unlock()
+
+            // Answers come one by one from the event loops: with many in flight, let
+            // a few more arrive so that one transaction records them together.
+            let batch = max(1, configuration.maxInFlight / 8)
+            if !woken && stopDeadline == nil && !answers.isEmpty && answers.count < batch && inFlight >= batch {
+                usleep(1_000)
+                answers += state.withLock { state -> [Answer] in
+                    defer { state.answers.removeAll(keepingCapacity: true) }
+                    return state.answers
+                }
+            }
 
             if !answers.isEmpty && !record(answers) {
                 // Not recorded: keep the answers and try again shortly (a push whose
@@ -167,13 +178,23 @@ public final class DeliveryWorker: Sendable {
                 sweep(now: now)
                 nextSweep = now.addingTimeInterval(configuration.sweepInterval)
             }
-            let room = configuration.maxInFlight - self.inFlight
-            if room > 0 && !claimAndSend(limit: room, sends: &sends) {
-                // The store refused; look again shortly rather than spin.
-                waitUntil = Date().addingTimeInterval(0.25)
-                continue
+            // Claim when new pushes were queued, when nothing is in flight, or when
+            // enough slots are free to be worth a transaction; otherwise the next
+            // answers free more.
+            let inFlightNow = self.inFlight
+            let room = configuration.maxInFlight - inFlightNow
+            var claimedAll = false
+            if room > 0 && (woken || inFlightNow == 0 || room >= batch) {
+                guard let claimed = claimAndSend(limit: room, sends: &sends) else {
+                    // The store refused; look again shortly rather than spin.
+                    waitUntil = Date().addingTimeInterval(0.25)
+                    continue
+                }
+                claimedAll = claimed == room
             }
-            waitUntil = nextWake()
+            // With every slot just filled, answers (which signal) come before
+            // anything else is due.
+            waitUntil = claimedAll ? Date().addingTimeInterval(0.25) : nextWake()
         }
         let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
             state.exited = true
@@ -209,18 +230,18 @@ public final class DeliveryWorker: Sendable {
         }
     }
 
-    /// Claims up to `limit` due pushes and sends them; answers false when the store
-    /// could not be read.
-    private func claimAndSend(limit: Int, sends: inout [Int64: SendContent]) -> Bool {
+    /// Claims up to `limit` due pushes and sends them; answers how many, or nil when
+    /// the store could not be read.
+    private func claimAndSend(limit: Int, sends: inout [Int64: SendContent]) -> Int? {
         let now = clock.now()
         let claimed: [ClaimedPush]
         do {
             claimed = try store.writeNow(durable: false) { try $0.claimDuePushes(now: now, limit: limit, sends: &sends) }
         } catch {
             logger.error("cannot claim pushes", ("error", .string("\(error)")))
-            return false
+            return nil
         }
-        guard !claimed.isEmpty else { return true }
+        guard !claimed.isEmpty else { return 0 }
         var keysByApp: [String: CachedKey] = [:]
         for appID in Set(claimed.map(\.appID)) { keysByApp[appID] = signingKey(appID: appID) }
         state.withLock { $0.inFlight += claimed.count }
@@ -245,7 +266,7 @@ public final class DeliveryWorker: Sendable {
                 deliver(Answer(push: push, result: result, latency: seconds))
             }
         }
-        return true
+        return claimed.count
     }
 
     private func deliver(_ answer: Answer) {
