@@ -121,7 +121,7 @@ struct DeviceRoutes: Sendable {
         let appID = app.id
         let lifecycle = context.lifecycle
         let created = try await context.store.write { session -> Bool in
-            guard let device = try session.device(appID: appID, deviceID: deviceID) else {
+            guard let environment = try session.deviceEnvironment(appID: appID, deviceID: deviceID) else {
                 throw Problem(status: 404, detail: "There is no device \(deviceID); register it with PUT /v1/apps/\(appID)/devices/\(deviceID) first.")
             }
             try Self.refuseCrossedKind(
@@ -153,11 +153,11 @@ struct DeviceRoutes: Sendable {
             } else {
                 try session.insertActivity(
                     appID: appID, activityID: activityID, activityType: activityType!, origin: .local, attributes: nil,
-                    contentState: nil, lastTimestamp: nil, now: now)
+                    contentState: nil, lastTimestamp: nil, replacing: false, now: now)
             }
             return try session.registerUpdateToken(
                 appID: appID, activityID: activityID, deviceID: deviceID, token: token!,
-                environment: device.environment, now: now)
+                environment: environment, now: now)
         }
         return APIJSON.response(status: created ? 201 : 200, .object([
             "device_id": .string(deviceID), "activity_id": .string(activityID),
@@ -208,7 +208,7 @@ struct DeviceRoutes: Sendable {
     static func refuseCrossedKind(
         session: StoreSession, appID: String, token: String, kind: PushTokenKind, field: String
     ) throws {
-        let others = try session.registeredKinds(appID: appID, token: token).subtracting([kind])
+        let others = try session.registeredKinds(appID: appID, token: token, except: kind)
         guard let other = others.sorted(by: { $0.rawValue < $1.rawValue }).first else { return }
         throw Problem(
             status: 422,

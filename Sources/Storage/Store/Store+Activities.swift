@@ -55,15 +55,18 @@ extension StoreSession {
         return try query(sql, values).map(Self.activityRecord)
     }
 
-    /// Adds an activity, replacing an ended one of the same id (whose history stays
-    /// in the pushes). Answers its sequence.
+    /// Adds an activity; with `replacing`, first removes an ended one of the same id
+    /// and its copies (its pushes stay in the history). Answers its sequence.
     @discardableResult
     public func insertActivity(
         appID: String, activityID: String, activityType: String, origin: ActivityRecord.Origin,
-        attributes: JSONValue?, contentState: JSONValue?, lastTimestamp: Int64?, endAt: Date? = nil, now: Date
+        attributes: JSONValue?, contentState: JSONValue?, lastTimestamp: Int64?, endAt: Date? = nil,
+        replacing: Bool = true, now: Date
     ) throws -> Int64 {
-        try run("DELETE FROM activity_instances WHERE app_id = ? AND activity_id = ?", [appID, activityID])
-        try run("DELETE FROM activities WHERE app_id = ? AND activity_id = ?", [appID, activityID])
+        if replacing {
+            try run("DELETE FROM activity_instances WHERE app_id = ? AND activity_id = ?", [appID, activityID])
+            try run("DELETE FROM activities WHERE app_id = ? AND activity_id = ?", [appID, activityID])
+        }
         try run(
             """
             INSERT INTO activities (app_id, activity_id, activity_type, origin, status, attributes, content_state,

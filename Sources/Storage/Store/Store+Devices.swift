@@ -81,22 +81,27 @@ extension StoreSession {
         return existing == nil
     }
 
-    /// The kinds under which `token` is registered anywhere in the app, so that a
-    /// token of one kind is never stored as another.
-    public func registeredKinds(appID: String, token: String) throws -> Set<PushTokenKind> {
-        var kinds = Set<PushTokenKind>()
-        if try !query("SELECT 1 FROM devices WHERE app_id = ? AND apns_token = ? LIMIT 1", [appID, token]).isEmpty {
-            kinds.insert(.device)
+    /// The kinds other than `except` under which `token` is registered anywhere in
+    /// the app, so that a token of one kind is never stored as another. One query.
+    public func registeredKinds(appID: String, token: String, except: PushTokenKind? = nil) throws -> Set<PushTokenKind> {
+        var parts: [String] = []
+        if except != .device {
+            parts.append("SELECT 'device' AS kind FROM devices WHERE app_id = ?1 AND apns_token = ?2")
         }
-        if try !query("SELECT 1 FROM start_tokens WHERE app_id = ? AND token = ? LIMIT 1", [appID, token]).isEmpty {
-            kinds.insert(.pushToStart)
+        if except != .pushToStart {
+            parts.append("SELECT 'push_to_start' FROM start_tokens WHERE app_id = ?1 AND token = ?2")
         }
-        if try !query(
-            "SELECT 1 FROM activity_instances WHERE app_id = ? AND update_token = ? LIMIT 1", [appID, token]
-        ).isEmpty {
-            kinds.insert(.liveActivityUpdate)
+        if except != .liveActivityUpdate {
+            parts.append("SELECT 'live_activity_update' FROM activity_instances WHERE app_id = ?1 AND update_token = ?2")
         }
-        return kinds
+        let rows = try query(parts.map { "SELECT * FROM (\($0) LIMIT 1)" }.joined(separator: " UNION ALL "), [appID, token])
+        return Set(rows.compactMap { $0[0].text.flatMap(PushTokenKind.init(rawValue:)) })
+    }
+
+    /// The environment of a registered device, or `nil` when there is no such device.
+    public func deviceEnvironment(appID: String, deviceID: String) throws -> APNsEnvironment? {
+        try query("SELECT environment FROM devices WHERE app_id = ? AND device_id = ?", [appID, deviceID])
+            .first?.optionalString("environment").flatMap(APNsEnvironment.init(rawValue:))
     }
 
     /// Stores the push-to-start token of one device and activity type. Answers
