@@ -112,11 +112,7 @@ struct ActivityTypeRoutes: Sendable {
 
     private func authorize(_ request: HTTPRequest, _ parameters: PathParameters) async throws -> (AppRecord, String) {
         let app = try await Authentication.requireApp(request, appID: parameters["app_id"] ?? "", kind: .server, context: context)
-        let name = parameters["activity_type"] ?? ""
-        if let problem = ActivityRoutes.activityTypeProblem(name) {
-            throw Problem(status: 422, detail: "The path's activity_type \(problem).", errors: [.init(field: "activity_type", message: problem)])
-        }
-        return (app, name)
+        return (app, try DeviceRoutes.pathActivityType(parameters))
     }
 
     static func json(_ record: ActivityTypeRecord) -> [String: JSONValue] {

@@ -77,7 +77,7 @@ struct DeviceRoutes: Sendable {
 
     private func putStartToken(_ request: HTTPRequest, _ parameters: PathParameters) async throws -> HTTPResponse {
         let (app, deviceID) = try await authorize(request, parameters)
-        let activityType = try Self.pathIdentifier(parameters, "activity_type")
+        let activityType = try Self.pathActivityType(parameters)
         let body = try RequestBody(request)
         let token = body.root.token("token", required: true)
         try body.finish()
@@ -99,7 +99,7 @@ struct DeviceRoutes: Sendable {
 
     private func deleteStartToken(_ request: HTTPRequest, _ parameters: PathParameters) async throws -> HTTPResponse {
         let (app, deviceID) = try await authorize(request, parameters)
-        let activityType = try Self.pathIdentifier(parameters, "activity_type")
+        let activityType = try Self.pathActivityType(parameters)
         let appID = app.id
         let deleted = try await context.store.write {
             try $0.deleteStartToken(appID: appID, deviceID: deviceID, activityType: activityType)
@@ -114,7 +114,7 @@ struct DeviceRoutes: Sendable {
         let (app, deviceID) = try await authorize(request, parameters)
         let activityID = try Self.pathIdentifier(parameters, "activity_id")
         let body = try RequestBody(request)
-        let activityType = body.root.identifier("activity_type", required: true)
+        let activityType = ActivityRoutes.activityType(body.root, required: true)
         let token = body.root.token("token", required: true)
         try body.finish()
         let now = context.clock.now()
@@ -199,6 +199,16 @@ struct DeviceRoutes: Sendable {
         let value = parameters[name] ?? ""
         if let problem = ObjectReader.identifierProblem(value) {
             throw Problem(status: 422, detail: "The path's \(name) \(problem).", errors: [.init(field: name, message: problem)])
+        }
+        return value
+    }
+
+    /// The path's `activity_type`, by the rule a start applies to it (so that a
+    /// push-to-start token is never stored under a type no start can name).
+    static func pathActivityType(_ parameters: PathParameters) throws(Problem) -> String {
+        let value = parameters["activity_type"] ?? ""
+        if let problem = ActivityRoutes.activityTypeProblem(value) {
+            throw Problem(status: 422, detail: "The path's activity_type \(problem).", errors: [.init(field: "activity_type", message: problem)])
         }
         return value
     }

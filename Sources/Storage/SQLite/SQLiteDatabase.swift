@@ -17,6 +17,7 @@ public final class SQLiteDatabase: Sendable {
     private let connection: Mutex<SQLiteConnection?>
     private let thread: DatabaseThread
     private let synchronousFull: Bool
+    private let checkpointer: Checkpointer?
     private let pendingWrites = Mutex<(jobs: [PendingWrite], scheduled: Bool)>(([], false))
 
     /// One async write waiting for its group: `perform` runs it in a savepoint and
@@ -33,6 +34,12 @@ public final class SQLiteDatabase: Sendable {
         let opened = try SQLiteConnection(path: path, options: options)
         if !migrations.isEmpty {
             try Migrator(migrations: migrations).migrate(opened)
+        }
+        if !options.readOnly {
+            try opened.execute("PRAGMA wal_autocheckpoint=0")
+            checkpointer = try Checkpointer(path: path)
+        } else {
+            checkpointer = nil
         }
         connection = Mutex(opened)
         thread = DatabaseThread(name: "islet-db")
@@ -145,9 +152,14 @@ public final class SQLiteDatabase: Sendable {
         for answer in answers { answer(nil) }
     }
 
+    deinit {
+        checkpointer?.stop()
+    }
+
     /// Closes the connection, checkpointing the WAL into the main file. Later calls
     /// fail with `misuse`.
     public func close() {
+        checkpointer?.stop()
         connection.withLock { connection in
             try? connection?.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             connection = nil
