@@ -44,6 +44,8 @@ final class ScheduledEnds: Sendable {
     static func endDue(_ context: ServerContext) async -> Int {
         let now = context.clock.now()
         do {
+            // Most ticks find nothing: look with a read before taking the writer.
+            guard try await !context.store.read({ try $0.dueScheduledEnds(now: now, limit: 1) }).isEmpty else { return 0 }
             let ended = try await context.store.write { session -> Int in
                 var ended = 0
                 for (appID, activityID) in try session.dueScheduledEnds(now: now, limit: 500) {

@@ -146,6 +146,10 @@ struct ActivityLifeTests {
             let shown = try await h.call("GET", "/v1/apps/\(app.id)/activities/build-2", key: app.serverKey)
             #expect(shown["status"]?.stringValue == "ended")
             #expect(shown["end_cause"]?.stringValue == "expired")
+            #expect(shown["devices"]?.arrayValue?.first?["status"]?.stringValue == "ended")
+            #expect(shown["devices"]?.arrayValue?.first?["end_cause"]?.stringValue == "expired")
+            let running = try await h.call("GET", "/v1/apps/\(app.id)/activities?status=started", key: app.serverKey)
+            #expect(running["items"]?.arrayValue?.isEmpty == true)
             #expect(try await h.update(app, "build-2", state: ["step": 1]).status == 409)
             let endLate = try await h.call("POST", "/v1/apps/\(app.id)/activities/build-2/end", key: app.serverKey, body: "{}")
             #expect(endLate.status == 200)
@@ -261,6 +265,32 @@ struct ActivityLifeTests {
             #expect(pushes.map { $0["event"]?.stringValue } == ["start", "update", "end"])
             #expect(h.sandbox.engine.activities().first?.status == .ended)
             #expect(h.sandbox.engine.activities().first?.contentState == ["status": "nearly there"])
+        }
+    }
+
+    @Test func activitiesArePagedNewestFirst() async throws {
+        try await ServerHarness.with { h in
+            let app = try await h.createApp()
+            try await h.registerDevice(app, "phone-1")
+            for index in 1...5 {
+                try await h.registerUpdateToken(app, "phone-1", "ride-\(index)", token: ServerHarness.token())
+            }
+            try await h.registerUpdateToken(app, "phone-1", "score-1", token: ServerHarness.token(), activityType: "ScoreAttributes")
+            var seen: [String] = []
+            var path = "/v1/apps/\(app.id)/activities?activity_type=DeliveryAttributes&limit=2"
+            for _ in 0..<5 {
+                let page = try await h.call("GET", path, key: app.serverKey)
+                #expect(page.status == 200)
+                let items = page["items"]?.arrayValue ?? []
+                #expect(items.count <= 2)
+                seen += items.compactMap { $0["activity_id"]?.stringValue }
+                guard let cursor = page["next_cursor"]?.stringValue else { break }
+                path = "/v1/apps/\(app.id)/activities?activity_type=DeliveryAttributes&limit=2&cursor=\(cursor)"
+            }
+            #expect(seen == ["ride-5", "ride-4", "ride-3", "ride-2", "ride-1"])
+            let bad = try await h.call("GET", "/v1/apps/\(app.id)/activities?limit=0&status=done&colour=red", key: app.serverKey)
+            #expect(bad.status == 422)
+            #expect(Set(bad.errorFields) == ["limit", "status", "colour"])
         }
     }
 }

@@ -204,4 +204,35 @@ struct DeadTokenTests {
             #expect(Set(received.compactMap { $0.headers["apns-id"] }) == Set(pushes.compactMap { $0["apns_id"]?.stringValue }))
         }
     }
+
+    @Test func aRegistrationWithoutATokenNeverErasesOne() async throws {
+        try await ServerHarness.with { h in
+            let app = try await h.createApp()
+            let token = ServerHarness.token()
+            #expect(try await h.registerDevice(app, "phone-1", apnsToken: token, userID: "user-1").status == 201)
+            for empty: JSONValue in [.null, ""] {
+                let again = try await h.call("PUT", "/v1/apps/\(app.id)/devices/phone-1", key: app.deviceKey, json: [
+                    "platform": "ios", "environment": "sandbox", "apns_token": empty,
+                ])
+                #expect(again.status == 200)
+                #expect(again["has_apns_token"] == true)
+            }
+            let omitted = try await h.registerDevice(app, "phone-1")
+            #expect(omitted["has_apns_token"] == true)
+            #expect(omitted["user_id"] == "user-1")
+            // The stored token still gets the alert.
+            let sent = try await h.call("POST", "/v1/apps/\(app.id)/notifications", key: app.serverKey, json: [
+                "audience": ["device_ids": ["phone-1"]], "alert": ["title": "Hello", "body": "World"],
+            ])
+            #expect(sent["targets"]?.int64Value == 1)
+            _ = try await h.eventually { h.sandbox.engine.pushes().count == 1 }
+            #expect(h.sandbox.engine.pushes().first?.token == token)
+            // The same push-to-start token again changes nothing: 200, not 201.
+            let startToken = try await h.registerStartable(app, "phone-1")
+            let repeated = try await h.call(
+                "PUT", "/v1/apps/\(app.id)/devices/phone-1/push-to-start/DeliveryAttributes", key: app.deviceKey,
+                json: ["token": .string(startToken)])
+            #expect(repeated.status == 200)
+        }
+    }
 }

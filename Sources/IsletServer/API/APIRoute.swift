@@ -92,10 +92,8 @@ enum APIJSON {
             + "\(pad(parts.tm_hour, 2)):\(pad(parts.tm_min, 2)):\(pad(parts.tm_sec, 2)).\(pad(Int32(fraction), 3))Z"
     }
 
-    static func response(status: Int = 200, _ value: JSONValue, headers: HTTPHeaders = HTTPHeaders()) -> HTTPResponse {
-        var response = HTTPResponse(status: status, contentType: "application/json", body: Data(value.jsonText.utf8))
-        for (name, value) in headers { response.headers.set(name, value) }
-        return response
+    static func response(status: Int = 200, _ value: JSONValue) -> HTTPResponse {
+        HTTPResponse(status: status, contentType: "application/json", body: Data(value.jsonText.utf8))
     }
 
     static func optional(_ text: String?) -> JSONValue { text.map(JSONValue.string) ?? .null }

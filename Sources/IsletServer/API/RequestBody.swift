@@ -81,9 +81,6 @@ final class ObjectReader {
     /// Records a fault at `key` of this object.
     func fail(_ key: String, _ message: String) { owner?.fail(field(key), message) }
 
-    /// Whether the body has `key` (even as null).
-    func has(_ key: String) -> Bool { members[key] != nil }
-
     /// Whether the body has `key` with a value other than null.
     func hasValue(_ key: String) -> Bool { members[key].map { $0 != .null } ?? false }
 

@@ -289,11 +289,9 @@ struct ActivityRoutes: Sendable {
         let appID = app.id
         let lifecycle = context.lifecycle
         let now = context.clock.now()
+        filter.expiredBefore = now.addingTimeInterval(-lifecycle.windows.total)
         let pageFilter = filter
-        let items = try await context.store.write { session -> [ActivityRecord] in
-            try session.expireActivities(startedBefore: now.addingTimeInterval(-lifecycle.windows.total), total: lifecycle.windows.total, now: now)
-            return try session.activities(appID: appID, filter: pageFilter)
-        }
+        let items = try await context.store.read { try $0.activities(appID: appID, filter: pageFilter) }
         let next: JSONValue = items.count == filter.limit ? .string(String(items.last!.sequence)) : .null
         return APIJSON.response(.object([
             "items": .array(items.map { .object(json($0, now: now)) }), "next_cursor": next,
@@ -306,15 +304,26 @@ struct ActivityRoutes: Sendable {
         let appID = app.id
         let lifecycle = context.lifecycle
         let now = context.clock.now()
-        let (activity, instances) = try await context.store.write { session -> (ActivityRecord, [InstanceRecord]) in
-            try session.expireActivities(startedBefore: now.addingTimeInterval(-lifecycle.windows.total), total: lifecycle.windows.total, now: now)
+        let (activity, instances) = try await context.store.read { session -> (ActivityRecord, [InstanceRecord]) in
             let activity = try Self.activity(session, appID: appID, activityID: activityID)
             return (activity, try session.instances(appID: appID, activityID: activityID))
         }
         var body = json(activity, now: now)
         body["attributes"] = activity.attributes ?? .null
         body["content_state"] = activity.contentState ?? .null
-        body["devices"] = .array(instances.map { .object(Self.json($0)) })
+        // Until the sweep stores it, an activity past every window has ended on
+        // every device too.
+        let expiry = lifecycle.expiry(startedAt: activity.startedAt)
+        let expired = activity.status != .ended && now >= expiry
+        body["devices"] = .array(instances.map { instance in
+            var copy = instance
+            if expired && copy.status != .ended {
+                copy.status = .ended
+                copy.endedAt = expiry
+                copy.endCause = .expired
+            }
+            return .object(Self.json(copy))
+        })
         return APIJSON.response(.object(body))
     }
 

@@ -84,13 +84,13 @@ struct DeviceRoutes: Sendable {
         let now = context.clock.now()
         let appID = app.id
         let created = try await context.store.write { session -> Bool in
-            guard let device = try session.device(appID: appID, deviceID: deviceID) else {
+            guard let environment = try session.deviceEnvironment(appID: appID, deviceID: deviceID) else {
                 throw Problem(status: 404, detail: "There is no device \(deviceID); register it with PUT /v1/apps/\(appID)/devices/\(deviceID) first.")
             }
             try Self.refuseCrossedKind(session: session, appID: appID, token: token!, kind: .pushToStart, field: "token")
             return try session.upsertStartToken(
-                appID: appID, deviceID: deviceID, activityType: activityType, token: token!,
-                environment: device.environment, now: now)
+                appID: appID, deviceID: deviceID, activityType: activityType, token: token!, environment: environment,
+                now: now)
         }
         return APIJSON.response(status: created ? 201 : 200, .object([
             "device_id": .string(deviceID), "activity_type": .string(activityType), "registered_at": APIJSON.date(now),
@@ -195,20 +195,23 @@ struct DeviceRoutes: Sendable {
         return (app, try Self.pathIdentifier(parameters, "device_id"))
     }
 
+    /// The path's `name`, checked as an id.
     static func pathIdentifier(_ parameters: PathParameters, _ name: String) throws(Problem) -> String {
-        let value = parameters[name] ?? ""
-        if let problem = ObjectReader.identifierProblem(value) {
-            throw Problem(status: 422, detail: "The path's \(name) \(problem).", errors: [.init(field: name, message: problem)])
-        }
-        return value
+        try pathValue(parameters, name, rule: ObjectReader.identifierProblem)
     }
 
     /// The path's `activity_type`, by the rule a start applies to it (so that a
     /// push-to-start token is never stored under a type no start can name).
     static func pathActivityType(_ parameters: PathParameters) throws(Problem) -> String {
-        let value = parameters["activity_type"] ?? ""
-        if let problem = ActivityRoutes.activityTypeProblem(value) {
-            throw Problem(status: 422, detail: "The path's activity_type \(problem).", errors: [.init(field: "activity_type", message: problem)])
+        try pathValue(parameters, "activity_type", rule: ActivityRoutes.activityTypeProblem)
+    }
+
+    private static func pathValue(
+        _ parameters: PathParameters, _ name: String, rule: (String) -> String?
+    ) throws(Problem) -> String {
+        let value = parameters[name] ?? ""
+        if let problem = rule(value) {
+            throw Problem(status: 422, detail: "The path's \(name) \(problem).", errors: [.init(field: name, message: problem)])
         }
         return value
     }

@@ -30,7 +30,7 @@ struct SystemRoutes: Sendable {
 
     func health() async -> HTTPResponse {
         do {
-            _ = try await store.read { try $0.queueDepth() }
+            try await store.read { try $0.ping() }
             return APIJSON.response(["status": "ok", "checks": ["database": "ok"]])
         } catch {
             return APIJSON.response(status: 503, ["status": "unavailable", "checks": ["database": .string("\(error)")]])

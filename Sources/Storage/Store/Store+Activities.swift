@@ -3,8 +3,11 @@ public import IsletCore
 
 /// Filters for listing activities.
 public struct ActivityFilter: Sendable {
-    /// Only this stored status.
+    /// Only this status, as of now: an activity started before `expiredBefore`
+    /// reads as ended whatever its stored status.
     public var status: ActivityStatus?
+    /// Activities started at or before this have run out of every window.
+    public var expiredBefore: Date?
     /// Only this type.
     public var activityType: String?
     /// Only activities older than this sequence (the cursor).
@@ -39,8 +42,15 @@ extension StoreSession {
         var sql = "SELECT \(Self.activityColumns) FROM activities WHERE app_id = ?"
         var values: [any SQLiteBindable] = [appID]
         if let status = filter.status {
-            sql += " AND status = ?"
-            values.append(status.rawValue)
+            let cutoff = filter.expiredBefore?.unixMilliseconds ?? Int64.min
+            if status == .ended {
+                sql += " AND (status = 'ended' OR started_at <= ?)"
+                values.append(cutoff)
+            } else {
+                sql += " AND status = ? AND started_at > ?"
+                values.append(status.rawValue)
+                values.append(cutoff)
+            }
         }
         if let type = filter.activityType {
             sql += " AND activity_type = ?"

@@ -131,14 +131,6 @@ extension StoreSession {
             [appID, deviceID, activityType]) > 0
     }
 
-    /// The push-to-start token a device holds for `activityType`.
-    public func startToken(appID: String, deviceID: String, activityType: String) throws -> String? {
-        try query(
-            "SELECT token FROM start_tokens WHERE app_id = ? AND device_id = ? AND activity_type = ?",
-            [appID, deviceID, activityType]
-        ).first?.optionalString("token")
-    }
-
     // MARK: - Audiences
 
     /// The SQL selecting the device ids of `audience` (one parameter: the JSON list).

@@ -217,9 +217,14 @@ extension StoreSession {
         try query("SELECT min(next_attempt_at) AS due FROM pushes WHERE status = 'queued'").first?.optionalDate("due")
     }
 
-    /// Pushes waiting to be sent or in flight.
+    /// Pushes waiting to be sent or in flight. Two counts, so that each reads its
+    /// partial index rather than the whole table.
     public func queueDepth() throws -> Int {
-        Int(try query("SELECT count(*) AS n FROM pushes WHERE status IN ('queued', 'sending')").first?.int64("n") ?? 0)
+        Int(try query(
+            """
+            SELECT (SELECT count(*) FROM pushes WHERE status = 'queued')
+                + (SELECT count(*) FROM pushes WHERE status = 'sending') AS n
+            """).first?.int64("n") ?? 0)
     }
 
     // MARK: - Dead tokens
@@ -267,18 +272,5 @@ extension StoreSession {
                 "UPDATE activity_instances SET environment = ? WHERE app_id = ? AND update_token = ?",
                 [environment.rawValue, appID, token])
         }
-    }
-
-    /// Whether the token was registered after `date` (so a refusal from before
-    /// says nothing about it).
-    public func tokenRegisteredAfter(appID: String, token: String, kind: PushTokenKind, date: Date) throws -> Bool {
-        let sql: String
-        switch kind {
-        case .device: sql = "SELECT apns_token_registered_at AS at FROM devices WHERE app_id = ? AND apns_token = ?"
-        case .pushToStart: sql = "SELECT registered_at AS at FROM start_tokens WHERE app_id = ? AND token = ?"
-        case .liveActivityUpdate:
-            sql = "SELECT token_registered_at AS at FROM activity_instances WHERE app_id = ? AND update_token = ?"
-        }
-        return try query(sql, [appID, token]).contains { ($0.optionalInt64("at") ?? 0) > date.unixMilliseconds }
     }
 }

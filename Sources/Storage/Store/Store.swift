@@ -56,6 +56,11 @@ public struct StoreSession {
         self.connection = connection
     }
 
+    /// Answers when the database does (a health check).
+    public func ping() throws {
+        _ = try query("SELECT 1")
+    }
+
     func query(_ sql: String, _ values: [any SQLiteBindable] = []) throws -> [SQLiteRow] {
         try connection.query(sql, values)
     }
