@@ -77,8 +77,14 @@ final class ClientConnection: H2Connection {
             return
         }
         retain(source, for: streamID)
+        streamsQueued += 1
         streams[streamID] = InFlight(pending)
         streamsByRequest[pending.id] = streamID
+    }
+
+    override func inputSliceProcessed() {
+        // Answers in this slice may have freed stream slots and queued requests.
+        if isUsable { core.drain(reading: self) }
     }
 
     func cancel(id: UInt64) {

@@ -199,21 +199,7 @@ class H2Connection: EventHandler {
             switch transport.read(readBuffer) {
             case .done(let count):
                 if lingering { continue }
-                inCallback = true
-                let consumed = nghttp2_session_mem_recv(session, readBuffer.baseAddress!.assumingMemoryBound(to: UInt8.self), count)
-                inCallback = false
-                if let requested = closeRequested {
-                    closeRequested = nil
-                    close(requested)
-                    return
-                }
-                if consumed < 0 {
-                    let reason = String(cString: nghttp2_strerror(Int32(consumed)))
-                    // Tell the peer why before going away, when the session can still say it.
-                    flush()
-                    close(HTTP2Error(.protocolError, reason))
-                    return
-                }
+                guard consume(session, count) else { return }
             case .wantRead:
                 return
             case .wantWrite:
@@ -228,9 +214,57 @@ class H2Connection: EventHandler {
         }
     }
 
+    /// Feeds `count` bytes of the read buffer to nghttp2 in slices of `inputSlice`
+    /// bytes. After a slice that produced at least `earlyFlushFrames` new streams'
+    /// worth of output, that output is written before the rest is parsed, so the
+    /// peer works on it meanwhile instead of waiting for the whole read: the two
+    /// ends overlap rather than take turns. Answers false once the connection closed.
+    private func consume(_ session: OpaquePointer, _ count: Int) -> Bool {
+        let base = readBuffer.baseAddress!.assumingMemoryBound(to: UInt8.self)
+        var offset = 0
+        while offset < count {
+            let length = min(count - offset, Self.inputSlice)
+            inCallback = true
+            let consumed = nghttp2_session_mem_recv(session, base + offset, length)
+            inCallback = false
+            if let requested = closeRequested {
+                closeRequested = nil
+                close(requested)
+                return false
+            }
+            if consumed < 0 {
+                let reason = String(cString: nghttp2_strerror(Int32(consumed)))
+                // Tell the peer why before going away, when the session can still say it.
+                flush()
+                close(HTTP2Error(.protocolError, reason))
+                return false
+            }
+            offset += length
+            inputSliceProcessed()
+            if streamsQueued >= Self.earlyFlushStreams {
+                flush()
+                guard phase == .open else { return false }
+            }
+        }
+        return true
+    }
+
+    /// Input is parsed this many bytes at a time (see `consume`).
+    static let inputSlice = 4_096
+    /// Output for this many streams is written without waiting for the rest of a read.
+    static let earlyFlushStreams = 16
+    /// Streams whose frames were submitted since the last flush; subclasses count
+    /// them up, `flush` resets the count.
+    var streamsQueued = 0
+
+    /// Called after each slice of input; the client submits requests queued by the
+    /// answers in it.
+    func inputSliceProcessed() {}
+
     /// Sends whatever nghttp2 has queued, batching frames into large writes.
     func flush() {
         guard phase == .open, let session else { return }
+        streamsQueued = 0
         while true {
             if pendingOffset < pendingOutput.count {
                 let step = pendingOutput.withUnsafeBytes { raw in

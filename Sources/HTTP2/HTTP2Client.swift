@@ -104,7 +104,13 @@ public final class HTTP2Client: Sendable {
     public func send(_ request: HTTP2Request, completion: @escaping @Sendable (Result<HTTP2Response, any Error>) -> Void) {
         let pending = PendingRequest(id: nextID.wrappingAdd(1, ordering: .relaxed).oldValue, request: request, completion: completion)
         let core = self.core
-        loop.execute { core.enqueue(pending) }
+        if loop.inLoop {
+            // Sent from a completion on this client's own thread: queued at once, so
+            // that it can leave with the next slice of answers read.
+            core.enqueue(pending)
+        } else {
+            loop.execute { core.enqueue(pending) }
+        }
     }
 
     /// Runs `body` on the client's event-loop thread after `delay` (for callers that
@@ -227,9 +233,10 @@ final class ClientCore: @unchecked Sendable {
         for connection in draining.values { connection.cancel(id: id) }
     }
 
-    /// Submits queued requests while the connection has stream slots; connects when
-    /// there is none.
-    func drain() {
+    /// Submits queued requests while the connection has stream slots, and writes
+    /// them (unless the connection is `reading`, in the middle of a read: it writes
+    /// them itself); connects when there is no connection.
+    func drain(reading: ClientConnection? = nil) {
         if !refused.isEmpty {
             // Oldest first at the head: ids grow with each call to `send`.
             for pending in refused.sorted(by: { $0.id > $1.id }) { queue.prepend(pending) }
@@ -243,7 +250,7 @@ final class ClientCore: @unchecked Sendable {
                 connection.submit(pending)
                 submitted = true
             }
-            if submitted { connection.flush() }
+            if submitted && connection !== reading { connection.flush() }
             return
         }
         if current == nil { connect() }

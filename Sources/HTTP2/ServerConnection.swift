@@ -167,7 +167,10 @@ final class ServerConnection: H2Connection {
                 nghttp2_submit_response(session, streamID, nva, count, provider)
             }
         }
-        if rc == 0 { retain(source, for: streamID) }
+        if rc == 0 {
+            retain(source, for: streamID)
+            streamsQueued += 1
+        }
     }
 
     override func streamClosed(streamID: Int32, errorCode: UInt32) {
