@@ -14,6 +14,10 @@ public struct APNsClientConfiguration: Sendable {
     public var trustRootsPEM: String?
     /// Connections per (signing key, environment).
     public var connectionsPerPool = 1
+    /// Event-loop threads serving one pool's connections (at most one per
+    /// connection). One thread carries tens of thousands of pushes a second; more
+    /// only help when cores are idle.
+    public var threadsPerPool = 1
     /// Attempts per push, the first included, for retryable failures.
     public var maxAttempts = 5
     /// No retry starts after this long from the first attempt.
@@ -151,13 +155,15 @@ public final class APNsClient: Sendable {
             }
             let port = url.port ?? (url.scheme == "https" ? 443 : 80)
             var clients: [HTTP2Client] = []
-            for _ in 0..<max(1, configuration.connectionsPerPool) {
+            let connections = max(1, configuration.connectionsPerPool)
+            let threads = (0..<min(connections, max(1, configuration.threadsPerPool))).map { _ in HTTP2ClientThread(name: "islet-apns") }
+            for index in 0..<connections {
                 var http2 = HTTP2ClientConfiguration(
                     host: host, port: port,
                     tls: url.scheme == "https" ? TLSClientConfiguration(trustRootsPEM: configuration.trustRootsPEM) : nil)
                 http2.pingInterval = configuration.pingInterval
                 do {
-                    clients.append(try HTTP2Client(configuration: http2))
+                    clients.append(try HTTP2Client(configuration: http2, thread: threads[index % threads.count]))
                 } catch {
                     throw APNsError(.invalidConfiguration, "\(error)")
                 }

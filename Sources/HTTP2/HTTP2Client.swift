@@ -57,6 +57,22 @@ public struct HTTP2ClientStatistics: Sendable, Equatable {
     public var peerMaxConcurrentStreams = 0
 }
 
+/// An event-loop thread that several `HTTP2Client`s can share, so that their
+/// connections are served by one thread rather than one thread each. It ends once
+/// the last client using it is gone.
+public final class HTTP2ClientThread: Sendable {
+    let loop: EventLoop
+
+    /// Starts the thread.
+    public init(name: String = "islet-h2-client") {
+        loop = EventLoop(name: name)
+    }
+
+    deinit {
+        loop.stop()
+    }
+}
+
 /// An HTTP/2 client over one connection at a time: many concurrent streams up to the
 /// server's limit, requests queued (and their callers waiting) beyond it, PING
 /// keep-alive, and transparent reconnection. Requests the server refused in a GOAWAY
@@ -64,22 +80,18 @@ public struct HTTP2ClientStatistics: Sendable, Equatable {
 public final class HTTP2Client: Sendable {
     /// The configuration it was made with.
     public let configuration: HTTP2ClientConfiguration
-    private let loop: EventLoop
+    private let thread: HTTP2ClientThread
+    private var loop: EventLoop { thread.loop }
     private let core: ClientCore
-    private let ownsLoop: Bool
     private let nextID = Atomic<UInt64>(1)
 
-    /// Creates a client; it connects on the first request.
-    public init(configuration: HTTP2ClientConfiguration) throws(HTTP2Error) {
+    /// Creates a client; it connects on the first request. It runs on `thread`, or
+    /// on a thread of its own when none is given.
+    public init(configuration: HTTP2ClientConfiguration, thread: HTTP2ClientThread? = nil) throws(HTTP2Error) {
         self.configuration = configuration
         let tls = try configuration.tls.map { configuration throws(HTTP2Error) in try TLSContext.client(configuration) }
-        self.loop = EventLoop(name: "islet-h2-client")
-        self.ownsLoop = true
-        self.core = ClientCore(configuration: configuration, loop: loop, tls: tls)
-    }
-
-    deinit {
-        if ownsLoop { loop.stop() }
+        self.thread = thread ?? HTTP2ClientThread()
+        self.core = ClientCore(configuration: configuration, loop: self.thread.loop, tls: tls)
     }
 
     /// Sends `request` and waits for the whole response. Throws `HTTP2Error`, or
