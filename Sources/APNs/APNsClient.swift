@@ -55,7 +55,6 @@ public final class APNsClient: Sendable {
     private let pools = Mutex<[PoolKey: Pool]>([:])
     private let tokens = Mutex<[String: ProviderTokenManager]>([:])
     private let breakers = Mutex<[String: CircuitBreaker]>([:])
-    private let refusedKeys = Mutex<[String: String]>([:])
     private let shuttingDown = Atomic<Bool>(false)
 
     /// Creates a client; connections open on first use. `clock` drives provider-token
@@ -81,13 +80,6 @@ public final class APNsClient: Sendable {
         _ request: APNsRequest, key: APNsSigningKey, environment: APNsEnvironment,
         completion: @escaping @Sendable (APNsResult) -> Void
     ) {
-        if let reason = refusedKeys.withLock({ $0[key.identity] }) {
-            completion(APNsResult(
-                disposition: .credentialsRejected, response: nil,
-                error: APNsError(.credentialsRejected, "APNs refused this signing key (\(reason)); replace the credentials"),
-                attempts: 0, apnsID: request.apnsID))
-            return
-        }
         let pool: Pool
         do {
             pool = try self.pool(key: key, environment: environment)
@@ -95,17 +87,17 @@ public final class APNsClient: Sendable {
             completion(APNsResult(disposition: .retry, response: nil, error: error, attempts: 0, apnsID: request.apnsID))
             return
         }
-        PushAttempt(
-            client: self, request: request, identity: key.identity, pool: pool, tokens: tokenManager(for: key),
-            breaker: breaker(for: pool.hostKey), completion: completion
-        ).step()
+        if let reason = pool.tokens.refusal.withLock({ $0 }) {
+            completion(APNsResult(
+                disposition: .credentialsRejected, response: nil,
+                error: APNsError(.credentialsRejected, "APNs refused this signing key (\(reason)); replace the credentials"),
+                attempts: 0, apnsID: request.apnsID))
+            return
+        }
+        PushAttempt(client: self, request: request, pool: pool, completion: completion).step()
     }
 
     fileprivate var isShuttingDown: Bool { shuttingDown.load(ordering: .relaxed) }
-
-    fileprivate func refuse(_ identity: String, reason: String) {
-        refusedKeys.withLock { $0[identity] = reason }
-    }
 
     /// The provider token manager of `key` (one per key, shared by its pools).
     public func tokenManager(for key: APNsSigningKey) -> ProviderTokenManager {
@@ -130,7 +122,7 @@ public final class APNsClient: Sendable {
 
     /// Lets a refused signing key be used again (after its credentials were fixed).
     public func forgetRefusal(of key: APNsSigningKey) {
-        _ = refusedKeys.withLock { $0.removeValue(forKey: key.identity) }
+        tokenManager(for: key).refusal.withLock { $0 = nil }
     }
 
     /// Closes every connection after the requests in flight.
@@ -168,20 +160,21 @@ public final class APNsClient: Sendable {
                     throw APNsError(.invalidConfiguration, "\(error)")
                 }
             }
-            let pool = Pool(clients: clients, hostKey: "\(host):\(port)")
+            let hostKey = "\(host):\(port)"
+            let pool = Pool(clients: clients, hostKey: hostKey, tokens: tokenManager(for: key), breaker: breaker(for: hostKey))
             pools[name] = pool
             return pool
         }
     }
 
-    static func http2Request(_ request: APNsRequest, providerToken: String) -> HTTP2Request {
-        var headers: [(name: String, value: String)] = [
-            (APNsHeaderName.authorization, "bearer \(providerToken)"),
-            (APNsHeaderName.topic, request.topic),
-            (APNsHeaderName.pushType, request.pushType.rawValue),
-            (APNsHeaderName.priority, String(request.priority.rawValue)),
-            (APNsHeaderName.id, request.apnsID),
-        ]
+    static func http2Request(_ request: APNsRequest, authorization: String) -> HTTP2Request {
+        var headers: [(name: String, value: String)] = []
+        headers.reserveCapacity(7)
+        headers.append((APNsHeaderName.authorization, authorization))
+        headers.append((APNsHeaderName.topic, request.topic))
+        headers.append((APNsHeaderName.pushType, request.pushType.rawValue))
+        headers.append((APNsHeaderName.priority, String(request.priority.rawValue)))
+        headers.append((APNsHeaderName.id, request.apnsID))
         if let expiration = request.expiration {
             headers.append((APNsHeaderName.expiration, String(expiration)))
         }
@@ -208,15 +201,20 @@ struct PoolKey: Hashable, Sendable {
     let environment: APNsEnvironment
 }
 
-/// The connections of one (signing key, environment).
+/// The connections of one (signing key, environment), with the key's provider
+/// tokens and the host's circuit breaker: all a push needs, found in one lookup.
 final class Pool: Sendable {
     let clients: [HTTP2Client]
     let hostKey: String
+    let tokens: ProviderTokenManager
+    let breaker: CircuitBreaker
     private let cursor = Atomic<Int>(0)
 
-    init(clients: [HTTP2Client], hostKey: String) {
+    init(clients: [HTTP2Client], hostKey: String, tokens: ProviderTokenManager, breaker: CircuitBreaker) {
         self.clients = clients
         self.hostKey = hostKey
+        self.tokens = tokens
+        self.breaker = breaker
     }
 
     /// The next connection, round robin.
@@ -232,10 +230,7 @@ final class Pool: Sendable {
 private final class PushAttempt: @unchecked Sendable {
     let client: APNsClient
     let request: APNsRequest
-    let identity: String
     let pool: Pool
-    let tokens: ProviderTokenManager
-    let breaker: CircuitBreaker
     let completion: @Sendable (APNsResult) -> Void
     let started: Date
     var attempts = 0
@@ -243,21 +238,17 @@ private final class PushAttempt: @unchecked Sendable {
     var lastResponse: APNsResponse?
     var lastError: APNsError?
 
-    init(
-        client: APNsClient, request: APNsRequest, identity: String, pool: Pool, tokens: ProviderTokenManager,
-        breaker: CircuitBreaker, completion: @escaping @Sendable (APNsResult) -> Void
-    ) {
+    init(client: APNsClient, request: APNsRequest, pool: Pool, completion: @escaping @Sendable (APNsResult) -> Void) {
         self.client = client
         self.request = request
-        self.identity = identity
         self.pool = pool
-        self.tokens = tokens
-        self.breaker = breaker
         self.completion = completion
         self.started = client.clock.now()
     }
 
     private var configuration: APNsClientConfiguration { client.configuration }
+    private var tokens: ProviderTokenManager { pool.tokens }
+    private var breaker: CircuitBreaker { pool.breaker }
 
     private func finish(_ disposition: APNsDisposition, error: APNsError? = nil) {
         completion(APNsResult(disposition: disposition, response: lastResponse, error: error ?? lastError, attempts: attempts, apnsID: request.apnsID))
@@ -282,16 +273,16 @@ private final class PushAttempt: @unchecked Sendable {
             return
         }
         attempts += 1
-        let authorization: String
+        let token: (token: String, authorization: String)
         do {
-            authorization = try tokens.currentToken()
+            token = try tokens.current()
         } catch {
             breaker.recordNeutral()
             finish(.credentialsRejected, error: APNsError(.credentialsRejected, "cannot sign a provider token: \(error)"))
             return
         }
-        pool.next().send(APNsClient.http2Request(request, providerToken: authorization)) { result in
-            self.answered(result, providerToken: authorization)
+        pool.next().send(APNsClient.http2Request(request, authorization: token.authorization)) { result in
+            self.answered(result, providerToken: token.token)
         }
     }
 
@@ -322,7 +313,8 @@ private final class PushAttempt: @unchecked Sendable {
                 finish(.credentialsRejected)
             }
         case .credentialsRejected:
-            client.refuse(identity, reason: lastResponse?.reason.map { "\($0)" } ?? "403")
+            let reason = lastResponse?.reason.map { "\($0)" } ?? "403"
+            tokens.refusal.withLock { $0 = reason }
             finish(.credentialsRejected)
         case .retry:
             let elapsed = client.clock.now().timeIntervalSince(started)

@@ -37,7 +37,10 @@ public final class ProviderTokenManager: Sendable {
     private let clock: any WallClock
     private let maximumAge: TimeInterval
     private let minimumAge: TimeInterval
-    private let state = Mutex<(token: String, issuedAt: Date, minted: Int)?>(nil)
+    private let state = Mutex<(token: String, authorization: String, issuedAt: Date, minted: Int)?>(nil)
+    /// Why APNs refused this key, once it has; pushes with it stop until the
+    /// refusal is forgotten.
+    let refusal = Mutex<String?>(nil)
 
     /// Creates a manager. `maximumAge` (default 55 minutes) is when a token is
     /// replaced on use; `minimumAge` (default 20 minutes) is the youngest token that
@@ -54,27 +57,31 @@ public final class ProviderTokenManager: Sendable {
 
     /// The token to send now, minting one when there is none or it is too old.
     public func currentToken() throws(CryptoError) -> String {
+        try current().token
+    }
+
+    /// The current token and the `authorization` header value that carries it
+    /// (`bearer <token>`), made once per token rather than once per push.
+    func current() throws(CryptoError) -> (token: String, authorization: String) {
         let now = clock.now()
-        return try state.withLock { state throws(CryptoError) -> String in
+        return try state.withLock { state throws(CryptoError) -> (token: String, authorization: String) in
             if let current = state, now.timeIntervalSince(current.issuedAt) < maximumAge {
-                return current.token
+                return (current.token, current.authorization)
             }
             let token = try mint(at: now)
-            state = (token, now, (state?.minted ?? 0) + 1)
-            return token
+            let authorization = "bearer " + token
+            state = (token, authorization, now, (state?.minted ?? 0) + 1)
+            return (token, authorization)
         }
     }
 
-    /// After APNs answered ExpiredProviderToken to `rejected`: replaces the token if
-    /// it is still the current one and at least `minimumAge` old. Answers whether the
-    /// push should be tried once more (a newer token exists now).
     public func tokenExpired(_ rejected: String) -> Bool {
         let now = clock.now()
         return state.withLock { state -> Bool in
             guard let current = state else { return true }
             if current.token != rejected { return true }  // another caller already replaced it
             guard now.timeIntervalSince(current.issuedAt) >= minimumAge, let token = try? mint(at: now) else { return false }
-            state = (token, now, current.minted + 1)
+            state = (token, "bearer " + token, now, current.minted + 1)
             return true
         }
     }

@@ -5,7 +5,11 @@ import Foundation
 final class ClientConnection: H2Connection {
     private unowned let core: ClientCore
     private var streams: [Int32: InFlight] = [:]
-    private var streamsByRequest: [UInt64: Int32] = [:]
+    /// The stream whose answer is being read: its header fields arrive one after
+    /// the other.
+    private var lastStream: (id: Int32, inFlight: InFlight)?
+    private let scheme: String
+    private let authority: String
     private var ready = false
     private var goawayLastStreamID: Int32?
     private var housekeeping: UInt64?
@@ -18,10 +22,22 @@ final class ClientConnection: H2Connection {
         var body = Data()
 
         init(_ pending: PendingRequest) { self.pending = pending }
+
+        /// The request's own value of header `name`, when the answer repeats it
+        /// (as APNs repeats `apns-id`): the answer shares the request's string.
+        func requestValue(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) -> String? {
+            for header in pending.request.headers
+            where HeaderBytes.equals(name, header.name) && HeaderBytes.equals(value, header.value) {
+                return header.value
+            }
+            return nil
+        }
     }
 
     init(core: ClientCore, transport: Transport) {
         self.core = core
+        self.scheme = transport.isTLS ? "https" : "http"
+        self.authority = core.configuration.port == 443 ? core.configuration.host : "\(core.configuration.host):\(core.configuration.port)"
         super.init(loop: core.loop, transport: transport, phase: .connecting)
     }
 
@@ -62,13 +78,11 @@ final class ClientConnection: H2Connection {
     func submit(_ pending: PendingRequest) {
         guard let session else { return }
         let request = pending.request
-        let scheme = transport.isTLS ? "https" : "http"
-        let authority = core.configuration.port == 443 ? core.configuration.host : "\(core.configuration.host):\(core.configuration.port)"
-        var pairs: [(String, String)] = [(":method", request.method), (":scheme", scheme), (":authority", authority), (":path", request.path)]
-        pairs.reserveCapacity(4 + request.headers.count)
-        for header in request.headers { pairs.append((header.name, header.value)) }
         let (streamID, source) = withBodyProvider(request.body) { provider in
-            withNameValues(pairs) { nva, count in
+            withNameValues(
+                (":method", request.method), (":scheme", scheme), (":authority", authority), (":path", request.path),
+                headers: request.headers
+            ) { nva, count in
                 nghttp2_submit_request(session, nil, nva, count, provider, nil)
             }
         }
@@ -79,7 +93,6 @@ final class ClientConnection: H2Connection {
         retain(source, for: streamID)
         streamsQueued += 1
         streams[streamID] = InFlight(pending)
-        streamsByRequest[pending.id] = streamID
     }
 
     override func inputSliceProcessed() {
@@ -88,7 +101,8 @@ final class ClientConnection: H2Connection {
     }
 
     func cancel(id: UInt64) {
-        guard let streamID = streamsByRequest.removeValue(forKey: id), let inFlight = streams[streamID], let session else { return }
+        // Rare: a scan instead of an index kept for every request.
+        guard let (streamID, inFlight) = streams.first(where: { $0.value.pending.id == id }), let session else { return }
         inFlight.pending.complete(.failure(CancellationError()))
         nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), streamID, NGHTTP2_CANCEL.rawValue)
         flush()
@@ -104,18 +118,26 @@ final class ClientConnection: H2Connection {
         flush()
     }
 
-    override func header(streamID: Int32, name: String, value: String) -> Bool {
-        guard let inFlight = streams[streamID] else { return true }
-        if name == ":status" {
-            inFlight.status = Int(value) ?? 0
-        } else if !name.hasPrefix(":") {
-            inFlight.headers.append((name, value))
+    private func inFlight(_ streamID: Int32) -> InFlight? {
+        if let last = lastStream, last.id == streamID { return last.inFlight }
+        guard let inFlight = streams[streamID] else { return nil }
+        lastStream = (streamID, inFlight)
+        return inFlight
+    }
+
+    override func header(streamID: Int32, name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) -> Bool {
+        guard let inFlight = inFlight(streamID) else { return true }
+        if name.first == UInt8(ascii: ":") {
+            if HeaderBytes.equals(name, ":status") { inFlight.status = HeaderBytes.smallInteger(value) ?? 0 }
+            return true
         }
+        inFlight.headers.append((
+            HeaderBytes.name(name), inFlight.requestValue(name: name, value: value) ?? HeaderBytes.text(value)))
         return true
     }
 
     override func data(streamID: Int32, bytes: UnsafeRawBufferPointer) {
-        streams[streamID]?.body.append(contentsOf: bytes)
+        inFlight(streamID)?.body.append(contentsOf: bytes)
     }
 
     override func frameReceived(_ frame: UnsafePointer<nghttp2_frame>) {
@@ -146,8 +168,8 @@ final class ClientConnection: H2Connection {
     }
 
     override func streamClosed(streamID: Int32, errorCode: UInt32) {
+        if lastStream?.id == streamID { lastStream = nil }
         guard let inFlight = streams.removeValue(forKey: streamID) else { return }
-        streamsByRequest[inFlight.pending.id] = nil
         if inFlight.pending.isComplete { return }
         if errorCode == NGHTTP2_NO_ERROR.rawValue && inFlight.status > 0 {
             core.statistics.responses += 1
@@ -169,7 +191,7 @@ final class ClientConnection: H2Connection {
         if let housekeeping { loop.cancelTimer(housekeeping) }
         let open = streams
         streams.removeAll()
-        streamsByRequest.removeAll()
+        lastStream = nil
         for (streamID, inFlight) in open.sorted(by: { $0.key > $1.key }) where !inFlight.pending.isComplete {
             if isAboveGoaway(streamID) {
                 core.requeue(inFlight.pending)

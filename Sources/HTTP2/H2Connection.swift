@@ -54,8 +54,9 @@ class H2Connection: EventHandler {
     func established() {}
     /// A HEADERS frame starts on `streamID`.
     func beginHeaders(streamID: Int32, category: nghttp2_headers_category) {}
-    /// One header field of `streamID`.
-    func header(streamID: Int32, name: String, value: String) -> Bool { true }
+    /// One header field of `streamID`, as bytes valid only during the call (nghttp2
+    /// has checked them: no uppercase in names, no control characters in values).
+    func header(streamID: Int32, name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) -> Bool { true }
     /// A complete frame arrived.
     func frameReceived(_ frame: UnsafePointer<nghttp2_frame>) {}
     /// A chunk of DATA arrived on `streamID`.
@@ -79,9 +80,9 @@ class H2Connection: EventHandler {
         }
         nghttp2_session_callbacks_set_on_header_callback(callbacks) { _, frame, name, nameLength, value, valueLength, _, user in
             let connection = Unmanaged<H2Connection>.fromOpaque(user!).takeUnretainedValue()
-            let nameText = String(decoding: UnsafeBufferPointer(start: name, count: nameLength), as: UTF8.self)
-            let valueText = String(decoding: UnsafeBufferPointer(start: value, count: valueLength), as: UTF8.self)
-            let keep = connection.header(streamID: frame!.pointee.hd.stream_id, name: nameText, value: valueText)
+            let keep = connection.header(
+                streamID: frame!.pointee.hd.stream_id, name: UnsafeRawBufferPointer(start: name, count: nameLength),
+                value: UnsafeRawBufferPointer(start: value, count: valueLength))
             return keep ? 0 : NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue
         }
         nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks) { _, frame, user in
@@ -347,35 +348,3 @@ class H2Connection: EventHandler {
     }
 }
 
-/// Builds nghttp2 name/value pairs for `pairs` and calls `body` with them; nghttp2
-/// copies them during the call. All names and values share one buffer.
-func withNameValues<R>(_ pairs: [(String, String)], _ body: (UnsafePointer<nghttp2_nv>, Int) -> R) -> R {
-    var total = 0
-    for (name, value) in pairs { total += name.utf8.count + value.utf8.count }
-    return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: max(1, total)) { storage in
-        withUnsafeTemporaryAllocation(of: nghttp2_nv.self, capacity: max(1, pairs.count)) { nva in
-            var offset = 0
-            for (index, (name, value)) in pairs.enumerated() {
-                let nameStart = offset
-                offset = copyUTF8(name, into: storage, at: offset)
-                let valueStart = offset
-                offset = copyUTF8(value, into: storage, at: offset)
-                (nva.baseAddress! + index).initialize(to: nghttp2_nv(
-                    name: storage.baseAddress! + nameStart, value: storage.baseAddress! + valueStart,
-                    namelen: valueStart - nameStart, valuelen: offset - valueStart,
-                    flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue)))
-            }
-            return body(nva.baseAddress!, pairs.count)
-        }
-    }
-}
-
-/// Copies `text`'s UTF-8 bytes into `buffer` at `offset`; answers the offset after.
-private func copyUTF8(_ text: String, into buffer: UnsafeMutableBufferPointer<UInt8>, at offset: Int) -> Int {
-    var text = text
-    return text.withUTF8 { bytes in
-        guard let base = bytes.baseAddress, bytes.count > 0 else { return offset }
-        (buffer.baseAddress! + offset).update(from: base, count: bytes.count)
-        return offset + bytes.count
-    }
-}

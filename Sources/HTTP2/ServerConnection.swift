@@ -81,28 +81,46 @@ final class ServerConnection: H2Connection {
 
     override func beginHeaders(streamID: Int32, category: nghttp2_headers_category) {
         guard category == NGHTTP2_HCAT_REQUEST else { return }
-        streams[streamID] = IncomingStream()
+        let stream = IncomingStream()
+        stream.headers.reserveCapacity(8)
+        streams[streamID] = stream
+        lastStream = (streamID, stream)
     }
 
-    override func header(streamID: Int32, name: String, value: String) -> Bool {
-        guard let stream = streams[streamID] else { return true }
-        stream.headerBytes += name.utf8.count + value.utf8.count + 32
+    /// The stream a header belongs to: the one whose HEADERS began last, nearly
+    /// always, since a header block arrives whole before any other frame.
+    private var lastStream: (id: Int32, stream: IncomingStream)?
+
+    private func stream(_ streamID: Int32) -> IncomingStream? {
+        if let last = lastStream, last.id == streamID { return last.stream }
+        return streams[streamID]
+    }
+
+    override func header(streamID: Int32, name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) -> Bool {
+        guard let stream = stream(streamID) else { return true }
+        stream.headerBytes += name.count + value.count + 32
         if stream.headerBytes > shared.configuration.maxHeaderListBytes {
             stream.headersTooLarge = true
             return true
         }
-        switch name {
-        case ":method": stream.method = value
-        case ":path": stream.path = value
-        case ":authority": stream.authority = value
-        case ":scheme": break
-        default: stream.headers.append((name, value))
+        if name.first == UInt8(ascii: ":") {
+            if HeaderBytes.equals(name, ":method") {
+                stream.method = HeaderBytes.equals(value, "POST") ? "POST" : HeaderBytes.equals(value, "GET") ? "GET" : HeaderBytes.text(value)
+            } else if HeaderBytes.equals(name, ":path") {
+                stream.path = HeaderBytes.text(value)
+            } else if HeaderBytes.equals(name, ":authority") {
+                stream.authority = HeaderBytes.text(value)
+            } else if !HeaderBytes.equals(name, ":scheme") {
+                stream.headers.append((HeaderBytes.text(name), HeaderBytes.text(value)))
+            }
+            return true
         }
+        stream.headers.append((HeaderBytes.name(name), HeaderBytes.text(value)))
         return true
     }
 
     override func data(streamID: Int32, bytes: UnsafeRawBufferPointer) {
-        guard let stream = streams[streamID], !stream.bodyTooLarge else { return }
+        guard let stream = stream(streamID), !stream.bodyTooLarge else { return }
         if stream.body.count + bytes.count > shared.configuration.maxBodyBytes {
             stream.bodyTooLarge = true
             stream.body = Data()
@@ -118,7 +136,7 @@ final class ServerConnection: H2Connection {
             frame.pointee.hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0
         else { return }
         let streamID = frame.pointee.hd.stream_id
-        guard let stream = streams[streamID], !stream.answered else { return }
+        guard let stream = stream(streamID), !stream.answered else { return }
         if let last = goawayLastStreamID, streamID > last {
             // Above the GOAWAY line: the client will send it again elsewhere.
             if let session {
@@ -160,10 +178,8 @@ final class ServerConnection: H2Connection {
 
     private func submitResponse(_ streamID: Int32, _ response: HTTP2Response) {
         guard let session else { return }
-        var pairs: [(String, String)] = [(":status", String(response.status))]
-        for header in response.headers { pairs.append((header.name, header.value)) }
         let (rc, source) = withBodyProvider(response.body) { provider in
-            withNameValues(pairs) { nva, count in
+            withNameValues((":status", HeaderBytes.statusText(response.status)), headers: response.headers) { nva, count in
                 nghttp2_submit_response(session, streamID, nva, count, provider)
             }
         }
@@ -175,6 +191,7 @@ final class ServerConnection: H2Connection {
 
     override func streamClosed(streamID: Int32, errorCode: UInt32) {
         streams[streamID] = nil
+        if lastStream?.id == streamID { lastStream = nil }
         closeIfDrained()
     }
 
@@ -189,6 +206,7 @@ final class ServerConnection: H2Connection {
     override func connectionClosed(error: HTTP2Error?) {
         if let timer { loop.cancelTimer(timer) }
         streams.removeAll()
+        lastStream = nil
         if opened { shared.delegate.connectionClosed(context) }
         shared.removed(self)
     }

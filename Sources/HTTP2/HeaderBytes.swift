@@ -1,0 +1,113 @@
+internal import CNGHTTP2
+import Glibc
+
+/// Header fields as bytes: reading them from nghttp2 without a `String` where one
+/// is not needed, and handing them to nghttp2 without building an array of pairs.
+enum HeaderBytes {
+    /// The field's text.
+    static func text(_ bytes: UnsafeRawBufferPointer) -> String {
+        String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Whether `bytes` spell `text`.
+    static func equals(_ bytes: UnsafeRawBufferPointer, _ text: StaticString) -> Bool {
+        bytes.count == text.utf8CodeUnitCount
+            && (bytes.count == 0 || memcmp(bytes.baseAddress!, text.utf8Start, bytes.count) == 0)
+    }
+
+    /// Whether `bytes` spell `text`.
+    static func equals(_ bytes: UnsafeRawBufferPointer, _ text: String) -> Bool {
+        guard bytes.count == text.utf8.count else { return false }
+        if bytes.count == 0 { return true }
+        if let same = text.utf8.withContiguousStorageIfAvailable({ memcmp(bytes.baseAddress!, $0.baseAddress!, bytes.count) == 0 }) {
+            return same
+        }
+        return bytes.elementsEqual(text.utf8)
+    }
+
+    /// A decimal number of up to nine digits, such as a `:status`; `nil` otherwise.
+    static func smallInteger(_ bytes: UnsafeRawBufferPointer) -> Int? {
+        guard !bytes.isEmpty, bytes.count <= 9 else { return nil }
+        var value = 0
+        for byte in bytes {
+            guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { return nil }
+            value = value * 10 + Int(byte - UInt8(ascii: "0"))
+        }
+        return value
+    }
+
+    /// The name's text; names that every request or answer of an HTTP API or of
+    /// APNs carries come from constants, without building a string.
+    static func name(_ bytes: UnsafeRawBufferPointer) -> String {
+        for known in knownNames where equals(bytes, known) { return known }
+        return text(bytes)
+    }
+
+    private static let knownNames: [String] = [
+        "authorization", "apns-topic", "apns-push-type", "apns-priority", "apns-id", "apns-expiration",
+        "apns-collapse-id", "apns-unique-id", "content-type", "content-length", "user-agent", "accept",
+    ]
+
+    /// The text of `:status` for common statuses, without formatting a number.
+    static func statusText(_ status: Int) -> String {
+        switch status {
+        case 200: "200"
+        case 400: "400"
+        case 403: "403"
+        case 404: "404"
+        case 405: "405"
+        case 410: "410"
+        case 413: "413"
+        case 429: "429"
+        case 500: "500"
+        case 503: "503"
+        default: String(status)
+        }
+    }
+}
+
+/// Calls `body` with nghttp2 name/value pairs for the `fixed` fields followed by
+/// `headers`; nghttp2 copies them during the call. All names and values share one
+/// buffer, and no array of pairs is built.
+func withNameValues<R>(
+    _ fixed: (String, String)..., headers: [(name: String, value: String)],
+    _ body: (UnsafePointer<nghttp2_nv>, Int) -> R
+) -> R {
+    var total = 0
+    for (name, value) in fixed { total += name.utf8.count + value.utf8.count }
+    for (name, value) in headers { total += name.utf8.count + value.utf8.count }
+    let count = fixed.count + headers.count
+    return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: max(1, total)) { storage in
+        withUnsafeTemporaryAllocation(of: nghttp2_nv.self, capacity: max(1, count)) { nva in
+            var offset = 0
+            var index = 0
+            func add(_ name: String, _ value: String) {
+                let nameStart = offset
+                offset = copyUTF8(name, into: storage, at: offset)
+                let valueStart = offset
+                offset = copyUTF8(value, into: storage, at: offset)
+                (nva.baseAddress! + index).initialize(to: nghttp2_nv(
+                    name: storage.baseAddress! + nameStart, value: storage.baseAddress! + valueStart,
+                    namelen: valueStart - nameStart, valuelen: offset - valueStart,
+                    flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue)))
+                index += 1
+            }
+            for (name, value) in fixed { add(name, value) }
+            for (name, value) in headers { add(name, value) }
+            return body(nva.baseAddress!, count)
+        }
+    }
+}
+
+/// Copies `text`'s UTF-8 bytes into `buffer` at `offset`; answers the offset after.
+private func copyUTF8(_ text: String, into buffer: UnsafeMutableBufferPointer<UInt8>, at offset: Int) -> Int {
+    let count = text.utf8.count
+    guard count > 0 else { return offset }
+    let copied: Void? = text.utf8.withContiguousStorageIfAvailable { bytes in
+        (buffer.baseAddress! + offset).update(from: bytes.baseAddress!, count: count)
+    }
+    if copied == nil {
+        _ = UnsafeMutableBufferPointer(rebasing: buffer[offset..<(offset + count)]).initialize(from: text.utf8)
+    }
+    return offset + count
+}
