@@ -154,6 +154,7 @@ public final class APNsClient: Sendable {
                     host: host, port: port,
                     tls: url.scheme == "https" ? TLSClientConfiguration(trustRootsPEM: configuration.trustRootsPEM) : nil)
                 http2.pingInterval = configuration.pingInterval
+                http2.uniqueValueHeaders = [APNsHeaderName.id]
                 do {
                     clients.append(try HTTP2Client(configuration: http2, thread: threads[index % threads.count]))
                 } catch {

@@ -67,6 +67,7 @@ final class ClientConnection: H2Connection {
         submitSettings([
             (NGHTTP2_SETTINGS_ENABLE_PUSH, 0),
             (NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 1 << 20),
+            (NGHTTP2_SETTINGS_NO_RFC7540_PRIORITIES, 1),
         ])
         if let session {
             nghttp2_session_set_local_window_size(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), 0, 16 << 20)
@@ -81,7 +82,7 @@ final class ClientConnection: H2Connection {
         let (streamID, source) = withBodyProvider(request.body) { provider in
             withNameValues(
                 (":method", request.method), (":scheme", scheme), (":authority", authority), (":path", request.path),
-                headers: request.headers
+                headers: request.headers, unindexed: core.configuration.uniqueValueHeaders
             ) { nva, count in
                 nghttp2_submit_request(session, nil, nva, count, provider, nil)
             }

@@ -105,6 +105,9 @@ class H2Connection: EventHandler {
         var option: OpaquePointer?
         nghttp2_option_new(&option)
         defer { nghttp2_option_del(option) }
+        // Closed streams are kept only for RFC 7540's priority tree, which neither
+        // end uses (both send SETTINGS_NO_RFC7540_PRIORITIES).
+        nghttp2_option_set_no_closed_streams(option, 1)
         configure(option!)
         let user = Unmanaged.passUnretained(self).toOpaque()
         if server {

@@ -20,6 +20,9 @@ public struct HTTP2ClientConfiguration: Sendable {
     public var idleTimeout: Duration?
     /// Most streams this client opens at once, whatever the server allows.
     public var maxConcurrentStreams = 1_000
+    /// Request header names whose values differ on every request (ids): sent as
+    /// literals HPACK never indexes.
+    public var uniqueValueHeaders: [String] = []
     /// First wait before reconnecting after a failed connect; doubles up to
     /// `reconnectBackoffMax`, with full jitter.
     public var reconnectBackoff: Duration = .milliseconds(100)

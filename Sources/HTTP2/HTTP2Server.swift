@@ -30,6 +30,9 @@ public struct HTTP2ServerConfiguration: Sendable {
     public var handshakeTimeout: Duration = .seconds(10)
     /// Event-loop threads; connections are spread across them.
     public var threads = 1
+    /// Response header names whose values differ on every response (ids): sent as
+    /// literals HPACK never indexes.
+    public var uniqueValueHeaders: [String] = []
 
     /// The defaults: localhost, any port, cleartext.
     public init() {}

@@ -68,9 +68,11 @@ enum HeaderBytes {
 
 /// Calls `body` with nghttp2 name/value pairs for the `fixed` fields followed by
 /// `headers`; nghttp2 copies them during the call. All names and values share one
-/// buffer, and no array of pairs is built.
+/// buffer, and no array of pairs is built. Fields named in `unindexed` are sent as
+/// literals that HPACK never indexes: a value that differs on every message (an
+/// id) would only push useful entries out of both ends' tables.
 func withNameValues<R>(
-    _ fixed: (String, String)..., headers: [(name: String, value: String)],
+    _ fixed: (String, String)..., headers: [(name: String, value: String)], unindexed: [String] = [],
     _ body: (UnsafePointer<nghttp2_nv>, Int) -> R
 ) -> R {
     var total = 0
@@ -89,7 +91,7 @@ func withNameValues<R>(
                 (nva.baseAddress! + index).initialize(to: nghttp2_nv(
                     name: storage.baseAddress! + nameStart, value: storage.baseAddress! + valueStart,
                     namelen: valueStart - nameStart, valuelen: offset - valueStart,
-                    flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue)))
+                    flags: unindexed.contains(name) ? UInt8(NGHTTP2_NV_FLAG_NO_INDEX.rawValue) : UInt8(NGHTTP2_NV_FLAG_NONE.rawValue)))
                 index += 1
             }
             for (name, value) in fixed { add(name, value) }

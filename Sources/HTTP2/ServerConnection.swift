@@ -52,6 +52,7 @@ final class ServerConnection: H2Connection {
             (NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, configuration.initialMaxConcurrentStreams ?? configuration.maxConcurrentStreams),
             (NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, UInt32(configuration.maxHeaderListBytes)),
             (NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 1 << 20),
+            (NGHTTP2_SETTINGS_NO_RFC7540_PRIORITIES, 1),
         ])
         if let session {
             nghttp2_session_set_local_window_size(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), 0, 16 << 20)
@@ -179,7 +180,10 @@ final class ServerConnection: H2Connection {
     private func submitResponse(_ streamID: Int32, _ response: HTTP2Response) {
         guard let session else { return }
         let (rc, source) = withBodyProvider(response.body) { provider in
-            withNameValues((":status", HeaderBytes.statusText(response.status)), headers: response.headers) { nva, count in
+            withNameValues(
+                (":status", HeaderBytes.statusText(response.status)), headers: response.headers,
+                unindexed: shared.configuration.uniqueValueHeaders
+            ) { nva, count in
                 nghttp2_submit_response(session, streamID, nva, count, provider)
             }
         }

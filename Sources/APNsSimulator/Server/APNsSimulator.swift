@@ -77,6 +77,7 @@ public final class APNsSimulator: Sendable {
         server.goawayAfterStreams = options.goawayAfterStreams
         server.maxBodyBytes = 64 * 1024
         server.threads = options.threads
+        server.uniqueValueHeaders = [APNsHeaderName.id, APNsHeaderName.uniqueID]
         apns = try HTTP2Server(
             configuration: server,
             delegate: SimulatorDelegate(engine: engine, latency: options.latency, maxStreams: options.maxStreams))
