@@ -33,6 +33,8 @@ class H2Connection: EventHandler {
     /// turns our close into a reset that destroys what we sent.
     private var lingering = false
     private var writeShut = false
+    /// Writes made to the socket so far.
+    private(set) var writes = 0
     /// Time of the last frame received, for idle and keep-alive checks.
     var lastActivity = monotonicNanoseconds()
 
@@ -276,6 +278,7 @@ class H2Connection: EventHandler {
                 }
                 switch step {
                 case .done(let count):
+                    writes += 1
                     pendingOffset += count
                     if pendingOffset < pendingOutput.count { continue }
                     pendingOutput.removeAll(keepingCapacity: true)

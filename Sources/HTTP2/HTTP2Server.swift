@@ -67,6 +67,9 @@ public final class HTTP2ServerConnectionContext {
         self.connection = connection
     }
 
+    /// Writes made to the connection's socket so far.
+    public var writes: Int { connection.writes }
+
     /// Advertises a new SETTINGS_MAX_CONCURRENT_STREAMS on this connection.
     public func setMaxConcurrentStreams(_ limit: UInt32) {
         connection.setMaxConcurrentStreams(limit)
@@ -161,9 +164,16 @@ public final class HTTP2Server: Sendable {
     }
 }
 
+/// The connections one loop serves.
+/// `@unchecked Sendable`: touched only on that loop's thread.
+final class LoopConnections: @unchecked Sendable {
+    var connections: [ObjectIdentifier: ServerConnection] = [:]
+}
+
 /// State every loop of a server shares.
-/// `@unchecked Sendable`: `connections` is partitioned by loop (each loop touches
-/// only its own entry, on its own thread); the rest is immutable or atomic.
+/// `@unchecked Sendable`: each loop's `LoopConnections` is touched only on that
+/// loop's thread (the table of them never changes after `init`); the rest is
+/// immutable or atomic.
 final class ServerShared: @unchecked Sendable {
     let configuration: HTTP2ServerConfiguration
     let tls: TLSContext?
@@ -172,14 +182,14 @@ final class ServerShared: @unchecked Sendable {
     let openConnections = Atomic<Int>(0)
     let nextConnectionID = Atomic<UInt64>(1)
     private let nextLoop = Atomic<Int>(0)
-    private var connections: [ObjectIdentifier: [ObjectIdentifier: ServerConnection]]
+    private let connections: [ObjectIdentifier: LoopConnections]
 
     init(configuration: HTTP2ServerConfiguration, tls: TLSContext?, delegate: any HTTP2ServerDelegate, loops: [EventLoop]) {
         self.configuration = configuration
         self.tls = tls
         self.delegate = delegate
         self.loops = loops
-        self.connections = Dictionary(uniqueKeysWithValues: loops.map { (ObjectIdentifier($0), [:]) })
+        self.connections = Dictionary(uniqueKeysWithValues: loops.map { (ObjectIdentifier($0), LoopConnections()) })
     }
 
     /// Takes a freshly accepted socket onto one of the loops.
@@ -197,7 +207,7 @@ final class ServerShared: @unchecked Sendable {
             }
             let id = nextConnectionID.wrappingAdd(1, ordering: .relaxed).oldValue
             let connection = ServerConnection(id: id, shared: self, loop: loop, transport: transport)
-            connections[ObjectIdentifier(loop)]![ObjectIdentifier(connection)] = connection
+            connections[ObjectIdentifier(loop)]!.connections[ObjectIdentifier(connection)] = connection
             openConnections.wrappingAdd(1, ordering: .relaxed)
             loop.register(accepted.fd, connection)
             connection.start()
@@ -205,17 +215,17 @@ final class ServerShared: @unchecked Sendable {
     }
 
     func removed(_ connection: ServerConnection) {
-        if connections[ObjectIdentifier(connection.loop)]!.removeValue(forKey: ObjectIdentifier(connection)) != nil {
+        if connections[ObjectIdentifier(connection.loop)]!.connections.removeValue(forKey: ObjectIdentifier(connection)) != nil {
             openConnections.wrappingAdd(-1, ordering: .relaxed)
         }
     }
 
     func goAwayAll(on loop: EventLoop) {
-        for connection in connections[ObjectIdentifier(loop)]!.values { connection.goAway() }
+        for connection in connections[ObjectIdentifier(loop)]!.connections.values { connection.goAway() }
     }
 
     func closeAll(on loop: EventLoop) {
-        for connection in connections[ObjectIdentifier(loop)]!.values { connection.close(nil) }
+        for connection in connections[ObjectIdentifier(loop)]!.connections.values { connection.close(nil) }
     }
 }
 

@@ -251,9 +251,110 @@ struct HTTP2Tests {
         await server.shutdown()
     }
 
+    @Test func aServerOnSeveralThreadsTakesManyConnectionsAtOnce() async throws {
+        let delegate = EchoDelegate()
+        let server = try makeServer(delegate: delegate) { $0.threads = 3 }
+        // Rounds of many clients connecting together and leaving together, so that
+        // the loops adopt and drop connections at the same moments.
+        for round in 0..<5 {
+            let clients = try (0..<48).map { _ in try makeClient(port: server.port) }
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for (c, client) in clients.enumerated() {
+                    for i in 0..<4 {
+                        group.addTask {
+                            let id = "\(round)-\(c)-\(i)"
+                            let response = try await client.send(HTTP2Request(path: "/t", headers: [("x-id", id)]))
+                            #expect(response.header("x-id") == id)
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+            #expect(server.openConnections == 48)
+            await withTaskGroup(of: Void.self) { group in
+                for client in clients { group.addTask { await client.shutdown(gracePeriod: .zero) } }
+            }
+        }
+        #expect(Set(delegate.seen.withLock { $0 }).count == 5 * 48 * 4)
+        await server.shutdown()
+        #expect(server.openConnections == 0)
+    }
+
+    @Test func clientsSharingAThreadKeepTheirOwnConnections() async throws {
+        let server = try makeServer()
+        let thread = HTTP2ClientThread()
+        var configuration = HTTP2ClientConfiguration(
+            host: "127.0.0.1", port: server.port, tls: TLSClientConfiguration(trustRootsPEM: authority.caCertificatePEM))
+        configuration.uniqueValueHeaders = ["x-id"]
+        let first = try HTTP2Client(configuration: configuration, thread: thread)
+        let second = try HTTP2Client(configuration: configuration, thread: thread)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for (n, client) in [first, second].enumerated() {
+                for i in 0..<200 {
+                    group.addTask {
+                        let response = try await client.send(HTTP2Request(path: "/s", headers: [("x-id", "\(n)-\(i)")], body: Data("\(i)".utf8)))
+                        #expect(response.header("x-id") == "\(n)-\(i)")
+                        #expect(response.body == Data("\(i)".utf8))
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(await first.statistics.connectionsOpened == 1)
+        #expect(await second.statistics.connectionsOpened == 1)
+        #expect(server.openConnections == 2)
+        await first.shutdown()
+        await second.shutdown()
+        await server.shutdown()
+    }
+
+    @Test func answersLeaveBeforeAWholeReadIsParsed() async throws {
+        // Requests queued on the client's own thread leave in one write, and reach
+        // the server in reads far larger than the slice it parses at a time; the
+        // answers to the first slices are written while the rest is parsed.
+        let probe = WriteCounter()
+        let server = try makeServer(delegate: probe)
+        let client = try makeClient(port: server.port)
+        #expect(try await client.send(HTTP2Request(path: "/warm-up")).status == 200)
+        let count = 400
+        let done = Atomic<Int>(0)
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            client.schedule(after: .zero) {
+                for i in 0..<count {
+                    client.send(HTTP2Request(path: "/b", headers: [("x-id", "\(i)")])) { result in
+                        if done.wrappingAdd(1, ordering: .relaxed).newValue == count { continuation.resume() }
+                        #expect((try? result.get().status) == 200)
+                    }
+                }
+            }
+        }
+        #expect(probe.handled.load(ordering: .relaxed) == count + 1)
+        #expect(probe.largestRun.load(ordering: .relaxed) < count)
+        await client.shutdown()
+        await server.shutdown()
+    }
+
     @Test func libraryVersion() {
         let parts = HTTP2Library.version.split(separator: ".")
         #expect(parts.count == 3)
         #expect(parts.allSatisfy { Int($0) != nil })
+    }
+}
+
+/// Counts requests handled between two writes of their connection: the longest
+/// run shows whether answers left while a read was still being parsed.
+final class WriteCounter: HTTP2ServerDelegate {
+    let handled = Atomic<Int>(0)
+    let largestRun = Atomic<Int>(0)
+    private let last = Mutex<(writes: Int, run: Int)>((-1, 0))
+
+    func handle(_ request: HTTP2ServerRequest, on connection: HTTP2ServerConnectionContext) -> HTTP2ServerReply {
+        handled.wrappingAdd(1, ordering: .relaxed)
+        let run = last.withLock { last -> Int in
+            last = last.writes == connection.writes ? (last.writes, last.run + 1) : (connection.writes, 1)
+            return last.run
+        }
+        largestRun.store(max(largestRun.load(ordering: .relaxed), run), ordering: .relaxed)
+        return HTTP2ServerReply(HTTP2Response(status: 200))
     }
 }
