@@ -3,7 +3,10 @@ import Foundation
 
 /// One client-side HTTP/2 connection of an `HTTP2Client`.
 final class ClientConnection: H2Connection {
-    private unowned let core: ClientCore
+    /// `unowned(unsafe)`: the core outlives every callback of its connections (a
+    /// client going away closes them first, see `HTTP2Client.deinit`), and the
+    /// timers that may fire later stop at the closed phase before reaching it.
+    private unowned(unsafe) let core: ClientCore
     private var streams: [Int32: InFlight] = [:]
     /// The stream whose answer is being read: its header fields arrive one after
     /// the other.
@@ -52,7 +55,9 @@ final class ClientConnection: H2Connection {
     }
 
     func startTimers() {
-        housekeeping = loop.schedule(after: .seconds(1)) { [weak self] in self?.tick() }
+        // Strong captures (at most a second past the close): a weak reference would
+        // slow every retain of the connection down.
+        housekeeping = loop.schedule(after: .seconds(1)) { [self] in tick() }
     }
 
     override func established() {
@@ -149,15 +154,13 @@ final class ClientConnection: H2Connection {
                     nghttp2_session_get_remote_settings(session, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS))
             }
             // The stream limit may have grown.
-            loop.afterEvents { [weak self] in self?.core.drain() }
+            let core = self.core
+            loop.afterEvents { core.drain() }
         case NGHTTP2_GOAWAY.rawValue:
             goawayLastStreamID = frame.pointee.goaway.last_stream_id
             core.statistics.goawaysReceived += 1
             let core = self.core
-            loop.afterEvents { [weak self] in
-                guard let self else { return }
-                core.connectionGoingAway(self)
-            }
+            loop.afterEvents { [self] in core.connectionGoingAway(self) }
         case NGHTTP2_PING.rawValue:
             if frame.pointee.hd.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) != 0 && pingSentAt != nil {
                 pingSentAt = nil
@@ -180,7 +183,8 @@ final class ClientConnection: H2Connection {
         } else {
             inFlight.pending.complete(.failure(HTTP2Error(.streamReset, "the server reset the stream", errorCode: errorCode)))
         }
-        loop.afterEvents { [weak self] in self?.core.drain() }
+        let core = self.core
+        loop.afterEvents { core.drain() }
     }
 
     private func isAboveGoaway(_ streamID: Int32) -> Bool {
@@ -227,6 +231,6 @@ final class ClientConnection: H2Connection {
             close(HTTP2Error(.timedOut, "connecting took longer than \(core.configuration.connectTimeout)"))
             return
         }
-        housekeeping = loop.schedule(after: .seconds(1)) { [weak self] in self?.tick() }
+        housekeeping = loop.schedule(after: .seconds(1)) { [self] in tick() }
     }
 }

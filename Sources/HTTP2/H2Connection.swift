@@ -335,7 +335,8 @@ class H2Connection: EventHandler {
         guard phase == .open, !lingering else { return }
         lingering = true
         flush()
-        loop.schedule(after: timeout) { [weak self] in self?.close(nil) }
+        // Holds the connection until then; `close` does nothing once it is closed.
+        loop.schedule(after: timeout) { [self] in close(nil) }
     }
 
     /// Closes the connection now; streams still open are reported by

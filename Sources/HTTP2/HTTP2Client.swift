@@ -97,6 +97,13 @@ public final class HTTP2Client: Sendable {
         self.core = ClientCore(configuration: configuration, loop: self.thread.loop, tls: tls)
     }
 
+    deinit {
+        // The thread may go on serving other clients: this one's connections close
+        // now, while the core they report to is still held.
+        let core = self.core
+        loop.execute { core.abandon() }
+    }
+
     /// Sends `request` and waits for the whole response. Throws `HTTP2Error`, or
     /// `CancellationError` when the calling task is cancelled (a queued request is
     /// dropped; one in flight is reset).
@@ -373,6 +380,24 @@ final class ClientCore: @unchecked Sendable {
             finishShutdownIfDone()
         }
         finishShutdownIfDone()
+    }
+
+    /// The client was released without a shutdown: fails what is queued and closes
+    /// every connection at once.
+    func abandon() {
+        shuttingDown = true
+        if let retryTimer { loop.cancelTimer(retryTimer) }
+        retryTimer = nil
+        while let pending = queue.popFirst() {
+            pending.complete(.failure(HTTP2Error(.shutDown, "the client was released")))
+        }
+        for pending in refused {
+            pending.complete(.failure(HTTP2Error(.shutDown, "the client was released")))
+        }
+        refused.removeAll()
+        for connection in [current].compactMap({ $0 }) + Array(draining.values) {
+            connection.close(HTTP2Error(.shutDown, "the client was released"))
+        }
     }
 
     private func finishShutdownIfDone() {

@@ -50,15 +50,30 @@ public struct HTTP2ServerRequest: Sendable {
     public var path: String
     /// `:authority`, when sent.
     public var authority: String?
-    /// Regular header fields in arrival order, lowercase names.
-    public var headers: [(name: String, value: String)]
+    /// Regular header fields in arrival order, as received.
+    public var fields: HTTP2HeaderFields
     /// The body.
     public var body: Data
     /// The stream's id on its connection.
     public var streamID: Int32
 
+    /// Creates a request (a server makes these as requests arrive).
+    public init(
+        method: String, path: String, authority: String? = nil, fields: HTTP2HeaderFields, body: Data, streamID: Int32
+    ) {
+        self.method = method
+        self.path = path
+        self.authority = authority
+        self.fields = fields
+        self.body = body
+        self.streamID = streamID
+    }
+
+    /// Regular header fields in arrival order, lowercase names, as text.
+    public var headers: [(name: String, value: String)] { fields.pairs }
+
     /// The first value of header `name` (lowercase).
     public func header(_ name: String) -> String? {
-        headers.first { $0.name == name }?.value
+        fields.first(name)
     }
 }

@@ -167,7 +167,8 @@ public final class HTTP2Server: Sendable {
 /// The connections one loop serves.
 /// `@unchecked Sendable`: touched only on that loop's thread.
 final class LoopConnections: @unchecked Sendable {
-    var connections: [ObjectIdentifier: ServerConnection] = [:]
+    /// By connection id.
+    var connections: [UInt64: ServerConnection] = [:]
 }
 
 /// State every loop of a server shares.
@@ -207,7 +208,7 @@ final class ServerShared: @unchecked Sendable {
             }
             let id = nextConnectionID.wrappingAdd(1, ordering: .relaxed).oldValue
             let connection = ServerConnection(id: id, shared: self, loop: loop, transport: transport)
-            connections[ObjectIdentifier(loop)]!.connections[ObjectIdentifier(connection)] = connection
+            connections[ObjectIdentifier(loop)]!.connections[id] = connection
             openConnections.wrappingAdd(1, ordering: .relaxed)
             loop.register(accepted.fd, connection)
             connection.start()
@@ -215,9 +216,16 @@ final class ServerShared: @unchecked Sendable {
     }
 
     func removed(_ connection: ServerConnection) {
-        if connections[ObjectIdentifier(connection.loop)]!.connections.removeValue(forKey: ObjectIdentifier(connection)) != nil {
+        if connections[ObjectIdentifier(connection.loop)]!.connections.removeValue(forKey: connection.id) != nil {
             openConnections.wrappingAdd(-1, ordering: .relaxed)
         }
+    }
+
+    /// Connection `id` of `loop`, while it is open. Timers find their connection
+    /// through this rather than through a weak reference, which would slow every
+    /// retain of the connection down.
+    func connection(_ id: UInt64, on loop: EventLoop) -> ServerConnection? {
+        connections[ObjectIdentifier(loop)]!.connections[id]
     }
 
     func goAwayAll(on loop: EventLoop) {

@@ -4,7 +4,9 @@ import Foundation
 /// One server-side HTTP/2 connection.
 final class ServerConnection: H2Connection {
     let id: UInt64
-    private unowned let shared: ServerShared
+    /// `unowned(unsafe)`: the shared state outlives every callback of the server's
+    /// connections (the server stops its loops before letting it go).
+    private unowned(unsafe) let shared: ServerShared
     private var streams: [Int32: IncomingStream] = [:]
     private var streamsSeen = 0
     private var goawayLastStreamID: Int32?
@@ -16,13 +18,30 @@ final class ServerConnection: H2Connection {
         var method = ""
         var path = ""
         var authority: String?
-        var headers: [(name: String, value: String)] = []
+        var fields = HTTP2HeaderFields()
         var headerBytes = 0
         var body = Data()
         var headersTooLarge = false
         var bodyTooLarge = false
         var answered = false
+
+        /// Ready for another stream; the fields keep their storage when the last
+        /// request made from them is gone.
+        func reset() {
+            method = ""
+            path = ""
+            authority = nil
+            fields.removeAll()
+            headerBytes = 0
+            body = Data()
+            headersTooLarge = false
+            bodyTooLarge = false
+            answered = false
+        }
     }
+
+    /// Streams that closed, kept for the next ones.
+    private var spareStreams: [IncomingStream] = []
 
     init(id: UInt64, shared: ServerShared, loop: EventLoop, transport: Transport) {
         self.id = id
@@ -31,9 +50,9 @@ final class ServerConnection: H2Connection {
     }
 
     func start() {
-        timer = loop.schedule(after: shared.configuration.handshakeTimeout) { [weak self] in
-            guard let self, self.phase == .handshaking else { return }
-            self.close(HTTP2Error(.timedOut, "TLS handshake timed out"))
+        timer = loop.schedule(after: shared.configuration.handshakeTimeout) { [shared, loop, id] in
+            guard let connection = shared.connection(id, on: loop), connection.phase == .handshaking else { return }
+            connection.close(HTTP2Error(.timedOut, "TLS handshake timed out"))
         }
         continueHandshake()
     }
@@ -64,7 +83,7 @@ final class ServerConnection: H2Connection {
 
     func setMaxConcurrentStreams(_ limit: UInt32) {
         submitSettings([(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, limit)])
-        loop.afterEvents { [weak self] in self?.flush() }
+        loop.afterEvents { [self] in flush() }
     }
 
     /// Sends GOAWAY with the last stream processed; closes once open streams end.
@@ -82,8 +101,13 @@ final class ServerConnection: H2Connection {
 
     override func beginHeaders(streamID: Int32, category: nghttp2_headers_category) {
         guard category == NGHTTP2_HCAT_REQUEST else { return }
-        let stream = IncomingStream()
-        stream.headers.reserveCapacity(8)
+        let stream: IncomingStream
+        if let spare = spareStreams.popLast() {
+            stream = spare
+        } else {
+            stream = IncomingStream()
+            stream.fields.reserveCapacity(fields: 8, bytes: 512)
+        }
         streams[streamID] = stream
         lastStream = (streamID, stream)
     }
@@ -112,11 +136,11 @@ final class ServerConnection: H2Connection {
             } else if HeaderBytes.equals(name, ":authority") {
                 stream.authority = HeaderBytes.text(value)
             } else if !HeaderBytes.equals(name, ":scheme") {
-                stream.headers.append((HeaderBytes.text(name), HeaderBytes.text(value)))
+                stream.fields.append(name: name, value: value)
             }
             return true
         }
-        stream.headers.append((HeaderBytes.name(name), HeaderBytes.text(value)))
+        stream.fields.append(name: name, value: value)
         return true
     }
 
@@ -151,7 +175,7 @@ final class ServerConnection: H2Connection {
         }
         let request = HTTP2ServerRequest(
             method: stream.method, path: stream.path, authority: stream.authority,
-            headers: stream.headers, body: stream.body, streamID: streamID)
+            fields: stream.fields, body: stream.body, streamID: streamID)
         let reply = shared.delegate.handle(request, on: context)
         streamsSeen += 1
         if let limit = shared.configuration.goawayAfterStreams, streamsSeen == limit {
@@ -162,8 +186,8 @@ final class ServerConnection: H2Connection {
         }
         if let delay = reply.delay, delay > .zero {
             stream.answered = true
-            loop.schedule(after: delay) { [weak self] in
-                guard let self, self.phase == .open, self.streams[streamID] === stream else { return }
+            loop.schedule(after: delay) { [self] in
+                guard phase == .open, streams[streamID] === stream else { return }
                 self.submitResponse(streamID, reply.response)
                 self.flush()
             }
@@ -194,16 +218,19 @@ final class ServerConnection: H2Connection {
     }
 
     override func streamClosed(streamID: Int32, errorCode: UInt32) {
-        streams[streamID] = nil
+        if let stream = streams.removeValue(forKey: streamID), spareStreams.count < 64 {
+            stream.reset()
+            spareStreams.append(stream)
+        }
         if lastStream?.id == streamID { lastStream = nil }
         closeIfDrained()
     }
 
     private func closeIfDrained() {
         guard goawayLastStreamID != nil, streams.keys.allSatisfy({ $0 > goawayLastStreamID! }) else { return }
-        loop.afterEvents { [weak self] in
-            guard let self, self.phase == .open else { return }
-            self.closeGracefully()
+        loop.afterEvents { [self] in
+            guard phase == .open else { return }
+            closeGracefully()
         }
     }
 
@@ -216,14 +243,14 @@ final class ServerConnection: H2Connection {
     }
 
     private func scheduleIdleCheck() {
-        timer = loop.schedule(after: .seconds(1)) { [weak self] in
-            guard let self, self.phase == .open else { return }
-            let idle = self.shared.configuration.idleTimeout
+        timer = loop.schedule(after: .seconds(1)) { [shared, loop, id] in
+            guard let connection = shared.connection(id, on: loop), connection.phase == .open else { return }
+            let idle = shared.configuration.idleTimeout
             let limit = UInt64(idle.components.seconds) * 1_000_000_000 + UInt64(idle.components.attoseconds / 1_000_000_000)
-            if self.streams.isEmpty && monotonicNanoseconds() - self.lastActivity > limit {
-                self.goAway()
+            if connection.streams.isEmpty && monotonicNanoseconds() - connection.lastActivity > limit {
+                connection.goAway()
             } else {
-                self.scheduleIdleCheck()
+                connection.scheduleIdleCheck()
             }
         }
     }

@@ -308,6 +308,29 @@ struct HTTP2Tests {
         await server.shutdown()
     }
 
+    @Test func aClientReleasedWithoutShutdownClosesItsConnectionAndSparesItsThread() async throws {
+        let server = try makeServer()
+        let thread = HTTP2ClientThread()
+        let configuration = HTTP2ClientConfiguration(
+            host: "127.0.0.1", port: server.port, tls: TLSClientConfiguration(trustRootsPEM: authority.caCertificatePEM))
+        var released: HTTP2Client? = try HTTP2Client(configuration: configuration, thread: thread)
+        let kept = try HTTP2Client(configuration: configuration, thread: thread)
+        #expect(try await released?.send(HTTP2Request(path: "/one")).status == 200)
+        #expect(try await kept.send(HTTP2Request(path: "/two")).status == 200)
+        #expect(server.openConnections == 2)
+        released = nil
+        let deadline = ContinuousClock.now + .seconds(5)
+        while server.openConnections > 1 && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(server.openConnections == 1)
+        // Past the released connection's housekeeping tick, the thread still serves.
+        try await Task.sleep(for: .milliseconds(1_200))
+        #expect(try await kept.send(HTTP2Request(path: "/three")).status == 200)
+        await kept.shutdown()
+        await server.shutdown()
+    }
+
     @Test func answersLeaveBeforeAWholeReadIsParsed() async throws {
         // Requests queued on the client's own thread leave in one write, and reach
         // the server in reads far larger than the slice it parses at a time; the
@@ -332,6 +355,33 @@ struct HTTP2Tests {
         #expect(probe.largestRun.load(ordering: .relaxed) < count)
         await client.shutdown()
         await server.shutdown()
+    }
+
+    @Test func headerFieldsKeepOrderRepeatsAndBytes() {
+        let pairs: [(name: String, value: String)] = [
+            ("apns-id", "5e1a7c2d-0000-4000-8000-000000000001"), ("x-empty", ""), ("", "no name"),
+            ("x-repeat", "one"), ("x-repeat", "two"), ("x-utf8", "café ☕"), ("authorization", "bearer abc"),
+        ]
+        var fields = HTTP2HeaderFields(pairs)
+        #expect(fields.count == pairs.count)
+        #expect(fields.pairs.map(\.name) == pairs.map(\.name))
+        #expect(fields.pairs.map(\.value) == pairs.map(\.value))
+        #expect(fields.byteCount == pairs.reduce(0) { $0 + $1.name.utf8.count + $1.value.utf8.count })
+        #expect(fields.first("x-repeat") == "one")
+        #expect(fields.firstIndex(of: "x-repeat") == 3)
+        #expect(fields.first("x-empty") == "")
+        #expect(fields.first("x-missing") == nil)
+        #expect(fields.field(5, isNamed: "x-utf8"))
+        #expect(fields.withValue(at: 5) { Array($0) } == Array("café ☕".utf8))
+        #expect(fields.withName(at: 2) { $0.count } == 0)
+        Array("x-bytes".utf8).withUnsafeBytes { name in
+            Array("raw".utf8).withUnsafeBytes { value in fields.append(name: name, value: value) }
+        }
+        #expect(fields.count == pairs.count + 1)
+        #expect(fields.name(at: pairs.count) == "x-bytes")
+        #expect(fields.value(at: pairs.count) == "raw")
+        #expect(HTTP2HeaderFields().isEmpty)
+        #expect(HTTP2HeaderFields().first("apns-id") == nil)
     }
 
     @Test func libraryVersion() {

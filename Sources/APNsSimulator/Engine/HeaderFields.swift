@@ -1,49 +1,59 @@
+import Glibc
+import HTTP2
 import IsletCore
 
-/// The header fields of one request as the checks read them: the list as received,
-/// and where the first of each header APNs looks at lies in it.
+/// The header fields of one request as the checks read them: the fields as
+/// received, and where the first of each header APNs looks at lies among them.
 ///
-/// A push carries a handful of headers, so they are found by one scan of the list
-/// rather than through a dictionary, whose hashing would cost more than the scan.
+/// A push carries a handful of headers, so they are found by one scan of their
+/// names' bytes rather than through a dictionary, whose hashing would cost more
+/// than the scan; a value becomes a `String` only when a check asks for it.
 struct HeaderFields {
     /// The fields in arrival order; a name may repeat.
-    let list: [(name: String, value: String)]
-    /// Each known header's first position in ``list``.
+    let fields: HTTP2HeaderFields
+    /// Each known header's first position in ``fields``.
     private var positions = Positions()
 
     /// Past this many fields, repeated names are found through a set rather than by
     /// comparing every pair.
     private static let pairwiseLimit = 32
 
-    init(_ list: [(name: String, value: String)]) {
-        self.list = list
-        for position in list.indices {
-            let name = list[position].name
-            // The names are ``APNsHeaderName``'s, written out so that each is a
-            // constant rather than a shared global read on every comparison. They
-            // are lowercase ASCII letters and hyphens, which have no other spelling
-            // in Unicode: a name of another length is none of them.
-            switch name.utf8.count {
-            case 7:
-                if positions.id == nil, name == "apns-id" { positions.id = position }
-            case 10:
-                if positions.topic == nil, name == "apns-topic" { positions.topic = position }
-            case 13:
-                if name == "authorization" {
-                    if positions.authorization == nil { positions.authorization = position }
-                } else if positions.priority == nil, name == "apns-priority" {
-                    positions.priority = position
+    init(_ fields: HTTP2HeaderFields) {
+        self.fields = fields
+        var positions = Positions()
+        for position in 0..<fields.count {
+            fields.withName(at: position) { name in
+                // The names are ``APNsHeaderName``'s, written out as constants. They
+                // are lowercase ASCII letters and hyphens: a name of another length
+                // is none of them.
+                switch name.count {
+                case 7:
+                    if positions.id == nil, Self.matches(name, "apns-id") { positions.id = position }
+                case 10:
+                    if positions.topic == nil, Self.matches(name, "apns-topic") { positions.topic = position }
+                case 13:
+                    if Self.matches(name, "authorization") {
+                        if positions.authorization == nil { positions.authorization = position }
+                    } else if positions.priority == nil, Self.matches(name, "apns-priority") {
+                        positions.priority = position
+                    }
+                case 14:
+                    if positions.pushType == nil, Self.matches(name, "apns-push-type") { positions.pushType = position }
+                case 15:
+                    if positions.expiration == nil, Self.matches(name, "apns-expiration") { positions.expiration = position }
+                case 16:
+                    if positions.collapseID == nil, Self.matches(name, "apns-collapse-id") { positions.collapseID = position }
+                default:
+                    break
                 }
-            case 14:
-                if positions.pushType == nil, name == "apns-push-type" { positions.pushType = position }
-            case 15:
-                if positions.expiration == nil, name == "apns-expiration" { positions.expiration = position }
-            case 16:
-                if positions.collapseID == nil, name == "apns-collapse-id" { positions.collapseID = position }
-            default:
-                break
             }
         }
+        self.positions = positions
+    }
+
+    /// Whether `bytes` spell `name`.
+    static func matches(_ bytes: UnsafeRawBufferPointer, _ name: StaticString) -> Bool {
+        bytes.count == name.utf8CodeUnitCount && (bytes.count == 0 || memcmp(bytes.baseAddress!, name.utf8Start, bytes.count) == 0)
     }
 
     /// `authorization`.
@@ -61,39 +71,46 @@ struct HeaderFields {
     /// `apns-expiration`.
     var expiration: String? { value(at: positions.expiration) }
 
+    /// Calls `body` with the bytes of the first `authorization` value, or `nil`
+    /// when there is none.
+    func withAuthorization<R>(_ body: (UnsafeRawBufferPointer?) -> R) -> R {
+        guard let position = positions.authorization else { return body(nil) }
+        return fields.withValue(at: position) { body($0) }
+    }
+
     private func value(at position: Int?) -> String? {
-        position.map { list[$0].value }
+        position.map { fields.value(at: $0) }
     }
 
     /// The first name to appear a second time, in arrival order; `nil` when every
     /// name appears once.
     func repeatedName() -> String? {
-        guard list.count > 1 else { return nil }
-        if list.count > Self.pairwiseLimit {
-            var seen = Set<String>(minimumCapacity: list.count)
-            for (name, _) in list where !seen.insert(name).inserted { return name }
+        let count = fields.count
+        guard count > 1 else { return nil }
+        if count > Self.pairwiseLimit {
+            // Bytes, not strings: `String`'s == would take names Unicode spells two
+            // ways for one.
+            var seen = Set<[UInt8]>(minimumCapacity: count)
+            for position in 0..<count where !seen.insert(fields.withName(at: position) { Array($0) }).inserted {
+                return fields.name(at: position)
+            }
             return nil
         }
-        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: list.count) { lastBytes in
-            for position in list.indices {
-                // 0xFF, no ASCII, when the name is empty or its bytes are not at hand.
-                let last = list[position].name.utf8.withContiguousStorageIfAvailable { $0.last ?? 0xFF }
-                lastBytes[position] = last ?? 0xFF
-            }
-            for later in 1..<list.count {
-                let name = list[later].name
-                let last = lastBytes[later]
+        for later in 1..<count {
+            let repeated = fields.withName(at: later) { name -> Bool in
                 for earlier in 0..<later {
-                    // Names that end in different ASCII characters differ: Unicode
-                    // has no other spelling of an ASCII character, and none combines
-                    // with the character before it. This spares most comparisons.
-                    let otherLast = lastBytes[earlier]
-                    if last != otherLast, last < 0x80, otherLast < 0x80 { continue }
-                    if list[earlier].name == name { return name }
+                    let same = fields.withName(at: earlier) { other in
+                        // Different lengths or last bytes spare most comparisons.
+                        other.count == name.count
+                            && (name.isEmpty || (other.last == name.last && memcmp(other.baseAddress!, name.baseAddress!, name.count) == 0))
+                    }
+                    if same { return true }
                 }
+                return false
             }
-            return nil
+            if repeated { return fields.name(at: later) }
         }
+        return nil
     }
 
     /// The first position of each header APNs looks at.

@@ -1,4 +1,5 @@
 import Foundation
+import HTTP2
 
 /// A request's method, path, header fields and body, copied into one buffer.
 ///
@@ -20,26 +21,33 @@ struct PackedRequest: @unchecked Sendable {
 
     /// Packs `request`.
     init(_ request: SimulatorRequest) {
-        let headers = request.headers
-        var size = Self.lengthSize * (3 + 2 * headers.count) + request.method.utf8.count + request.path.utf8.count
-        for (name, value) in headers { size += name.utf8.count + value.utf8.count }
+        let fields = request.fields
+        let size = Self.lengthSize * (3 + 2 * fields.count) + request.method.utf8.count + request.path.utf8.count + fields.byteCount
         let bodyOffset = size
-        size += request.body.count
-        storage = Storage.make(Layout(count: size, bodyOffset: bodyOffset))
+        storage = Storage.make(Layout(count: size + request.body.count, bodyOffset: bodyOffset))
         storage.withUnsafeMutablePointerToElements { elements in
             let base = UnsafeMutableRawPointer(elements)
             var offset = Self.put(request.method, at: base, offset: 0)
             offset = Self.put(request.path, at: base, offset: offset)
-            base.storeBytes(of: UInt64(headers.count).littleEndian, toByteOffset: offset, as: UInt64.self)
+            base.storeBytes(of: UInt64(fields.count).littleEndian, toByteOffset: offset, as: UInt64.self)
             offset += Self.lengthSize
-            for (name, value) in headers {
-                offset = Self.put(name, at: base, offset: offset)
-                offset = Self.put(value, at: base, offset: offset)
+            for index in 0..<fields.count {
+                offset = fields.withName(at: index) { Self.put($0, at: base, offset: offset) }
+                offset = fields.withValue(at: index) { Self.put($0, at: base, offset: offset) }
             }
             request.body.withUnsafeBytes { body in
                 if let source = body.baseAddress { (base + bodyOffset).copyMemory(from: source, byteCount: body.count) }
             }
         }
+    }
+
+    /// Writes the length of `bytes` and the bytes at `offset`; answers the offset
+    /// past them.
+    private static func put(_ bytes: UnsafeRawBufferPointer, at base: UnsafeMutableRawPointer, offset: Int) -> Int {
+        base.storeBytes(of: UInt64(bytes.count).littleEndian, toByteOffset: offset, as: UInt64.self)
+        let start = offset + lengthSize
+        if let source = bytes.baseAddress, bytes.count > 0 { (base + start).copyMemory(from: source, byteCount: bytes.count) }
+        return start + bytes.count
     }
 
     /// Writes `string`'s length and UTF-8 bytes at `offset`; answers the offset past
@@ -73,22 +81,21 @@ struct PackedRequest: @unchecked Sendable {
                 offset += Self.lengthSize
                 return Int(UInt64(littleEndian: value))
             }
-            func string() -> String {
+            func bytes() -> UnsafeRawBufferPointer {
                 let count = length()
-                let text = String(decoding: raw[offset..<(offset + count)], as: UTF8.self)
+                let slice = UnsafeRawBufferPointer(rebasing: raw[offset..<(offset + count)])
                 offset += count
-                return text
+                return slice
             }
-            let method = string()
-            let path = string()
+            let method = String(decoding: bytes(), as: UTF8.self)
+            let path = String(decoding: bytes(), as: UTF8.self)
             let count = length()
-            var headers: [(name: String, value: String)] = []
-            headers.reserveCapacity(count)
+            var fields = HTTP2HeaderFields()
             for _ in 0..<count {
-                let name = string()
-                headers.append((name: name, value: string()))
+                let name = bytes()
+                fields.append(name: name, value: bytes())
             }
-            return SimulatorRequest(method: method, path: path, headers: headers, body: Data(raw[offset...]))
+            return SimulatorRequest(method: method, path: path, fields: fields, body: Data(raw[offset...]))
         }
     }
 

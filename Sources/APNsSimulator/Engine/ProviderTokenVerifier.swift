@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import IsletCore
 import IsletCrypto
 import Synchronization
@@ -93,6 +94,26 @@ final class ProviderTokenVerifier: Sendable {
                 .expiredProviderToken,
                 "the provider token was issued \(Int(age)) s ago; a token is valid for \(Int(lifetime)) s")
         }
+    }
+
+    /// ``check(authorization:now:)`` for the first `authorization` header of
+    /// `fields`: a header seen lately is recognised from its bytes, without making
+    /// a string of it.
+    func check(authorizationIn fields: HeaderFields, now: Date) throws(Refusal) -> String {
+        let known = fields.withAuthorization { bytes -> Recent? in
+            guard let bytes else { return nil }
+            return cache.withLock { cache in
+                cache.recent.first { entry in
+                    entry.authorization.utf8.count == bytes.count
+                        && entry.authorization.utf8.withContiguousStorageIfAvailable {
+                            bytes.isEmpty || memcmp($0.baseAddress!, bytes.baseAddress!, bytes.count) == 0
+                        } ?? entry.authorization.utf8.elementsEqual(bytes)
+                }
+            }
+        }
+        guard let known else { return try check(authorization: fields.authorization, now: now) }
+        try check(known.verdict, now: now)
+        return known.token
     }
 
     private func recent(_ authorization: String) -> Recent? {

@@ -54,7 +54,7 @@ struct PushEntry: Sendable {
         switch self.apnsID {
         case .echoed:
             // Set only for a request whose first `apns-id` is a UUID.
-            apnsID = request.headers.first { $0.name == APNsHeaderName.id }?.value ?? ""
+            apnsID = request.fields.first(APNsHeaderName.id) ?? ""
         case .minted(let id): apnsID = id.text
         }
         return PushRecord(
@@ -65,7 +65,7 @@ struct PushEntry: Sendable {
             path: request.path,
             token: Self.pathToken(request.path),
             tokenKind: tokenKind,
-            pushType: request.headers.first { $0.name == APNsHeaderName.pushType }?.value,
+            pushType: request.fields.first(APNsHeaderName.pushType),
             event: payload?["aps"]?["event"]?.stringValue,
             headers: Self.recordedHeaders(request.headers),
             payload: payload,

@@ -67,7 +67,7 @@ public final class SimulatorEngine: Sendable {
     /// Answers one request that arrived on `connection`, and records it.
     public func handle(_ request: SimulatorRequest, connection: ConnectionID) -> SimulatorResponse {
         let now = clock.now()
-        let fields = HeaderFields(request.headers)
+        let fields = HeaderFields(request.fields)
         let packed = PackedRequest(request)
 
         // Checks that need no shared state; the first failure wins.
@@ -77,7 +77,7 @@ public final class SimulatorEngine: Sendable {
         do throws(Refusal) {
             deviceToken = try RequestChecks.route(request)
             try RequestChecks.checkNoRepeats(fields)
-            providerToken = try verifier.check(authorization: fields.authorization, now: now)
+            providerToken = try verifier.check(authorizationIn: fields, now: now)
         } catch {
             early = error
         }

@@ -1,4 +1,5 @@
 public import Foundation
+public import HTTP2
 public import IsletCore
 
 /// One connection of the transport, as the engine knows it: provider token rules
@@ -33,17 +34,25 @@ public struct SimulatorRequest: Sendable {
     public var path: String
     /// The regular header fields, in arrival order, names lowercase (as HTTP/2 sends
     /// them), pseudo-headers removed. A name may repeat.
-    public var headers: [(name: String, value: String)]
+    public var fields: HTTP2HeaderFields
     /// The request body.
     public var body: Data
 
     /// Creates a request.
     public init(method: String = "POST", path: String, headers: [(name: String, value: String)], body: Data) {
+        self.init(method: method, path: path, fields: HTTP2HeaderFields(headers), body: body)
+    }
+
+    /// Creates a request from fields as received.
+    public init(method: String = "POST", path: String, fields: HTTP2HeaderFields, body: Data) {
         self.method = method
         self.path = path
-        self.headers = headers
+        self.fields = fields
         self.body = body
     }
+
+    /// The regular header fields as text.
+    public var headers: [(name: String, value: String)] { fields.pairs }
 }
 
 /// What the transport sends back for one request.

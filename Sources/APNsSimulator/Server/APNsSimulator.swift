@@ -132,7 +132,7 @@ final class SimulatorDelegate: HTTP2ServerDelegate {
     func handle(_ request: HTTP2ServerRequest, on connection: HTTP2ServerConnectionContext) -> HTTP2ServerReply {
         let id = ConnectionID(connection.id)
         let answer = engine.handle(
-            SimulatorRequest(method: request.method, path: request.path, headers: request.headers, body: request.body),
+            SimulatorRequest(method: request.method, path: request.path, fields: request.fields, body: request.body),
             connection: id)
         // APNs lifts the one-stream limit once a connection shows a valid token; the
         // attachment remembers that it was lifted, so later pushes skip the check.
