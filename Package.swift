@@ -9,6 +9,13 @@ let swiftSettings: [SwiftSetting] = [
     .enableUpcomingFeature("InternalImportsByDefault"),
 ]
 
+/// The transport's hot paths (HTTP/2, the APNs client, the simulator) are built in
+/// release without dynamic exclusivity checks, which cost them several percent per
+/// request; debug builds, and so every test run, keep the checks.
+let hotPathSettings: [SwiftSetting] = swiftSettings + [
+    .unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))
+]
+
 let package = Package(
     name: "Islet",
     platforms: [.macOS(.v15)],
@@ -36,13 +43,13 @@ let package = Package(
         // Persistence: SQLite (embedded) and PostgreSQL (scale-out).
         .target(name: "Storage", dependencies: ["IsletCore", "CSQLite", "CPostgres"], swiftSettings: swiftSettings),
         // HTTP/2 over TLS on libnghttp2 and OpenSSL.
-        .target(name: "HTTP2", dependencies: ["CNGHTTP2", "COpenSSL", "CLinux"], swiftSettings: swiftSettings),
+        .target(name: "HTTP2", dependencies: ["CNGHTTP2", "COpenSSL", "CLinux"], swiftSettings: hotPathSettings),
         // HTTP/1.1 API server over libmicrohttpd.
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"], swiftSettings: swiftSettings),
         // An APNs you can run: the engine (APNs checks, simulated devices and ActivityKit).
-        .target(name: "APNsSimulator", dependencies: ["IsletCore", "IsletCrypto", "HTTP2", "HTTPServer"], swiftSettings: swiftSettings),
+        .target(name: "APNsSimulator", dependencies: ["IsletCore", "IsletCrypto", "HTTP2", "HTTPServer"], swiftSettings: hotPathSettings),
         // The APNs client: provider tokens, connection pools, retries, failure policy.
-        .target(name: "APNs", dependencies: ["IsletCore", "IsletCrypto", "HTTP2"], swiftSettings: swiftSettings),
+        .target(name: "APNs", dependencies: ["IsletCore", "IsletCrypto", "HTTP2"], swiftSettings: hotPathSettings),
         // The send queue: claims due pushes, sends them, records answers, acts on dead tokens.
         .target(
             name: "Delivery", dependencies: ["IsletCore", "IsletLog", "IsletCrypto", "Storage", "APNs"],
