@@ -138,7 +138,7 @@ public final class APNsClient: Sendable {
     }
 
     private func pool(key: APNsSigningKey, environment: APNsEnvironment) throws(APNsError) -> Pool {
-        let name = PoolKey(identity: key.identity, environment: environment)
+        let name = PoolKey(key: key, environment: environment)
         return try pools.withLock { pools throws(APNsError) -> Pool in
             if let pool = pools[name] { return pool }
             let url = configuration.url(for: environment)
@@ -199,7 +199,23 @@ public final class APNsClient: Sendable {
 /// Names the pool of one (signing key, environment).
 struct PoolKey: Hashable, Sendable {
     let identity: String
+    let identityHash: Int
     let environment: APNsEnvironment
+
+    init(key: APNsSigningKey, environment: APNsEnvironment) {
+        identity = key.identity
+        identityHash = key.identityHash
+        self.environment = environment
+    }
+
+    static func == (a: PoolKey, b: PoolKey) -> Bool {
+        a.identityHash == b.identityHash && a.environment == b.environment && a.identity == b.identity
+    }
+
+    func hash(into hasher: inout Hasher) {
+        hasher.combine(identityHash)
+        hasher.combine(environment)
+    }
 }
 
 /// The connections of one (signing key, environment), with the key's provider

@@ -15,6 +15,8 @@ public struct APNsSigningKey: Sendable {
     /// Identifies the key for pools and token caches: key id, team id and the public
     /// key's fingerprint, so replacing the `.p8` behind the same key id starts afresh.
     let identity: String
+    /// ``identity``'s hash, worked out once: pools are found by it on every push.
+    let identityHash: Int
 
     /// Creates a signing key.
     public init(keyID: String, teamID: String, key: P256.SigningKey) {
@@ -24,6 +26,7 @@ public struct APNsSigningKey: Sendable {
         let fingerprint = Digest.sha256(Data(key.publicKey.pemRepresentation.utf8)).prefix(8)
             .map { String(format: "%02x", $0) }.joined()
         self.identity = "\(teamID)/\(keyID)/\(fingerprint)"
+        self.identityHash = identity.hashValue
     }
 }
 

@@ -7,35 +7,17 @@ final class ClientConnection: H2Connection {
     /// client going away closes them first, see `HTTP2Client.deinit`), and the
     /// timers that may fire later stop at the closed phase before reaching it.
     private unowned(unsafe) let core: ClientCore
-    private var streams: [Int32: InFlight] = [:]
+    /// Each open stream's request, which also gathers the answer.
+    private var streams: [Int32: PendingRequest] = [:]
     /// The stream whose answer is being read: its header fields arrive one after
     /// the other.
-    private var lastStream: (id: Int32, inFlight: InFlight)?
+    private var lastStream: (id: Int32, pending: PendingRequest)?
     private let scheme: String
     private let authority: String
     private var ready = false
     private var goawayLastStreamID: Int32?
     private var housekeeping: UInt64?
     private var pingSentAt: UInt64?
-
-    private final class InFlight {
-        let pending: PendingRequest
-        var status = 0
-        var headers: [(name: String, value: String)] = []
-        var body = Data()
-
-        init(_ pending: PendingRequest) { self.pending = pending }
-
-        /// The request's own value of header `name`, when the answer repeats it
-        /// (as APNs repeats `apns-id`): the answer shares the request's string.
-        func requestValue(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) -> String? {
-            for header in pending.request.headers
-            where HeaderBytes.equals(name, header.name) && HeaderBytes.equals(value, header.value) {
-                return header.value
-            }
-            return nil
-        }
-    }
 
     init(core: ClientCore, transport: Transport) {
         self.core = core
@@ -96,9 +78,9 @@ final class ClientConnection: H2Connection {
             pending.complete(.failure(HTTP2Error(.requestRejected, String(cString: nghttp2_strerror(streamID)))))
             return
         }
-        retain(source, for: streamID)
         streamsQueued += 1
-        streams[streamID] = InFlight(pending)
+        pending.beginAttempt(sending: source)
+        streams[streamID] = pending
     }
 
     override func inputSliceProcessed() {
@@ -108,8 +90,8 @@ final class ClientConnection: H2Connection {
 
     func cancel(id: UInt64) {
         // Rare: a scan instead of an index kept for every request.
-        guard let (streamID, inFlight) = streams.first(where: { $0.value.pending.id == id }), let session else { return }
-        inFlight.pending.complete(.failure(CancellationError()))
+        guard let (streamID, pending) = streams.first(where: { $0.value.id == id }), let session else { return }
+        pending.complete(.failure(CancellationError()))
         nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), streamID, NGHTTP2_CANCEL.rawValue)
         flush()
     }
@@ -124,26 +106,25 @@ final class ClientConnection: H2Connection {
         flush()
     }
 
-    private func inFlight(_ streamID: Int32) -> InFlight? {
-        if let last = lastStream, last.id == streamID { return last.inFlight }
-        guard let inFlight = streams[streamID] else { return nil }
-        lastStream = (streamID, inFlight)
-        return inFlight
+    private func pending(_ streamID: Int32) -> PendingRequest? {
+        if let last = lastStream, last.id == streamID { return last.pending }
+        guard let pending = streams[streamID] else { return nil }
+        lastStream = (streamID, pending)
+        return pending
     }
 
     override func header(streamID: Int32, name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) -> Bool {
-        guard let inFlight = inFlight(streamID) else { return true }
+        guard let pending = pending(streamID) else { return true }
         if name.first == UInt8(ascii: ":") {
-            if HeaderBytes.equals(name, ":status") { inFlight.status = HeaderBytes.smallInteger(value) ?? 0 }
+            if HeaderBytes.equals(name, ":status") { pending.status = HeaderBytes.smallInteger(value) ?? 0 }
             return true
         }
-        inFlight.headers.append((
-            HeaderBytes.name(name), inFlight.requestValue(name: name, value: value) ?? HeaderBytes.text(value)))
+        pending.answerHeaders.append((HeaderBytes.name(name), HeaderBytes.text(value)))
         return true
     }
 
     override func data(streamID: Int32, bytes: UnsafeRawBufferPointer) {
-        inFlight(streamID)?.body.append(contentsOf: bytes)
+        pending(streamID)?.answerBody.append(contentsOf: bytes)
     }
 
     override func frameReceived(_ frame: UnsafePointer<nghttp2_frame>) {
@@ -173,18 +154,19 @@ final class ClientConnection: H2Connection {
 
     override func streamClosed(streamID: Int32, errorCode: UInt32) {
         if lastStream?.id == streamID { lastStream = nil }
-        guard let inFlight = streams.removeValue(forKey: streamID) else { return }
-        if inFlight.pending.isComplete { return }
-        if errorCode == NGHTTP2_NO_ERROR.rawValue && inFlight.status > 0 {
+        guard let pending = streams.removeValue(forKey: streamID) else { return }
+        let answer = pending.endAttempt()
+        if pending.isComplete { return }
+        if errorCode == NGHTTP2_NO_ERROR.rawValue && answer.status > 0 {
             core.statistics.responses += 1
-            inFlight.pending.complete(.success(HTTP2Response(status: inFlight.status, headers: inFlight.headers, body: inFlight.body)))
+            pending.complete(.success(answer))
         } else if errorCode == NGHTTP2_REFUSED_STREAM.rawValue || isAboveGoaway(streamID) {
-            core.requeue(inFlight.pending)
+            core.requeue(pending)
         } else {
-            inFlight.pending.complete(.failure(HTTP2Error(.streamReset, "the server reset the stream", errorCode: errorCode)))
+            pending.complete(.failure(HTTP2Error(.streamReset, "the server reset the stream", errorCode: errorCode)))
         }
-        let core = self.core
-        loop.afterEvents { core.drain() }
+        // Once per round of events, however many streams closed in it.
+        core.scheduleDrain()
     }
 
     private func isAboveGoaway(_ streamID: Int32) -> Bool {
@@ -197,11 +179,12 @@ final class ClientConnection: H2Connection {
         let open = streams
         streams.removeAll()
         lastStream = nil
-        for (streamID, inFlight) in open.sorted(by: { $0.key > $1.key }) where !inFlight.pending.isComplete {
+        for (streamID, pending) in open.sorted(by: { $0.key > $1.key }) where !pending.isComplete {
+            _ = pending.endAttempt()
             if isAboveGoaway(streamID) {
-                core.requeue(inFlight.pending)
+                core.requeue(pending)
             } else {
-                inFlight.pending.complete(.failure(error ?? HTTP2Error(.connectionLost, "the connection closed with the request in flight")))
+                pending.complete(.failure(error ?? HTTP2Error(.connectionLost, "the connection closed with the request in flight")))
             }
         }
         core.connectionClosed(self, error: error, wasReady: ready)

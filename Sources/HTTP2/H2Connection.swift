@@ -23,7 +23,6 @@ class H2Connection: EventHandler {
     private var readBuffer: UnsafeMutableRawBufferPointer
     private var pendingOutput: [UInt8] = []
     private var pendingOffset = 0
-    private var bodySources: [Int32: BodySource] = [:]
     /// Set while the connection dispatches events, so `close` from inside a callback
     /// is deferred until nghttp2 has returned.
     private var inCallback = false
@@ -100,7 +99,6 @@ class H2Connection: EventHandler {
         }
         nghttp2_session_callbacks_set_on_stream_close_callback(callbacks) { _, streamID, errorCode, user in
             let connection = Unmanaged<H2Connection>.fromOpaque(user!).takeUnretainedValue()
-            connection.bodySources[streamID] = nil
             connection.streamClosed(streamID: streamID, errorCode: errorCode)
             return 0
         }
@@ -126,8 +124,8 @@ class H2Connection: EventHandler {
         nghttp2_submit_settings(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), entries, entries.count)
     }
 
-    /// A data provider that reads `body` for `streamID`; the caller passes it to a
-    /// submit call. The source stays alive until the stream closes.
+    /// A data provider that reads `body`; the caller passes it to a submit call and
+    /// keeps the source with its stream until the stream closes.
     func withBodyProvider<R>(_ body: Data, _ submit: (UnsafePointer<nghttp2_data_provider>?) -> R) -> (R, BodySource?) {
         guard !body.isEmpty else { return (submit(nil), nil) }
         let source = BodySource(body)
@@ -145,11 +143,6 @@ class H2Connection: EventHandler {
         }
         let result = withUnsafePointer(to: &provider) { submit($0) }
         return (result, source)
-    }
-
-    /// Keeps `source` alive for `streamID`.
-    func retain(_ source: BodySource?, for streamID: Int32) {
-        if let source, streamID > 0 { bodySources[streamID] = source }
     }
 
     // MARK: I/O
@@ -350,7 +343,6 @@ class H2Connection: EventHandler {
         phase = .closed
         loop.unregister(transport.fd)
         shutdown(transport.fd, Int32(SHUT_RDWR))
-        bodySources.removeAll()
         connectionClosed(error: error)
     }
 }

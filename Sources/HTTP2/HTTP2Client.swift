@@ -162,7 +162,8 @@ public final class HTTP2Client: Sendable {
     }
 }
 
-/// A request waiting for, or using, a stream.
+/// A request waiting for, or using, a stream; on a stream it also gathers the
+/// answer.
 /// `@unchecked Sendable`: created on the caller's thread, then handed to the loop
 /// thread once and used only there.
 final class PendingRequest: @unchecked Sendable {
@@ -179,6 +180,35 @@ final class PendingRequest: @unchecked Sendable {
     }
 
     var isComplete: Bool { completion == nil }
+
+    // While on a stream: the body being sent and the answer being read.
+
+    /// The request body, read by nghttp2 until the stream ends.
+    private var source: BodySource?
+    /// The answer's `:status`, 0 until it arrives.
+    var status = 0
+    /// The answer's header fields so far.
+    var answerHeaders: [(name: String, value: String)] = []
+    /// The answer's body so far.
+    var answerBody = Data()
+
+    /// The request goes out on a stream (again, after a refusal).
+    func beginAttempt(sending source: BodySource?) {
+        self.source = source
+        status = 0
+        answerHeaders = []
+        answerHeaders.reserveCapacity(3)
+        answerBody = Data()
+    }
+
+    /// The stream ended: answers what arrived and lets go of the stream's parts.
+    func endAttempt() -> HTTP2Response {
+        let answer = HTTP2Response(status: status, headers: answerHeaders, body: answerBody)
+        source = nil
+        answerHeaders = []
+        answerBody = Data()
+        return answer
+    }
 
     /// Delivers the outcome, once.
     func complete(_ result: Result<HTTP2Response, any Error>) {
@@ -225,7 +255,7 @@ final class ClientCore: @unchecked Sendable {
 
     /// Drains once after the current round of loop work, so that requests posted
     /// together are submitted together and leave in as few writes as possible.
-    private func scheduleDrain() {
+    func scheduleDrain() {
         guard !drainScheduled else { return }
         drainScheduled = true
         loop.afterEvents { [self] in

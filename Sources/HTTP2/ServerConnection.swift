@@ -19,6 +19,8 @@ final class ServerConnection: H2Connection {
         var path = ""
         var authority: String?
         var fields = HTTP2HeaderFields()
+        /// The response body being sent, read by nghttp2 until the stream ends.
+        var source: BodySource?
         var headerBytes = 0
         var body = Data()
         var headersTooLarge = false
@@ -32,6 +34,7 @@ final class ServerConnection: H2Connection {
             path = ""
             authority = nil
             fields.removeAll()
+            source = nil
             headerBytes = 0
             body = Data()
             headersTooLarge = false
@@ -188,7 +191,7 @@ final class ServerConnection: H2Connection {
             stream.answered = true
             loop.schedule(after: delay) { [self] in
                 guard phase == .open, streams[streamID] === stream else { return }
-                self.submitResponse(streamID, reply.response)
+                self.submitResponse(streamID, stream, reply.response)
                 self.flush()
             }
         } else {
@@ -198,10 +201,10 @@ final class ServerConnection: H2Connection {
 
     private func respond(_ streamID: Int32, _ stream: IncomingStream, _ response: HTTP2Response) {
         stream.answered = true
-        submitResponse(streamID, response)
+        submitResponse(streamID, stream, response)
     }
 
-    private func submitResponse(_ streamID: Int32, _ response: HTTP2Response) {
+    private func submitResponse(_ streamID: Int32, _ stream: IncomingStream, _ response: HTTP2Response) {
         guard let session else { return }
         let (rc, source) = withBodyProvider(response.body) { provider in
             withNameValues(
@@ -212,7 +215,7 @@ final class ServerConnection: H2Connection {
             }
         }
         if rc == 0 {
-            retain(source, for: streamID)
+            stream.source = source
             streamsQueued += 1
         }
     }
