@@ -76,6 +76,7 @@ func apnsClient(_ arguments: [String]) async throws {
     configuration.sandboxURL = url
     configuration.trustRootsPEM = try value("--ca", in: arguments).map { try String(contentsOfFile: $0, encoding: .utf8) }
     configuration.connectionsPerPool = Int(value("--connections", in: arguments) ?? "1") ?? 1
+    if let threads = value("--threads", in: arguments).flatMap(Int.init) { configuration.threadsPerPool = threads }
     let count = Int(value("--count", in: arguments) ?? "100000") ?? 100_000
     let concurrency = Int(value("--concurrency", in: arguments) ?? "1000") ?? 1_000
     let key = APNsSigningKey(

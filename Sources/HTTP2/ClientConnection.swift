@@ -23,7 +23,7 @@ final class ClientConnection: H2Connection {
         self.core = core
         self.scheme = transport.isTLS ? "https" : "http"
         self.authority = core.configuration.port == 443 ? core.configuration.host : "\(core.configuration.host):\(core.configuration.port)"
-        super.init(loop: core.loop, transport: transport, phase: .connecting)
+        super.init(loop: core.loop, transport: transport, phase: .connecting, inputSlice: 16_384)
     }
 
     /// Whether new streams may be opened here.

@@ -75,28 +75,34 @@ func withNameValues<R>(
     _ fixed: (String, String)..., headers: [(name: String, value: String)], unindexed: [String] = [],
     _ body: (UnsafePointer<nghttp2_nv>, Int) -> R
 ) -> R {
-    var total = 0
-    for (name, value) in fixed { total += name.utf8.count + value.utf8.count }
-    for (name, value) in headers { total += name.utf8.count + value.utf8.count }
-    let count = fixed.count + headers.count
-    return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: max(1, total)) { storage in
-        withUnsafeTemporaryAllocation(of: nghttp2_nv.self, capacity: max(1, count)) { nva in
-            var offset = 0
-            var index = 0
-            func add(_ name: String, _ value: String) {
-                let nameStart = offset
-                offset = copyUTF8(name, into: storage, at: offset)
-                let valueStart = offset
-                offset = copyUTF8(value, into: storage, at: offset)
-                (nva.baseAddress! + index).initialize(to: nghttp2_nv(
-                    name: storage.baseAddress! + nameStart, value: storage.baseAddress! + valueStart,
-                    namelen: valueStart - nameStart, valuelen: offset - valueStart,
-                    flags: unindexed.contains(name) ? UInt8(NGHTTP2_NV_FLAG_NO_INDEX.rawValue) : UInt8(NGHTTP2_NV_FLAG_NONE.rawValue)))
-                index += 1
+    // Read through buffer pointers: no copy of each pair, so no retain and release
+    // of its strings, on both passes.
+    fixed.withUnsafeBufferPointer { fixed in
+        headers.withUnsafeBufferPointer { headers in
+            var total = 0
+            for index in fixed.indices { total += fixed[index].0.utf8.count + fixed[index].1.utf8.count }
+            for index in headers.indices { total += headers[index].name.utf8.count + headers[index].value.utf8.count }
+            let count = fixed.count + headers.count
+            return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: max(1, total)) { storage in
+                withUnsafeTemporaryAllocation(of: nghttp2_nv.self, capacity: max(1, count)) { nva in
+                    var offset = 0
+                    var slot = 0
+                    func add(_ name: String, _ value: String) {
+                        let nameStart = offset
+                        offset = copyUTF8(name, into: storage, at: offset)
+                        let valueStart = offset
+                        offset = copyUTF8(value, into: storage, at: offset)
+                        let flags = !unindexed.isEmpty && unindexed.contains(name) ? NGHTTP2_NV_FLAG_NO_INDEX : NGHTTP2_NV_FLAG_NONE
+                        (nva.baseAddress! + slot).initialize(to: nghttp2_nv(
+                            name: storage.baseAddress! + nameStart, value: storage.baseAddress! + valueStart,
+                            namelen: valueStart - nameStart, valuelen: offset - valueStart, flags: UInt8(flags.rawValue)))
+                        slot += 1
+                    }
+                    for index in fixed.indices { add(fixed[index].0, fixed[index].1) }
+                    for index in headers.indices { add(headers[index].name, headers[index].value) }
+                    return body(nva.baseAddress!, count)
+                }
             }
-            for (name, value) in fixed { add(name, value) }
-            for (name, value) in headers { add(name, value) }
-            return body(nva.baseAddress!, count)
         }
     }
 }

@@ -49,7 +49,7 @@ final class ServerConnection: H2Connection {
     init(id: UInt64, shared: ServerShared, loop: EventLoop, transport: Transport) {
         self.id = id
         self.shared = shared
-        super.init(loop: loop, transport: transport, phase: .handshaking)
+        super.init(loop: loop, transport: transport, phase: .handshaking, inputSlice: 4_096)
     }
 
     func start() {
