@@ -170,6 +170,16 @@ def transport(rig, quick, results, progress):
         table[str(connections)] = row
         progress.note(f"{connections} connection(s): islet {row['islet']:.0f}/s, h2load {row['h2load']:.0f}/s, "
                       f"aioapns {row['aioapns']:.0f}/s")
+    # The client's memory over a long run: resident size a tenth of the way in and
+    # at the end.
+    long_run = 200_000 if quick else 1_000_000
+    out = kv(run([BENCH, "apns-client", "--url", f"https://localhost:{rig.sim_port}", "--ca", rig.cert,
+                  "--key", rig.key, "--key-id", KEY_ID, "--team-id", TEAM_ID, "--connections", "4",
+                  "--count", str(long_run), "--concurrency", "1000"]))
+    table["memory"] = {"pushes": long_run, "rss_tenth_mb": float(out["rss_tenth_mb"]),
+                       "rss_end_mb": float(out["rss_end_mb"])}
+    progress.note(f"client RSS over {long_run:,} pushes: {table['memory']['rss_tenth_mb']:.0f} MB after a tenth, "
+                  f"{table['memory']['rss_end_mb']:.0f} MB at the end")
     results["transport"] = table
 
 
@@ -348,6 +358,10 @@ def targets(results):
         if c in t:
             rows.append((f"APNs client ÷ h2load, {c} conn.", t[c]["islet_over_h2load"], 0.8, "≥"))
             rows.append((f"APNs client ÷ aioapns, {c} conn.", t[c]["islet_over_aioapns"], 1.0, "≥"))
+    if "memory" in t:
+        m = t["memory"]
+        growth = m["rss_end_mb"] / m["rss_tenth_mb"] if m["rss_tenth_mb"] else 0
+        rows.append((f"client RSS growth, {m['pushes'] // 10:,} → {m['pushes']:,} pushes", growth, 1.1, "<"))
     s = results.get("simulator", {})
     for c in ("1", "4"):
         if c in s:

@@ -95,7 +95,9 @@ func apnsClient(_ arguments: [String]) async throws {
     @Sendable func sendNext() {
         guard window.claim() else { return }
         client.send(APNsRequest(deviceToken: token, topic: "com.example.app", pushType: .alert, payload: payload), key: key, environment: .sandbox) { result in
-            window.finished(delivered: result.disposition == .delivered)
+            if window.finished(delivered: result.disposition == .delivered) == count / 10 {
+                window.rssAtTenth.store(residentKilobytes(), ordering: .relaxed)
+            }
             sendNext()
         }
     }
@@ -104,7 +106,11 @@ func apnsClient(_ arguments: [String]) async throws {
     let delivered = window.delivered
     let elapsed = ContinuousClock.now - started
     let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-    print("pushes_per_second=\(Int(Double(count) / seconds)) delivered=\(delivered) seconds=\(String(format: "%.3f", seconds))")
+    // Memory a tenth of the way in and at the end: it should not grow with the count.
+    let tenth = Double(window.rssAtTenth.load(ordering: .relaxed)) / 1024
+    let end = Double(residentKilobytes()) / 1024
+    print("pushes_per_second=\(Int(Double(count) / seconds)) delivered=\(delivered) seconds=\(String(format: "%.3f", seconds))"
+        + " rss_tenth_mb=\(String(format: "%.1f", tenth)) rss_end_mb=\(String(format: "%.1f", end))")
     await client.shutdown()
 }
 
@@ -113,6 +119,8 @@ final class Window: Sendable {
     private let state: Mutex<(claimed: Int, finished: Int, delivered: Int)>
     private let total: Int
     private let done = DispatchSemaphore(value: 0)
+    /// Resident memory (KB) once a tenth of the pushes were answered.
+    let rssAtTenth = Atomic<Int>(0)
 
     init(total: Int) {
         self.total = total
@@ -127,13 +135,16 @@ final class Window: Sendable {
         }
     }
 
-    func finished(delivered: Bool) {
-        let all = state.withLock { s -> Bool in
+    /// Counts one answer; answers how many have been counted.
+    @discardableResult
+    func finished(delivered: Bool) -> Int {
+        let finished = state.withLock { s -> Int in
             s.finished += 1
             if delivered { s.delivered += 1 }
-            return s.finished == total
+            return s.finished
         }
-        if all { done.signal() }
+        if finished == total { done.signal() }
+        return finished
     }
 
     func wait() {
@@ -141,4 +152,13 @@ final class Window: Sendable {
     }
 
     var delivered: Int { state.withLock { $0.delivered } }
+}
+
+/// This process's resident memory in KB (`VmRSS` in /proc/self/status).
+func residentKilobytes() -> Int {
+    guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return 0 }
+    for line in status.split(separator: "\n") where line.hasPrefix("VmRSS:") {
+        return Int(line.split(whereSeparator: { $0 == " " || $0 == "\t" }).dropFirst().first ?? "") ?? 0
+    }
+    return 0
 }

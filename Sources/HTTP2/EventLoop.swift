@@ -31,7 +31,9 @@ final class EventLoop: @unchecked Sendable {
     private var nextTimerID: UInt64 = 1
     private var cancelledTimers = Set<UInt64>()
     private var deferred: [() -> Void] = []
-    private var threadID: pthread_t?
+    /// The loop thread's `pthread_self()`, 0 until it runs; atomic because any
+    /// thread may ask `inLoop`.
+    private let threadID = Atomic<UInt>(0)
     private let finished = DispatchSemaphore(value: 0)
     let name: String
 
@@ -61,8 +63,8 @@ final class EventLoop: @unchecked Sendable {
 
     /// Whether the caller is on the loop thread.
     var inLoop: Bool {
-        guard let threadID else { return false }
-        return pthread_equal(threadID, pthread_self()) != 0
+        let loopThread = threadID.load(ordering: .acquiring)
+        return loopThread != 0 && pthread_equal(loopThread, pthread_self()) != 0
     }
 
     /// Runs `task` on the loop thread, soon. Safe from any thread.
@@ -136,7 +138,7 @@ final class EventLoop: @unchecked Sendable {
     }
 
     private func run() {
-        threadID = pthread_self()
+        threadID.store(pthread_self(), ordering: .releasing)
         var fds = [Int32](repeating: 0, count: 256)
         var events = [UInt32](repeating: 0, count: 256)
         while true {

@@ -215,7 +215,7 @@ class H2Connection: EventHandler {
     }
 
     /// Feeds `count` bytes of the read buffer to nghttp2 in slices of `inputSlice`
-    /// bytes. After a slice that produced at least `earlyFlushFrames` new streams'
+    /// bytes. After a slice that produced at least `earlyFlushStreams` new streams'
     /// worth of output, that output is written before the rest is parsed, so the
     /// peer works on it meanwhile instead of waiting for the whole read: the two
     /// ends overlap rather than take turns. Answers false once the connection closed.
