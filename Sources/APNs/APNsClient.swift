@@ -162,7 +162,10 @@ public final class APNsClient: Sendable {
                 }
             }
             let hostKey = "\(host):\(port)"
-            let pool = Pool(clients: clients, hostKey: hostKey, tokens: tokenManager(for: key), breaker: breaker(for: hostKey))
+            let groups = threads.indices.map { thread in
+                (thread: threads[thread], clients: clients.indices.filter { $0 % threads.count == thread }.map { clients[$0] })
+            }
+            let pool = Pool(clients: clients, groups: groups, hostKey: hostKey, tokens: tokenManager(for: key), breaker: breaker(for: hostKey))
             pools[name] = pool
             return pool
         }
@@ -222,21 +225,33 @@ struct PoolKey: Hashable, Sendable {
 /// tokens and the host's circuit breaker: all a push needs, found in one lookup.
 final class Pool: Sendable {
     let clients: [HTTP2Client]
+    /// The connections by the thread that serves them.
+    let groups: [(thread: HTTP2ClientThread, clients: [HTTP2Client])]
     let hostKey: String
     let tokens: ProviderTokenManager
     let breaker: CircuitBreaker
     private let cursor = Atomic<Int>(0)
 
-    init(clients: [HTTP2Client], hostKey: String, tokens: ProviderTokenManager, breaker: CircuitBreaker) {
+    init(
+        clients: [HTTP2Client], groups: [(thread: HTTP2ClientThread, clients: [HTTP2Client])], hostKey: String,
+        tokens: ProviderTokenManager, breaker: CircuitBreaker
+    ) {
         self.clients = clients
+        self.groups = groups
         self.hostKey = hostKey
         self.tokens = tokens
         self.breaker = breaker
     }
 
-    /// The next connection, round robin.
+    /// The next connection, round robin; from one of the pool's own threads (a push
+    /// sent from a completion), the next among that thread's connections, so that
+    /// the push does not cross to another thread.
     func next() -> HTTP2Client {
-        clients[cursor.wrappingAdd(1, ordering: .relaxed).oldValue % clients.count]
+        let turn = cursor.wrappingAdd(1, ordering: .relaxed).oldValue
+        if groups.count > 1 {
+            for group in groups where group.thread.isCurrent { return group.clients[turn % group.clients.count] }
+        }
+        return clients[turn % clients.count]
     }
 }
 
@@ -252,6 +267,8 @@ private final class PushAttempt: @unchecked Sendable {
     let started: Date
     var attempts = 0
     var refreshed = false
+    /// The provider token the attempt in flight carries.
+    var providerToken = ""
     var lastResponse: APNsResponse?
     var lastError: APNsError?
 
@@ -298,12 +315,14 @@ private final class PushAttempt: @unchecked Sendable {
             finish(.credentialsRejected, error: APNsError(.credentialsRejected, "cannot sign a provider token: \(error)"))
             return
         }
-        pool.next().send(APNsClient.http2Request(request, authorization: token.authorization)) { result in
-            self.answered(result, providerToken: token.token)
+        providerToken = token.token
+        // The completion captures the attempt alone: no context to allocate per push.
+        pool.next().send(APNsClient.http2Request(request, authorization: token.authorization)) { [self] result in
+            answered(result)
         }
     }
 
-    private func answered(_ result: Result<HTTP2Response, any Error>, providerToken: String) {
+    private func answered(_ result: Result<HTTP2Response, any Error>) {
         let disposition: APNsDisposition
         switch result {
         case .success(let response):

@@ -66,7 +66,7 @@ final class ClientConnection: H2Connection {
     func submit(_ pending: PendingRequest) {
         guard let session else { return }
         let request = pending.request
-        let (streamID, source) = withBodyProvider(request.body) { provider in
+        let streamID = withBodyProvider(pending) { provider in
             withNameValues(
                 (":method", request.method), (":scheme", scheme), (":authority", authority), (":path", request.path),
                 headers: request.headers, unindexed: core.configuration.uniqueValueHeaders
@@ -79,7 +79,7 @@ final class ClientConnection: H2Connection {
             return
         }
         streamsQueued += 1
-        pending.beginAttempt(sending: source)
+        pending.beginAttempt()
         streams[streamID] = pending
     }
 

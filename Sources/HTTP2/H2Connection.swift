@@ -2,8 +2,9 @@ internal import CNGHTTP2
 import Foundation
 import Glibc
 
-/// Bytes to send on a stream, read by nghttp2 as flow control allows.
-final class BodySource {
+/// Bytes to send on a stream, read by nghttp2 as flow control allows. A client's
+/// pending request is its own body source, so that a push costs no extra object.
+class BodySource {
     let data: Data
     var offset = 0
 
@@ -34,7 +35,7 @@ class H2Connection: EventHandler {
     private var writeShut = false
     /// Writes made to the socket so far.
     private(set) var writes = 0
-    /// Time of the last frame received, for idle and keep-alive checks.
+    /// When input last arrived, for idle and keep-alive checks.
     var lastActivity = monotonicNanoseconds()
 
     init(loop: EventLoop, transport: Transport, phase: Phase, inputSlice: Int) {
@@ -89,7 +90,6 @@ class H2Connection: EventHandler {
         }
         nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks) { _, frame, user in
             let connection = Unmanaged<H2Connection>.fromOpaque(user!).takeUnretainedValue()
-            connection.lastActivity = monotonicNanoseconds()
             connection.frameReceived(frame!)
             return 0
         }
@@ -125,11 +125,12 @@ class H2Connection: EventHandler {
         nghttp2_submit_settings(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), entries, entries.count)
     }
 
-    /// A data provider that reads `body`; the caller passes it to a submit call and
-    /// keeps the source with its stream until the stream closes.
-    func withBodyProvider<R>(_ body: Data, _ submit: (UnsafePointer<nghttp2_data_provider>?) -> R) -> (R, BodySource?) {
-        guard !body.isEmpty else { return (submit(nil), nil) }
-        let source = BodySource(body)
+    /// A data provider that reads `source` from its start (none for an empty body);
+    /// the caller passes it to a submit call and keeps the source alive with its
+    /// stream until the stream closes.
+    func withBodyProvider<R>(_ source: BodySource?, _ submit: (UnsafePointer<nghttp2_data_provider>?) -> R) -> R {
+        guard let source, !source.data.isEmpty else { return submit(nil) }
+        source.offset = 0
         var provider = nghttp2_data_provider()
         provider.source.ptr = Unmanaged.passUnretained(source).toOpaque()
         provider.read_callback = { _, _, buffer, length, flags, source, _ in
@@ -142,8 +143,7 @@ class H2Connection: EventHandler {
             if body.offset == body.data.count { flags!.pointee |= UInt32(NGHTTP2_DATA_FLAG_EOF.rawValue) }
             return count
         }
-        let result = withUnsafePointer(to: &provider) { submit($0) }
-        return (result, source)
+        return withUnsafePointer(to: &provider) { submit($0) }
     }
 
     // MARK: I/O
@@ -224,6 +224,8 @@ class H2Connection: EventHandler {
         var offset = 0
         while offset < count {
             let length = min(count - offset, inputSlice)
+            // Once per slice rather than per frame: a clock read per push adds up.
+            lastActivity = monotonicNanoseconds()
             inCallback = true
             let consumed = nghttp2_session_mem_recv(session, base + offset, length)
             inCallback = false

@@ -71,6 +71,10 @@ public final class HTTP2ClientThread: Sendable {
         loop = EventLoop(name: name)
     }
 
+    /// Whether the caller runs on this thread (in a completion of one of its
+    /// clients, say).
+    public var isCurrent: Bool { loop.inLoop }
+
     deinit {
         loop.stop()
     }
@@ -166,7 +170,7 @@ public final class HTTP2Client: Sendable {
 /// answer.
 /// `@unchecked Sendable`: created on the caller's thread, then handed to the loop
 /// thread once and used only there.
-final class PendingRequest: @unchecked Sendable {
+final class PendingRequest: BodySource, @unchecked Sendable {
     let id: UInt64
     let request: HTTP2Request
     private var completion: (@Sendable (Result<HTTP2Response, any Error>) -> Void)?
@@ -177,14 +181,13 @@ final class PendingRequest: @unchecked Sendable {
         self.id = id
         self.request = request
         self.completion = completion
+        super.init(request.body)
     }
 
     var isComplete: Bool { completion == nil }
 
-    // While on a stream: the body being sent and the answer being read.
+    // While on a stream: the answer being read (the body is sent from `data`).
 
-    /// The request body, read by nghttp2 until the stream ends.
-    private var source: BodySource?
     /// The answer's `:status`, 0 until it arrives.
     var status = 0
     /// The answer's header fields so far.
@@ -193,8 +196,7 @@ final class PendingRequest: @unchecked Sendable {
     var answerBody = Data()
 
     /// The request goes out on a stream (again, after a refusal).
-    func beginAttempt(sending source: BodySource?) {
-        self.source = source
+    func beginAttempt() {
         status = 0
         answerHeaders = []
         answerHeaders.reserveCapacity(3)
@@ -204,7 +206,6 @@ final class PendingRequest: @unchecked Sendable {
     /// The stream ended: answers what arrived and lets go of the stream's parts.
     func endAttempt() -> HTTP2Response {
         let answer = HTTP2Response(status: status, headers: answerHeaders, body: answerBody)
-        source = nil
         answerHeaders = []
         answerBody = Data()
         return answer

@@ -206,7 +206,8 @@ final class ServerConnection: H2Connection {
 
     private func submitResponse(_ streamID: Int32, _ stream: IncomingStream, _ response: HTTP2Response) {
         guard let session else { return }
-        let (rc, source) = withBodyProvider(response.body) { provider in
+        let source = response.body.isEmpty ? nil : BodySource(response.body)
+        let rc = withBodyProvider(source) { provider in
             withNameValues(
                 (":status", HeaderBytes.statusText(response.status)), headers: response.headers,
                 unindexed: shared.configuration.uniqueValueHeaders

@@ -182,6 +182,33 @@ struct APNsClientTests {
         await rig.stop()
     }
 
+    @Test func aPoolOnTwoThreadsSendsOnEveryConnection() async throws {
+        let rig = try Rig(client: {
+            $0.connectionsPerPool = 4
+            $0.threadsPerPool = 2
+        })
+        // Pushes sent from completions, as the delivery worker sends them: each is
+        // sent on a connection of the thread that answered the one before.
+        let total = 2_000
+        let started = Atomic<Int>(0)
+        let finished = Atomic<Int>(0)
+        let delivered = Atomic<Int>(0)
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            @Sendable func sendNext() {
+                guard started.wrappingAdd(1, ordering: .relaxed).newValue <= total else { return }
+                rig.client.send(rig.alert(), key: rig.key, environment: .sandbox) { result in
+                    if result.disposition == .delivered { delivered.wrappingAdd(1, ordering: .relaxed) }
+                    if finished.wrappingAdd(1, ordering: .relaxed).newValue == total { continuation.resume() }
+                    sendNext()
+                }
+            }
+            for _ in 0..<64 { sendNext() }
+        }
+        #expect(delivered.load(ordering: .relaxed) == total)
+        #expect(Set(rig.simulator.engine.pushes().map(\.connection)).count == 4)
+        await rig.stop()
+    }
+
     @Test func tokensAreReplacedBeforeAnHourButNeverWithinTwentyMinutes() async throws {
         let rig = try Rig()
         #expect(await rig.send(rig.alert()).disposition == .delivered)
