@@ -48,11 +48,14 @@ static inline int islet_ssl_set_host_name(SSL *ssl, const char *name) {
 }
 
 /// Lets `SSL_write` report partial writes and be retried from a moved buffer, which
-/// non-blocking I/O needs; `SSL_CTX_set_mode` is a macro over `SSL_CTX_ctrl`.
+/// non-blocking I/O needs, and reads ahead: as many records as the socket holds in
+/// one `read`, instead of a header and a body per record. Buffers are kept between
+/// reads (no `SSL_MODE_RELEASE_BUFFERS`): a busy connection would otherwise free
+/// and allocate them on every read. `SSL_CTX_set_mode` and `SSL_CTX_set_read_ahead`
+/// are macros over `SSL_CTX_ctrl`.
 static inline long islet_ssl_ctx_set_nonblocking_modes(SSL_CTX *context) {
-    return SSL_CTX_set_mode(context, SSL_MODE_ENABLE_PARTIAL_WRITE
-                                         | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER
-                                         | SSL_MODE_RELEASE_BUFFERS);
+    SSL_CTX_set_read_ahead(context, 1);
+    return SSL_CTX_set_mode(context, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
 }
 
 /// Adds an intermediate certificate to a context's chain, taking ownership on
