@@ -243,10 +243,15 @@ final class Pool: Sendable {
         self.breaker = breaker
     }
 
-    /// The next connection, round robin; from one of the pool's own threads (a push
-    /// sent from a completion), the next among that thread's connections, so that
-    /// the push does not cross to another thread.
+    /// The connection for the next push. From the completion of an answer, the
+    /// connection that answered (it has just freed a stream, and a connection that
+    /// refills its own streams writes fewer, larger batches); from another of the
+    /// pool's threads, the next among that thread's connections, so that the push
+    /// does not cross threads; otherwise the next, round robin.
     func next() -> HTTP2Client {
+        if clients.count > 1 {
+            for client in clients where client.isAnswering { return client }
+        }
         let turn = cursor.wrappingAdd(1, ordering: .relaxed).oldValue
         if groups.count > 1 {
             for group in groups where group.thread.isCurrent { return group.clients[turn % group.clients.count] }

@@ -159,7 +159,9 @@ final class ClientConnection: H2Connection {
         if pending.isComplete { return }
         if errorCode == NGHTTP2_NO_ERROR.rawValue && answer.status > 0 {
             core.statistics.responses += 1
+            loop.answering = core
             pending.complete(.success(answer))
+            loop.answering = nil
         } else if errorCode == NGHTTP2_REFUSED_STREAM.rawValue || isAboveGoaway(streamID) {
             core.requeue(pending)
         } else {

@@ -31,6 +31,8 @@ final class EventLoop: @unchecked Sendable {
     private var nextTimerID: UInt64 = 1
     private var cancelledTimers = Set<UInt64>()
     private var deferred: [() -> Void] = []
+    /// The client whose completion runs now on this thread, if any. Loop thread only.
+    var answering: AnyObject?
     /// The loop thread's `pthread_self()`, 0 until it runs; atomic because any
     /// thread may ask `inLoop`.
     private let threadID = Atomic<UInt>(0)

@@ -139,6 +139,13 @@ public final class HTTP2Client: Sendable {
         }
     }
 
+    /// Whether the caller is this client's completion of an answer (on its thread):
+    /// a request sent from there may as well go on the connection that just freed a
+    /// stream.
+    public var isAnswering: Bool {
+        loop.inLoop && loop.answering === core
+    }
+
     /// Runs `body` on the client's event-loop thread after `delay` (for callers that
     /// schedule their own retries next to their requests).
     public func schedule(after delay: Duration, _ body: @escaping @Sendable () -> Void) {

@@ -209,6 +209,31 @@ struct APNsClientTests {
         await rig.stop()
     }
 
+    @Test func aPushSentFromACompletionGoesOnTheConnectionThatAnswered() async throws {
+        let rig = try Rig(client: { $0.connectionsPerPool = 4 })
+        // One chain of pushes, each sent from the completion of the one before:
+        // every push after the first reuses the connection that freed a stream.
+        let total = 40
+        let sent = Atomic<Int>(0)
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            @Sendable func sendNext() {
+                guard sent.wrappingAdd(1, ordering: .relaxed).newValue <= total else {
+                    continuation.resume()
+                    return
+                }
+                rig.client.send(rig.alert(), key: rig.key, environment: .sandbox) { result in
+                    #expect(result.disposition == .delivered)
+                    sendNext()
+                }
+            }
+            sendNext()
+        }
+        let pushes = rig.simulator.engine.pushes()
+        #expect(pushes.count == total)
+        #expect(Set(pushes.map(\.connection)).count == 1)
+        await rig.stop()
+    }
+
     @Test func tokensAreReplacedBeforeAnHourButNeverWithinTwentyMinutes() async throws {
         let rig = try Rig()
         #expect(await rig.send(rig.alert()).disposition == .delivered)
