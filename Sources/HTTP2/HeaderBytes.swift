@@ -3,20 +3,21 @@ import Glibc
 
 /// Header fields as bytes: reading them from nghttp2 without a `String` where one
 /// is not needed, and handing them to nghttp2 without building an array of pairs.
-enum HeaderBytes {
+/// The comparisons are public, for readers of `HTTP2HeaderFields`.
+public enum HeaderBytes {
     /// The field's text.
     static func text(_ bytes: UnsafeRawBufferPointer) -> String {
         String(decoding: bytes, as: UTF8.self)
     }
 
     /// Whether `bytes` spell `text`.
-    static func equals(_ bytes: UnsafeRawBufferPointer, _ text: StaticString) -> Bool {
+    public static func equals(_ bytes: UnsafeRawBufferPointer, _ text: StaticString) -> Bool {
         bytes.count == text.utf8CodeUnitCount
             && (bytes.count == 0 || memcmp(bytes.baseAddress!, text.utf8Start, bytes.count) == 0)
     }
 
     /// Whether `bytes` spell `text`.
-    static func equals(_ bytes: UnsafeRawBufferPointer, _ text: String) -> Bool {
+    public static func equals(_ bytes: UnsafeRawBufferPointer, _ text: String) -> Bool {
         guard bytes.count == text.utf8.count else { return false }
         if bytes.count == 0 { return true }
         if let same = text.utf8.withContiguousStorageIfAvailable({ memcmp(bytes.baseAddress!, $0.baseAddress!, bytes.count) == 0 }) {

@@ -28,32 +28,27 @@ struct HeaderFields {
                 // is none of them.
                 switch name.count {
                 case 7:
-                    if positions.id == nil, Self.matches(name, "apns-id") { positions.id = position }
+                    if positions.id == nil, HeaderBytes.equals(name, "apns-id") { positions.id = position }
                 case 10:
-                    if positions.topic == nil, Self.matches(name, "apns-topic") { positions.topic = position }
+                    if positions.topic == nil, HeaderBytes.equals(name, "apns-topic") { positions.topic = position }
                 case 13:
-                    if Self.matches(name, "authorization") {
+                    if HeaderBytes.equals(name, "authorization") {
                         if positions.authorization == nil { positions.authorization = position }
-                    } else if positions.priority == nil, Self.matches(name, "apns-priority") {
+                    } else if positions.priority == nil, HeaderBytes.equals(name, "apns-priority") {
                         positions.priority = position
                     }
                 case 14:
-                    if positions.pushType == nil, Self.matches(name, "apns-push-type") { positions.pushType = position }
+                    if positions.pushType == nil, HeaderBytes.equals(name, "apns-push-type") { positions.pushType = position }
                 case 15:
-                    if positions.expiration == nil, Self.matches(name, "apns-expiration") { positions.expiration = position }
+                    if positions.expiration == nil, HeaderBytes.equals(name, "apns-expiration") { positions.expiration = position }
                 case 16:
-                    if positions.collapseID == nil, Self.matches(name, "apns-collapse-id") { positions.collapseID = position }
+                    if positions.collapseID == nil, HeaderBytes.equals(name, "apns-collapse-id") { positions.collapseID = position }
                 default:
                     break
                 }
             }
         }
         self.positions = positions
-    }
-
-    /// Whether `bytes` spell `name`.
-    static func matches(_ bytes: UnsafeRawBufferPointer, _ name: StaticString) -> Bool {
-        bytes.count == name.utf8CodeUnitCount && (bytes.count == 0 || memcmp(bytes.baseAddress!, name.utf8Start, bytes.count) == 0)
     }
 
     /// `authorization`.

@@ -1,5 +1,5 @@
 import Foundation
-import Glibc
+import HTTP2
 import IsletCore
 import IsletCrypto
 import Synchronization
@@ -103,12 +103,7 @@ final class ProviderTokenVerifier: Sendable {
         let known = fields.withAuthorization { bytes -> Recent? in
             guard let bytes else { return nil }
             return cache.withLock { cache in
-                cache.recent.first { entry in
-                    entry.authorization.utf8.count == bytes.count
-                        && entry.authorization.utf8.withContiguousStorageIfAvailable {
-                            bytes.isEmpty || memcmp($0.baseAddress!, bytes.baseAddress!, bytes.count) == 0
-                        } ?? entry.authorization.utf8.elementsEqual(bytes)
-                }
+                cache.recent.first { HeaderBytes.equals(bytes, $0.authorization) }
             }
         }
         guard let known else { return try check(authorization: fields.authorization, now: now) }
