@@ -1,6 +1,5 @@
 public import Foundation
 public import IsletCore
-import Synchronization
 
 /// One push to send: the device token, the headers APNs reads and the payload bytes.
 public struct APNsRequest: Sendable {
@@ -53,13 +52,8 @@ extension APNsRequest {
             expiration: push.expiration, apnsID: apnsID, collapseID: push.collapseID, payload: push.payload)
     }
 
-    /// Seeded once from the system: ids must be unique, not secret, and
-    /// Foundation's `UUID()` reads the system's random device on every call.
-    private static let idSource = Mutex(SeededRandomSource(seed: UInt64.random(in: .min ... .max)))
-
-    /// A fresh lowercase UUID for `apns-id`.
     static func mintID() -> String {
-        idSource.withLock { APNsMessageID.make(using: &$0) }
+        APNsMessageID.mint()
     }
 }
 

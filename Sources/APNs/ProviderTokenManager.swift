@@ -78,6 +78,9 @@ public final class ProviderTokenManager: Sendable {
         }
     }
 
+    /// After APNs answered ExpiredProviderToken to `rejected`: replaces the token if
+    /// it is still the current one and at least `minimumAge` old. Answers whether the
+    /// push should be tried once more (a newer token exists now).
     public func tokenExpired(_ rejected: String) -> Bool {
         let now = clock.now()
         return state.withLock { state -> Bool in

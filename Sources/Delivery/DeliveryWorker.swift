@@ -208,10 +208,11 @@ public final class DeliveryWorker: Sendable {
     /// every quarter second (so that an injected clock moved forward is noticed).
     private func nextWake() -> Date {
         let ceiling = Date().addingTimeInterval(0.25)
+        // With every slot taken, an answer (which signals) is what frees one: no
+        // need to read the queue.
+        guard inFlight < configuration.maxInFlight else { return ceiling }
         guard let due = try? store.readNow({ try $0.nextDueTime() }) else { return ceiling }
         let delay = due.timeIntervalSince(clock.now())
-        // With every slot taken, an answer (which signals) is what frees one.
-        guard inFlight < configuration.maxInFlight else { return ceiling }
         if delay <= 0 { return Date() }
         return min(ceiling, Date().addingTimeInterval(delay))
     }

@@ -119,7 +119,7 @@ final class ClientConnection: H2Connection {
             if HeaderBytes.equals(name, ":status") { pending.status = HeaderBytes.smallInteger(value) ?? 0 }
             return true
         }
-        pending.answerHeaders.append((HeaderBytes.name(name), HeaderBytes.text(value)))
+        pending.answerHeaders.append((HeaderBytes.text(name), HeaderBytes.text(value)))
         return true
     }
 

@@ -397,16 +397,7 @@ final class ClientCore: @unchecked Sendable {
     private var shutdownDone: (() -> Void)?
 
     func shutdown(gracePeriod: Duration, done: @escaping () -> Void) {
-        shuttingDown = true
-        if let retryTimer { loop.cancelTimer(retryTimer) }
-        retryTimer = nil
-        while let pending = queue.popFirst() {
-            pending.complete(.failure(HTTP2Error(.shutDown, "the client is shutting down")))
-        }
-        for pending in refused {
-            pending.complete(.failure(HTTP2Error(.shutDown, "the client is shutting down")))
-        }
-        refused.removeAll()
+        stopWaiting("the client is shutting down")
         shutdownDone = done
         for connection in [current].compactMap({ $0 }) + Array(draining.values) {
             connection.goAway()
@@ -423,19 +414,24 @@ final class ClientCore: @unchecked Sendable {
     /// The client was released without a shutdown: fails what is queued and closes
     /// every connection at once.
     func abandon() {
+        stopWaiting("the client was released")
+        for connection in [current].compactMap({ $0 }) + Array(draining.values) {
+            connection.close(HTTP2Error(.shutDown, "the client was released"))
+        }
+    }
+
+    /// Stops reconnecting and fails every request not yet on a stream with `reason`.
+    private func stopWaiting(_ reason: String) {
         shuttingDown = true
         if let retryTimer { loop.cancelTimer(retryTimer) }
         retryTimer = nil
         while let pending = queue.popFirst() {
-            pending.complete(.failure(HTTP2Error(.shutDown, "the client was released")))
+            pending.complete(.failure(HTTP2Error(.shutDown, reason)))
         }
         for pending in refused {
-            pending.complete(.failure(HTTP2Error(.shutDown, "the client was released")))
+            pending.complete(.failure(HTTP2Error(.shutDown, reason)))
         }
         refused.removeAll()
-        for connection in [current].compactMap({ $0 }) + Array(draining.values) {
-            connection.close(HTTP2Error(.shutDown, "the client was released"))
-        }
     }
 
     private func finishShutdownIfDone() {

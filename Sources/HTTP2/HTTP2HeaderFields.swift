@@ -81,7 +81,7 @@ public struct HTTP2HeaderFields: Sendable {
 
     /// Field `index`'s name.
     public func name(at index: Int) -> String {
-        withName(at: index) { HeaderBytes.name($0) }
+        withName(at: index) { HeaderBytes.text($0) }
     }
 
     /// Field `index`'s value.

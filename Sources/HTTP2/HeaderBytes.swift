@@ -11,12 +11,6 @@ public enum HeaderBytes {
     }
 
     /// Whether `bytes` spell `text`.
-    public static func equals(_ bytes: UnsafeRawBufferPointer, _ text: StaticString) -> Bool {
-        bytes.count == text.utf8CodeUnitCount
-            && (bytes.count == 0 || memcmp(bytes.baseAddress!, text.utf8Start, bytes.count) == 0)
-    }
-
-    /// Whether `bytes` spell `text`.
     public static func equals(_ bytes: UnsafeRawBufferPointer, _ text: String) -> Bool {
         guard bytes.count == text.utf8.count else { return false }
         if bytes.count == 0 { return true }
@@ -36,18 +30,6 @@ public enum HeaderBytes {
         }
         return value
     }
-
-    /// The name's text; names that every request or answer of an HTTP API or of
-    /// APNs carries come from constants, without building a string.
-    static func name(_ bytes: UnsafeRawBufferPointer) -> String {
-        for known in knownNames where equals(bytes, known) { return known }
-        return text(bytes)
-    }
-
-    private static let knownNames: [String] = [
-        "authorization", "apns-topic", "apns-push-type", "apns-priority", "apns-id", "apns-expiration",
-        "apns-collapse-id", "apns-unique-id", "content-type", "content-length", "user-agent", "accept",
-    ]
 
     /// The text of `:status` for common statuses, without formatting a number.
     static func statusText(_ status: Int) -> String {

@@ -133,7 +133,7 @@ final class ServerConnection: H2Connection {
         }
         if name.first == UInt8(ascii: ":") {
             if HeaderBytes.equals(name, ":method") {
-                stream.method = HeaderBytes.equals(value, "POST") ? "POST" : HeaderBytes.equals(value, "GET") ? "GET" : HeaderBytes.text(value)
+                stream.method = HeaderBytes.text(value)
             } else if HeaderBytes.equals(name, ":path") {
                 stream.path = HeaderBytes.text(value)
             } else if HeaderBytes.equals(name, ":authority") {

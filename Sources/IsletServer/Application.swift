@@ -230,7 +230,7 @@ public func buildApplication(
     let requestMetrics = RequestMetrics()
     let context = ServerContext(
         store: store, delivery: delivery, clock: clock, lifecycle: ActivityLifecycle(windows: configuration.lifecycleWindows),
-        logger: logger, adminTokenHash: Digest.sha256(Data(adminToken.utf8)), idempotencyWindow: 24 * 3600,
+        logger: logger, adminTokenHash: Digest.sha256(Data(adminToken.utf8)), idempotencyWindow: deliveryConfiguration.idempotencyRetention,
         credentialsChanged: trust, requestMetrics: requestMetrics)
     let routes = APIRoutes.all(context: context)
     var router = Router()

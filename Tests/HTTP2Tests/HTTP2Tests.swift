@@ -345,8 +345,8 @@ struct HTTP2Tests {
             client.schedule(after: .zero) {
                 for i in 0..<count {
                     client.send(HTTP2Request(path: "/b", headers: [("x-id", "\(i)")])) { result in
-                        if done.wrappingAdd(1, ordering: .relaxed).newValue == count { continuation.resume() }
                         #expect((try? result.get().status) == 200)
+                        if done.wrappingAdd(1, ordering: .relaxed).newValue == count { continuation.resume() }
                     }
                 }
             }

@@ -85,10 +85,16 @@ struct CrashRecoveryTests {
                 "audience": ["tags": ["fans"]],
             ])
             #expect(started["targets"]?.int64Value == Int64(devices))
+            // Kill it mid fan-out: once the first pushes have reached the simulator.
+            let sending = Date().addingTimeInterval(10)
+            while simulator.engine.pushes().isEmpty && Date() < sending {
+                try await Task.sleep(for: .milliseconds(2))
+            }
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
             #expect(process.terminationReason == .uncaughtSignal)
             let beforeRestart = simulator.engine.pushes().count
+            #expect(beforeRestart > 0, "the kill came before any push was sent")
             #expect(beforeRestart < devices, "the kill came after the fan-out finished")
 
             (process, port, _) = try await launch(arguments)
@@ -105,8 +111,8 @@ struct CrashRecoveryTests {
 
             #expect(items.count == devices)
             #expect(items.allSatisfy { $0["status"] == "sent" })
-            // Every push reached the simulator, each with the apns-id Islet recorded;
-            // one in flight at the kill was sent again with the same apns-id.
+            // Every push reached the simulator, each with the apns-id Islet recorded:
+            // one in flight at the kill, sent again after the restart, kept its id.
             let recorded = Set(items.compactMap { $0["apns_id"]?.stringValue })
             let received = Set(simulator.engine.pushes().compactMap { $0.headers["apns-id"] })
             #expect(recorded.count == devices)

@@ -324,7 +324,6 @@ struct SimulatedDevices {
         }
     }
 
-    /// Forgets every token and activity.
     /// Why the device could not decode `attributes` and `state` into `schema`'s
     /// types (the content state unwrapped first for expo-widgets), or `nil`.
     static func decodeProblem(_ schema: ActivityTypeSchema, attributes: JSONValue?, state: JSONValue) -> String? {
@@ -344,6 +343,7 @@ struct SimulatedDevices {
         return violations.isEmpty ? nil : violations.map(\.description).joined(separator: "; ")
     }
 
+    /// Forgets every token and activity.
     mutating func removeAll() {
         tokens.removeAll()
         activities.removeAll()

@@ -1,3 +1,5 @@
+import Synchronization
+
 /// The `apns-id` header: a UUID that names one notification, in the canonical
 /// 8-4-4-4-12 form. Apple documents it as lowercase; Islet always sends it so.
 public enum APNsMessageID {
@@ -11,6 +13,15 @@ public enum APNsMessageID {
     public static func isUUID(_ text: some StringProtocol) -> Bool {
         check(text, allowUppercase: true)
     }
+
+    /// A fresh version 4 UUID in canonical lowercase form, from a generator seeded
+    /// once per process: ids must be unique, not secret, and Foundation's `UUID()`
+    /// reads the system's random device on every call. Safe from any thread.
+    public static func mint() -> String {
+        mintSource.withLock { make(using: &$0) }
+    }
+
+    private static let mintSource = Mutex(SeededRandomSource(seed: UInt64.random(in: .min ... .max)))
 
     /// A fresh version 4 UUID in canonical lowercase form, drawn from `generator`, so
     /// that a seeded generator gives repeatable ids.

@@ -222,7 +222,8 @@ public enum SchemaCheck {
         formatters.withLock { $0.plain.date(from: text) }
     }
 
-    static func parseDate(_ text: String) -> Date? {
+    /// Parses an RFC 3339 date with or without fractional seconds.
+    public static func parseDate(_ text: String) -> Date? {
         formatters.withLock { $0.plain.date(from: text) ?? $0.fractional.date(from: text) }
     }
 

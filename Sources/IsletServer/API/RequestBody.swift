@@ -202,7 +202,7 @@ final class ObjectReader {
             }
             return Date(timeIntervalSince1970: seconds)
         case .string(let text):
-            if let date = ObjectReader.parseRFC3339(text) { return date }
+            if let date = SchemaCheck.parseDate(text) { return date }
             fail(key, "\"\(text)\" is not an RFC 3339 date such as 2026-01-31T18:30:00Z")
             return nil
         default:
@@ -325,15 +325,5 @@ final class ObjectReader {
     static func text(_ value: Double) -> String {
         if let whole = Int64(exactly: value) { return String(whole) }
         return String(value)
-    }
-
-    /// Parses an RFC 3339 date with or without fractional seconds.
-    static func parseRFC3339(_ text: String) -> Date? {
-        let plain = ISO8601DateFormatter()
-        plain.formatOptions = [.withInternetDateTime]
-        if let date = plain.date(from: text) { return date }
-        let fractional = ISO8601DateFormatter()
-        fractional.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return fractional.date(from: text)
     }
 }

@@ -82,8 +82,8 @@ enum Authentication {
     /// Passes only the admin token: an app's key is 403, anything else 401.
     static func requireAdmin(_ request: HTTPRequest, context: ServerContext) async throws {
         let key = try bearer(request)
-        guard Digest.constantTimeEquals(hash(key), context.adminTokenHash) else {
-            let hashed = hash(key)
+        let hashed = hash(key)
+        guard Digest.constantTimeEquals(hashed, context.adminTokenHash) else {
             if AppKeys.kind(of: key) != nil, try await context.store.read({ try $0.app(keyHash: hashed) }) != nil {
                 throw Problem(status: 403, detail: "App keys cannot manage apps; use the admin token.")
             }
@@ -97,10 +97,10 @@ enum Authentication {
         _ request: HTTPRequest, appID: String, kind: AppKeyKind, context: ServerContext
     ) async throws -> AppRecord {
         let key = try bearer(request)
-        if Digest.constantTimeEquals(hash(key), context.adminTokenHash) {
+        let hashed = hash(key)
+        if Digest.constantTimeEquals(hashed, context.adminTokenHash) {
             throw Problem(status: 403, detail: "The admin token manages apps; this route takes the app's \(kind.rawValue) key.")
         }
-        let hashed = hash(key)
         var match = context.appKeys.lookup(hashed)
         if match == nil, let stored = try await context.store.read({ try $0.app(keyHash: hashed) }) {
             context.appKeys.store(hashed, app: stored.app, kind: stored.kind)

@@ -115,7 +115,7 @@ struct ActivityRoutes: Sendable {
             let sendID = try session.insertSend(appID: appID, activityID: activityID!, content: Self.content(built, event: .start), now: now)
             try session.enqueuePushes(
                 sendID: sendID, appID: appID, activityID: activityID!, activityType: activityType!, event: .start,
-                tokenKind: .pushToStart, targets: targets, now: now, mintID: Self.mintID)
+                tokenKind: .pushToStart, targets: targets, now: now, mintID: APNsMessageID.mint)
             var answer: [String: JSONValue] = ["activity_id": .string(activityID!), "targets": .integer(Int64(targets.count))]
             if !prepared.warnings.isEmpty { answer["warnings"] = .array(prepared.warnings.map(JSONValue.string)) }
             return (202, Data(JSONValue.object(answer).jsonText.utf8))
@@ -248,7 +248,7 @@ struct ActivityRoutes: Sendable {
         let sendID = try session.insertSend(appID: appID, activityID: activityID, content: content(built, event: event), now: now)
         try session.enqueuePushes(
             sendID: sendID, appID: appID, activityID: activityID, activityType: activity.activityType, event: event,
-            tokenKind: .liveActivityUpdate, targets: targets, now: now, mintID: mintID)
+            tokenKind: .liveActivityUpdate, targets: targets, now: now, mintID: APNsMessageID.mint)
         var answer: [String: JSONValue] = [
             "activity_id": .string(activityID), "targets": .integer(Int64(targets.count)),
             "superseded": .integer(Int64(superseded)),
@@ -374,8 +374,6 @@ struct ActivityRoutes: Sendable {
         }
         return activity
     }
-
-    static func mintID() -> String { UUID().uuidString.lowercased() }
 
     /// Builds the payload; a broken rule is a 422 naming the request's own field.
     static func build(_ push: LiveActivityPush, bundleID: String, now: Date, lastTimestamp: Int64?) throws(Problem) -> BuiltPush {

@@ -52,7 +52,7 @@ struct NotificationRoutes: Sendable {
                 appID: appID, activityID: nil, content: ActivityRoutes.content(built, event: .alert), now: now)
             try session.enqueuePushes(
                 sendID: sendID, appID: appID, activityID: nil, activityType: nil, event: .alert, tokenKind: .device,
-                targets: targets, now: now, mintID: ActivityRoutes.mintID)
+                targets: targets, now: now, mintID: APNsMessageID.mint)
             return (202, Data(JSONValue.object(["targets": .integer(Int64(targets.count))]).jsonText.utf8))
         }
     }
