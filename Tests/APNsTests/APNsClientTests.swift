@@ -234,6 +234,41 @@ struct APNsClientTests {
         await rig.stop()
     }
 
+    @Test func repeated503sOpenTheBreakerWhichThenLetsOneProbeThrough() async throws {
+        let rig = try Rig(
+            simulator: { $0.engine.faultInjection = try FaultInjection(failRate: 1, status: 503) },
+            client: {
+                $0.maxAttempts = 1
+                $0.breakerThreshold = 3
+                $0.breakerOpenDuration = 10
+                // Shorter than the pause: a push that finds the breaker open fails
+                // at once instead of waiting for it.
+                $0.retryDeadline = 5
+            })
+        for _ in 0..<3 {
+            let result = await rig.send(rig.alert())
+            #expect(result.disposition == .retry)
+            #expect(result.response?.status == 503)
+        }
+        // Open: nothing reaches APNs.
+        for _ in 0..<5 {
+            let result = await rig.send(rig.alert())
+            #expect(result.disposition == .retry)
+            #expect(result.error?.code == .circuitOpen)
+            #expect(result.attempts == 0)
+        }
+        #expect(rig.simulator.engine.pushes().count == 3)
+        #expect(rig.client.breaker(for: "127.0.0.1:\(rig.simulator.port)").openings == 1)
+        // After the pause one probe goes through; it fails, and the breaker closes
+        // the door again.
+        rig.clock.advance(by: 11)
+        #expect(await rig.send(rig.alert()).response?.status == 503)
+        #expect(rig.simulator.engine.pushes().count == 4)
+        #expect(await rig.send(rig.alert()).error?.code == .circuitOpen)
+        #expect(rig.simulator.engine.pushes().count == 4)
+        await rig.stop()
+    }
+
     @Test func tokensAreReplacedBeforeAnHourButNeverWithinTwentyMinutes() async throws {
         let rig = try Rig()
         #expect(await rig.send(rig.alert()).disposition == .delivered)

@@ -1,0 +1,52 @@
+import APNsSimulator
+import Foundation
+import IsletCore
+import Testing
+
+/// `islet sim`'s flags, read into the simulator's options.
+@Suite("Simulator: command line")
+struct CommandLineTests {
+    @Test func defaultsAreTheDocumentedOnes() throws {
+        let parsed = try SimulatorCommandLine.parse([])
+        #expect(parsed.options.port == 2197)
+        #expect(parsed.options.inspectPort == 2198)
+        #expect(parsed.options.maxStreams == 1_000)
+        #expect(parsed.options.engine.environment == .sandbox)
+        #expect(parsed.options.latency == nil)
+        #expect(parsed.options.goawayAfterStreams == nil)
+        #expect(parsed.options.engine.faultInjection.failRate == 0)
+        #expect(parsed.options.tls == nil)
+        #expect(parsed.caOutputPath == "islet-sim-ca.pem")
+    }
+
+    @Test func everyFlagReachesItsOption() throws {
+        let parsed = try SimulatorCommandLine.parse([
+            "--port", "0", "--inspect-port=0", "--environment", "production", "--latency-ms", "25",
+            "--fail-rate", "0.25", "--fail-status", "429", "--goaway-after", "100", "--max-streams", "50",
+            "--threads", "2", "--ca-out", "/tmp/ca.pem",
+        ])
+        #expect(parsed.options.port == 0)
+        #expect(parsed.options.inspectPort == 0)
+        #expect(parsed.options.engine.environment == .production)
+        #expect(parsed.options.latency == .milliseconds(25))
+        #expect(parsed.options.engine.faultInjection.failRate == 0.25)
+        #expect(parsed.options.engine.faultInjection.failStatus == .tooManyRequests)
+        #expect(parsed.options.goawayAfterStreams == 100)
+        #expect(parsed.options.maxStreams == 50)
+        #expect(parsed.options.threads == 2)
+        #expect(parsed.caOutputPath == "/tmp/ca.pem")
+    }
+
+    @Test(arguments: [
+        (["--fail-rate", "1.5"], "--fail-rate"), (["--fail-status", "404"], "--fail-status"),
+        (["--max-streams", "0"], "--max-streams"), (["--environment", "staging"], "--environment"),
+        (["--cert", "/nonexistent"], "--key"), (["--goaway-after"], "--goaway-after"), (["--bogus"], "--bogus"),
+    ])
+    func badFlagsNameTheFlag(arguments: [String], setting: String) {
+        #expect {
+            _ = try SimulatorCommandLine.parse(arguments)
+        } throws: { error in
+            (error as? ConfigurationError)?.setting == setting
+        }
+    }
+}
