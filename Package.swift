@@ -88,7 +88,7 @@ let package = Package(
         .testTarget(name: "IsletCryptoTests", dependencies: ["IsletCrypto", "IsletTesting"], swiftSettings: swiftSettings),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "IsletTesting"], swiftSettings: swiftSettings),
         .testTarget(name: "APNsSimulatorTests", dependencies: ["APNsSimulator", "HTTP2", "IsletTesting"], swiftSettings: swiftSettings),
-        .testTarget(name: "APNsTests", dependencies: ["APNs", "APNsSimulator", "IsletTesting"], swiftSettings: swiftSettings),
+        .testTarget(name: "APNsTests", dependencies: ["APNs", "APNsSimulator", "HTTP2", "IsletTesting"], swiftSettings: swiftSettings),
         .testTarget(name: "DeliveryTests", dependencies: ["Delivery", "APNs", "IsletCore"], swiftSettings: swiftSettings),
         .testTarget(name: "HTTP2Tests", dependencies: ["HTTP2", "IsletCrypto", "IsletTesting"], swiftSettings: swiftSettings),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "IsletTesting"], swiftSettings: swiftSettings),

@@ -154,7 +154,6 @@ public final class APNsClient: Sendable {
                     host: host, port: port,
                     tls: url.scheme == "https" ? TLSClientConfiguration(trustRootsPEM: configuration.trustRootsPEM) : nil)
                 http2.pingInterval = configuration.pingInterval
-                http2.uniqueValueHeaders = [APNsHeaderName.id]
                 do {
                     clients.append(try HTTP2Client(configuration: http2, thread: threads[index % threads.count]))
                 } catch {
@@ -169,33 +168,6 @@ public final class APNsClient: Sendable {
             pools[name] = pool
             return pool
         }
-    }
-
-    static func http2Request(_ request: APNsRequest, authorization: String) -> HTTP2Request {
-        var headers: [(name: String, value: String)] = []
-        headers.reserveCapacity(7)
-        headers.append((APNsHeaderName.authorization, authorization))
-        headers.append((APNsHeaderName.topic, request.topic))
-        headers.append((APNsHeaderName.pushType, request.pushType.rawValue))
-        headers.append((APNsHeaderName.priority, String(request.priority.rawValue)))
-        headers.append((APNsHeaderName.id, request.apnsID))
-        if let expiration = request.expiration {
-            headers.append((APNsHeaderName.expiration, String(expiration)))
-        }
-        if let collapseID = request.collapseID { headers.append((APNsHeaderName.collapseID, collapseID)) }
-        return HTTP2Request(method: "POST", path: APNsPath.device(request.deviceToken), headers: headers, body: request.payload)
-    }
-
-    static func apnsResponse(_ response: HTTP2Response) -> APNsResponse {
-        var reason: APNsReason?
-        var timestamp: Date?
-        if !response.body.isEmpty, case .object(let body)? = try? JSONValue(parsing: response.body) {
-            if case .string(let text)? = body["reason"] { reason = APNsReason(rawValue: text) }
-            if let milliseconds = body["timestamp"]?.doubleValue { timestamp = Date(timeIntervalSince1970: milliseconds / 1000) }
-        }
-        return APNsResponse(
-            status: response.status, apnsID: response.header(APNsHeaderName.id),
-            uniqueID: response.header(APNsHeaderName.uniqueID), reason: reason, timestamp: timestamp)
     }
 }
 
@@ -261,10 +233,12 @@ final class Pool: Sendable {
 }
 
 /// One push on its way: attempts, backoff, breaker waits and token refreshes, each
-/// step started by the previous one's completion.
+/// step started by the previous one's completion. It is also the HTTP/2 exchange of
+/// each attempt: it writes the request's fields and reads APNs's answer itself, so
+/// that a push costs one object.
 /// `@unchecked Sendable`: its steps never overlap (each is scheduled only by the
 /// completion of the one before), so its state is touched by one thread at a time.
-private final class PushAttempt: @unchecked Sendable {
+private final class PushAttempt: HTTP2Exchange, @unchecked Sendable {
     let client: APNsClient
     let request: APNsRequest
     let pool: Pool
@@ -272,10 +246,15 @@ private final class PushAttempt: @unchecked Sendable {
     let started: Date
     var attempts = 0
     var refreshed = false
-    /// The provider token the attempt in flight carries.
+    /// The provider token the attempt in flight carries, and its header value.
     var providerToken = ""
+    var authorization = ""
     var lastResponse: APNsResponse?
     var lastError: APNsError?
+    // The answer being read.
+    var answerID: String?
+    var answerUniqueID: String?
+    var answerBody: Data?
 
     init(client: APNsClient, request: APNsRequest, pool: Pool, completion: @escaping @Sendable (APNsResult) -> Void) {
         self.client = client
@@ -283,6 +262,7 @@ private final class PushAttempt: @unchecked Sendable {
         self.pool = pool
         self.completion = completion
         self.started = client.clock.now()
+        super.init(body: request.payload)
     }
 
     private var configuration: APNsClientConfiguration { client.configuration }
@@ -312,26 +292,55 @@ private final class PushAttempt: @unchecked Sendable {
             return
         }
         attempts += 1
-        let token: (token: String, authorization: String)
         do {
-            token = try tokens.current()
+            (providerToken, authorization) = try tokens.current()
         } catch {
             breaker.recordNeutral()
             finish(.credentialsRejected, error: APNsError(.credentialsRejected, "cannot sign a provider token: \(error)"))
             return
         }
-        providerToken = token.token
-        // The completion captures the attempt alone: no context to allocate per push.
-        pool.next().send(APNsClient.http2Request(request, authorization: token.authorization)) { [self] result in
-            answered(result)
+        pool.next().send(self)
+    }
+
+    // MARK: The HTTP/2 exchange of one attempt
+
+    override func writeHead(_ head: HTTP2RequestHead) {
+        head.path(APNsPath.devicePrefix, request.deviceToken)
+        head.field(APNsHeaderName.authorization, authorization)
+        head.field(APNsHeaderName.topic, request.topic)
+        head.field(APNsHeaderName.pushType, request.pushType.rawValue)
+        head.field(APNsHeaderName.priority, request.priority.rawValue)
+        // Differs on every push: a literal HPACK never indexes.
+        head.field(APNsHeaderName.id, request.apnsID, neverIndexed: true)
+        if let expiration = request.expiration { head.field(APNsHeaderName.expiration, Int(expiration)) }
+        if let collapseID = request.collapseID { head.field(APNsHeaderName.collapseID, collapseID) }
+    }
+
+    override func attemptStarted() {
+        answerID = nil
+        answerUniqueID = nil
+        answerBody = nil
+    }
+
+    override func answerField(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
+        if HeaderBytes.equals(name, APNsHeaderName.id) {
+            // APNs echoes the id it was given: no new string for it.
+            answerID = HeaderBytes.equals(value, request.apnsID) ? request.apnsID : String(decoding: value, as: UTF8.self)
+        } else if HeaderBytes.equals(name, APNsHeaderName.uniqueID) {
+            answerUniqueID = String(decoding: value, as: UTF8.self)
         }
     }
 
-    private func answered(_ result: Result<HTTP2Response, any Error>) {
+    override func answerData(_ bytes: UnsafeRawBufferPointer) {
+        if answerBody == nil { answerBody = Data() }
+        answerBody!.append(contentsOf: bytes)
+    }
+
+    override func completed(_ outcome: Result<Int, any Error>) {
         let disposition: APNsDisposition
-        switch result {
-        case .success(let response):
-            let answer = APNsClient.apnsResponse(response)
+        switch outcome {
+        case .success(let status):
+            let answer = response(status: status)
             lastResponse = answer
             lastError = nil
             disposition = APNsFailurePolicy.classify(answer)
@@ -369,5 +378,17 @@ private final class PushAttempt: @unchecked Sendable {
         default:
             finish(disposition)
         }
+    }
+
+    /// APNs's answer: the status, the ids, and a failure's `reason` and `timestamp`
+    /// from its JSON body.
+    private func response(status: Int) -> APNsResponse {
+        var reason: APNsReason?
+        var timestamp: Date?
+        if let answerBody, !answerBody.isEmpty, case .object(let body)? = try? JSONValue(parsing: answerBody) {
+            if case .string(let text)? = body["reason"] { reason = APNsReason(rawValue: text) }
+            if let milliseconds = body["timestamp"]?.doubleValue { timestamp = Date(timeIntervalSince1970: milliseconds / 1000) }
+        }
+        return APNsResponse(status: status, apnsID: answerID, uniqueID: answerUniqueID, reason: reason, timestamp: timestamp)
     }
 }

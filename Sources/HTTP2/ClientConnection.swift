@@ -7,13 +7,13 @@ final class ClientConnection: H2Connection {
     /// client going away closes them first, see `HTTP2Client.deinit`), and the
     /// timers that may fire later stop at the closed phase before reaching it.
     private unowned(unsafe) let core: ClientCore
-    /// Each open stream's request, which also gathers the answer.
-    private var streams: [Int32: PendingRequest] = [:]
+    /// Each open stream's exchange, which also reads the answer.
+    private var streams: [Int32: HTTP2Exchange] = [:]
     /// The stream whose answer is being read: its header fields arrive one after
     /// the other.
-    private var lastStream: (id: Int32, pending: PendingRequest)?
-    private let scheme: String
-    private let authority: String
+    private var lastStream: (id: Int32, pending: HTTP2Exchange)?
+    /// Where requests write their header fields, `:scheme` and `:authority` in place.
+    private let head: HTTP2RequestHead
     private var ready = false
     private var goawayLastStreamID: Int32?
     private var housekeeping: UInt64?
@@ -21,8 +21,9 @@ final class ClientConnection: H2Connection {
 
     init(core: ClientCore, transport: Transport) {
         self.core = core
-        self.scheme = transport.isTLS ? "https" : "http"
-        self.authority = core.configuration.port == 443 ? core.configuration.host : "\(core.configuration.host):\(core.configuration.port)"
+        let authority = core.configuration.port == 443 ? core.configuration.host : "\(core.configuration.host):\(core.configuration.port)"
+        self.head = HTTP2RequestHead(
+            scheme: transport.isTLS ? "https" : "http", authority: authority, unindexed: core.configuration.uniqueValueHeaders)
         super.init(loop: core.loop, transport: transport, phase: .connecting, inputSlice: 16_384)
     }
 
@@ -63,24 +64,38 @@ final class ClientConnection: H2Connection {
         core.connectionReady(self)
     }
 
-    func submit(_ pending: PendingRequest) {
+    func submit(_ exchange: HTTP2Exchange) {
         guard let session else { return }
-        let request = pending.request
-        let streamID = withBodyProvider(pending) { provider in
-            withNameValues(
-                (":method", request.method), (":scheme", scheme), (":authority", authority), (":path", request.path),
-                headers: request.headers, unindexed: core.configuration.uniqueValueHeaders
-            ) { nva, count in
+        head.reset()
+        exchange.writeHead(head)
+        let streamID = head.withNameValues { nva, count in
+            withBody(of: exchange) { provider in
                 nghttp2_submit_request(session, nil, nva, count, provider, nil)
             }
         }
         guard streamID > 0 else {
-            pending.complete(.failure(HTTP2Error(.requestRejected, String(cString: nghttp2_strerror(streamID)))))
+            exchange.finish(.failure(HTTP2Error(.requestRejected, String(cString: nghttp2_strerror(streamID)))))
             return
         }
         streamsQueued += 1
-        pending.beginAttempt()
-        streams[streamID] = pending
+        exchange.status = 0
+        exchange.attemptStarted()
+        streams[streamID] = exchange
+    }
+
+    /// A data provider that reads `exchange`'s body from its start (none for an
+    /// empty body), for the submit call `submit` makes; the stream keeps the
+    /// exchange until it closes.
+    private func withBody<R>(of exchange: HTTP2Exchange, _ submit: (UnsafePointer<nghttp2_data_provider>?) -> R) -> R {
+        guard !exchange.body.isEmpty else { return submit(nil) }
+        exchange.bodyOffset = 0
+        var provider = nghttp2_data_provider()
+        provider.source.ptr = Unmanaged.passUnretained(exchange).toOpaque()
+        provider.read_callback = { _, _, buffer, length, flags, source, _ in
+            let exchange = Unmanaged<HTTP2Exchange>.fromOpaque(source!.pointee.ptr).takeUnretainedValue()
+            return readBody(exchange.body, from: &exchange.bodyOffset, into: buffer, length: length, flags: flags)
+        }
+        return withUnsafePointer(to: &provider) { submit($0) }
     }
 
     override func inputSliceProcessed() {
@@ -90,8 +105,10 @@ final class ClientConnection: H2Connection {
 
     func cancel(id: UInt64) {
         // Rare: a scan instead of an index kept for every request.
-        guard let (streamID, pending) = streams.first(where: { $0.value.id == id }), let session else { return }
-        pending.complete(.failure(CancellationError()))
+        guard let (streamID, pending) = streams.first(where: { $0.value.id == id && $0.value.inFlight }), let session else { return }
+        streams[streamID] = nil
+        if lastStream?.id == streamID { lastStream = nil }
+        pending.finish(.failure(CancellationError()))
         nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), streamID, NGHTTP2_CANCEL.rawValue)
         flush()
     }
@@ -106,7 +123,7 @@ final class ClientConnection: H2Connection {
         flush()
     }
 
-    private func pending(_ streamID: Int32) -> PendingRequest? {
+    private func pending(_ streamID: Int32) -> HTTP2Exchange? {
         if let last = lastStream, last.id == streamID { return last.pending }
         guard let pending = streams[streamID] else { return nil }
         lastStream = (streamID, pending)
@@ -119,12 +136,12 @@ final class ClientConnection: H2Connection {
             if HeaderBytes.equals(name, ":status") { pending.status = HeaderBytes.smallInteger(value) ?? 0 }
             return true
         }
-        pending.answerHeaders.append((HeaderBytes.text(name), HeaderBytes.text(value)))
+        pending.answerField(name: name, value: value)
         return true
     }
 
     override func data(streamID: Int32, bytes: UnsafeRawBufferPointer) {
-        pending(streamID)?.answerBody.append(contentsOf: bytes)
+        pending(streamID)?.answerData(bytes)
     }
 
     override func frameReceived(_ frame: UnsafePointer<nghttp2_frame>) {
@@ -154,18 +171,16 @@ final class ClientConnection: H2Connection {
 
     override func streamClosed(streamID: Int32, errorCode: UInt32) {
         if lastStream?.id == streamID { lastStream = nil }
-        guard let pending = streams.removeValue(forKey: streamID) else { return }
-        let answer = pending.endAttempt()
-        if pending.isComplete { return }
-        if errorCode == NGHTTP2_NO_ERROR.rawValue && answer.status > 0 {
+        guard let pending = streams.removeValue(forKey: streamID), pending.inFlight else { return }
+        if errorCode == NGHTTP2_NO_ERROR.rawValue && pending.status > 0 {
             core.statistics.responses += 1
             loop.answering = core
-            pending.complete(.success(answer))
+            pending.finish(.success(pending.status))
             loop.answering = nil
         } else if errorCode == NGHTTP2_REFUSED_STREAM.rawValue || isAboveGoaway(streamID) {
             core.requeue(pending)
         } else {
-            pending.complete(.failure(HTTP2Error(.streamReset, "the server reset the stream", errorCode: errorCode)))
+            pending.finish(.failure(HTTP2Error(.streamReset, "the server reset the stream", errorCode: errorCode)))
         }
         // Once per round of events, however many streams closed in it.
         core.scheduleDrain()
@@ -181,12 +196,11 @@ final class ClientConnection: H2Connection {
         let open = streams
         streams.removeAll()
         lastStream = nil
-        for (streamID, pending) in open.sorted(by: { $0.key > $1.key }) where !pending.isComplete {
-            _ = pending.endAttempt()
+        for (streamID, pending) in open.sorted(by: { $0.key > $1.key }) where pending.inFlight {
             if isAboveGoaway(streamID) {
                 core.requeue(pending)
             } else {
-                pending.complete(.failure(error ?? HTTP2Error(.connectionLost, "the connection closed with the request in flight")))
+                pending.finish(.failure(error ?? HTTP2Error(.connectionLost, "the connection closed with the request in flight")))
             }
         }
         core.connectionClosed(self, error: error, wasReady: ready)

@@ -2,13 +2,28 @@ internal import CNGHTTP2
 import Foundation
 import Glibc
 
-/// Bytes to send on a stream, read by nghttp2 as flow control allows. A client's
-/// pending request is its own body source, so that a push costs no extra object.
-class BodySource {
+/// A server's answer body, read by nghttp2 as flow control allows. (A client's
+/// request is read from its `HTTP2Exchange`.)
+final class BodySource {
     let data: Data
     var offset = 0
 
     init(_ data: Data) { self.data = data }
+}
+
+/// Copies what fits of `data` from `offset` into nghttp2's `buffer` of `length`
+/// bytes, moves `offset` on, and flags the end: the body of every data provider.
+func readBody(
+    _ data: Data, from offset: inout Int, into buffer: UnsafeMutablePointer<UInt8>?, length: Int,
+    flags: UnsafeMutablePointer<UInt32>?
+) -> Int {
+    let count = min(length, data.count - offset)
+    data.withUnsafeBytes { raw in
+        buffer!.update(from: raw.baseAddress!.assumingMemoryBound(to: UInt8.self) + offset, count: count)
+    }
+    offset += count
+    if offset == data.count { flags!.pointee |= UInt32(NGHTTP2_DATA_FLAG_EOF.rawValue) }
+    return count
 }
 
 /// One HTTP/2 connection: a socket (plain or TLS), an nghttp2 session, and the
@@ -135,13 +150,7 @@ class H2Connection: EventHandler {
         provider.source.ptr = Unmanaged.passUnretained(source).toOpaque()
         provider.read_callback = { _, _, buffer, length, flags, source, _ in
             let body = Unmanaged<BodySource>.fromOpaque(source!.pointee.ptr).takeUnretainedValue()
-            let count = min(length, body.data.count - body.offset)
-            body.data.withUnsafeBytes { raw in
-                buffer!.update(from: raw.baseAddress!.assumingMemoryBound(to: UInt8.self) + body.offset, count: count)
-            }
-            body.offset += count
-            if body.offset == body.data.count { flags!.pointee |= UInt32(NGHTTP2_DATA_FLAG_EOF.rawValue) }
-            return count
+            return readBody(body.data, from: &body.offset, into: buffer, length: length, flags: flags)
         }
         return withUnsafePointer(to: &provider) { submit($0) }
     }

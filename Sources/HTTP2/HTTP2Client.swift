@@ -116,7 +116,8 @@ public final class HTTP2Client: Sendable {
         let core = self.core
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
-                let pending = PendingRequest(id: id, request: request) { continuation.resume(with: $0) }
+                let pending = PendingRequest(request: request) { continuation.resume(with: $0) }
+                pending.prepare(id: id)
                 loop.execute { core.enqueue(pending) }
             }
         } onCancel: {
@@ -128,14 +129,21 @@ public final class HTTP2Client: Sendable {
     /// failure, on the client's event-loop thread (keep it short). For callers that
     /// keep many requests in flight without a task each.
     public func send(_ request: HTTP2Request, completion: @escaping @Sendable (Result<HTTP2Response, any Error>) -> Void) {
-        let pending = PendingRequest(id: nextID.wrappingAdd(1, ordering: .relaxed).oldValue, request: request, completion: completion)
+        send(PendingRequest(request: request, completion: completion))
+    }
+
+    /// Sends `exchange`, which writes its own request and reads its own answer (see
+    /// `HTTP2Exchange`); its `completed` is called on the client's event-loop thread.
+    /// It must not be in flight already.
+    public func send(_ exchange: HTTP2Exchange) {
+        exchange.prepare(id: nextID.wrappingAdd(1, ordering: .relaxed).oldValue)
         let core = self.core
         if loop.inLoop {
             // Sent from a completion on this client's own thread: queued at once, so
             // that it can leave with the next slice of answers read.
-            core.enqueue(pending)
+            core.enqueue(exchange)
         } else {
-            loop.execute { core.enqueue(pending) }
+            loop.execute { core.enqueue(exchange) }
         }
     }
 
@@ -173,55 +181,45 @@ public final class HTTP2Client: Sendable {
     }
 }
 
-/// A request waiting for, or using, a stream; on a stream it also gathers the
-/// answer.
-/// `@unchecked Sendable`: created on the caller's thread, then handed to the loop
-/// thread once and used only there.
-final class PendingRequest: BodySource, @unchecked Sendable {
-    let id: UInt64
+/// A request sent with `HTTP2Client.send(_:completion:)`: an exchange that writes
+/// an `HTTP2Request` and gathers the answer into an `HTTP2Response`.
+final class PendingRequest: HTTP2Exchange, @unchecked Sendable {
     let request: HTTP2Request
-    private var completion: (@Sendable (Result<HTTP2Response, any Error>) -> Void)?
-    var enqueuedAt = monotonicNanoseconds()
-    var refusals = 0
+    private let completion: @Sendable (Result<HTTP2Response, any Error>) -> Void
+    /// The answer's header fields so far.
+    private var answerHeaders: [(name: String, value: String)] = []
+    /// The answer's body so far.
+    private var answerBody = Data()
 
-    init(id: UInt64, request: HTTP2Request, completion: @escaping @Sendable (Result<HTTP2Response, any Error>) -> Void) {
-        self.id = id
+    init(request: HTTP2Request, completion: @escaping @Sendable (Result<HTTP2Response, any Error>) -> Void) {
         self.request = request
         self.completion = completion
-        super.init(request.body)
+        super.init(body: request.body)
     }
 
-    var isComplete: Bool { completion == nil }
-
-    // While on a stream: the answer being read (the body is sent from `data`).
-
-    /// The answer's `:status`, 0 until it arrives.
-    var status = 0
-    /// The answer's header fields so far.
-    var answerHeaders: [(name: String, value: String)] = []
-    /// The answer's body so far.
-    var answerBody = Data()
-
-    /// The request goes out on a stream (again, after a refusal).
-    func beginAttempt() {
-        status = 0
-        answerHeaders = []
-        answerHeaders.reserveCapacity(3)
-        answerBody = Data()
+    override func writeHead(_ head: HTTP2RequestHead) {
+        if request.method != "POST" { head.method(request.method) }
+        head.path(request.path)
+        for index in request.headers.indices { head.field(request.headers[index].name, request.headers[index].value) }
     }
 
-    /// The stream ended: answers what arrived and lets go of the stream's parts.
-    func endAttempt() -> HTTP2Response {
-        let answer = HTTP2Response(status: status, headers: answerHeaders, body: answerBody)
+    override func attemptStarted() {
         answerHeaders = []
         answerBody = Data()
-        return answer
     }
 
-    /// Delivers the outcome, once.
-    func complete(_ result: Result<HTTP2Response, any Error>) {
-        guard let completion else { return }
-        self.completion = nil
+    override func answerField(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
+        answerHeaders.append((HeaderBytes.text(name), HeaderBytes.text(value)))
+    }
+
+    override func answerData(_ bytes: UnsafeRawBufferPointer) {
+        answerBody.append(contentsOf: bytes)
+    }
+
+    override func completed(_ outcome: Result<Int, any Error>) {
+        let result = outcome.map { status in HTTP2Response(status: status, headers: answerHeaders, body: answerBody) }
+        answerHeaders = []
+        answerBody = Data()
         completion(result)
     }
 }
@@ -235,7 +233,7 @@ final class ClientCore: @unchecked Sendable {
     let tls: TLSContext?
     private var queue = RequestQueue()
     /// Requests handed back since the last `drain`, in no particular order.
-    private var refused: [PendingRequest] = []
+    private var refused: [HTTP2Exchange] = []
     private var current: ClientConnection?
     private var draining: [ObjectIdentifier: ClientConnection] = [:]
     private var connecting = false
@@ -250,9 +248,9 @@ final class ClientCore: @unchecked Sendable {
         self.tls = tls
     }
 
-    func enqueue(_ pending: PendingRequest) {
+    func enqueue(_ pending: HTTP2Exchange) {
         guard !shuttingDown else {
-            pending.complete(.failure(HTTP2Error(.shutDown, "the client is shutting down")))
+            pending.finish(.failure(HTTP2Error(.shutDown, "the client is shutting down")))
             return
         }
         queue.append(pending)
@@ -274,10 +272,10 @@ final class ClientCore: @unchecked Sendable {
 
     /// Puts a request the server never processed back at the head of the queue, in
     /// the order the requests were first sent (see `drain`).
-    func requeue(_ pending: PendingRequest) {
+    func requeue(_ pending: HTTP2Exchange) {
         pending.refusals += 1
         guard pending.refusals <= configuration.maxRefusedRetries, !shuttingDown else {
-            pending.complete(.failure(HTTP2Error(.streamReset, "the server refused the request \(pending.refusals) times", errorCode: 7)))
+            pending.finish(.failure(HTTP2Error(.streamReset, "the server refused the request \(pending.refusals) times", errorCode: 7)))
             return
         }
         statistics.requestsRetried += 1
@@ -286,7 +284,7 @@ final class ClientCore: @unchecked Sendable {
 
     func cancel(_ id: UInt64) {
         if let pending = queue.remove(id: id) {
-            pending.complete(.failure(CancellationError()))
+            pending.finish(.failure(CancellationError()))
             return
         }
         current?.cancel(id: id)
@@ -306,7 +304,7 @@ final class ClientCore: @unchecked Sendable {
         if let connection = current, connection.isUsable {
             var submitted = false
             while connection.hasCapacity, let pending = queue.popFirst() {
-                if pending.isComplete { continue }
+                if !pending.inFlight { continue }
                 connection.submit(pending)
                 submitted = true
             }
@@ -377,7 +375,7 @@ final class ClientCore: @unchecked Sendable {
         let limit = UInt64(configuration.connectTimeout.components.seconds) * 1_000_000_000
             + UInt64(configuration.connectTimeout.components.attoseconds / 1_000_000_000)
         for pending in queue.removeAll(where: { now - $0.enqueuedAt >= limit }) {
-            pending.complete(.failure(error))
+            pending.finish(.failure(error))
         }
         guard !queue.isEmpty, !shuttingDown else { return }
         let base = Double(configuration.reconnectBackoff.components.attoseconds) / 1e18
@@ -426,10 +424,10 @@ final class ClientCore: @unchecked Sendable {
         if let retryTimer { loop.cancelTimer(retryTimer) }
         retryTimer = nil
         while let pending = queue.popFirst() {
-            pending.complete(.failure(HTTP2Error(.shutDown, reason)))
+            pending.finish(.failure(HTTP2Error(.shutDown, reason)))
         }
         for pending in refused {
-            pending.complete(.failure(HTTP2Error(.shutDown, reason)))
+            pending.finish(.failure(HTTP2Error(.shutDown, reason)))
         }
         refused.removeAll()
     }
@@ -444,18 +442,18 @@ final class ClientCore: @unchecked Sendable {
 /// A FIFO of pending requests that also supports removal by id and pushing to the
 /// front (for requests a GOAWAY handed back).
 struct RequestQueue {
-    private var items: [PendingRequest?] = []
+    private var items: [HTTP2Exchange?] = []
     private var head = 0
     private var count = 0
 
     var isEmpty: Bool { count == 0 }
 
-    mutating func append(_ pending: PendingRequest) {
+    mutating func append(_ pending: HTTP2Exchange) {
         items.append(pending)
         count += 1
     }
 
-    mutating func prepend(_ pending: PendingRequest) {
+    mutating func prepend(_ pending: HTTP2Exchange) {
         if head > 0 {
             head -= 1
             items[head] = pending
@@ -465,7 +463,7 @@ struct RequestQueue {
         count += 1
     }
 
-    mutating func popFirst() -> PendingRequest? {
+    mutating func popFirst() -> HTTP2Exchange? {
         while head < items.count {
             let item = items[head]
             items[head] = nil
@@ -480,7 +478,7 @@ struct RequestQueue {
         return nil
     }
 
-    mutating func remove(id: UInt64) -> PendingRequest? {
+    mutating func remove(id: UInt64) -> HTTP2Exchange? {
         guard let index = items[head...].firstIndex(where: { $0?.id == id }) else { return nil }
         let item = items[index]
         items[index] = nil
@@ -488,8 +486,8 @@ struct RequestQueue {
         return item
     }
 
-    mutating func removeAll(where predicate: (PendingRequest) -> Bool) -> [PendingRequest] {
-        var removed: [PendingRequest] = []
+    mutating func removeAll(where predicate: (HTTP2Exchange) -> Bool) -> [HTTP2Exchange] {
+        var removed: [HTTP2Exchange] = []
         for index in head..<items.count {
             if let item = items[index], predicate(item) {
                 removed.append(item)

@@ -1,6 +1,7 @@
 import APNs
 import APNsSimulator
 import Foundation
+import HTTP2
 import IsletCore
 import IsletCrypto
 import Synchronization
@@ -67,6 +68,62 @@ struct APNsClientTests {
         #expect(result.response?.uniqueID != nil)
         #expect(rig.simulator.engine.pushes().map(\.answer.apnsID) == [request.apnsID])
         await rig.stop()
+    }
+
+    @Test func everyFieldOfTheRequestReachesAPNs() async throws {
+        let rig = try Rig()
+        let token = String(repeating: "cd", count: 32)
+        let expiration = Int64(Date().timeIntervalSince1970) + 3_600
+        let request = APNsRequest(
+            deviceToken: token, topic: "com.example.app", pushType: .alert, priority: .powerConsidered,
+            expiration: expiration, collapseID: "order-42", payload: Data(#"{"aps":{"alert":{"title":"A","body":"B"}}}"#.utf8))
+        #expect(await rig.send(request).disposition == .delivered)
+        let plain = rig.alert()
+        #expect(await rig.send(plain).disposition == .delivered)
+        let records = rig.simulator.engine.pushes()
+        #expect(records.count == 2)
+        let full = try #require(records.first)
+        #expect(full.method == "POST")
+        #expect(full.path == "/3/device/" + token)
+        #expect(full.headers["apns-topic"] == "com.example.app")
+        #expect(full.headers["apns-push-type"] == "alert")
+        #expect(full.headers["apns-priority"] == "5")
+        #expect(full.headers["apns-expiration"] == String(expiration))
+        #expect(full.headers["apns-collapse-id"] == "order-42")
+        #expect(full.headers["apns-id"] == request.apnsID)
+        #expect(full.headers["authorization"]?.hasPrefix("bearer ") == true)
+        #expect(full.payload == (try JSONValue(parsing: request.payload)))
+        // Optional fields left out are not sent, and nothing of the first request
+        // stays in the connection's buffer.
+        let second = try #require(records.last)
+        #expect(second.headers["apns-priority"] == "10")
+        #expect(second.headers["apns-expiration"] == nil)
+        #expect(second.headers["apns-collapse-id"] == nil)
+        #expect(second.headers["apns-id"] == plain.apnsID)
+        #expect(second.path == "/3/device/" + String(repeating: "ab", count: 32))
+        await rig.stop()
+    }
+
+    @Test func theAnswerIsReadAsAPNsSentIt() async throws {
+        // A plain HTTP/2 server stands in for APNs: it answers with ids of its own,
+        // which the response must carry rather than the request's.
+        let server = try HTTP2Server(configuration: HTTP2ServerConfiguration(), delegate: GoneAnswer())
+        try server.start()
+        var configuration = APNsClientConfiguration()
+        configuration.sandboxURL = URL(string: "http://127.0.0.1:\(server.port)")!
+        let client = APNsClient(configuration: configuration)
+        let key = APNsSigningKey(keyID: "KID0000001", teamID: "TEAM000001", key: try P256.SigningKey.generate())
+        let request = APNsRequest(deviceToken: String(repeating: "ab", count: 32), topic: "com.example.app", pushType: .alert, payload: Data("{}".utf8))
+        let result = await client.send(request, key: key, environment: .sandbox)
+        #expect(result.disposition == .tokenDead(since: Date(timeIntervalSince1970: 1_700_000_000)))
+        #expect(result.apnsID == request.apnsID)
+        #expect(result.response?.status == 410)
+        #expect(result.response?.apnsID == GoneAnswer.apnsID)
+        #expect(result.response?.uniqueID == GoneAnswer.uniqueID)
+        #expect(result.response?.reason == .unregistered)
+        #expect(result.response?.timestamp == Date(timeIntervalSince1970: 1_700_000_000))
+        await client.shutdown()
+        await server.shutdown()
     }
 
     @Test func passingFaultsAreRetriedWithTheSameApnsID() async throws {
@@ -421,5 +478,17 @@ struct ProviderTokenTests {
         #expect(manager.tokenExpired(first))
         #expect(try manager.currentToken() != first)
         #expect(manager.tokensMinted == 2)
+    }
+}
+
+/// Answers every push 410 Unregistered, with an `apns-id` and `apns-unique-id` of its own.
+final class GoneAnswer: HTTP2ServerDelegate {
+    static let apnsID = "00000000-0000-4000-8000-00000000aaaa"
+    static let uniqueID = "11111111-0000-4000-8000-00000000bbbb"
+
+    func handle(_ request: HTTP2ServerRequest, on connection: HTTP2ServerConnectionContext) -> HTTP2ServerReply {
+        HTTP2ServerReply(HTTP2Response(
+            status: 410, headers: [("apns-id", Self.apnsID), ("apns-unique-id", Self.uniqueID)],
+            body: Data(#"{"reason":"Unregistered","timestamp":1700000000000}"#.utf8)))
     }
 }

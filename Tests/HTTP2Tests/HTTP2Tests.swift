@@ -384,6 +384,74 @@ struct HTTP2Tests {
         #expect(HTTP2HeaderFields().first("apns-id") == nil)
     }
 
+    @Test func anExchangeWritesItsOwnFieldsAndReadsTheAnswerAsBytes() async throws {
+        let server = try makeServer(delegate: FieldEcho())
+        let client = try makeClient(port: server.port)
+        let long = String(repeating: "v", count: 3_000)  // past the head's first buffer
+        let exchange = RecordingExchange(body: Data("payload".utf8)) { head in
+            head.path("/3/device/", "abc123")
+            head.field("x-id", "5e1a7c2d-0000-4000-8000-000000000001", neverIndexed: true)
+            head.field("x-priority", 10)
+            head.field("x-lowest", Int.min)
+            head.field("x-zero", 0)
+            head.field("x-long", long)
+            head.field("x-utf8", "café ☕")
+        }
+        let first = await exchange.send(on: client)
+        #expect(try first.status.get() == 200)
+        let echoed = Dictionary(first.fields, uniquingKeysWith: { a, _ in a })
+        #expect(echoed["x-method"] == "POST")
+        #expect(echoed["x-path"] == "/3/device/abc123")
+        #expect(echoed["echo-x-id"] == "5e1a7c2d-0000-4000-8000-000000000001")
+        #expect(echoed["echo-x-priority"] == "10")
+        #expect(echoed["echo-x-lowest"] == "-9223372036854775808")
+        #expect(echoed["echo-x-zero"] == "0")
+        #expect(echoed["echo-x-long"] == long)
+        #expect(echoed["echo-x-utf8"] == "café ☕")
+        #expect(first.body == Data("payload".utf8))
+        // Completed, it can go again: a new stream, the body read from its start,
+        // and nothing of the first answer left over.
+        let second = await exchange.send(on: client)
+        #expect(try second.status.get() == 200)
+        #expect(second.fields.map(\.name) == first.fields.map(\.name))
+        #expect(second.body == Data("payload".utf8))
+        #expect(exchange.starts == 2)
+        await client.shutdown()
+        await server.shutdown()
+    }
+
+    @Test func anExchangeWithoutMethodOrPathIsAPostToTheRoot() async throws {
+        let server = try makeServer(tls: false, delegate: FieldEcho())
+        let client = try makeClient(port: server.port, tls: false)
+        let bare = await RecordingExchange { _ in }.send(on: client)
+        #expect(bare.fields.first { $0.name == "x-method" }?.value == "POST")
+        #expect(bare.fields.first { $0.name == "x-path" }?.value == "/")
+        #expect(bare.body.isEmpty)
+        let get = await RecordingExchange { head in
+            head.field("x-first", "1")
+            head.method("GET")
+            head.path("/items?page=2")
+        }.send(on: client)
+        #expect(get.fields.first { $0.name == "x-method" }?.value == "GET")
+        #expect(get.fields.first { $0.name == "x-path" }?.value == "/items?page=2")
+        #expect(get.fields.first { $0.name == "echo-x-first" }?.value == "1")
+        await client.shutdown()
+        await server.shutdown()
+    }
+
+    @Test func anExchangeThatCannotConnectCompletesWithTheFailure() async throws {
+        let probe = try makeServer(tls: false)
+        let port = probe.port
+        await probe.shutdown()
+        let client = try makeClient(port: port) { $0.connectTimeout = .milliseconds(200) }
+        let exchange = RecordingExchange { head in head.path("/x") }
+        let answer = await exchange.send(on: client)
+        #expect(throws: HTTP2Error.self) { try answer.status.get() }
+        #expect((try? answer.status.get()) == nil)
+        #expect(exchange.starts == 0)
+        await client.shutdown()
+    }
+
     @Test func libraryVersion() {
         let parts = HTTP2Library.version.split(separator: ".")
         #expect(parts.count == 3)
@@ -406,5 +474,66 @@ final class WriteCounter: HTTP2ServerDelegate {
         }
         largestRun.store(max(largestRun.load(ordering: .relaxed), run), ordering: .relaxed)
         return HTTP2ServerReply(HTTP2Response(status: 200))
+    }
+}
+
+/// Answers 200 with every regular field of the request as `echo-<name>`, the
+/// request's `:method` and `:path` as `x-method` and `x-path`, and its body.
+final class FieldEcho: HTTP2ServerDelegate {
+    func handle(_ request: HTTP2ServerRequest, on connection: HTTP2ServerConnectionContext) -> HTTP2ServerReply {
+        var headers: [(name: String, value: String)] = [("x-method", request.method), ("x-path", request.path)]
+        for (name, value) in request.headers { headers.append(("echo-\(name)", value)) }
+        return HTTP2ServerReply(HTTP2Response(status: 200, headers: headers, body: request.body))
+    }
+}
+
+/// An exchange that writes what `write` says and gathers the answer's fields and
+/// body as text, for tests of `HTTP2Exchange`.
+final class RecordingExchange: HTTP2Exchange, @unchecked Sendable {
+    struct Answer: Sendable {
+        var status: Result<Int, any Error>
+        var fields: [(name: String, value: String)]
+        var body: Data
+    }
+
+    private let write: @Sendable (HTTP2RequestHead) -> Void
+    private var fields: [(name: String, value: String)] = []
+    private var answerBody = Data()
+    private var done: CheckedContinuation<Answer, Never>?
+    /// Streams the exchange went out on.
+    private(set) var starts = 0
+
+    init(body: Data = Data(), write: @escaping @Sendable (HTTP2RequestHead) -> Void) {
+        self.write = write
+        super.init(body: body)
+    }
+
+    func send(on client: HTTP2Client) async -> Answer {
+        await withCheckedContinuation { continuation in
+            done = continuation
+            client.send(self)
+        }
+    }
+
+    override func writeHead(_ head: HTTP2RequestHead) { write(head) }
+
+    override func attemptStarted() {
+        starts += 1
+        fields = []
+        answerBody = Data()
+    }
+
+    override func answerField(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
+        fields.append((String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self)))
+    }
+
+    override func answerData(_ bytes: UnsafeRawBufferPointer) {
+        answerBody.append(contentsOf: bytes)
+    }
+
+    override func completed(_ outcome: Result<Int, any Error>) {
+        let continuation = done
+        done = nil
+        continuation?.resume(returning: Answer(status: outcome, fields: fields, body: answerBody))
     }
 }
