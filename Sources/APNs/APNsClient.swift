@@ -32,6 +32,9 @@ public struct APNsClientConfiguration: Sendable {
     public var breakerOpenDuration: TimeInterval = 10
     /// Keep-alive PING interval.
     public var pingInterval: Duration = .seconds(60)
+    /// How long an attempt waits for a connection (reconnecting with backoff
+    /// meanwhile) before it fails as a transport failure and is retried.
+    public var connectTimeout: Duration = .seconds(10)
     /// Provider tokens are replaced after this long (APNs allows an hour).
     public var providerTokenMaximumAge: TimeInterval = 55 * 60
 
@@ -154,6 +157,7 @@ public final class APNsClient: Sendable {
                     host: host, port: port,
                     tls: url.scheme == "https" ? TLSClientConfiguration(trustRootsPEM: configuration.trustRootsPEM) : nil)
                 http2.pingInterval = configuration.pingInterval
+                http2.connectTimeout = configuration.connectTimeout
                 do {
                     clients.append(try HTTP2Client(configuration: http2, thread: threads[index % threads.count]))
                 } catch {

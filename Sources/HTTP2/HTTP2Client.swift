@@ -44,6 +44,8 @@ public struct HTTP2ClientConfiguration: Sendable {
 
 /// Counters a client keeps, for tests and metrics.
 public struct HTTP2ClientStatistics: Sendable, Equatable {
+    /// Connections attempted, established or not.
+    public var connectAttempts = 0
     /// Connections established.
     public var connectionsOpened = 0
     /// GOAWAY frames received.
@@ -317,6 +319,7 @@ final class ClientCore: @unchecked Sendable {
     private func connect() {
         guard !connecting, retryTimer == nil, !shuttingDown else { return }
         connecting = true
+        statistics.connectAttempts += 1
         do {
             let addresses = try resolve(host: configuration.host, port: configuration.port)
             let fd = try startConnect(family: addresses[0].family, address: addresses[0].address)
@@ -370,13 +373,7 @@ final class ClientCore: @unchecked Sendable {
 
     private func connectFailed(_ error: HTTP2Error) {
         failedAttempts += 1
-        // Requests that have waited past the connect timeout fail with the cause.
-        let now = monotonicNanoseconds()
-        let limit = UInt64(configuration.connectTimeout.components.seconds) * 1_000_000_000
-            + UInt64(configuration.connectTimeout.components.attoseconds / 1_000_000_000)
-        for pending in queue.removeAll(where: { now - $0.enqueuedAt >= limit }) {
-            pending.finish(.failure(error))
-        }
+        failExpired(error)
         guard !queue.isEmpty, !shuttingDown else { return }
         let base = Double(configuration.reconnectBackoff.components.attoseconds) / 1e18
             + Double(configuration.reconnectBackoff.components.seconds)
@@ -387,6 +384,38 @@ final class ClientCore: @unchecked Sendable {
         retryTimer = loop.schedule(after: .milliseconds(Int(delay * 1000))) { [self] in
             retryTimer = nil
             drain()
+        }
+        scheduleExpiry(error)
+    }
+
+    private var connectTimeoutNanoseconds: UInt64 {
+        UInt64(configuration.connectTimeout.components.seconds) * 1_000_000_000
+            + UInt64(configuration.connectTimeout.components.attoseconds / 1_000_000_000)
+    }
+
+    /// Fails, with the cause, the requests that have waited for a connection past
+    /// the connect timeout.
+    private func failExpired(_ error: HTTP2Error) {
+        let now = monotonicNanoseconds()
+        let limit = connectTimeoutNanoseconds
+        for pending in queue.removeAll(where: { now - $0.enqueuedAt >= limit }) {
+            pending.finish(.failure(error))
+        }
+    }
+
+    private var expiryTimer: UInt64?
+
+    /// While the client waits to reconnect (a backoff may outlast the connect
+    /// timeout), fails each waiting request when its connect timeout runs out.
+    private func scheduleExpiry(_ error: HTTP2Error) {
+        guard expiryTimer == nil, let oldest = queue.oldestEnqueuedAt else { return }
+        let due = oldest + connectTimeoutNanoseconds
+        let now = monotonicNanoseconds()
+        expiryTimer = loop.schedule(after: .nanoseconds(Int64(due > now ? due - now : 0))) { [self] in
+            expiryTimer = nil
+            guard retryTimer != nil else { return }  // connecting again, or connected
+            failExpired(error)
+            scheduleExpiry(error)
         }
     }
 
@@ -423,6 +452,8 @@ final class ClientCore: @unchecked Sendable {
         shuttingDown = true
         if let retryTimer { loop.cancelTimer(retryTimer) }
         retryTimer = nil
+        if let expiryTimer { loop.cancelTimer(expiryTimer) }
+        expiryTimer = nil
         while let pending = queue.popFirst() {
             pending.finish(.failure(HTTP2Error(.shutDown, reason)))
         }
@@ -447,6 +478,11 @@ struct RequestQueue {
     private var count = 0
 
     var isEmpty: Bool { count == 0 }
+
+    /// The earliest `enqueuedAt` of the requests queued.
+    var oldestEnqueuedAt: UInt64? {
+        items[head...].lazy.compactMap { $0?.enqueuedAt }.min()
+    }
 
     mutating func append(_ pending: HTTP2Exchange) {
         items.append(pending)

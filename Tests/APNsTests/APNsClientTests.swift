@@ -149,6 +149,51 @@ struct APNsClientTests {
         await rig.stop()
     }
 
+    @Test func theRetryDeadlineEndsRetriesBeforeTheAttemptLimit() async throws {
+        let rig = try Rig(
+            simulator: { $0.engine.faultInjection = try FaultInjection(failRate: 1, status: 503) },
+            client: { $0.maxAttempts = 5; $0.retryDeadline = 0; $0.breakerThreshold = 100 })
+        let result = await rig.send(rig.alert())
+        #expect(result.disposition == .retry)
+        #expect(result.attempts == 1)
+        #expect(rig.simulator.engine.pushes().count == 1)
+        await rig.stop()
+    }
+
+    @Test func connectionFailuresAreRetriedAndCountAgainstTheHost() async throws {
+        // Nothing listens on the port: every attempt is a transport failure.
+        let probe = try HTTP2Server(configuration: HTTP2ServerConfiguration(), delegate: GoneAnswer())
+        try probe.start()
+        let port = probe.port
+        await probe.shutdown()
+        var configuration = APNsClientConfiguration()
+        configuration.sandboxURL = URL(string: "http://127.0.0.1:\(port)")!
+        configuration.connectTimeout = .milliseconds(50)
+        configuration.backoffBase = 0.005
+        configuration.maxAttempts = 3
+        configuration.breakerThreshold = 5
+        configuration.retryDeadline = 5
+        let clock = ManualWallClock(start: Date())
+        let client = APNsClient(configuration: configuration, clock: clock)
+        let key = APNsSigningKey(keyID: "KID0000001", teamID: "TEAM000001", key: try P256.SigningKey.generate())
+        let request = APNsRequest(deviceToken: String(repeating: "ab", count: 32), topic: "com.example.app", pushType: .alert, payload: Data("{}".utf8))
+        let first = await client.send(request, key: key, environment: .sandbox)
+        #expect(first.disposition == .retry)
+        #expect(first.attempts == 3)
+        #expect(first.error?.code == .transport)
+        #expect(first.response == nil)
+        // Three failures so far; the next two open the breaker, and then the host
+        // is left alone for the pause, longer than the deadline.
+        let second = await client.send(request, key: key, environment: .sandbox)
+        #expect(second.attempts == 2)
+        #expect(second.error?.code == .circuitOpen)
+        #expect(client.breaker(for: "127.0.0.1:\(port)").openings == 1)
+        let third = await client.send(request, key: key, environment: .sandbox)
+        #expect(third.attempts == 0)
+        #expect(third.error?.code == .circuitOpen)
+        await client.shutdown()
+    }
+
     @Test func tooManyRequestsIsRetryLaterWithoutRetrying() async throws {
         let rig = try Rig(simulator: { $0.engine.faultInjection = try FaultInjection(failRate: 1, status: 429) })
         let result = await rig.send(rig.alert())

@@ -178,6 +178,41 @@ struct HTTP2Tests {
         await client.shutdown()
     }
 
+    @Test func aWaitingRequestFailsAtItsConnectTimeoutWhateverTheReconnectBackoff() async throws {
+        let probe = try makeServer(tls: false)
+        let port = probe.port
+        await probe.shutdown()
+        let client = try makeClient(port: port, tls: false) {
+            $0.connectTimeout = .milliseconds(100)
+            // A backoff far past the timeout: the request must not wait for it.
+            $0.reconnectBackoff = .seconds(3_600)
+            $0.reconnectBackoffMax = .seconds(3_600)
+        }
+        let outcome = await withTaskGroup(of: String.self) { group in
+            group.addTask {
+                do {
+                    _ = try await client.send(HTTP2Request(path: "/x"))
+                    return "answered"
+                } catch let error as HTTP2Error {
+                    return "\(error.code)"
+                } catch {
+                    return "\(error)"
+                }
+            }
+            group.addTask {
+                try? await Task.sleep(for: .seconds(60))
+                return "still waiting"
+            }
+            let first = await group.next()!
+            group.cancelAll()
+            return first
+        }
+        #expect(outcome == "connectFailed")
+        // Failed by its own deadline, not by a second connect attempt.
+        #expect(await client.statistics.connectAttempts == 1)
+        await client.shutdown()
+    }
+
     @Test func cancellingAWaitingCallerResetsItsStream() async throws {
         // The answer would come after 30 s: only a working cancellation ends the call
         // with CancellationError (a broken one returns the 200).
