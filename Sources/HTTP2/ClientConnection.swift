@@ -106,11 +106,14 @@ final class ClientConnection: H2Connection {
     func cancel(id: UInt64) {
         // Rare: a scan instead of an index kept for every request.
         guard let (streamID, pending) = streams.first(where: { $0.value.id == id && $0.value.inFlight }), let session else { return }
+        // Forgotten at once: the exchange may be sent again before the stream closes.
         streams[streamID] = nil
         if lastStream?.id == streamID { lastStream = nil }
         pending.finish(.failure(CancellationError()))
         nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), streamID, NGHTTP2_CANCEL.rawValue)
         flush()
+        // Its slot is free for a queued request.
+        core.scheduleDrain()
     }
 
     /// Tells the server no new streams will come, and closes once the open ones end.

@@ -227,6 +227,35 @@ struct HTTP2Tests {
         await server.shutdown(gracePeriod: .milliseconds(100))
     }
 
+    @Test func aCancelledStreamFreesItsSlotForAQueuedRequest() async throws {
+        // One stream at a time: the second request waits in the queue behind the
+        // slow one, and must leave as soon as the slow one is cancelled.
+        let server = try makeServer(delegate: SlowPath()) { $0.maxConcurrentStreams = 1 }
+        let client = try makeClient(port: server.port)
+        #expect(try await client.send(HTTP2Request(path: "/warm-up")).status == 200)
+        let slow = Task { try await client.send(HTTP2Request(path: "/slow")) }
+        try await Task.sleep(for: .milliseconds(100))
+        let outcome = await withTaskGroup(of: String.self) { group in
+            group.addTask {
+                let status = try? await client.send(HTTP2Request(path: "/fast")).status
+                return status.map { "\($0)" } ?? "failed"
+            }
+            group.addTask {
+                try? await Task.sleep(for: .milliseconds(100))
+                slow.cancel()
+                try? await Task.sleep(for: .seconds(20))
+                return "still waiting"
+            }
+            let first = await group.next()!
+            group.cancelAll()
+            return first
+        }
+        #expect(outcome == "200")
+        await #expect(throws: CancellationError.self) { try await slow.value }
+        await client.shutdown()
+        await server.shutdown(gracePeriod: .milliseconds(100))
+    }
+
     @Test func garbageAndVanishingClientsDoNotWedgeTheServer() async throws {
         for tls in [true, false] {
             let server = try makeServer(tls: tls)
@@ -491,6 +520,13 @@ struct HTTP2Tests {
         let parts = HTTP2Library.version.split(separator: ".")
         #expect(parts.count == 3)
         #expect(parts.allSatisfy { Int($0) != nil })
+    }
+}
+
+/// Answers `/slow` after 30 s and everything else at once.
+final class SlowPath: HTTP2ServerDelegate {
+    func handle(_ request: HTTP2ServerRequest, on connection: HTTP2ServerConnectionContext) -> HTTP2ServerReply {
+        HTTP2ServerReply(HTTP2Response(status: 200), delay: request.path == "/slow" ? .seconds(30) : nil)
     }
 }
 
