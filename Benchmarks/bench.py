@@ -189,7 +189,7 @@ def transport(rig, quick, results, progress):
 
 def simulator(rig, quick, results, progress):
     requests = 50_000 if quick else 200_000
-    rounds = 1 if quick else 3
+    rounds = 1 if quick else 5
     docroot = os.path.join(rig.work, "docroot")
     os.makedirs(docroot, exist_ok=True)
     nghttpd_port = free_port()
@@ -201,10 +201,12 @@ def simulator(rig, quick, results, progress):
         for _ in range(rounds):
             base.append(rig.h2load(nghttpd_port, connections, requests))
             sim.append(rig.h2load(rig.sim_port, connections, requests))
-        row = {"nghttpd": median(base), "islet_sim": median(sim)}
+        row = {"nghttpd": median(base), "islet_sim": median(sim), "nghttpd_rounds": base, "islet_sim_rounds": sim}
         row["sim_over_nghttpd"] = row["islet_sim"] / row["nghttpd"] if row["nghttpd"] else 0
         table[str(connections)] = row
-        progress.note(f"{connections} connection(s): islet sim {row['islet_sim']:.0f}/s, nghttpd {row['nghttpd']:.0f}/s")
+        progress.note(f"{connections} connection(s): islet sim {row['islet_sim']:.0f}/s, nghttpd {row['nghttpd']:.0f}/s; "
+                      f"rounds islet sim {' '.join(f'{x / 1000:.0f}k' for x in sim)}, "
+                      f"nghttpd {' '.join(f'{x / 1000:.0f}k' for x in base)}")
     results["simulator"] = table
 
 
