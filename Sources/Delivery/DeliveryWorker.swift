@@ -27,6 +27,9 @@ public final class DeliveryWorker: Sendable {
     private let condition = NSCondition()
     private let state = Mutex(State())
     private let keys = Mutex<[String: CachedKey]>([:])
+    /// Draws the retry jitter: the system's random device would cost a system call
+    /// per push.
+    private let random: Mutex<any RandomSource>
 
     private struct Answer: Sendable {
         let push: ClaimedPush
@@ -52,11 +55,14 @@ public final class DeliveryWorker: Sendable {
         var exitWaiters: [CheckedContinuation<Void, Never>] = []
     }
 
-    /// Creates a worker; nothing happens until `start`.
+    /// Creates a worker; nothing happens until `start`. `random` draws the retry
+    /// jitter (by default a generator seeded once from the system).
     public init(
         store: Store, client: APNsClient, configuration: DeliveryConfiguration = DeliveryConfiguration(),
-        clock: any WallClock = SystemWallClock(), logger: Logger
+        clock: any WallClock = SystemWallClock(), random: any RandomSource = SeededRandomSource(seed: .random(in: .min ... .max)),
+        logger: Logger
     ) {
+        self.random = Mutex(random)
         self.store = store
         self.client = client
         self.configuration = configuration
@@ -313,8 +319,9 @@ public final class DeliveryWorker: Sendable {
         var counted: [(String, String?, Double?)] = []
         do {
             try store.writeNow(durable: false) { session in
-                for answer in answers {
-                    counted.append(try apply(answer, session: session, now: now))
+                // By index: each answer is read in place, not copied field by field.
+                for index in answers.indices {
+                    counted.append(try apply(answers[index], session: session, now: now))
                 }
             }
         } catch {
@@ -329,7 +336,7 @@ public final class DeliveryWorker: Sendable {
         policy.decide(
             answer.result, round: answer.push.rounds + 1, queuedAt: answer.push.createdAt,
             environmentSwitched: answer.push.environmentSwitched, environment: answer.push.environment, now: now,
-            jitter: Double.random(in: 0...1))
+            jitter: random.withLock { Double.random(in: 0...1, using: &$0) })
     }
 
     /// Records one answer and acts on it; answers what to count.

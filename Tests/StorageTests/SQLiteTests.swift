@@ -93,6 +93,14 @@ struct SQLiteTests {
             #expect(try connection.query("SELECT weight FROM widgets WHERE name = 'max'").first?[0].real == Double(Int64.max))
             try connection.run("UPDATE widgets SET note = ? WHERE name = ?", [Int64.max, "big"])
             #expect(try connection.query("SELECT note FROM widgets WHERE name = 'big'").first?[0] == .text(String(Int64.max)))
+            // By name: a column read out of order, a name no column has, and a name
+            // two columns share (the last one wins).
+            let named = try #require(try connection.query("SELECT id, name AS label, weight, 7 AS label FROM widgets ORDER BY id").first)
+            #expect(named["weight"] == .real(2.5))
+            #expect(named["id"] == .integer(1))
+            #expect(named["label"] == .integer(7))
+            #expect(named["missing"] == .null)
+            #expect(named["Weight"] == .null)
         }
     }
 

@@ -6,13 +6,9 @@ import Foundation
 public final class SQLiteStatement {
     let handle: OpaquePointer
     private unowned let connection: SQLiteConnection
-    private lazy var columnIndex: [String: Int] = {
-        var names: [String: Int] = [:]
-        for i in 0..<Int(sqlite3_column_count(handle)) {
-            if let name = sqlite3_column_name(handle, Int32(i)) { names[String(cString: name)] = i }
-        }
-        return names
-    }()
+    private lazy var columnNames: [String] = (0..<Int(sqlite3_column_count(handle))).map { i in
+        sqlite3_column_name(handle, Int32(i)).map { String(cString: $0) } ?? ""
+    }
 
     init(handle: OpaquePointer, connection: SQLiteConnection) {
         self.handle = handle
@@ -94,7 +90,7 @@ public final class SQLiteStatement {
                 values.append(.null)
             }
         }
-        return SQLiteRow(values: values, names: columnIndex)
+        return SQLiteRow(values: values, names: columnNames)
     }
 
     /// Binds `values`, runs the statement to the end, and answers every row.

@@ -74,9 +74,11 @@ extension Optional: SQLiteBindable where Wrapped: SQLiteBindable {
 public struct SQLiteRow: Sendable {
     /// The values, in column order.
     public let values: [SQLiteValue]
-    private let names: [String: Int]
+    /// The column names, in order, shared by every row of the statement. A row has
+    /// a few columns: a scan finds a name sooner than hashing it would.
+    private let names: [String]
 
-    init(values: [SQLiteValue], names: [String: Int]) {
+    init(values: [SQLiteValue], names: [String]) {
         self.values = values
         self.names = names
     }
@@ -84,8 +86,10 @@ public struct SQLiteRow: Sendable {
     /// The value at column `index`.
     public subscript(index: Int) -> SQLiteValue { values[index] }
 
-    /// The value of the column named `name`, or `.null` when there is no such column.
+    /// The value of the column named `name` (the last, when two share it), or
+    /// `.null` when there is no such column.
     public subscript(name: String) -> SQLiteValue {
-        names[name].map { values[$0] } ?? .null
+        for index in names.indices.reversed() where names[index] == name { return values[index] }
+        return .null
     }
 }
