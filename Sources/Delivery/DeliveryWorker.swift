@@ -88,8 +88,12 @@ public final class DeliveryWorker: Sendable {
         if requeued > 0 {
             logger.notice("resuming pushes left in flight", ("count", .int(requeued)))
         }
-        let thread = Thread { [self] in self.run() }
-        thread.name = "islet-delivery"
+        let thread = Thread { [self] in
+            // Named from inside: on Linux a name given before `start` never reaches
+            // the system (`top -H`, `perf`).
+            Thread.current.name = "islet-delivery"
+            self.run()
+        }
         thread.start()
     }
 

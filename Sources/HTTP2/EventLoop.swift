@@ -52,8 +52,12 @@ final class EventLoop: @unchecked Sendable {
         wakeFD = islet_eventfd_create()
         precondition(epollFD >= 0 && wakeFD >= 0, "cannot create epoll or eventfd: \(errno)")
         islet_epoll_control(epollFD, 0, wakeFD, ISLET_EPOLLIN)
-        let thread = Thread { [self] in run() }
-        thread.name = name
+        let thread = Thread { [self] in
+            // Named from inside: on Linux a name given before `start` never reaches
+            // the system (`top -H`, `perf`), which takes at most 15 bytes.
+            Thread.current.name = name
+            run()
+        }
         thread.stackSize = 1 << 20
         thread.start()
     }

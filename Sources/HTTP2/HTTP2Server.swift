@@ -105,7 +105,7 @@ public final class HTTP2Server: Sendable {
     public init(configuration: HTTP2ServerConfiguration, delegate: any HTTP2ServerDelegate) throws(HTTP2Error) {
         self.configuration = configuration
         let tls = try configuration.tls.map { tls throws(HTTP2Error) in try TLSContext.server(tls) }
-        self.loops = (0..<max(1, configuration.threads)).map { EventLoop(name: "islet-h2-server-\($0)") }
+        self.loops = (0..<max(1, configuration.threads)).map { EventLoop(name: "islet-h2srv-\($0)") }
         self.shared = ServerShared(configuration: configuration, tls: tls, delegate: delegate, loops: loops)
     }
 

@@ -16,8 +16,10 @@ final class Checkpointer: Sendable {
         // from then on.
         let connection = try SQLiteConnection(path: path)
         let owned = OwnedConnection(connection: connection)
-        let thread = Thread { [self] in self.loop(owned.connection, interval: interval) }
-        thread.name = "islet-db-checkpoint"
+        let thread = Thread { [self] in
+            Thread.current.name = "islet-db-ckpt"  // from inside, see `DatabaseThread`
+            self.loop(owned.connection, interval: interval)
+        }
         thread.start()
     }
 
