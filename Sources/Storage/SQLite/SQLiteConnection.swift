@@ -45,7 +45,10 @@ public final class SQLiteConnection {
                 throw SQLiteError(code: .other, message: "cannot switch to WAL journal mode (got \(mode ?? "nothing"))")
             }
         }
-        try execute("PRAGMA synchronous=\(options.synchronousFull ? "FULL" : "NORMAL"); PRAGMA foreign_keys=ON")
+        // Temporary tables, sorts and statement journals (a multi-row UPDATE …
+        // RETURNING makes all three) stay in memory: as files they were created,
+        // written and unlinked on every batch of the delivery queue.
+        try execute("PRAGMA synchronous=\(options.synchronousFull ? "FULL" : "NORMAL"); PRAGMA foreign_keys=ON; PRAGMA temp_store=MEMORY")
     }
 
     deinit {
