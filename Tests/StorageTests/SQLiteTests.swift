@@ -17,6 +17,8 @@ struct SQLiteTests {
             let path = dir.appendingPathComponent("wal.sqlite").path
             let connection = try SQLiteConnection(path: path)
             #expect(try connection.query("PRAGMA journal_mode").first?[0].text == "wal")
+            // Temporary structures in memory (2), never in files.
+            #expect(try connection.query("PRAGMA temp_store").first?[0].integer == 2)
             try connection.execute("CREATE TABLE t (x INTEGER)")
             try connection.run("INSERT INTO t VALUES (?)", [1])
             #expect(FileManager.default.fileExists(atPath: path + "-wal"))
