@@ -300,8 +300,20 @@ request = function()
     '{{"content_state":{{"home":' .. n .. ',"away":0}}}}')
 end
 """)
-    table = {"healthz": wrk(server.port, seconds, path="/healthz")}
-    table["register"] = wrk(server.port, seconds, register)
+    # /healthz and registration take turns over three rounds and the median round
+    # of each counts: one lucky or unlucky burst on this shared machine would
+    # otherwise set both the ratio and the rate the latency is measured at.
+    rounds = 1 if quick else 3
+    healthz, registers = [], []
+    for _ in range(rounds):
+        healthz.append(wrk(server.port, seconds // rounds, path="/healthz"))
+        registers.append(wrk(server.port, seconds // rounds, register))
+
+    def median_round(samples):
+        ordered = sorted(samples, key=lambda sample: sample["rps"])
+        return dict(ordered[len(ordered) // 2], rounds=[sample["rps"] for sample in samples])
+
+    table = {"healthz": median_round(healthz), "register": median_round(registers)}
     table["update"] = wrk(server.port, seconds, update)
     half = max(1, int(table["register"]["rps"] / 2))
     out = kv(run([BENCH, "paced", "--port", str(server.port), "--app", app_id, "--key", device_key, "--kind",
@@ -314,7 +326,8 @@ end
     table["server_peak_rss_mb"] = rss_mb(server.process.pid)
     server.stop()
     results["api"] = table
-    progress.note(f"healthz {table['healthz']['rps']:.0f}/s, register {table['register']['rps']:.0f}/s, "
+    progress.note(f"healthz {table['healthz']['rps']:.0f}/s, register {table['register']['rps']:.0f}/s "
+                  f"(rounds {' '.join(f'{x:.0f}' for x in table['register']['rounds'])}), "
                   f"update {table['update']['rps']:.0f}/s; register at {half}/s: "
                   f"p99 {table['register_at_half_rate']['p99_ms']:.1f} ms")
     return app_id
