@@ -276,19 +276,24 @@ def api(rig, quick, results, progress):
              {"platform": "ios", "environment": "sandbox"})
     http("PUT", server.port, f"/v1/apps/{app_id}/devices/w0/activities/bench-update", device_key,
          {"activity_type": "MatchAttributes", "token": "cd" * 32})
-    register = os.path.join(rig.work, "register.lua")
-    with open(register, "w") as f:
-        f.write(f"""
+    def register_script(round_number):
+        # Every round registers activities and tokens of its own: a token already
+        # registered would measure a cheaper re-registration.
+        path = os.path.join(rig.work, f"register-{round_number}.lua")
+        with open(path, "w") as f:
+            f.write(f"""
 local threadid = 0
 function setup(thread) thread:set("id", threadid); threadid = threadid + 1 end
 function init(args) n = 0 end
 request = function()
   n = n + 1
-  local path = "/v1/apps/{app_id}/devices/w" .. ((n % 8) + id * 8) .. "/activities/a" .. id .. "-" .. n
-  local body = '{{"activity_type":"MatchAttributes","token":"' .. string.format("%064x", id * 100000000 + n) .. '"}}'
+  local path = "/v1/apps/{app_id}/devices/w" .. ((n % 8) + id * 8) .. "/activities/r{round_number}a" .. id .. "-" .. n
+  local body = '{{"activity_type":"MatchAttributes","token":"' .. string.format("%064x", ({round_number} * 100 + id) * 100000000 + n) .. '"}}'
   return wrk.format("PUT", path, {{["Authorization"] = "Bearer {device_key}", ["Content-Type"] = "application/json"}}, body)
 end
 """)
+        return path
+
     update = os.path.join(rig.work, "update.lua")
     with open(update, "w") as f:
         f.write(f"""
@@ -305,9 +310,9 @@ end
     # otherwise set both the ratio and the rate the latency is measured at.
     rounds = 1 if quick else 3
     healthz, registers = [], []
-    for _ in range(rounds):
+    for round_number in range(rounds):
         healthz.append(wrk(server.port, seconds // rounds, path="/healthz"))
-        registers.append(wrk(server.port, seconds // rounds, register))
+        registers.append(wrk(server.port, seconds // rounds, register_script(round_number)))
 
     def median_round(samples):
         ordered = sorted(samples, key=lambda sample: sample["rps"])
