@@ -68,8 +68,10 @@ final class ClientConnection: H2Connection {
         guard let session else { return }
         head.reset()
         exchange.writeHead(head)
+        exchange.bodyOffset = 0
         let streamID = head.withNameValues { nva, count in
-            withBody(of: exchange) { provider in
+            // The stream keeps the exchange, and so its body, until it closes.
+            withDataProvider(exchange.body.isEmpty ? nil : exchange, read: Self.readExchangeBody) { provider in
                 nghttp2_submit_request(session, nil, nva, count, provider, nil)
             }
         }
@@ -83,19 +85,10 @@ final class ClientConnection: H2Connection {
         streams[streamID] = exchange
     }
 
-    /// A data provider that reads `exchange`'s body from its start (none for an
-    /// empty body), for the submit call `submit` makes; the stream keeps the
-    /// exchange until it closes.
-    private func withBody<R>(of exchange: HTTP2Exchange, _ submit: (UnsafePointer<nghttp2_data_provider>?) -> R) -> R {
-        guard !exchange.body.isEmpty else { return submit(nil) }
-        exchange.bodyOffset = 0
-        var provider = nghttp2_data_provider()
-        provider.source.ptr = Unmanaged.passUnretained(exchange).toOpaque()
-        provider.read_callback = { _, _, buffer, length, flags, source, _ in
-            let exchange = Unmanaged<HTTP2Exchange>.fromOpaque(source!.pointee.ptr).takeUnretainedValue()
-            return readBody(exchange.body, from: &exchange.bodyOffset, into: buffer, length: length, flags: flags)
-        }
-        return withUnsafePointer(to: &provider) { submit($0) }
+    /// The data provider callback that reads an exchange's body.
+    private static let readExchangeBody: nghttp2_data_source_read_callback = { _, _, buffer, length, flags, source, _ in
+        let exchange = Unmanaged<HTTP2Exchange>.fromOpaque(source!.pointee.ptr).takeUnretainedValue()
+        return readBody(exchange.body, from: &exchange.bodyOffset, into: buffer, length: length, flags: flags)
     }
 
     override func inputSliceProcessed() {
@@ -213,23 +206,20 @@ final class ClientConnection: H2Connection {
     private func tick() {
         guard phase != .closed else { return }
         let now = monotonicNanoseconds()
-        func nanos(_ d: Duration) -> UInt64 {
-            UInt64(d.components.seconds) * 1_000_000_000 + UInt64(d.components.attoseconds / 1_000_000_000)
-        }
         if phase == .open, let session {
-            if let sent = pingSentAt, now - sent > nanos(core.configuration.pingTimeout) {
+            if let sent = pingSentAt, now - sent > core.configuration.pingTimeout.nanoseconds {
                 close(HTTP2Error(.timedOut, "the server did not answer a PING"))
                 return
             }
-            if pingSentAt == nil, let interval = core.configuration.pingInterval, now - lastActivity > nanos(interval) {
+            if pingSentAt == nil, let interval = core.configuration.pingInterval, now - lastActivity > interval.nanoseconds {
                 nghttp2_submit_ping(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), nil)
                 pingSentAt = now
                 flush()
             }
-            if let idle = core.configuration.idleTimeout, streams.isEmpty, now - lastActivity > nanos(idle) {
+            if let idle = core.configuration.idleTimeout, streams.isEmpty, now - lastActivity > idle.nanoseconds {
                 goAway()
             }
-        } else if now - lastActivity > nanos(core.configuration.connectTimeout) {
+        } else if now - lastActivity > core.configuration.connectTimeout.nanoseconds {
             close(HTTP2Error(.timedOut, "connecting took longer than \(core.configuration.connectTimeout)"))
             return
         }

@@ -16,6 +16,19 @@ func monotonicNanoseconds() -> UInt64 {
     return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
 }
 
+extension Duration {
+    /// The duration in whole nanoseconds (negative counts as zero), for comparisons
+    /// with `monotonicNanoseconds()`.
+    var nanoseconds: UInt64 {
+        UInt64(max(0, components.seconds)) * 1_000_000_000 + UInt64(max(0, components.attoseconds / 1_000_000_000))
+    }
+
+    /// The duration in seconds.
+    var seconds: Double {
+        Double(components.seconds) + Double(components.attoseconds) / 1e18
+    }
+}
+
 /// One thread running an edge-triggered `epoll` loop, with timers and a queue of work
 /// posted from other threads.
 ///
@@ -112,8 +125,7 @@ final class EventLoop: @unchecked Sendable {
     func schedule(after delay: Duration, _ body: @escaping () -> Void) -> UInt64 {
         let id = nextTimerID
         nextTimerID += 1
-        let nanos = UInt64(max(0, delay.components.seconds)) * 1_000_000_000 + UInt64(max(0, delay.components.attoseconds / 1_000_000_000))
-        timers.push(TimerEntry(deadline: monotonicNanoseconds() + nanos, id: id, body: body))
+        timers.push(TimerEntry(deadline: monotonicNanoseconds() + delay.nanoseconds, id: id, body: body))
         return id
     }
 

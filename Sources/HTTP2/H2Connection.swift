@@ -9,6 +9,12 @@ final class BodySource {
     var offset = 0
 
     init(_ data: Data) { self.data = data }
+
+    /// The data provider callback that reads a `BodySource`.
+    static let read: nghttp2_data_source_read_callback = { _, _, buffer, length, flags, source, _ in
+        let body = Unmanaged<BodySource>.fromOpaque(source!.pointee.ptr).takeUnretainedValue()
+        return readBody(body.data, from: &body.offset, into: buffer, length: length, flags: flags)
+    }
 }
 
 /// Copies what fits of `data` from `offset` into nghttp2's `buffer` of `length`
@@ -140,18 +146,17 @@ class H2Connection: EventHandler {
         nghttp2_submit_settings(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), entries, entries.count)
     }
 
-    /// A data provider that reads `source` from its start (none for an empty body);
-    /// the caller passes it to a submit call and keeps the source alive with its
-    /// stream until the stream closes.
-    func withBodyProvider<R>(_ source: BodySource?, _ submit: (UnsafePointer<nghttp2_data_provider>?) -> R) -> R {
-        guard let source, !source.data.isEmpty else { return submit(nil) }
-        source.offset = 0
+    /// A data provider whose `read` callback serves `source` (nghttp2 hands the
+    /// source back to it), or none when there is no source; the caller passes it to
+    /// a submit call and keeps the source alive with its stream until the stream
+    /// closes.
+    func withDataProvider<R>(
+        _ source: AnyObject?, read: nghttp2_data_source_read_callback, _ submit: (UnsafePointer<nghttp2_data_provider>?) -> R
+    ) -> R {
+        guard let source else { return submit(nil) }
         var provider = nghttp2_data_provider()
         provider.source.ptr = Unmanaged.passUnretained(source).toOpaque()
-        provider.read_callback = { _, _, buffer, length, flags, source, _ in
-            let body = Unmanaged<BodySource>.fromOpaque(source!.pointee.ptr).takeUnretainedValue()
-            return readBody(body.data, from: &body.offset, into: buffer, length: length, flags: flags)
-        }
+        provider.read_callback = read
         return withUnsafePointer(to: &provider) { submit($0) }
     }
 

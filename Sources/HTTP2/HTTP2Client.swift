@@ -375,29 +375,22 @@ final class ClientCore: @unchecked Sendable {
         failedAttempts += 1
         failExpired(error)
         guard !queue.isEmpty, !shuttingDown else { return }
-        let base = Double(configuration.reconnectBackoff.components.attoseconds) / 1e18
-            + Double(configuration.reconnectBackoff.components.seconds)
-        let cap = Double(configuration.reconnectBackoffMax.components.seconds)
-            + Double(configuration.reconnectBackoffMax.components.attoseconds) / 1e18
-        let ceiling = min(cap, base * pow(2, Double(min(failedAttempts - 1, 20))))
+        let ceiling = min(
+            configuration.reconnectBackoffMax.seconds,
+            configuration.reconnectBackoff.seconds * pow(2, Double(min(failedAttempts - 1, 20))))
         let delay = Double.random(in: 0...ceiling)
-        retryTimer = loop.schedule(after: .milliseconds(Int(delay * 1000))) { [self] in
+        retryTimer = loop.schedule(after: .seconds(delay)) { [self] in
             retryTimer = nil
             drain()
         }
         scheduleExpiry(error)
     }
 
-    private var connectTimeoutNanoseconds: UInt64 {
-        UInt64(configuration.connectTimeout.components.seconds) * 1_000_000_000
-            + UInt64(configuration.connectTimeout.components.attoseconds / 1_000_000_000)
-    }
-
     /// Fails, with the cause, the requests that have waited for a connection past
     /// the connect timeout.
     private func failExpired(_ error: HTTP2Error) {
         let now = monotonicNanoseconds()
-        let limit = connectTimeoutNanoseconds
+        let limit = configuration.connectTimeout.nanoseconds
         for pending in queue.removeAll(where: { now - $0.enqueuedAt >= limit }) {
             pending.finish(.failure(error))
         }
@@ -409,7 +402,7 @@ final class ClientCore: @unchecked Sendable {
     /// timeout), fails each waiting request when its connect timeout runs out.
     private func scheduleExpiry(_ error: HTTP2Error) {
         guard expiryTimer == nil, let oldest = queue.oldestEnqueuedAt else { return }
-        let due = oldest + connectTimeoutNanoseconds
+        let due = oldest + configuration.connectTimeout.nanoseconds
         let now = monotonicNanoseconds()
         expiryTimer = loop.schedule(after: .nanoseconds(Int64(due > now ? due - now : 0))) { [self] in
             expiryTimer = nil

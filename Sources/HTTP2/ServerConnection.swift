@@ -46,9 +46,13 @@ final class ServerConnection: H2Connection {
     /// Streams that closed, kept for the next ones.
     private var spareStreams: [IncomingStream] = []
 
+    /// Where answers write their header fields.
+    private let responseHead: HeaderBlock
+
     init(id: UInt64, shared: ServerShared, loop: EventLoop, transport: Transport) {
         self.id = id
         self.shared = shared
+        responseHead = HeaderBlock(unindexed: shared.configuration.uniqueValueHeaders)
         super.init(loop: loop, transport: transport, phase: .handshaking, inputSlice: 4_096)
     }
 
@@ -207,11 +211,11 @@ final class ServerConnection: H2Connection {
     private func submitResponse(_ streamID: Int32, _ stream: IncomingStream, _ response: HTTP2Response) {
         guard let session else { return }
         let source = response.body.isEmpty ? nil : BodySource(response.body)
-        let rc = withBodyProvider(source) { provider in
-            withNameValues(
-                (":status", HeaderBytes.statusText(response.status)), headers: response.headers,
-                unindexed: shared.configuration.uniqueValueHeaders
-            ) { nva, count in
+        responseHead.reset()
+        let status = responseHead.write(":status", HeaderBytes.statusText(response.status))
+        for index in response.headers.indices { responseHead.append(response.headers[index].name, response.headers[index].value) }
+        let rc = withDataProvider(source, read: BodySource.read) { provider in
+            responseHead.withNameValues(leading: 1, { _ in status }) { nva, count in
                 nghttp2_submit_response(session, streamID, nva, count, provider)
             }
         }
@@ -249,8 +253,7 @@ final class ServerConnection: H2Connection {
     private func scheduleIdleCheck() {
         timer = loop.schedule(after: .seconds(1)) { [shared, loop, id] in
             guard let connection = shared.connection(id, on: loop), connection.phase == .open else { return }
-            let idle = shared.configuration.idleTimeout
-            let limit = UInt64(idle.components.seconds) * 1_000_000_000 + UInt64(idle.components.attoseconds / 1_000_000_000)
+            let limit = shared.configuration.idleTimeout.nanoseconds
             if connection.streams.isEmpty && monotonicNanoseconds() - connection.lastActivity > limit {
                 connection.goAway()
             } else {

@@ -188,24 +188,15 @@ struct HTTP2Tests {
             $0.reconnectBackoff = .seconds(3_600)
             $0.reconnectBackoffMax = .seconds(3_600)
         }
-        let outcome = await withTaskGroup(of: String.self) { group in
-            group.addTask {
-                do {
-                    _ = try await client.send(HTTP2Request(path: "/x"))
-                    return "answered"
-                } catch let error as HTTP2Error {
-                    return "\(error.code)"
-                } catch {
-                    return "\(error)"
-                }
+        let outcome = await firstAnswer(within: .seconds(60)) {
+            do {
+                _ = try await client.send(HTTP2Request(path: "/x"))
+                return "answered"
+            } catch let error as HTTP2Error {
+                return "\(error.code)"
+            } catch {
+                return "\(error)"
             }
-            group.addTask {
-                try? await Task.sleep(for: .seconds(60))
-                return "still waiting"
-            }
-            let first = await group.next()!
-            group.cancelAll()
-            return first
         }
         #expect(outcome == "connectFailed")
         // Failed by its own deadline, not by a second connect attempt.
@@ -235,20 +226,12 @@ struct HTTP2Tests {
         #expect(try await client.send(HTTP2Request(path: "/warm-up")).status == 200)
         let slow = Task { try await client.send(HTTP2Request(path: "/slow")) }
         try await Task.sleep(for: .milliseconds(100))
-        let outcome = await withTaskGroup(of: String.self) { group in
-            group.addTask {
-                let status = try? await client.send(HTTP2Request(path: "/fast")).status
-                return status.map { "\($0)" } ?? "failed"
-            }
-            group.addTask {
-                try? await Task.sleep(for: .milliseconds(100))
-                slow.cancel()
-                try? await Task.sleep(for: .seconds(20))
-                return "still waiting"
-            }
-            let first = await group.next()!
-            group.cancelAll()
-            return first
+        Task {
+            try? await Task.sleep(for: .milliseconds(100))
+            slow.cancel()
+        }
+        let outcome = await firstAnswer(within: .seconds(20)) {
+            (try? await client.send(HTTP2Request(path: "/fast")).status).map { "\($0)" } ?? "failed"
         }
         #expect(outcome == "200")
         await #expect(throws: CancellationError.self) { try await slow.value }
@@ -520,6 +503,21 @@ struct HTTP2Tests {
         let parts = HTTP2Library.version.split(separator: ".")
         #expect(parts.count == 3)
         #expect(parts.allSatisfy { Int($0) != nil })
+    }
+}
+
+/// What `work` answers, or "still waiting" when it has not answered within
+/// `limit`: a test then fails on the outcome instead of hanging.
+func firstAnswer(within limit: Duration, _ work: @escaping @Sendable () async -> String) async -> String {
+    await withTaskGroup(of: String.self) { group in
+        group.addTask { await work() }
+        group.addTask {
+            try? await Task.sleep(for: limit)
+            return "still waiting"
+        }
+        let first = await group.next()!
+        group.cancelAll()
+        return first
     }
 }
 

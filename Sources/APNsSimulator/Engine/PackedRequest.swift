@@ -53,12 +53,8 @@ struct PackedRequest: @unchecked Sendable {
     /// Writes `string`'s length and UTF-8 bytes at `offset`; answers the offset past
     /// them.
     private static func put(_ string: String, at base: UnsafeMutableRawPointer, offset: Int) -> Int {
-        let count = string.utf8.count
-        base.storeBytes(of: UInt64(count).littleEndian, toByteOffset: offset, as: UInt64.self)
-        let start = offset + lengthSize
-        let destination = UnsafeMutableBufferPointer(start: (base + start).assumingMemoryBound(to: UInt8.self), count: count)
-        _ = destination.initialize(from: string.utf8)
-        return start + count
+        var string = string
+        return string.withUTF8 { put(UnsafeRawBufferPointer($0), at: base, offset: offset) }
     }
 
     /// Calls `body` with the request body's bytes.
