@@ -71,10 +71,9 @@ public final class ProviderTokenManager: Sendable {
             if let current = state, now.timeIntervalSince(current.issuedAt) < maximumAge {
                 return (current.token, current.authorization)
             }
-            let token = try mint(at: now)
-            let authorization = "bearer " + token
-            state = (token, authorization, now, (state?.minted ?? 0) + 1)
-            return (token, authorization)
+            let fresh = try mint(at: now, minted: (state?.minted ?? 0) + 1)
+            state = fresh
+            return (fresh.token, fresh.authorization)
         }
     }
 
@@ -86,8 +85,10 @@ public final class ProviderTokenManager: Sendable {
         return state.withLock { state -> Bool in
             guard let current = state else { return true }
             if current.token != rejected { return true }  // another caller already replaced it
-            guard now.timeIntervalSince(current.issuedAt) >= minimumAge, let token = try? mint(at: now) else { return false }
-            state = (token, "bearer " + token, now, current.minted + 1)
+            guard now.timeIntervalSince(current.issuedAt) >= minimumAge, let fresh = try? mint(at: now, minted: current.minted + 1) else {
+                return false
+            }
+            state = fresh
             return true
         }
     }
@@ -95,10 +96,13 @@ public final class ProviderTokenManager: Sendable {
     /// How many tokens this manager has minted.
     public var tokensMinted: Int { state.withLock { $0?.minted ?? 0 } }
 
-    private func mint(at date: Date) throws(CryptoError) -> String {
-        try JSONWebToken.signES256(
+    /// A new token issued at `date`, with its `authorization` value, as the
+    /// `minted`th of this manager.
+    private func mint(at date: Date, minted: Int) throws(CryptoError) -> (token: String, authorization: String, issuedAt: Date, minted: Int) {
+        let token = try JSONWebToken.signES256(
             keyID: signingKey.keyID,
             claims: ["iss": .string(signingKey.teamID), "iat": .integer(Int64(date.timeIntervalSince1970))],
             key: signingKey.key)
+        return (token, "bearer " + token, date, minted)
     }
 }
