@@ -34,41 +34,43 @@ let package = Package(
         .systemLibrary(name: "CLinux"),
         .systemLibrary(name: "CPostgres", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
 
+        // The project's lock (over pthreads, so that ThreadSanitizer sees it).
+        .target(name: "IsletSync", swiftSettings: swiftSettings),
         // Domain: pure Swift, no C, no I/O.
-        .target(name: "IsletCore", swiftSettings: swiftSettings),
+        .target(name: "IsletCore", dependencies: ["IsletSync"], swiftSettings: swiftSettings),
         // Structured logs with redaction.
-        .target(name: "IsletLog", dependencies: ["IsletCore"], swiftSettings: swiftSettings),
+        .target(name: "IsletLog", dependencies: ["IsletSync", "IsletCore"], swiftSettings: swiftSettings),
         // ES256/RS256, digests and randomness over libcrypto.
         .target(name: "IsletCrypto", dependencies: ["IsletCore", "COpenSSL"], swiftSettings: swiftSettings),
         // Persistence: SQLite (embedded) and PostgreSQL (scale-out).
-        .target(name: "Storage", dependencies: ["IsletCore", "CSQLite", "CPostgres"], swiftSettings: swiftSettings),
+        .target(name: "Storage", dependencies: ["IsletSync", "IsletCore", "CSQLite", "CPostgres"], swiftSettings: swiftSettings),
         // HTTP/2 over TLS on libnghttp2 and OpenSSL.
-        .target(name: "HTTP2", dependencies: ["CNGHTTP2", "COpenSSL", "CLinux"], swiftSettings: hotPathSettings),
+        .target(name: "HTTP2", dependencies: ["IsletSync", "CNGHTTP2", "COpenSSL", "CLinux"], swiftSettings: hotPathSettings),
         // HTTP/1.1 API server over libmicrohttpd.
-        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"], swiftSettings: swiftSettings),
+        .target(name: "HTTPServer", dependencies: ["IsletSync", "CMicroHTTPD"], swiftSettings: swiftSettings),
         // An APNs you can run: the engine (APNs checks, simulated devices and ActivityKit).
-        .target(name: "APNsSimulator", dependencies: ["IsletCore", "IsletCrypto", "HTTP2", "HTTPServer"], swiftSettings: hotPathSettings),
+        .target(name: "APNsSimulator", dependencies: ["IsletSync", "IsletCore", "IsletCrypto", "HTTP2", "HTTPServer"], swiftSettings: hotPathSettings),
         // The APNs client: provider tokens, connection pools, retries, failure policy.
-        .target(name: "APNs", dependencies: ["IsletCore", "IsletCrypto", "HTTP2"], swiftSettings: hotPathSettings),
+        .target(name: "APNs", dependencies: ["IsletSync", "IsletCore", "IsletCrypto", "HTTP2"], swiftSettings: hotPathSettings),
         // The send queue: claims due pushes, sends them, records answers, acts on dead tokens.
         .target(
-            name: "Delivery", dependencies: ["IsletCore", "IsletLog", "IsletCrypto", "Storage", "APNs"],
+            name: "Delivery", dependencies: ["IsletSync", "IsletCore", "IsletLog", "IsletCrypto", "Storage", "APNs"],
             swiftSettings: swiftSettings),
         // Routes, configuration and the application that main and tests build.
         .target(
             name: "IsletServer",
             dependencies: [
-                "IsletCore", "IsletLog", "IsletCrypto", "Storage", "HTTPServer", "HTTP2", "APNs", "Delivery",
+                "IsletCore", "IsletSync", "IsletLog", "IsletCrypto", "Storage", "HTTPServer", "HTTP2", "APNs", "Delivery",
                 "APNsSimulator",
             ],
             swiftSettings: swiftSettings
         ),
         // The thin executable.
-        .executableTarget(name: "islet", dependencies: ["IsletServer", "APNs", "APNsSimulator", "IsletCrypto"], swiftSettings: swiftSettings),
+        .executableTarget(name: "islet", dependencies: ["IsletSync", "IsletServer", "APNs", "APNsSimulator", "IsletCrypto"], swiftSettings: swiftSettings),
 
         // Benchmark helpers (`make bench`).
         .executableTarget(
-            name: "IsletBench", dependencies: ["APNs", "APNsSimulator", "HTTP2", "IsletCore", "IsletCrypto", "Storage"],
+            name: "IsletBench", dependencies: ["IsletSync", "APNs", "APNsSimulator", "HTTP2", "IsletCore", "IsletCrypto", "Storage"],
             path: "Benchmarks/IsletBench",
             swiftSettings: swiftSettings),
 
@@ -81,17 +83,17 @@ let package = Package(
         ),
 
         // Helpers shared by the test targets: a raw-socket HTTP client, temporary folders.
-        .target(name: "IsletTesting", path: "Tests/IsletTesting", swiftSettings: swiftSettings),
+        .target(name: "IsletTesting", dependencies: ["IsletSync"], path: "Tests/IsletTesting", swiftSettings: swiftSettings),
 
         .testTarget(name: "IsletCoreTests", dependencies: ["IsletCore"], swiftSettings: swiftSettings),
         .testTarget(name: "IsletLogTests", dependencies: ["IsletLog"], swiftSettings: swiftSettings),
         .testTarget(name: "IsletCryptoTests", dependencies: ["IsletCrypto", "IsletTesting"], swiftSettings: swiftSettings),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "IsletTesting"], swiftSettings: swiftSettings),
-        .testTarget(name: "APNsSimulatorTests", dependencies: ["APNsSimulator", "HTTP2", "IsletTesting"], swiftSettings: swiftSettings),
+        .testTarget(name: "APNsSimulatorTests", dependencies: ["IsletSync", "APNsSimulator", "HTTP2", "IsletTesting"], swiftSettings: swiftSettings),
         .testTarget(name: "APNsTests", dependencies: ["APNs", "APNsSimulator", "HTTP2", "IsletTesting"], swiftSettings: swiftSettings),
         .testTarget(name: "DeliveryTests", dependencies: ["Delivery", "APNs", "IsletCore"], swiftSettings: swiftSettings),
-        .testTarget(name: "HTTP2Tests", dependencies: ["HTTP2", "IsletCrypto", "IsletTesting"], swiftSettings: swiftSettings),
-        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "IsletTesting"], swiftSettings: swiftSettings),
-        .testTarget(name: "IsletServerTests", dependencies: ["IsletServer", "islet", "IsletTesting", "HTTP2", "IsletCrypto", "APNsSimulator"], swiftSettings: swiftSettings),
+        .testTarget(name: "HTTP2Tests", dependencies: ["IsletSync", "HTTP2", "IsletCrypto", "IsletTesting"], swiftSettings: swiftSettings),
+        .testTarget(name: "HTTPServerTests", dependencies: ["IsletSync", "HTTPServer", "IsletTesting"], swiftSettings: swiftSettings),
+        .testTarget(name: "IsletServerTests", dependencies: ["IsletSync", "IsletServer", "islet", "IsletTesting", "HTTP2", "IsletCrypto", "APNsSimulator"], swiftSettings: swiftSettings),
     ]
 )

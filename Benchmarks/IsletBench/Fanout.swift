@@ -1,3 +1,4 @@
+import IsletSync
 import APNsSimulator
 import Foundation
 import IsletCore
@@ -6,7 +7,7 @@ import Synchronization
 
 /// Counts the update pushes the simulator accepted, and their `apns-id`s.
 final class AnswerCounter: Sendable {
-    private let state = Mutex<(total: Int, ids: Set<String>)>((0, []))
+    private let state = Lock<(total: Int, ids: Set<String>)>((0, []))
 
     func add(_ apnsID: String) {
         state.withLock {

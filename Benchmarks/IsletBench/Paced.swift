@@ -1,3 +1,4 @@
+import IsletSync
 import Foundation
 import IsletCore
 import Synchronization
@@ -15,7 +16,7 @@ func paced(_ arguments: [String]) throws {
     }
     let seconds = value("--seconds", in: arguments).flatMap(Double.init) ?? 5
     let connections = value("--connections", in: arguments).flatMap(Int.init) ?? 16
-    let latencies = Mutex<[Double]>([])
+    let latencies = Lock<[Double]>([])
     let failures = Atomic<Int>(0)
     let start = Date().addingTimeInterval(0.2)
     let interval = Double(connections) / rate

@@ -1,3 +1,4 @@
+import IsletSync
 public import Foundation
 import HTTP2
 public import IsletCore
@@ -55,9 +56,9 @@ public final class APNsClient: Sendable {
     /// The configuration it was made with.
     public let configuration: APNsClientConfiguration
     fileprivate let clock: any WallClock
-    private let pools = Mutex<[PoolKey: Pool]>([:])
-    private let tokens = Mutex<[String: ProviderTokenManager]>([:])
-    private let breakers = Mutex<[String: CircuitBreaker]>([:])
+    private let pools = Lock<[PoolKey: Pool]>([:])
+    private let tokens = Lock<[String: ProviderTokenManager]>([:])
+    private let breakers = Lock<[String: CircuitBreaker]>([:])
     private let shuttingDown = Atomic<Bool>(false)
 
     /// Creates a client; connections open on first use. `clock` drives provider-token

@@ -1,6 +1,6 @@
+import IsletSync
 public import Foundation
 public import IsletCore
-import Synchronization
 
 /// Stops hammering a host that keeps failing: after `failureThreshold` failures in a
 /// row it opens for `openDuration`, then lets one probe through; the probe's success
@@ -16,7 +16,7 @@ public final class CircuitBreaker: Sendable {
     private let failureThreshold: Int
     private let openDuration: TimeInterval
     private let clock: any WallClock
-    private let state = Mutex<(state: State, failures: Int, probing: Bool, openings: Int)>((.closed, 0, false, 0))
+    private let state = Lock<(state: State, failures: Int, probing: Bool, openings: Int)>((.closed, 0, false, 0))
 
     /// Creates a closed breaker.
     public init(failureThreshold: Int = 5, openDuration: TimeInterval = 10, clock: any WallClock = SystemWallClock()) {

@@ -1,7 +1,7 @@
+import IsletSync
 public import Foundation
 public import IsletCore
 public import IsletCrypto
-import Synchronization
 
 /// An APNs signing key: the `.p8` key with its key id and team id.
 public struct APNsSigningKey: Sendable {
@@ -40,10 +40,10 @@ public final class ProviderTokenManager: Sendable {
     private let clock: any WallClock
     private let maximumAge: TimeInterval
     private let minimumAge: TimeInterval
-    private let state = Mutex<(token: String, authorization: String, issuedAt: Date, minted: Int)?>(nil)
+    private let state = Lock<(token: String, authorization: String, issuedAt: Date, minted: Int)?>(nil)
     /// Why APNs refused this key, once it has; pushes with it stop until the
     /// refusal is forgotten.
-    let refusal = Mutex<String?>(nil)
+    let refusal = Lock<String?>(nil)
 
     /// Creates a manager. `maximumAge` (default 55 minutes) is when a token is
     /// replaced on use; `minimumAge` (default 20 minutes) is the youngest token that

@@ -1,5 +1,5 @@
+import IsletSync
 import Foundation
-import Synchronization
 
 /// Counters the worker keeps for `/metrics`: pushes by result and reason, and a
 /// histogram of how long APNs took to settle each push.
@@ -38,7 +38,7 @@ public final class DeliveryMetrics: Sendable {
         var count = 0
     }
 
-    private let state = Mutex(State())
+    private let state = Lock(State())
 
     /// Creates empty counters.
     public init() {}

@@ -1,10 +1,10 @@
+import IsletSync
 public import APNs
 public import Foundation
 public import IsletCore
 import IsletCrypto
 public import IsletLog
 public import Storage
-import Synchronization
 
 /// Sends the queued pushes. It runs on a thread of its own: it claims pushes that
 /// are due from the store, hands them to the APNs client (whose answers arrive on
@@ -25,11 +25,11 @@ public final class DeliveryWorker: Sendable {
     private let logger: Logger
     private let policy: DeliveryPolicy
     private let condition = NSCondition()
-    private let state = Mutex(State())
-    private let keys = Mutex<[String: CachedKey]>([:])
+    private let state = Lock(State())
+    private let keys = Lock<[String: CachedKey]>([:])
     /// Draws the retry jitter: the system's random device would cost a system call
     /// per push.
-    private let random: Mutex<any RandomSource>
+    private let random: Lock<any RandomSource>
 
     private struct Answer: Sendable {
         let push: ClaimedPush
@@ -62,7 +62,7 @@ public final class DeliveryWorker: Sendable {
         clock: any WallClock = SystemWallClock(), random: any RandomSource = SeededRandomSource(seed: .random(in: .min ... .max)),
         logger: Logger
     ) {
-        self.random = Mutex(random)
+        self.random = Lock(random)
         self.store = store
         self.client = client
         self.configuration = configuration

@@ -1,3 +1,4 @@
+import IsletSync
 internal import CLinux
 import Foundation
 import Glibc
@@ -34,12 +35,12 @@ extension Duration {
 ///
 /// `@unchecked Sendable`: the handler table, the timers and everything handlers touch
 /// are used only on the loop's own thread; other threads reach the loop only through
-/// `execute`, whose queue sits behind a `Mutex`, and `stop`.
+/// `execute`, whose queue sits behind a `Lock`, and `stop`.
 final class EventLoop: @unchecked Sendable {
     private let epollFD: Int32
     private let wakeFD: Int32
     private var handlers: [Int32: any EventHandler] = [:]
-    private let inbox = Mutex<(tasks: [@Sendable () -> Void], wakePending: Bool, stopping: Bool)>(([], false, false))
+    private let inbox = Lock<(tasks: [@Sendable () -> Void], wakePending: Bool, stopping: Bool)>(([], false, false))
     private var timers = TimerHeap()
     private var nextTimerID: UInt64 = 1
     private var cancelledTimers = Set<UInt64>()
@@ -49,7 +50,8 @@ final class EventLoop: @unchecked Sendable {
     /// The loop thread's `pthread_self()`, 0 until it runs; atomic because any
     /// thread may ask `inLoop`.
     private let threadID = Atomic<UInt>(0)
-    private let finished = DispatchSemaphore(value: 0)
+    /// Whether the loop's thread has finished, for `stop` to wait on.
+    private let finished = ConditionLock(false)
     let name: String
 
     /// OpenSSL writes to sockets with plain `write`, which raises SIGPIPE when the
@@ -152,7 +154,7 @@ final class EventLoop: @unchecked Sendable {
         guard first else { return }
         var one: UInt64 = 1
         _ = write(wakeFD, &one, 8)
-        if !inLoop { finished.wait() }
+        if !inLoop { finished.wait(until: { $0 }) { _ in } }
     }
 
     private func run() {
@@ -189,7 +191,7 @@ final class EventLoop: @unchecked Sendable {
         }
         handlers.removeAll()
         timers = TimerHeap()
-        finished.signal()
+        finished.withLockBroadcasting { $0 = true }
     }
 
     private func nextTimeoutMilliseconds() -> Int32 {

@@ -1,3 +1,4 @@
+import IsletSync
 internal import CLinux
 internal import CNGHTTP2
 import Foundation
@@ -99,7 +100,7 @@ public final class HTTP2Server: Sendable {
     public let configuration: HTTP2ServerConfiguration
     private let loops: [EventLoop]
     private let shared: ServerShared
-    private let state = Mutex<(listener: Listener?, port: Int)>((nil, 0))
+    private let state = Lock<(listener: Listener?, port: Int)>((nil, 0))
 
     /// Creates a server; nothing listens until `start`.
     public init(configuration: HTTP2ServerConfiguration, delegate: any HTTP2ServerDelegate) throws(HTTP2Error) {

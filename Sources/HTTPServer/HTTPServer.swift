@@ -1,3 +1,4 @@
+import IsletSync
 internal import CMicroHTTPD
 import Foundation
 import Glibc
@@ -35,7 +36,7 @@ public final class HTTPServer: Sendable {
     /// The configuration it was made with.
     public let configuration: HTTPServerConfiguration
     private let core: ServerCore
-    private let state = Mutex(State())
+    private let state = Lock(State())
 
     private struct State {
         var daemon: DaemonHandle?
@@ -106,22 +107,37 @@ public final class HTTPServer: Sendable {
     public var activeRequests: Int { core.activeRequests }
 
     /// Stops accepting connections, lets requests in flight finish for up to
-    /// `gracePeriod`, then closes every connection. Calling it again does nothing.
+    /// `gracePeriod`, then answers those still running 503 and closes every
+    /// connection. Calling it again does nothing.
     public func shutdown(gracePeriod: Duration = .seconds(10)) async {
-        guard let (daemon, fd) = state.withLock({ s -> (DaemonHandle, Int32)? in
-            guard let daemon = s.daemon else { return nil }
-            s.daemon = nil
-            return (daemon, s.listenFD)
-        }) else { return }
-        // Stop accepting; libmicrohttpd hands the listening socket back to its owner.
+        guard let (daemon, fd) = takeDaemon() else { return }
+        // Stop accepting. libmicrohttpd hands the listening socket back, to be closed
+        // only after the daemon has stopped: its threads may still use it until then,
+        // and closed earlier its number could go to another descriptor meanwhile.
         _ = MHD_quiesce_daemon(daemon.pointer)
-        if fd >= 0 { close(fd) }
         let deadline = ContinuousClock.now + gracePeriod
         while core.activeRequests > 0 && ContinuousClock.now < deadline {
             try? await Task.sleep(for: .milliseconds(5))
         }
-        core.markStopped()
-        MHD_stop_daemon(daemon.pointer)
+        core.stop(daemon)
+        if fd >= 0 { close(fd) }
+    }
+
+    /// A server released while running stops at once (a daemon left running would
+    /// call back into a core that is gone).
+    deinit {
+        guard let (daemon, fd) = takeDaemon() else { return }
+        _ = MHD_quiesce_daemon(daemon.pointer)
+        core.stop(daemon)
+        if fd >= 0 { close(fd) }
+    }
+
+    private func takeDaemon() -> (DaemonHandle, Int32)? {
+        state.withLock { s -> (DaemonHandle, Int32)? in
+            guard let daemon = s.daemon else { return nil }
+            s.daemon = nil
+            return (daemon, s.listenFD)
+        }
     }
 
     /// The version of the linked libmicrohttpd, for example `0.9.75`.
@@ -136,9 +152,9 @@ private struct DaemonHandle: @unchecked Sendable {
 }
 
 /// A connection pointer handed to the task that runs a handler. `@unchecked
-/// Sendable`: the connection is suspended until that task resumes it, so
-/// libmicrohttpd does not touch it meanwhile, and the task resumes it at most once,
-/// and never after the daemon is stopped (see `ServerCore.resume`).
+/// Sendable`: the connection is suspended until it is resumed, so libmicrohttpd
+/// does not touch it meanwhile, and it is resumed exactly once, by whoever takes it
+/// out of `ServerCore.suspended`, before the daemon is stopped.
 private struct ConnectionHandle: @unchecked Sendable {
     let pointer: OpaquePointer
 }
@@ -159,17 +175,30 @@ private final class RequestState: @unchecked Sendable {
 }
 
 /// The part of the server that libmicrohttpd calls back into.
-/// `@unchecked Sendable`: its mutable state is atomic; the rest is immutable.
+/// `@unchecked Sendable`: its mutable state is atomic or behind its lock; the rest
+/// is immutable.
 private final class ServerCore: @unchecked Sendable {
     let handler: HTTPHandler
     let maxBodyBytes: Int
     let tooLargeResponse: HTTPResponse
-    // Atomics rather than a lock: every request passes here on libmicrohttpd's
-    // threads and on the handler's task, and a lock held across
-    // `MHD_resume_connection` (a system call) made them queue behind each other.
     private let active = Atomic<Int>(0)
-    private let stopped = Atomic<Bool>(false)
+    /// Connections suspended while their handler runs: whoever takes one out of
+    /// here (its handler's task, or `stop`) answers and resumes it, exactly once.
+    private let suspended = Lock(Suspended())
+    /// Resumes begun and not yet returned. A resume runs outside the lock: held
+    /// across `MHD_resume_connection` (a system call), the lock made every request
+    /// queue behind the others.
     private let resuming = Atomic<Int>(0)
+
+    private struct Suspended {
+        var requests: [ObjectIdentifier: (state: RequestState, connection: ConnectionHandle)] = [:]
+        var stopping = false
+    }
+
+    /// What a request still running when the server stops is answered.
+    static let shuttingDown = HTTPResponse(
+        status: 503, headers: ["Content-Type": "text/plain", "Retry-After": "1", "Connection": "close"],
+        body: Data("The server is shutting down.\n".utf8))
 
     init(handler: @escaping HTTPHandler, maxBodyBytes: Int, tooLargeResponse: HTTPResponse) {
         self.handler = handler
@@ -179,18 +208,58 @@ private final class ServerCore: @unchecked Sendable {
 
     var activeRequests: Int { active.load(ordering: .sequentiallyConsistent) }
 
-    /// After this returns, no handler task resumes a connection: one that had
-    /// started to has finished.
-    func markStopped() {
-        stopped.store(true, ordering: .sequentiallyConsistent)
+    /// Answers every request whose handler still runs with a 503, waits for resumes
+    /// in progress, and stops the daemon: libmicrohttpd must not be stopped with a
+    /// connection suspended, and no handler resumes one after this.
+    func stop(_ daemon: DaemonHandle) {
+        let leftovers = suspended.withLock { s -> [(state: RequestState, connection: ConnectionHandle)] in
+            s.stopping = true
+            defer { s.requests = [:] }
+            return Array(s.requests.values)
+        }
+        for request in leftovers {
+            request.state.response = Self.shuttingDown
+            MHD_resume_connection(request.connection.pointer)
+        }
         while resuming.load(ordering: .sequentiallyConsistent) > 0 { usleep(100) }
+        // Give the daemon a moment to write those answers before it closes every
+        // connection.
+        if !leftovers.isEmpty {
+            let deadline = ContinuousClock.now + .seconds(1)
+            while activeRequests > 0 && ContinuousClock.now < deadline { usleep(1_000) }
+        }
+        MHD_stop_daemon(daemon.pointer)
     }
 
-    /// Resumes a suspended connection unless the daemon is stopping.
-    private func resume(_ handle: ConnectionHandle) {
-        resuming.add(1, ordering: .sequentiallyConsistent)
-        if !stopped.load(ordering: .sequentiallyConsistent) { MHD_resume_connection(handle.pointer) }
-        resuming.subtract(1, ordering: .sequentiallyConsistent)
+    /// Hands `connection`, just suspended, to its handler; answers 503 at once when
+    /// the server is stopping.
+    private func dispatch(_ state: RequestState, _ connection: ConnectionHandle) {
+        let id = ObjectIdentifier(state)
+        let accepted = suspended.withLock { s -> Bool in
+            guard !s.stopping else { return false }
+            s.requests[id] = (state, connection)
+            return true
+        }
+        guard accepted else {
+            state.response = Self.shuttingDown
+            MHD_resume_connection(connection.pointer)
+            return
+        }
+        let request = state.request
+        let handler = self.handler
+        Task {
+            let response = await handler(request)
+            // Taken out by `stop` meanwhile: it answered 503 and resumed it.
+            let mine = self.suspended.withLock { s -> Bool in
+                guard s.requests.removeValue(forKey: id) != nil else { return false }
+                self.resuming.add(1, ordering: .sequentiallyConsistent)
+                return true
+            }
+            guard mine else { return }
+            state.response = response
+            MHD_resume_connection(connection.pointer)
+            self.resuming.subtract(1, ordering: .sequentiallyConsistent)
+        }
     }
 
     func access(
@@ -240,14 +309,7 @@ private final class ServerCore: @unchecked Sendable {
         guard !state.dispatched else { return .YES }
         state.dispatched = true
         MHD_suspend_connection(connection)
-        let handle = ConnectionHandle(pointer: connection)
-        let request = state.request
-        let handler = self.handler
-        Task {
-            let response = await handler(request)
-            state.response = response
-            self.resume(handle)
-        }
+        dispatch(state, ConnectionHandle(pointer: connection))
         return .YES
     }
 

@@ -1,14 +1,14 @@
+import IsletSync
 public import Foundation
-import Synchronization
 
 /// A clock that moves only when told to: for tests of lifecycle windows, schedules and
 /// token ages that must not sleep.
 public final class ManualWallClock: WallClock {
-    private let current: Mutex<Date>
+    private let current: Lock<Date>
 
     /// Creates a clock standing at `start`.
     public init(start: Date = Date(timeIntervalSince1970: 1_800_000_000)) {
-        current = Mutex(start)
+        current = Lock(start)
     }
 
     /// The time the clock stands at.

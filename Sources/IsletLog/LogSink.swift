@@ -1,5 +1,5 @@
+import IsletSync
 import Glibc
-import Synchronization
 
 /// Where finished log lines go.
 public protocol LogSink: Sendable {
@@ -32,7 +32,7 @@ public struct StandardErrorLogSink: LogSink {
 
 /// Keeps lines in memory, for tests that read back what was logged.
 public final class MemoryLogSink: LogSink {
-    private let storage = Mutex<[String]>([])
+    private let storage = Lock<[String]>([])
 
     /// Creates an empty sink.
     public init() {}

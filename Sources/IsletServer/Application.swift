@@ -1,3 +1,4 @@
+import IsletSync
 public import APNs
 public import APNsSimulator
 public import Delivery
@@ -7,7 +8,6 @@ public import IsletCore
 import IsletCrypto
 public import IsletLog
 public import Storage
-import Synchronization
 
 /// A running Islet: its store, its delivery worker and APNs client, its HTTP API,
 /// the embedded simulator when asked for, and its shutdown sequence. Built by
@@ -31,7 +31,7 @@ public final class Application: Sendable {
     public let demo: DemoApp?
     let server: HTTPServer
     let scheduledEnds: ScheduledEnds
-    private let stopState = Mutex(StopState())
+    private let stopState = Lock(StopState())
 
     private struct StopState {
         var started = false
@@ -246,7 +246,7 @@ public func buildApplication(
 /// Every route of the API, in the order the OpenAPI document lists them.
 enum APIRoutes {
     static func all(context: ServerContext) -> [APIRoute] {
-        let document = Mutex<JSONValue>(.null)
+        let document = Lock<JSONValue>(.null)
         let system = SystemRoutes(
             store: context.store, delivery: context.delivery, requestMetrics: context.requestMetrics,
             document: { document.withLock { $0 } })

@@ -1,9 +1,9 @@
+import IsletSync
 import Delivery
 import Foundation
 import IsletCore
 import IsletLog
 import Storage
-import Synchronization
 
 /// Ends activities whose `end_at` has come, as the end route would (the last
 /// content state, cause `scheduled`). It looks every quarter second, reading time
@@ -11,7 +11,7 @@ import Synchronization
 /// waiting.
 final class ScheduledEnds: Sendable {
     private let context: ServerContext
-    private let task = Mutex<Task<Void, Never>?>(nil)
+    private let task = Lock<Task<Void, Never>?>(nil)
 
     init(context: ServerContext) {
         self.context = context

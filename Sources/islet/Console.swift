@@ -1,5 +1,5 @@
+import IsletSync
 import Foundation
-import Synchronization
 
 /// Writes whole lines to standard output or error through `FileHandle`, which, unlike
 /// the C `stdout` global, is safe to use from any concurrency domain.
@@ -16,7 +16,7 @@ enum Console {
 /// Collects lines and writes them in batches (every 100 ms, or at 64 KiB), so that a
 /// busy simulator does not make one system call per push.
 final class BufferedConsole: Sendable {
-    private let state = Mutex<(bytes: [UInt8], closed: Bool)>(([], false))
+    private let state = Lock<(bytes: [UInt8], closed: Bool)>(([], false))
 
     init() {
         Thread { [weak self] in

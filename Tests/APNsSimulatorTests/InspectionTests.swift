@@ -1,7 +1,7 @@
+import IsletSync
 import APNsSimulator
 import Foundation
 import IsletCore
-import Synchronization
 import Testing
 
 @Suite("Simulator: answers and inspection")
@@ -158,7 +158,7 @@ struct InspectionTests {
     }
 
     @Test func theObserverSeesEveryPush() throws {
-        let seen = Mutex<[Int]>([])
+        let seen = Lock<[Int]>([])
         let sim = try SimulatorHarness(observer: { record in seen.withLock { $0.append(record.sequence) } })
         sim.sendAlert(to: token)
         sim.send(to: token, method: "GET")

@@ -1,7 +1,7 @@
 @testable import APNsSimulator
+import IsletSync
 import Foundation
 import IsletCore
-import Synchronization
 import Testing
 
 /// The history keeps each push packed and builds its ``PushRecord`` when asked: the
@@ -44,7 +44,7 @@ struct RecordOnDemandTests {
     }
 
     @Test func theObserverAndTheHistoryGetTheSameRecords() throws {
-        let observed = Mutex<[PushRecord]>([])
+        let observed = Lock<[PushRecord]>([])
         let sim = try SimulatorHarness(observer: { record in observed.withLock { $0.append(record) } })
         try Self.sendVariety(sim)
         let recorded = sim.engine.pushes()
@@ -78,7 +78,7 @@ struct RecordOnDemandTests {
 
     @Test func recordsSurviveTheRingAndReset() throws {
         let sim = try SimulatorHarness(pushHistoryLimit: 7)
-        let observed = Mutex<[PushRecord]>([])
+        let observed = Lock<[PushRecord]>([])
         let watched = try SimulatorHarness(
             pushHistoryLimit: 7, observer: { record in observed.withLock { $0.append(record) } })
         try Self.sendVariety(sim)

@@ -4,6 +4,7 @@ import Foundation
 import HTTP2
 import IsletCore
 import IsletCrypto
+import IsletTesting
 import Synchronization
 import Testing
 
@@ -162,10 +163,8 @@ struct APNsClientTests {
 
     @Test func connectionFailuresAreRetriedAndCountAgainstTheHost() async throws {
         // Nothing listens on the port: every attempt is a transport failure.
-        let probe = try HTTP2Server(configuration: HTTP2ServerConfiguration(), delegate: GoneAnswer())
-        try probe.start()
-        let port = probe.port
-        await probe.shutdown()
+        let refusing = try ReservedPort()
+        let port = refusing.port
         var configuration = APNsClientConfiguration()
         configuration.sandboxURL = URL(string: "http://127.0.0.1:\(port)")!
         configuration.connectTimeout = .milliseconds(50)
@@ -192,6 +191,7 @@ struct APNsClientTests {
         #expect(third.attempts == 0)
         #expect(third.error?.code == .circuitOpen)
         await client.shutdown()
+        withExtendedLifetime(refusing) {}
     }
 
     @Test func tooManyRequestsIsRetryLaterWithoutRetrying() async throws {

@@ -1,3 +1,4 @@
+import IsletSync
 import Foundation
 import Glibc
 import HTTP2
@@ -9,7 +10,7 @@ import Testing
 /// Echoes each request: status from `x-status` (default 200), the body back, and
 /// `x-id` recorded so tests can prove nothing was processed twice.
 final class EchoDelegate: HTTP2ServerDelegate {
-    let seen = Mutex<[String]>([])
+    let seen = Lock<[String]>([])
     let delay: Duration?
 
     init(delay: Duration? = nil) { self.delay = delay }
@@ -169,19 +170,20 @@ struct HTTP2Tests {
     }
 
     @Test func nothingListeningIsAConnectFailure() async throws {
-        let probe = try makeServer(tls: false)
-        let port = probe.port
-        await probe.shutdown()
+        // Bound and never listening: refused for as long as the test runs.
+        let refusing = try ReservedPort()
+        let port = refusing.port
         let client = try makeClient(port: port) { $0.connectTimeout = .milliseconds(200) }
         let error = await #expect(throws: HTTP2Error.self) { try await client.send(HTTP2Request(path: "/x")) }
         #expect(error?.code == .connectFailed)
         await client.shutdown()
+        withExtendedLifetime(refusing) {}
     }
 
     @Test func aWaitingRequestFailsAtItsConnectTimeoutWhateverTheReconnectBackoff() async throws {
-        let probe = try makeServer(tls: false)
-        let port = probe.port
-        await probe.shutdown()
+        // Bound and never listening: refused for as long as the test runs.
+        let refusing = try ReservedPort()
+        let port = refusing.port
         let client = try makeClient(port: port, tls: false) {
             $0.connectTimeout = .milliseconds(100)
             // A backoff far past the timeout: the request must not wait for it.
@@ -202,6 +204,7 @@ struct HTTP2Tests {
         // Failed by its own deadline, not by a second connect attempt.
         #expect(await client.statistics.connectAttempts == 1)
         await client.shutdown()
+        withExtendedLifetime(refusing) {}
     }
 
     @Test func cancellingAWaitingCallerResetsItsStream() async throws {
@@ -255,7 +258,7 @@ struct HTTP2Tests {
             let client = try makeClient(port: port, tls: tls)
             #expect(try await client.send(HTTP2Request(path: "/still-here")).status == 200)
             await client.shutdown()
-            for _ in 0..<200 where server.openConnections > 1 { try await Task.sleep(for: .milliseconds(10)) }
+            _ = await eventually { server.openConnections <= 1 }
             #expect(server.openConnections <= 1)
             await server.shutdown()
         }
@@ -268,7 +271,7 @@ struct HTTP2Tests {
             $0.pingInterval = .milliseconds(300)
         }
         #expect(try await client.send(HTTP2Request(path: "/a")).status == 200)
-        for _ in 0..<300 where server.openConnections > 0 { try await Task.sleep(for: .milliseconds(10)) }
+        _ = await eventually { server.openConnections == 0 }
         #expect(server.openConnections == 0)
         #expect(try await client.send(HTTP2Request(path: "/b")).status == 200)
         #expect(await client.statistics.connectionsOpened == 2)
@@ -280,7 +283,8 @@ struct HTTP2Tests {
         let server = try makeServer()
         let client = try makeClient(port: server.port) { $0.pingInterval = .milliseconds(200) }
         #expect(try await client.send(HTTP2Request(path: "/a")).status == 200)
-        try await Task.sleep(for: .milliseconds(2_500))
+        // Idle past several ping intervals: pings go out and come back.
+        #expect(await eventually { await client.statistics.pingsAnswered >= 2 })
         #expect(try await client.send(HTTP2Request(path: "/b")).status == 200)
         #expect(await client.statistics.connectionsOpened == 1)
         #expect(await client.statistics.pingsAnswered >= 1)
@@ -321,6 +325,9 @@ struct HTTP2Tests {
             await withTaskGroup(of: Void.self) { group in
                 for client in clients { group.addTask { await client.shutdown(gracePeriod: .zero) } }
             }
+            // The server sees each close in its own time: the next round counts only
+            // its own connections.
+            #expect(await eventually { server.openConnections == 0 })
         }
         #expect(Set(delegate.seen.withLock { $0 }).count == 5 * 48 * 4)
         await server.shutdown()
@@ -366,10 +373,7 @@ struct HTTP2Tests {
         #expect(try await kept.send(HTTP2Request(path: "/two")).status == 200)
         #expect(server.openConnections == 2)
         released = nil
-        let deadline = ContinuousClock.now + .seconds(5)
-        while server.openConnections > 1 && ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(10))
-        }
+        _ = await eventually { server.openConnections <= 1 }
         #expect(server.openConnections == 1)
         // Past the released connection's housekeeping tick, the thread still serves.
         try await Task.sleep(for: .milliseconds(1_200))
@@ -487,9 +491,9 @@ struct HTTP2Tests {
     }
 
     @Test func anExchangeThatCannotConnectCompletesWithTheFailure() async throws {
-        let probe = try makeServer(tls: false)
-        let port = probe.port
-        await probe.shutdown()
+        // Bound and never listening: refused for as long as the test runs.
+        let refusing = try ReservedPort()
+        let port = refusing.port
         let client = try makeClient(port: port) { $0.connectTimeout = .milliseconds(200) }
         let exchange = RecordingExchange { head in head.path("/x") }
         let answer = await exchange.send(on: client)
@@ -497,6 +501,7 @@ struct HTTP2Tests {
         #expect((try? answer.status.get()) == nil)
         #expect(exchange.starts == 0)
         await client.shutdown()
+        withExtendedLifetime(refusing) {}
     }
 
     @Test func libraryVersion() {
@@ -533,7 +538,7 @@ final class SlowPath: HTTP2ServerDelegate {
 final class WriteCounter: HTTP2ServerDelegate {
     let handled = Atomic<Int>(0)
     let largestRun = Atomic<Int>(0)
-    private let last = Mutex<(writes: Int, run: Int)>((-1, 0))
+    private let last = Lock<(writes: Int, run: Int)>((-1, 0))
 
     func handle(_ request: HTTP2ServerRequest, on connection: HTTP2ServerConnectionContext) -> HTTP2ServerReply {
         handled.wrappingAdd(1, ordering: .relaxed)

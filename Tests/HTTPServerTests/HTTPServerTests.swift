@@ -1,7 +1,8 @@
+import IsletSync
 import Foundation
+import Glibc
 import HTTPServer
 import IsletTesting
-import Synchronization
 import Testing
 
 /// Echoes what the server assembled, as JSON.
@@ -34,11 +35,25 @@ func startServer(maxBody: Int = 1024, handler: @escaping HTTPHandler = echo) thr
     return server
 }
 
+/// Whether nothing listens on `port` of 127.0.0.1: a socket of ours can bind it.
+func portIsFree(_ port: Int) -> Bool {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(fd) }
+    var one: Int32 = 1
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = in_port_t(UInt16(port).bigEndian)
+    inet_pton(AF_INET, "127.0.0.1", &address.sin_addr)
+    return withUnsafePointer(to: &address) { pointer in
+        pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+    }
+}
+
 @Suite("HTTP server over a real socket")
 struct HTTPServerTests {
     @Test func answersARequestWithQueryAndHeaders() async throws {
         let server = try startServer()
-        defer { Task { await server.shutdown() } }
         #expect(server.port > 0)
         let response = try await httpRequest(port: server.port, path: "/v1/things?limit=5&status=started", headers: ["X-Trace": "abc"])
         #expect(response.status == 200)
@@ -48,11 +63,11 @@ struct HTTPServerTests {
         #expect((json["query"] as? [String: String]) == ["limit": "5", "status": "started"])
         #expect((json["headers"] as? [String: String])?["x-trace"] == "abc")
         #expect((json["remote"] as? String)?.hasPrefix("127.0.0.1:") == true)
+        await server.shutdown()
     }
 
     @Test func bodySplitAcrossReadsIsAssembled() async throws {
         let server = try startServer()
-        defer { Task { await server.shutdown() } }
         let body = Data((0..<900).map { UInt8($0 % 251) })
         let connection = try RawHTTPConnection(port: server.port)
         let response = try await connection.async { c in
@@ -66,11 +81,11 @@ struct HTTPServerTests {
         let json = try #require(response.json)
         #expect(json["bodyLength"] as? Int == 900)
         #expect((json["bodySHA"] as? NSNumber)?.uint64Value == fnv(body))
+        await server.shutdown()
     }
 
     @Test func chunkedBodyIsAssembled() async throws {
         let server = try startServer()
-        defer { Task { await server.shutdown() } }
         let connection = try RawHTTPConnection(port: server.port)
         let response = try await connection.async { c in
             try c.write("POST /c HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n")
@@ -80,15 +95,15 @@ struct HTTPServerTests {
         }
         #expect(response.json?["bodyLength"] as? Int == 11)
         #expect((response.json?["bodySHA"] as? NSNumber)?.uint64Value == fnv(Data("hello world".utf8)))
+        await server.shutdown()
     }
 
     @Test func oversizedBodyGets413WithoutReachingTheHandler() async throws {
-        let calls = Mutex(0)
+        let calls = Lock(0)
         let server = try startServer(maxBody: 100) { request in
             calls.withLock { $0 += 1 }
             return await echo(request)
         }
-        defer { Task { await server.shutdown() } }
         let declared = try await httpRequest(port: server.port, method: "POST", path: "/big", body: Data(count: 101))
         #expect(declared.status == 413)
         let connection = try RawHTTPConnection(port: server.port)
@@ -102,11 +117,11 @@ struct HTTPServerTests {
         let exact = try await httpRequest(port: server.port, method: "POST", path: "/ok", body: Data(count: 100))
         #expect(exact.status == 200)
         #expect(calls.withLock { $0 } == 1)
+        await server.shutdown()
     }
 
     @Test func keepAliveCarriesSeveralRequests() async throws {
         let server = try startServer()
-        defer { Task { await server.shutdown() } }
         let connection = try RawHTTPConnection(port: server.port)
         let statuses = try await connection.async { c -> [Int] in
             var statuses: [Int] = []
@@ -118,6 +133,7 @@ struct HTTPServerTests {
             return statuses
         }
         #expect(statuses == [200, 200, 200, 200, 200])
+        await server.shutdown()
     }
 
     @Test func manyConcurrentRequestsAreAllAnswered() async throws {
@@ -125,7 +141,6 @@ struct HTTPServerTests {
             try? await Task.sleep(for: .milliseconds(20))
             return HTTPResponse(status: 200, contentType: "text/plain", body: Data(request.path.utf8))
         }
-        defer { Task { await server.shutdown() } }
         let paths = try await withThrowingTaskGroup(of: String.self) { group in
             for i in 0..<64 {
                 group.addTask { try await httpRequest(port: server.port, path: "/r/\(i)").text }
@@ -133,10 +148,11 @@ struct HTTPServerTests {
             return try await group.reduce(into: Set<String>()) { $0.insert($1) }
         }
         #expect(paths == Set((0..<64).map { "/r/\($0)" }))
+        await server.shutdown()
     }
 
     @Test func shutdownFinishesRequestsInFlightAndStopsAccepting() async throws {
-        let started = Mutex(false)
+        let started = Lock(false)
         let server = try startServer { _ in
             started.withLock { $0 = true }
             try? await Task.sleep(for: .milliseconds(300))
@@ -149,12 +165,38 @@ struct HTTPServerTests {
         let response = try await inFlight.value
         #expect(response.status == 200)
         #expect(response.text == "finished")
-        #expect(throws: RawHTTPError.self) { try RawHTTPConnection(port: port) }
+        // The port is free again: nothing holds it. (A connection attempt would not
+        // tell: another test's server may have taken the port by then.)
+        #expect(portIsFree(port))
+    }
+
+    @Test func aRequestStillRunningAtTheEndOfTheGraceIsAnswered503() async throws {
+        let started = Lock(false)
+        let server = try startServer { _ in
+            started.withLock { $0 = true }
+            try? await Task.sleep(for: .seconds(30))
+            return HTTPResponse(status: 200, contentType: "text/plain", body: Data("too late".utf8))
+        }
+        let port = server.port
+        let inFlight = Task { try await httpRequest(port: port, path: "/slow") }
+        while !started.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(5)) }
+        await server.shutdown(gracePeriod: .milliseconds(50))
+        let response = try await inFlight.value
+        #expect(response.status == 503)
+        #expect(response.headers["retry-after"] == "1")
+        #expect(portIsFree(port))
+    }
+
+    @Test func aServerReleasedWithoutShutdownStops() async throws {
+        var server: HTTPServer? = try startServer()
+        let port = try #require(server?.port)
+        #expect(try await httpRequest(port: port, path: "/alive").status == 200)
+        server = nil
+        #expect(portIsFree(port))
     }
 
     @Test func secondStartIsRefusedAndBusyPortIsReported() async throws {
         let server = try startServer()
-        defer { Task { await server.shutdown() } }
         #expect(throws: HTTPServerError.self) { try server.start() }
         var configuration = HTTPServerConfiguration()
         configuration.port = server.port
@@ -162,6 +204,7 @@ struct HTTPServerTests {
         let error = #expect(throws: HTTPServerError.self) { try clash.start() }
         #expect(error?.code == .bind)
         #expect(error?.message.contains("\(server.port)") == true)
+        await server.shutdown()
     }
 }
 

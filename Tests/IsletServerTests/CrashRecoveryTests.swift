@@ -23,7 +23,7 @@ struct CrashRecoveryTests {
         let output = ServeProcessTests.OutputCollector(errorPipe)
         try process.run()
         var port: Int?
-        for _ in 0..<800 where port == nil {
+        for _ in 0..<2_400 where port == nil {
             try await Task.sleep(for: .milliseconds(25))
             port = output.value.split(separator: "\n").lazy.compactMap { line -> Int? in
                 guard let object = try? JSONValue(parsing: Data(line.utf8)), object["msg"] == "listening",
@@ -32,7 +32,11 @@ struct CrashRecoveryTests {
                 return Int(url.split(separator: ":").last ?? "")
             }.first
         }
-        return (process, try #require(port, "no listening line in: \(output.value)"), output)
+        guard let port else {
+            killIfRunning(process)
+            throw RawHTTPError("no listening line in: \(output.value)")
+        }
+        return (process, port, output)
     }
 
     @Test func aKilledServerLosesNothingMidFanOut() async throws {
@@ -56,6 +60,7 @@ struct CrashRecoveryTests {
             ]
 
             var (process, port, _) = try await launch(arguments)
+            defer { killIfRunning(process) }
             func call(_ method: String, _ path: String, _ key: String, _ body: JSONValue? = nil) async throws -> JSONValue {
                 var headers = ["Authorization": "Bearer \(key)"]
                 if body != nil { headers["Content-Type"] = "application/json" }

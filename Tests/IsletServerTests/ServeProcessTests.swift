@@ -1,7 +1,7 @@
+import IsletSync
 import Foundation
 import IsletCore
 import IsletTesting
-import Synchronization
 import Testing
 
 /// Runs the real `islet` executable, as `make run` does.
@@ -11,7 +11,7 @@ struct ServeProcessTests {
 
     /// Collects a pipe's output as it arrives.
     final class OutputCollector: Sendable {
-        private let text = Mutex("")
+        private let text = Lock("")
         init(_ pipe: Pipe) {
             pipe.fileHandleForReading.readabilityHandler = { [self] handle in
                 let data = handle.availableData
@@ -33,9 +33,10 @@ struct ServeProcessTests {
             process.standardOutput = Pipe()
             let output = OutputCollector(errorPipe)
             try process.run()
+            defer { killIfRunning(process) }
 
             var port: Int?
-            for _ in 0..<400 where port == nil {
+            for _ in 0..<2_400 where port == nil {
                 try await Task.sleep(for: .milliseconds(25))
                 port = output.value.split(separator: "\n").lazy.compactMap { line -> Int? in
                     guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
@@ -50,7 +51,7 @@ struct ServeProcessTests {
             #expect(health.json?["status"] as? String == "ok")
 
             process.terminate()  // SIGTERM
-            for _ in 0..<400 where process.isRunning { try await Task.sleep(for: .milliseconds(25)) }
+            _ = await eventually { !process.isRunning }
             #expect(!process.isRunning)
             #expect(process.terminationReason == .exit)
             #expect(process.terminationStatus == 0)
@@ -89,9 +90,9 @@ struct ServeProcessTests {
             process.standardError = Pipe()
             let output = OutputCollector(outputPipe)
             try process.run()
-            defer { process.terminate(); process.waitUntilExit() }
+            defer { killIfRunning(process) }
             var exports: [String: String] = [:]
-            for _ in 0..<400 where exports["DEVICE_KEY"] == nil {
+            for _ in 0..<2_400 where exports["DEVICE_KEY"] == nil {
                 try await Task.sleep(for: .milliseconds(25))
                 for line in output.value.split(separator: "\n") where line.hasPrefix("  export ") {
                     for pair in line.dropFirst("  export ".count).split(separator: " ") {
@@ -122,7 +123,7 @@ struct ServeProcessTests {
             #expect(try await call("PUT", "/v1/apps/\(app)/devices/phone-1/push-to-start/DeliveryAttributes", deviceKey, try body(after: "/push-to-start/")).status == 201)
             #expect(try await call("POST", "/v1/apps/\(app)/activities", serverKey, try body(after: "/activities -H")).status == 202)
             var token: String?
-            for _ in 0..<400 where token == nil {
+            for _ in 0..<2_400 where token == nil {
                 try await Task.sleep(for: .milliseconds(25))
                 let activities = try await httpRequest(port: sim, path: "/activities")
                 token = (try? JSONValue(parsing: activities.body))?["activities"]?.arrayValue?.first?["update_token"]?.stringValue
@@ -134,7 +135,7 @@ struct ServeProcessTests {
             #expect(try await call("POST", "/v1/apps/\(app)/activities/order-42/update", serverKey, try body(after: "/update ")).status == 202)
             #expect(try await call("POST", "/v1/apps/\(app)/activities/order-42/end", serverKey, try body(after: "/end ")).status == 202)
             var status: String?
-            for _ in 0..<400 where status != "ended" {
+            for _ in 0..<2_400 where status != "ended" {
                 try await Task.sleep(for: .milliseconds(25))
                 let activities = try await httpRequest(port: sim, path: "/activities")
                 status = (try? JSONValue(parsing: activities.body))?["activities"]?.arrayValue?.first?["status"]?.stringValue

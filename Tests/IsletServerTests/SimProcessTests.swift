@@ -27,9 +27,10 @@ struct SimProcessTests {
             process.standardError = Pipe()
             let output = ServeProcessTests.OutputCollector(out)
             try process.run()
+            defer { killIfRunning(process) }
 
             var ports: [Int] = []
-            for _ in 0..<400 where ports.isEmpty {
+            for _ in 0..<2_400 where ports.isEmpty {
                 try await Task.sleep(for: .milliseconds(25))
                 if let banner = output.value.split(separator: "\n").first(where: { $0.hasPrefix("islet sim: APNs") }) {
                     ports = banner.split(separator: " ").compactMap { word in
@@ -52,11 +53,11 @@ struct SimProcessTests {
             let inspection = try await httpRequest(port: ports[1], path: "/pushes")
             #expect((inspection.json?["pushes"] as? [Any])?.count == 1)
 
-            for _ in 0..<100 where !output.value.contains("alert_shown") { try await Task.sleep(for: .milliseconds(20)) }
+            _ = await eventually { output.value.contains("alert_shown") }
             #expect(output.value.contains("#1 200"))
             #expect(output.value.contains("alert_shown"))
             process.terminate()
-            for _ in 0..<400 where process.isRunning { try await Task.sleep(for: .milliseconds(25)) }
+            _ = await eventually { !process.isRunning }
             #expect(process.terminationStatus == 0)
         }
     }

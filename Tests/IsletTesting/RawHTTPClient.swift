@@ -38,8 +38,6 @@ public final class RawHTTPConnection: @unchecked Sendable {
     public init(port: Int, host: String = "127.0.0.1") throws {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw RawHTTPError("socket failed") }
-        var timeout = timeval(tv_sec: 15, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = in_port_t(UInt16(port).bigEndian)
@@ -50,10 +48,15 @@ public final class RawHTTPConnection: @unchecked Sendable {
             }
         }
         guard rc == 0 else {
-            let reason = String(cString: strerror(errno))
-            Glibc.close(fd)
-            throw RawHTTPError("connect to \(host):\(port) failed: \(reason)")
+            // Not closed here: the connection is whole by now, so a throw still
+            // runs `deinit`, which closes it. Closing it here as well would close
+            // whatever another thread opened under the same number meanwhile.
+            throw RawHTTPError("connect to \(host):\(port) failed: \(String(cString: strerror(errno)))")
         }
+        // Generous, so that a slow shared machine is not a failure; set after the
+        // connect, which a socket timeout would let a signal interrupt.
+        var timeout = timeval(tv_sec: 60, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
     }
 
     deinit { Glibc.close(fd) }
@@ -64,6 +67,7 @@ public final class RawHTTPConnection: @unchecked Sendable {
             var offset = 0
             while offset < raw.count {
                 let n = send(fd, raw.baseAddress! + offset, raw.count - offset, Int32(MSG_NOSIGNAL))
+                if n < 0 && errno == EINTR { continue }
                 if n <= 0 { throw RawHTTPError("send failed: \(String(cString: strerror(errno)))") }
                 offset += n
             }
@@ -141,7 +145,8 @@ public final class RawHTTPConnection: @unchecked Sendable {
 
     private func receive() throws -> Bool {
         var chunk = [UInt8](repeating: 0, count: 65_536)
-        let n = recv(fd, &chunk, chunk.count, 0)
+        var n = recv(fd, &chunk, chunk.count, 0)
+        while n < 0 && errno == EINTR { n = recv(fd, &chunk, chunk.count, 0) }
         if n < 0 { throw RawHTTPError("recv failed: \(String(cString: strerror(errno)))") }
         if n == 0 { return false }
         buffer.append(contentsOf: chunk[0..<n])

@@ -1,8 +1,8 @@
+import IsletSync
 import Foundation
 import HTTP2
 import IsletCore
 import IsletCrypto
-import Synchronization
 
 /// Checks provider tokens (ES256 JWTs) against the trusted keys.
 ///
@@ -33,18 +33,18 @@ final class ProviderTokenVerifier: Sendable {
         var nextRecent = 0
     }
 
-    private let keys: Mutex<[String: TrustedKey]>
+    private let keys: Lock<[String: TrustedKey]>
     private let environment: APNsEnvironment
     private let lifetime: Double
     private let allowedSkew: Double
-    private let cache = Mutex(Cache())
+    private let cache = Lock(Cache())
     private static let cacheLimit = 1024
     /// How many `authorization` values are remembered whole: one per signing key a
     /// client is likely to use at once.
     private static let recentLimit = 4
 
     init(configuration: SimulatorConfiguration) {
-        keys = Mutex(Dictionary(configuration.trustedKeys.map { ($0.keyID, $0) }, uniquingKeysWith: { _, last in last }))
+        keys = Lock(Dictionary(configuration.trustedKeys.map { ($0.keyID, $0) }, uniquingKeysWith: { _, last in last }))
         environment = configuration.environment
         lifetime = configuration.providerTokenLifetime
         allowedSkew = configuration.allowedClockSkew

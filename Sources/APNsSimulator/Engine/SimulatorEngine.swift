@@ -1,6 +1,6 @@
+import IsletSync
 import Foundation
 public import IsletCore
-import Synchronization
 
 /// A simulated APNs, without its network: it takes one request at a time, answers as
 /// APNs would, and simulates the devices behind it, so that what APNs accepts but a
@@ -33,7 +33,7 @@ public final class SimulatorEngine: Sendable {
     private let clock: any WallClock
     private let verifier: ProviderTokenVerifier
     private let observer: (@Sendable (PushRecord) -> Void)?
-    private let state: Mutex<State>
+    private let state: Lock<State>
 
     private struct State {
         var random: any RandomSource
@@ -56,7 +56,7 @@ public final class SimulatorEngine: Sendable {
         self.clock = clock
         self.verifier = ProviderTokenVerifier(configuration: configuration)
         self.observer = observer
-        self.state = Mutex(State(
+        self.state = Lock(State(
             random: random,
             devices: SimulatedDevices(environment: configuration.environment),
             history: PushHistory(capacity: configuration.pushHistoryLimit)))

@@ -1,9 +1,9 @@
+import IsletSync
 import Foundation
 public import HTTP2
 import HTTPServer
 public import IsletCore
 import IsletCrypto
-import Synchronization
 
 /// How an `APNsSimulator` listens and misbehaves.
 public struct APNsSimulatorOptions: Sendable {
@@ -44,7 +44,7 @@ public final class APNsSimulator: Sendable {
     public let caCertificatePEM: String?
     private let apns: HTTP2Server
     private let inspection: HTTPServer?
-    private let ports = Mutex<(apns: Int, inspect: Int?)>((0, nil))
+    private let ports = Lock<(apns: Int, inspect: Int?)>((0, nil))
 
     /// Builds a simulator; nothing listens until `start`. `observer` sees every
     /// push once answered (the console lines of `islet sim`). The default random

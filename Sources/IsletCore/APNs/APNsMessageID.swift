@@ -1,4 +1,4 @@
-import Synchronization
+import IsletSync
 
 /// The `apns-id` header: a UUID that names one notification, in the canonical
 /// 8-4-4-4-12 form. Apple documents it as lowercase; Islet always sends it so.
@@ -21,7 +21,7 @@ public enum APNsMessageID {
         mintSource.withLock { make(using: &$0) }
     }
 
-    private static let mintSource = Mutex(SeededRandomSource(seed: UInt64.random(in: .min ... .max)))
+    private static let mintSource = Lock(SeededRandomSource(seed: UInt64.random(in: .min ... .max)))
 
     /// A fresh version 4 UUID in canonical lowercase form, drawn from `generator`, so
     /// that a seeded generator gives repeatable ids.

@@ -1,5 +1,5 @@
+import IsletSync
 public import Foundation
-import Synchronization
 
 /// A value the device's decoder would refuse, at a path such as `content_state.eta`.
 public struct SchemaViolation: Sendable, Hashable, CustomStringConvertible {
@@ -209,7 +209,7 @@ public enum SchemaCheck {
     /// ISO 8601 formatters behind a lock: `.withInternetDateTime` as
     /// `JSONDecoder.DateDecodingStrategy.iso8601` reads, and one that also takes
     /// fractional seconds (for API input).
-    private static let formatters = Mutex<(plain: ISO8601DateFormatter, fractional: ISO8601DateFormatter)>({
+    private static let formatters = Lock<(plain: ISO8601DateFormatter, fractional: ISO8601DateFormatter)>({
         let plain = ISO8601DateFormatter()
         plain.formatOptions = [.withInternetDateTime]
         let fractional = ISO8601DateFormatter()

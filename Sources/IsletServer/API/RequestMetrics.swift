@@ -1,5 +1,5 @@
+import IsletSync
 import Foundation
-import Synchronization
 
 /// Counts API requests by route pattern, method and status, for `/metrics`.
 final class RequestMetrics: Sendable {
@@ -13,7 +13,7 @@ final class RequestMetrics: Sendable {
         }
     }
 
-    private let counts = Mutex<[Key: Int]>([:])
+    private let counts = Lock<[Key: Int]>([:])
 
     func record(method: String, route: String, status: Int) {
         counts.withLock { $0[Key(method: method, route: route, status: status), default: 0] += 1 }

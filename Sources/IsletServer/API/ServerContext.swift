@@ -1,3 +1,4 @@
+import IsletSync
 import Delivery
 import Foundation
 import HTTPServer
@@ -5,7 +6,6 @@ import IsletCore
 import IsletCrypto
 import IsletLog
 import Storage
-import Synchronization
 
 /// What every route handler shares: the store, the delivery worker, the clock and
 /// the rules.
@@ -38,7 +38,7 @@ final class AppKeyCache: Sendable {
         let expires: ContinuousClock.Instant
     }
 
-    private let entries = Mutex<[Data: Entry]>([:])
+    private let entries = Lock<[Data: Entry]>([:])
     private let lifetime: Duration = .seconds(5)
 
     func lookup(_ hash: Data) -> (app: AppRecord, kind: AppKeyKind)? {

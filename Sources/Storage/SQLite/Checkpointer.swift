@@ -1,5 +1,5 @@
+import IsletSync
 import Foundation
-import Synchronization
 
 /// Copies the write-ahead log back into the database file from a thread and a
 /// connection of its own, once a second, without waiting for
@@ -7,8 +7,7 @@ import Synchronization
 /// automatic checkpoints are turned off: they ran inside a commit, and a request
 /// whose commit drew the checkpoint waited for the whole copy and its disk sync.
 final class Checkpointer: Sendable {
-    private let condition = NSCondition()
-    private let state = Mutex<(stopping: Bool, stopped: Bool)>((false, false))
+    private let state = ConditionLock<(stopping: Bool, stopped: Bool)>((false, false))
 
     /// Starts checkpointing the database at `path` every `interval`.
     init(path: String, interval: TimeInterval = 1) throws {
@@ -25,28 +24,17 @@ final class Checkpointer: Sendable {
 
     /// Stops the thread and waits for it to finish its checkpoint.
     func stop() {
-        condition.lock()
-        state.withLock { $0.stopping = true }
-        condition.broadcast()
-        while !state.withLock({ $0.stopped }) { condition.wait() }
-        condition.unlock()
+        state.withLockBroadcasting { $0.stopping = true }
+        state.wait(until: { $0.stopped }) { _ in }
     }
 
     private func loop(_ connection: SQLiteConnection, interval: TimeInterval) {
         while true {
-            condition.lock()
-            if !state.withLock({ $0.stopping }) {
-                _ = condition.wait(until: Date().addingTimeInterval(interval))
-            }
-            let stopping = state.withLock { $0.stopping }
-            condition.unlock()
+            let stopping = state.wait(until: { $0.stopping }, timeout: .seconds(interval)) { $0.stopping }
             if stopping { break }
             try? connection.execute("PRAGMA wal_checkpoint(PASSIVE)")
         }
-        condition.lock()
-        state.withLock { $0.stopped = true }
-        condition.broadcast()
-        condition.unlock()
+        state.withLockBroadcasting { $0.stopped = true }
     }
 }
 

@@ -1,8 +1,8 @@
+import IsletSync
 import Foundation
-import Synchronization
 
 /// An SQLite database file with one connection that every caller shares in turn.
-/// `Sendable`: the connection sits behind a `Mutex`, so exactly one thread uses it at
+/// `Sendable`: the connection sits behind a `Lock`, so exactly one thread uses it at
 /// a time, as SQLite's no-mutex mode requires. Async callers hand their work to the
 /// database's own thread (`read`, `write`), so that a commit's disk sync never blocks
 /// the cooperative thread pool.
@@ -14,11 +14,11 @@ import Synchronization
 public final class SQLiteDatabase: Sendable {
     /// The file's path.
     public let path: String
-    private let connection: Mutex<SQLiteConnection?>
+    private let connection: Lock<SQLiteConnection?>
     private let thread: DatabaseThread
     private let synchronousFull: Bool
     private let checkpointer: Checkpointer?
-    private let pendingWrites = Mutex<(jobs: [PendingWrite], scheduled: Bool)>(([], false))
+    private let pendingWrites = Lock<(jobs: [PendingWrite], scheduled: Bool)>(([], false))
 
     /// One async write waiting for its group: `perform` runs it in a savepoint and
     /// answers how to answer the caller once the group's commit is known; `fail`
@@ -41,7 +41,7 @@ public final class SQLiteDatabase: Sendable {
         } else {
             checkpointer = nil
         }
-        connection = Mutex(opened)
+        connection = Lock(opened)
         thread = DatabaseThread(name: "islet-db")
         synchronousFull = options.synchronousFull
     }
