@@ -6,7 +6,7 @@ SWIFT_FLAGS := $(if $(filter 1,$(WERROR)),-Xswiftc -warnings-as-errors,)
 # Extra arguments for `islet serve --simulator`, e.g. make run ARGS="--port 9000".
 ARGS ?=
 
-.PHONY: all deps build run test bench bench-quick clean
+.PHONY: all deps build run test test-sanitize bench bench-quick clean
 
 all: build
 
@@ -22,6 +22,14 @@ run: build
 test: deps
 	$(SWIFT) build --build-tests $(SWIFT_FLAGS)
 	$(SWIFT) test --skip-build
+	# Alone in a process of its own, where counting the process's threads is exact.
+	ISLET_THREAD_CENSUS=1 $(SWIFT) test --skip-build --filter ThreadCensusTests
+
+# The whole suite under AddressSanitizer, then under ThreadSanitizer, each in a
+# build folder of its own; suppressions (each with its proof) in scripts/sanitizers/.
+test-sanitize: deps
+	./scripts/test-sanitize.sh address
+	./scripts/test-sanitize.sh thread
 
 # Benchmarks side by side with the limit and with peers; results in bench/results/.
 bench: deps

@@ -94,6 +94,6 @@ let package = Package(
         .testTarget(name: "DeliveryTests", dependencies: ["Delivery", "APNs", "IsletCore"], swiftSettings: swiftSettings),
         .testTarget(name: "HTTP2Tests", dependencies: ["IsletSync", "HTTP2", "IsletCrypto", "IsletTesting"], swiftSettings: swiftSettings),
         .testTarget(name: "HTTPServerTests", dependencies: ["IsletSync", "HTTPServer", "IsletTesting"], swiftSettings: swiftSettings),
-        .testTarget(name: "IsletServerTests", dependencies: ["IsletSync", "IsletServer", "islet", "IsletTesting", "HTTP2", "IsletCrypto", "APNsSimulator"], swiftSettings: swiftSettings),
+        .testTarget(name: "IsletServerTests", dependencies: ["IsletSync", "IsletServer", "islet", "IsletTesting", "HTTP2", "HTTPServer", "IsletCrypto", "APNsSimulator"], swiftSettings: swiftSettings),
     ]
 )

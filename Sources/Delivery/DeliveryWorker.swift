@@ -24,8 +24,7 @@ public final class DeliveryWorker: Sendable {
     private let clock: any WallClock
     private let logger: Logger
     private let policy: DeliveryPolicy
-    private let condition = NSCondition()
-    private let state = Lock(State())
+    private let state = ConditionLock(State())
     private let keys = Lock<[String: CachedKey]>([:])
     /// Draws the retry jitter: the system's random device would cost a system call
     /// per push.
@@ -123,10 +122,7 @@ public final class DeliveryWorker: Sendable {
     }
 
     private func signal(_ change: (inout State) -> Void) {
-        condition.lock()
-        state.withLock { change(&$0) }
-        condition.signal()
-        condition.unlock()
+        state.withLockBroadcasting { change(&$0) }
     }
 
     // MARK: - The loop
@@ -137,24 +133,20 @@ public final class DeliveryWorker: Sendable {
         var waitUntil = Date()
         var stopping = false
         while true {
-            condition.lock()
-            var answers: [Answer] = []
-            var stopDeadline: Date?
-            var inFlight = 0
-            var woken = false
-            while true {
-                (answers, stopDeadline, inFlight, woken) = state.withLock { state in
-                    defer {
-                        state.answers.removeAll(keepingCapacity: true)
-                        state.wakeRequested = false
-                    }
-                    return (state.answers, state.stopDeadline, state.inFlight, state.wakeRequested)
+            let knownStopping = stopping
+            var (answers, stopDeadline, inFlight, woken) = state.wait(
+                until: { state in
+                    state.wakeRequested || !state.answers.isEmpty || (state.stopDeadline != nil && !knownStopping)
+                        || Date() >= waitUntil
+                },
+                timeout: .seconds(max(0, waitUntil.timeIntervalSinceNow))
+            ) { state in
+                defer {
+                    state.answers.removeAll(keepingCapacity: true)
+                    state.wakeRequested = false
                 }
-                let stopNews = stopDeadline != nil && !stopping
-                if woken || !answers.isEmpty || stopNews || Date() >= waitUntil { break }
-                _ = condition.wait(until: waitUntil)
+                return (state.answers, state.stopDeadline, state.inFlight, state.wakeRequested)
             }
-            condition.unlock()
 
             // Answers come one by one from the event loops: with many in flight, let
             // a few more arrive so that one transaction records them together.

@@ -147,7 +147,7 @@ struct HTTP2Tests {
         let server = try makeServer()
         let stranger = try LocalCertificateAuthority.generate()
         var configuration = HTTP2ClientConfiguration(host: "127.0.0.1", port: server.port, tls: TLSClientConfiguration(trustRootsPEM: stranger.caCertificatePEM))
-        configuration.connectTimeout = .milliseconds(300)
+        configuration.connectTimeout = .seconds(2)
         let client = try HTTP2Client(configuration: configuration)
         let error = await #expect(throws: HTTP2Error.self) { try await client.send(HTTP2Request(path: "/x")) }
         #expect(error?.code == .tlsFailed)
@@ -161,7 +161,7 @@ struct HTTP2Tests {
         var configuration = HTTP2ClientConfiguration(
             host: "127.0.0.1", port: server.port,
             tls: TLSClientConfiguration(trustRootsPEM: authority.caCertificatePEM, serverName: "api.push.apple.com"))
-        configuration.connectTimeout = .milliseconds(300)
+        configuration.connectTimeout = .seconds(2)
         let client = try HTTP2Client(configuration: configuration)
         let error = await #expect(throws: HTTP2Error.self) { try await client.send(HTTP2Request(path: "/x")) }
         #expect(error?.code == .tlsFailed)
@@ -233,7 +233,7 @@ struct HTTP2Tests {
             try? await Task.sleep(for: .milliseconds(100))
             slow.cancel()
         }
-        let outcome = await firstAnswer(within: .seconds(20)) {
+        let outcome = await firstAnswer(within: .seconds(60)) {
             (try? await client.send(HTTP2Request(path: "/fast")).status).map { "\($0)" } ?? "failed"
         }
         #expect(outcome == "200")

@@ -182,7 +182,10 @@ struct ActivityLifeTests {
     @Test func queuedUpdatesAreCoalescedToTheNewest() async throws {
         try await ServerHarness.with(
             configure: { $0.deliveryMaxInFlight = 1 },
-            simulators: { $0.latency = .milliseconds(800) }
+            // Long enough that the next four updates are posted while the first is
+            // in flight, however slow the machine (under ThreadSanitizer each call
+            // takes tens of milliseconds).
+            simulators: { $0.latency = .seconds(3) }
         ) { h in
             let app = try await h.createApp()
             try await h.registerDevice(app, "phone-1")
@@ -197,7 +200,7 @@ struct ActivityLifeTests {
             let statuses = pushes.compactMap { $0["status"]?.stringValue }
             #expect(statuses.last == "sent")
             #expect(statuses.filter { $0 == "dropped" }.count == superseded)
-            // The first update is in flight for 0.8 s; the ones sent meanwhile wait
+            // The first update is in flight for 3 s; the ones sent meanwhile wait
             // in the queue, and each newer one drops the one before it.
             #expect(superseded >= 1)
             #expect(pushes.filter { $0["status"]?.stringValue == "dropped" }.allSatisfy { $0["reason"]?.stringValue == "Superseded" })
@@ -209,7 +212,9 @@ struct ActivityLifeTests {
     @Test func endingDropsTheStartsStillQueued() async throws {
         try await ServerHarness.with(
             configure: { $0.deliveryMaxInFlight = 1 },
-            simulators: { $0.latency = .milliseconds(300) }
+            // The end is posted while the first start is in flight, however slow the
+            // machine: the other starts are still queued then.
+            simulators: { $0.latency = .seconds(3) }
         ) { h in
             let app = try await h.createApp()
             for phone in ["phone-1", "phone-2", "phone-3", "phone-4"] {
