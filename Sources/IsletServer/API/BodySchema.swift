@@ -262,6 +262,21 @@ extension FieldType {
     /// Dates given as numbers are refused from here on: they look like milliseconds.
     static let millisecondThreshold = 1e11
 
+    /// The years a date given as a string may name: from 1971 (before that is
+    /// before 1970 in some offset, and no Unix seconds) to 4999 (well below the
+    /// milliseconds threshold in any offset).
+    static let dateYears = 1971...4999
+    /// `dateYears` as the pattern of a string's first digits.
+    static let dateYearPattern = "^(197[1-9]|19[89][0-9]|[2-4][0-9]{3})-"
+
+    /// Whether an RFC 3339 string names a year of `dateYears`.
+    static func dateYearAllowed(_ text: String) -> Bool {
+        let digits = text.utf8.prefix(5)
+        guard digits.count == 5, digits.last == UInt8(ascii: "-"), let year = Int(String(decoding: digits.dropLast(), as: UTF8.self))
+        else { return false }
+        return dateYears.contains(year)
+    }
+
     var jsonSchema: JSONValue {
         switch self {
         case .string(let format):
@@ -279,7 +294,7 @@ extension FieldType {
             return [
                 "anyOf": [
                     ["type": "number", "minimum": 0, "exclusiveMaximum": .double(FieldType.millisecondThreshold)],
-                    ["type": "string", "format": "date-time"],
+                    ["type": "string", "format": "date-time", "pattern": .string(FieldType.dateYearPattern)],
                 ],
                 "description": "Unix seconds, or an RFC 3339 date",
             ]

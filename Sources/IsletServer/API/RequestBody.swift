@@ -213,7 +213,13 @@ final class ObjectReader {
             }
             return Date(timeIntervalSince1970: seconds)
         case .string(let text):
-            if let date = SchemaCheck.parseDate(text) { return date }
+            if let date = SchemaCheck.parseDate(text) {
+                guard FieldType.dateYearAllowed(text) else {
+                    fail(key, "must be a date of the years \(FieldType.dateYears.lowerBound) to \(FieldType.dateYears.upperBound)")
+                    return nil
+                }
+                return date
+            }
             fail(key, "\"\(text)\" is not an RFC 3339 date such as 2026-01-31T18:30:00Z")
             return nil
         default:

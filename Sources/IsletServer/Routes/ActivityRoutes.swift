@@ -15,19 +15,19 @@ struct ActivityRoutes: Sendable {
                 "POST", "/v1/apps/{app_id}/activities",
                 summary: "Start an activity remotely: a push-to-start to every device of the audience holding a token for its type.",
                 access: .server, body: RequestSchemas.startActivity, idempotent: true,
-                responses: [(202, "Queued: {activity_id, targets}"), (409, "The activity id is in use"), (422, "A field is invalid, or no device of the audience can be started")]
+                responses: [(202, "Queued: {activity_id, targets}"), (409, "The activity id is in use, or the app has no APNs credentials"), (422, "A field is invalid, or no device of the audience can be started")]
             ) { request, parameters in try await start(request, parameters) },
             APIRoute(
                 "POST", "/v1/apps/{app_id}/activities/{activity_id}/update",
                 summary: "Send the activity's new content state to every device holding it.",
                 access: .server, body: RequestSchemas.updateActivity, idempotent: true,
-                responses: [(202, "Queued: {targets}"), (404, "No such activity"), (409, "Ended, or past its update window"), (422, "A field is invalid")]
+                responses: [(202, "Queued: {targets}"), (404, "No such activity"), (409, "Ended, or past its update window, or the app has no APNs credentials"), (422, "A field is invalid")]
             ) { request, parameters in try await update(request, parameters) },
             APIRoute(
                 "POST", "/v1/apps/{app_id}/activities/{activity_id}/end",
                 summary: "End the activity on every device holding it; without a content state the last one is sent.",
                 access: .server, body: RequestSchemas.endActivity, idempotent: true,
-                responses: [(202, "Queued: {targets}"), (200, "Already ended; nothing sent"), (404, "No such activity"), (422, "A field is invalid")]
+                responses: [(202, "Queued: {targets}"), (200, "Already ended; nothing sent"), (404, "No such activity"), (409, "The app has no APNs credentials"), (422, "A field is invalid")]
             ) { request, parameters in try await end(request, parameters) },
             APIRoute(
                 "GET", "/v1/apps/{app_id}/activities", summary: "List activities, newest first.", access: .server,

@@ -14,7 +14,7 @@ struct NotificationRoutes: Sendable {
                 "POST", "/v1/apps/{app_id}/notifications",
                 summary: "Send an ordinary alert to the device tokens of an audience.", access: .server,
                 body: RequestSchemas.notification, idempotent: true,
-                responses: [(202, "Queued: {targets}"), (422, "A field is invalid, or no device of the audience is reachable")]
+                responses: [(202, "Queued: {targets}"), (409, "The app has no APNs credentials"), (422, "A field is invalid, or no device of the audience is reachable")]
             ) { request, parameters in try await send(request, parameters) },
         ]
     }
