@@ -147,9 +147,6 @@ final class ObjectReader {
         return text
     }
 
-    /// Why a path's `text` is not of `format`, if it is not.
-    static func problem(_ text: String, format: TextFormat) -> String? { format.problem(text) }
-
     /// A push token, answered in lowercase. Where the definition says so, an empty
     /// string reads as no token (a registration that never erases a stored one).
     func token(_ key: String) -> String? {
