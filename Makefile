@@ -20,6 +20,7 @@ run: build
 	.build/release/islet serve --simulator $(ARGS)
 
 test: deps
+	./scripts/test-tools.sh
 	$(SWIFT) build --build-tests $(SWIFT_FLAGS)
 	$(SWIFT) test --skip-build
 	# Alone in a process of its own, where counting the process's threads is exact.

@@ -15,6 +15,30 @@ enum RouteAccess: String, Sendable {
     case device
 }
 
+/// A query parameter of a route: its name, what it means and its JSON Schema.
+struct QueryParameter: Sendable {
+    let name: String
+    let description: String
+    let schema: JSONValue
+}
+
+/// The path parameters of the API and their formats: the handlers check a path's
+/// ids by these (422 when one breaks them), and the OpenAPI document shows them.
+enum PathParameter {
+    /// An app id as minted (`app_` and 20 hex digits); any other value is simply no
+    /// app (404).
+    static let appID = TextFormat(rule: .appID, minLength: 24, maxLength: 24)
+
+    /// The format of the path parameter `name`.
+    static func format(_ name: String) -> TextFormat {
+        switch name {
+        case "app_id": appID
+        case "activity_type": .activityType
+        default: .identifier
+        }
+    }
+}
+
 /// One route of the API: its method and path, what the OpenAPI document says about
 /// it, and its handler. The router and the OpenAPI document are both built from the
 /// same list, so the document lists exactly the routes served.
@@ -25,20 +49,25 @@ struct APIRoute: Sendable {
     let pattern: String
     let summary: String
     let access: RouteAccess
-    /// The JSON Schema of the body, when the route takes one.
-    let body: JSONValue?
+    /// The fields of the body, when the route reads one (the handler reads it by
+    /// the same schema).
+    let body: BodySchema?
     /// Whether the route honours `Idempotency-Key`.
     let idempotent: Bool
-    /// Query parameters: name and description.
-    let query: [(name: String, description: String)]
-    /// Statuses answered, with what each means.
+    /// Query parameters.
+    let query: [QueryParameter]
+    /// Statuses answered, with what each means, besides those every route of its
+    /// kind answers (401/403 for a key, 404 for an app that is not the key's,
+    /// 400/413/415/422 for a body).
     let responses: [(status: Int, description: String)]
+    /// The media type of the success answers.
+    let contentType: String
     let handler: Handler
 
     init(
-        _ method: String, _ pattern: String, summary: String, access: RouteAccess, body: JSONValue? = nil,
-        idempotent: Bool = false, query: [(name: String, description: String)] = [],
-        responses: [(status: Int, description: String)], handler: @escaping Handler
+        _ method: String, _ pattern: String, summary: String, access: RouteAccess, body: BodySchema? = nil,
+        idempotent: Bool = false, query: [QueryParameter] = [], responses: [(status: Int, description: String)],
+        contentType: String = "application/json", handler: @escaping Handler
     ) {
         self.method = method
         self.pattern = pattern
@@ -48,6 +77,7 @@ struct APIRoute: Sendable {
         self.idempotent = idempotent
         self.query = query
         self.responses = responses
+        self.contentType = contentType
         self.handler = handler
     }
 

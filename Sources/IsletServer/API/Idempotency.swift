@@ -13,7 +13,7 @@ enum Idempotency {
     /// The key of `request`, checked: 1 to 255 visible ASCII characters.
     static func key(_ request: HTTPRequest) throws(Problem) -> String? {
         guard let key = request.headers[header] else { return nil }
-        guard (1...255).contains(key.utf8.count), key.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) else {
+        guard TextFormat.idempotencyKey.problem(key) == nil else {
             throw Problem(
                 status: 422, detail: "The Idempotency-Key header must be 1 to 255 visible ASCII characters.",
                 errors: [.init(field: header, message: "must be 1 to 255 visible ASCII characters")])

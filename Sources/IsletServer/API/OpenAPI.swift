@@ -10,28 +10,29 @@ enum OpenAPIDocument {
             var operation: [String: JSONValue] = [
                 "summary": .string(route.summary),
                 "operationId": .string(operationID(route)),
+                "tags": [.string(tag(route.access))],
                 "responses": .object(responses(route)),
             ]
             var parameters: [JSONValue] = pathParameters(route.pattern).map { name in
-                ["name": .string(name), "in": "path", "required": true, "schema": ["type": "string"]]
+                ["name": .string(name), "in": "path", "required": true, "schema": PathParameter.format(name).jsonSchema]
             }
-            for (name, description) in route.query {
+            for parameter in route.query {
                 parameters.append([
-                    "name": .string(name), "in": "query", "required": false, "description": .string(description),
-                    "schema": ["type": "string"],
+                    "name": .string(parameter.name), "in": "query", "required": false,
+                    "description": .string(parameter.description), "schema": parameter.schema,
                 ])
             }
             if route.idempotent {
                 parameters.append([
                     "name": .string(Idempotency.header), "in": "header", "required": false,
                     "description": "Replays the first answer for 24 hours (Idempotent-Replayed: true); another body with the same key is 422.",
-                    "schema": ["type": "string", "maxLength": 255],
+                    "schema": TextFormat.idempotencyKey.jsonSchema,
                 ])
             }
             if !parameters.isEmpty { operation["parameters"] = .array(parameters) }
             if let body = route.body {
                 operation["requestBody"] = [
-                    "required": true, "content": ["application/json": ["schema": body]],
+                    "required": .bool(body.requiresBody), "content": ["application/json": ["schema": body.jsonSchema]],
                 ]
             }
             switch route.access {
@@ -51,6 +52,12 @@ enum OpenAPIDocument {
                 "title": "Islet", "version": .string(IsletVersion.current),
                 "description": "A self-hosted server for iOS Live Activities: token registry, send API, lifecycle and durable delivery over APNs.",
             ],
+            "tags": [
+                ["name": "admin", "description": "Apps and their keys (admin token)."],
+                ["name": "device", "description": "Routes the app calls from its devices (device key)."],
+                ["name": "server", "description": "Routes the app's backend calls (server key)."],
+                ["name": "system", "description": "Open routes: health, version, metrics, this document."],
+            ],
             "paths": .object(paths),
             "components": [
                 "securitySchemes": [
@@ -59,6 +66,15 @@ enum OpenAPIDocument {
                 "schemas": ["Problem": OpenAPISchemas.problem, "Field": OpenAPISchemas.fieldDefinition],
             ],
         ]
+    }
+
+    private static func tag(_ access: RouteAccess) -> String {
+        switch access {
+        case .open: "system"
+        case .admin: "admin"
+        case .server: "server"
+        case .device: "device"
+        }
     }
 
     private static func pathParameters(_ pattern: String) -> [String] {
@@ -76,17 +92,40 @@ enum OpenAPIDocument {
         return route.method.lowercased() + words.joined()
     }
 
+    /// Every status the route answers: its own, and those of its kind.
+    static func statuses(_ route: APIRoute) -> [(status: Int, description: String)] {
+        var statuses = route.responses
+        func add(_ status: Int, _ description: String) {
+            if !statuses.contains(where: { $0.status == status }) { statuses.append((status, description)) }
+        }
+        if route.access != .open {
+            add(401, "Missing or unknown key")
+            add(403, "A key of the wrong kind")
+        }
+        if route.pattern.contains("{app_id}") {
+            add(404, route.access == .admin ? "No such app" : "No such app (or another app's: the key is not this app's)")
+        }
+        let checkedPath = pathParameters(route.pattern).contains { $0 != "app_id" }
+        if route.body != nil || checkedPath || !route.query.isEmpty || route.idempotent {
+            add(422, "A field, path or query parameter, or header is invalid")
+        }
+        if route.body != nil {
+            add(400, "Malformed JSON")
+            add(413, "Body over the size limit")
+            add(415, "A body that is not application/json")
+        }
+        return statuses.sorted { $0.status < $1.status }
+    }
+
     private static func responses(_ route: APIRoute) -> [String: JSONValue] {
         var responses: [String: JSONValue] = [:]
-        var statuses = route.responses
-        if route.access != .open { statuses += [(401, "Missing or unknown key"), (403, "A key of the wrong kind")] }
-        if route.body != nil { statuses += [(400, "Malformed JSON"), (413, "Body over the size limit")] }
-        for (status, description) in statuses {
+        for (status, description) in statuses(route) {
             var response: [String: JSONValue] = ["description": .string(description)]
             if status >= 400 {
                 response["content"] = ["application/problem+json": ["schema": ["$ref": "#/components/schemas/Problem"]]]
             } else if status != 204 {
-                response["content"] = ["application/json": ["schema": ["type": "object"]]]
+                let schema: JSONValue = route.contentType.hasPrefix("text/") ? ["type": "string"] : ["type": "object"]
+                response["content"] = .object([route.contentType: ["schema": schema]])
             }
             responses[String(status)] = .object(response)
         }
@@ -94,74 +133,139 @@ enum OpenAPIDocument {
     }
 }
 
-/// The JSON Schemas of the request bodies (and the problem shape).
-enum OpenAPISchemas {
-    private static func object(_ properties: [String: JSONValue], required: [String] = []) -> JSONValue {
-        var schema: [String: JSONValue] = [
-            "type": "object", "properties": .object(properties), "additionalProperties": false,
-        ]
-        if !required.isEmpty { schema["required"] = .array(required.map(JSONValue.string)) }
-        return .object(schema)
-    }
-
-    private static let string: JSONValue = ["type": "string"]
-    private static let token: JSONValue = ["type": "string", "pattern": "^([0-9a-fA-F]{2}){32,256}$"]
-    private static let date: JSONValue = [
-        "description": "Unix seconds, or an RFC 3339 date", "oneOf": [["type": "number"], ["type": "string", "format": "date-time"]],
-    ]
-    private static let anyObject: JSONValue = ["type": "object", "minProperties": 1]
-    private static let strings: JSONValue = ["type": "array", "items": ["type": "string"], "minItems": 1]
-
-    static let apns = object(["team_id": string, "key_id": string, "private_key": string], required: ["team_id", "key_id", "private_key"])
-    static let createApp = object(
-        ["name": string, "bundle_id": string, "apns": apns, "strict_activity_types": ["type": "boolean"]],
-        required: ["name", "bundle_id"])
-    static let updateApp = object([
-        "name": string, "bundle_id": string, "apns": ["oneOf": [apns, ["type": "null"]]],
-        "strict_activity_types": ["type": "boolean"],
+/// The request bodies, field by field: the routes read their bodies through these
+/// definitions (`RequestBody(request, schema:)`) and the OpenAPI document renders
+/// them, so what is documented is what is enforced.
+enum RequestSchemas {
+    private static let apnsFields = BodySchema([
+        BodyField("team_id", .string(.appleID), required: true),
+        BodyField("key_id", .string(.appleID), required: true),
+        BodyField(
+            "private_key", .string(.text(max: 10_000)), required: true,
+            description: "The .p8 key's PEM text (a P-256 private key)."),
     ])
-    static let registerDevice = object([
-        "platform": ["const": "ios"], "environment": ["enum": ["sandbox", "production"]],
-        "apns_token": ["oneOf": [token, ["type": "null"], ["const": ""]]], "user_id": ["type": ["string", "null"]],
-        "tags": ["type": "array", "items": string],
-    ], required: ["platform", "environment"])
-    static let tokenOnly = object(["token": token], required: ["token"])
-    static let registerActivityToken = object(["activity_type": string, "token": token], required: ["activity_type", "token"])
-    static let alert = object(["title": string, "body": string, "sound": string], required: ["title", "body"])
-    static let audience: JSONValue = [
-        "type": "object", "minProperties": 1, "maxProperties": 1, "additionalProperties": false,
-        "properties": ["user_ids": strings, "device_ids": strings, "tags": strings],
-    ]
-    static let startActivity = object([
-        "activity_id": string, "activity_type": string, "attributes": anyObject, "content_state": anyObject,
-        "alert": alert, "audience": audience, "stale_date": date, "relevance_score": ["type": "number"],
-        "priority": ["enum": [5, 10]], "end_at": date,
-    ], required: ["activity_id", "activity_type", "attributes", "content_state", "alert", "audience"])
-    static let updateActivity = object([
-        "content_state": anyObject, "alert": alert, "stale_date": date, "relevance_score": ["type": "number"],
-        "priority": ["enum": [5, 10]], "end_at": date,
-    ], required: ["content_state"])
-    static let endActivity = object(["content_state": anyObject, "dismissal_date": date])
-    static let fieldDefinition: JSONValue = [
-        "type": "object", "required": ["type"],
-        "properties": [
-            "type": ["enum": ["string", "int", "double", "bool", "date", "url", "object", "array"]],
-            "required": ["type": "boolean", "default": true], "nullable": ["type": "boolean", "default": false],
-            "fields": ["type": "object", "additionalProperties": ["$ref": "#/components/schemas/Field"]],
-            "items": ["$ref": "#/components/schemas/Field"],
-            "date_encoding": ["enum": ["seconds_since_2001", "unix", "iso8601"]],
-            "enum": ["type": "array", "minItems": 1],
+
+    static let createApp = BodySchema([
+        BodyField("name", .string(.text(max: 200)), required: true),
+        BodyField("bundle_id", .string(.bundleID), required: true),
+        BodyField("apns", .object(apnsFields), description: "APNs credentials, all three together; null or absent: none."),
+        BodyField("strict_activity_types", .bool),
+    ])
+    static let updateApp = BodySchema([
+        BodyField("name", .string(.text(max: 200))),
+        BodyField("bundle_id", .string(.bundleID)),
+        BodyField("apns", .object(apnsFields), description: "Replaces the credentials as a whole group; null removes them."),
+        BodyField("strict_activity_types", .bool),
+    ])
+    static let registerDevice = BodySchema([
+        BodyField("platform", .enumeration(["ios"]), required: true),
+        BodyField("environment", .enumeration(APNsEnvironment.allCases.map(\.rawValue)), required: true),
+        BodyField(
+            "apns_token", .token(emptyMeansAbsent: true),
+            description: "The device token; absent, null or empty keeps the stored one."),
+        BodyField("user_id", .string(.identifier), description: "null clears it."),
+        BodyField("tags", .strings(minCount: 0, maxCount: 100, item: .text(max: 100))),
+    ])
+    static let token = BodySchema([BodyField("token", .token(emptyMeansAbsent: false), required: true)])
+    static let registerActivityToken = BodySchema([
+        BodyField("activity_type", .string(.activityType), required: true),
+        BodyField("token", .token(emptyMeansAbsent: false), required: true),
+    ])
+    /// A body that takes no field (an empty body, or `{}`).
+    static let empty = BodySchema([])
+    static let alert = BodySchema([
+        BodyField("title", .string(.text(max: 512)), required: true),
+        BodyField("body", .string(.text(max: 2_048)), required: true),
+        BodyField("sound", .string(.text(max: 256))),
+    ])
+    private static let audienceList = FieldType.strings(minCount: 1, maxCount: 100_000, item: .text(max: 256))
+    static let audience = BodySchema(
+        [
+            BodyField("user_ids", audienceList, nullable: false),
+            BodyField("device_ids", audienceList, nullable: false),
+            BodyField("tags", audienceList, nullable: false),
         ],
-        "additionalProperties": false,
+        exactlyOne: ["user_ids", "device_ids", "tags"])
+    private static let priority = BodyField("priority", .integer(allowed: [5, 10]))
+    static let startActivity = BodySchema([
+        BodyField("activity_id", .string(.identifier), required: true),
+        BodyField("activity_type", .string(.activityType), required: true),
+        BodyField("attributes", .anyObject, required: true),
+        BodyField("content_state", .anyObject, required: true),
+        BodyField("alert", .object(alert), required: true),
+        BodyField("audience", .object(audience), required: true),
+        BodyField("stale_date", .date),
+        BodyField("relevance_score", .number),
+        priority,
+        BodyField("end_at", .date),
+    ])
+    static let updateActivity = BodySchema([
+        BodyField("content_state", .anyObject, required: true),
+        BodyField("alert", .object(alert)),
+        BodyField("stale_date", .date),
+        BodyField("relevance_score", .number),
+        priority,
+        BodyField("end_at", .date),
+    ])
+    static let endActivity = BodySchema([
+        BodyField("content_state", .anyObject),
+        BodyField("dismissal_date", .date),
+    ])
+    static let notification = BodySchema([
+        BodyField("audience", .object(audience), required: true),
+        BodyField("alert", .object(alert), required: true),
+    ])
+    static let activityType = BodySchema([
+        BodyField("format", .enumeration(ActivityTypeSchema.Format.allCases.map(\.rawValue))),
+        BodyField("widget_name", .string(.text(max: 200)), description: "Required for expo-widgets, refused otherwise."),
+        BodyField("attributes", .fieldDefinitions, required: true),
+        BodyField("content_state", .fieldDefinitions, required: true),
+        BodyField("force", .bool),
+    ])
+}
+
+/// The JSON Schemas of the shared components: a field definition of an activity
+/// type and the problem shape.
+enum OpenAPISchemas {
+    /// A field definition, one variant per type, each taking only the keys its
+    /// type may have (as `FieldSchema.parseFields` reads them).
+    static let fieldDefinition: JSONValue = {
+        func variant(_ type: JSONValue, _ extra: [String: JSONValue] = [:]) -> JSONValue {
+            var properties: [String: JSONValue] = [
+                "type": type, "required": ["type": "boolean", "default": true],
+                "nullable": ["type": "boolean", "default": false],
+            ]
+            for (key, value) in extra { properties[key] = value }
+            return ["type": "object", "required": ["type"], "properties": .object(properties), "additionalProperties": false]
+        }
+        let field: JSONValue = ["$ref": "#/components/schemas/Field"]
+        return [
+            "description": "A field of the app's Swift type: {type, required?, nullable?, fields?, items?, date_encoding?, enum?}.",
+            "oneOf": [
+                variant(["const": "string"], ["enum": ["type": "array", "minItems": 1, "items": ["type": "string"]]]),
+                variant(["const": "int"], ["enum": ["type": "array", "minItems": 1, "items": ["type": "integer"]]]),
+                variant(["enum": ["double", "bool", "url"]]),
+                variant(["const": "date"], ["date_encoding": ["enum": .array(DateEncoding.allCases.map { .string($0.rawValue) })]]),
+                variant(["const": "object"], [
+                    "fields": ["type": "object", "propertyNames": ["minLength": 1], "additionalProperties": field],
+                ]),
+                variant(["const": "array"], ["items": field]),
+            ],
+        ]
+    }()
+
+    static let problem: JSONValue = [
+        "type": "object", "additionalProperties": false, "required": ["type", "title", "status", "detail"],
+        "properties": [
+            "type": ["type": "string"], "title": ["type": "string"], "status": ["type": "integer"],
+            "detail": ["type": "string"],
+            "errors": [
+                "type": "array",
+                "items": [
+                    "type": "object", "additionalProperties": false, "required": ["field", "message"],
+                    "properties": ["field": ["type": "string"], "message": ["type": "string"]],
+                ],
+            ],
+        ],
     ]
-    private static let fields: JSONValue = ["type": "object", "additionalProperties": ["$ref": "#/components/schemas/Field"]]
-    static let activityType = object([
-        "format": ["enum": ["activitykit", "expo-widgets"]], "widget_name": string, "attributes": fields,
-        "content_state": fields, "force": ["type": "boolean"],
-    ], required: ["attributes", "content_state"])
-    static let notification = object(["audience": audience, "alert": alert], required: ["audience", "alert"])
-    static let problem = object([
-        "type": string, "title": string, "status": ["type": "integer"], "detail": string,
-        "errors": ["type": "array", "items": object(["field": string, "message": string])],
-    ], required: ["type", "title", "status", "detail"])
 }

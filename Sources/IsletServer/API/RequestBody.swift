@@ -2,23 +2,28 @@ import Foundation
 import HTTPServer
 import IsletCore
 
-/// Reads a JSON request body strictly: every field is checked for its type and
-/// rules, every fault is collected with its path (`alert.title`), and fields the
-/// route does not know are refused by name, so that a typo such as `stale_data`
-/// never passes silently. `finish()` throws one 422 listing every fault.
+/// Reads a JSON request body strictly, by the route's `BodySchema`: every field is
+/// checked for the type and limits its definition gives (the same definition the
+/// OpenAPI document shows), every fault is collected with its path (`alert.title`),
+/// and fields the schema does not know are refused by name, so that a typo such as
+/// `stale_data` never passes silently. `finish()` throws one 422 listing every fault.
 final class RequestBody {
     private var errors: [Problem.FieldError] = []
 
     /// The body's top-level object.
     let root: ObjectReader
 
-    /// Parses `request`'s body: 400 when it is not JSON, 422 when it is not an
-    /// object. An empty body reads as `{}`.
-    init(_ request: HTTPRequest) throws(Problem) {
+    /// Parses `request`'s body by `schema`: 415 when it is declared as something
+    /// other than JSON, 400 when it is not JSON, 422 when it is not an object. An
+    /// empty body reads as `{}`.
+    init(_ request: HTTPRequest, schema: BodySchema) throws(Problem) {
         let value: JSONValue
         if request.body.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) {
             value = .object([:])
         } else {
+            if let contentType = request.headers["Content-Type"], !RequestBody.isJSON(contentType) {
+                throw Problem(status: 415, detail: "The request body must be application/json, not \(contentType).")
+            }
             do {
                 value = try JSONValue(parsing: request.body)
             } catch {
@@ -28,8 +33,16 @@ final class RequestBody {
         guard let members = value.objectValue else {
             throw Problem(status: 422, detail: "The request body must be a JSON object.")
         }
-        root = ObjectReader(path: "", members: members)
+        root = ObjectReader(path: "", schema: schema, members: members)
         root.body = self
+    }
+
+    /// Whether a Content-Type names JSON: `application/json` or a `+json` type,
+    /// with any parameters.
+    static func isJSON(_ contentType: String) -> Bool {
+        let media = contentType.split(separator: ";", maxSplits: 1).first.map(String.init) ?? ""
+        let type = media.trimmingCharacters(in: .whitespaces).lowercased()
+        return type == "application/json" || (type.hasPrefix("application/") && type.hasSuffix("+json"))
     }
 
     /// Records a fault at `field`.
@@ -62,17 +75,20 @@ final class RequestBody {
     }
 }
 
-/// One JSON object of a request body, read field by field.
+/// One JSON object of a request body, read field by field; each field is read by
+/// the rules of its definition in the object's `BodySchema`.
 final class ObjectReader {
     let path: String
+    let schema: BodySchema
     let members: [String: JSONValue]
     private var read: Set<String> = []
     private var children: [ObjectReader] = []
     fileprivate weak var body: RequestBody?
     private var owner: RequestBody? { body }
 
-    fileprivate init(path: String, members: [String: JSONValue]) {
+    fileprivate init(path: String, schema: BodySchema, members: [String: JSONValue]) {
         self.path = path
+        self.schema = schema
         self.members = members
     }
 
@@ -84,14 +100,30 @@ final class ObjectReader {
     /// Whether the body has `key` with a value other than null.
     func hasValue(_ key: String) -> Bool { members[key].map { $0 != .null } ?? false }
 
-    /// The raw value of `key`, marking it read; JSON `null` reads as absent.
-    private func take(_ key: String, required: Bool) -> JSONValue? {
-        read.insert(key)
-        guard let value = members[key], value != .null else {
-            if required { fail(key, "is required") }
+    /// The definition of `key`; asking for a field the schema lacks is a mistake of
+    /// the route's code.
+    private func definition(_ key: String) -> BodyField? {
+        guard let field = schema[key] else {
+            assertionFailure("\(field(key)) is not in the route's body schema")
             return nil
         }
-        return value
+        return field
+    }
+
+    /// The raw value of `key`, marking it read. JSON `null` reads as absent where
+    /// the field takes it; a required field that is absent or null is a fault.
+    private func take(_ key: String) -> (BodyField, JSONValue)? {
+        read.insert(key)
+        guard let definition = definition(key) else { return nil }
+        guard let value = members[key], value != .null else {
+            if definition.required {
+                fail(key, "is required")
+            } else if members[key] == .null && !definition.nullable {
+                fail(key, "must not be null")
+            }
+            return nil
+        }
+        return (definition, value)
     }
 
     /// Whether `key` is present and explicitly `null`.
@@ -100,86 +132,61 @@ final class ObjectReader {
         return members[key] == .null
     }
 
-    /// A string; `maxLength` in characters.
-    func string(_ key: String, required: Bool = false, maxLength: Int = 1_024, allowEmpty: Bool = false) -> String? {
-        guard let value = take(key, required: required) else { return nil }
+    /// A string, by its definition's format.
+    func string(_ key: String) -> String? {
+        guard let (definition, value) = take(key) else { return nil }
+        guard case .string(let format) = definition.type else { return mismatch(key) }
         guard case .string(let text) = value else {
             fail(key, "must be a string")
             return nil
         }
-        if text.isEmpty && !allowEmpty {
-            fail(key, "must not be empty")
-            return nil
-        }
-        if text.count > maxLength {
-            fail(key, "must be at most \(maxLength) characters (it has \(text.count))")
-            return nil
-        }
-        return text
-    }
-
-    /// An identifier: 1 to 128 characters, none of them `/`, whitespace or a control
-    /// character.
-    func identifier(_ key: String, required: Bool = false) -> String? {
-        guard let text = string(key, required: required, maxLength: 128) else { return nil }
-        if let problem = ObjectReader.identifierProblem(text) {
+        if let problem = format.problem(text) {
             fail(key, problem)
             return nil
         }
         return text
     }
 
-    /// Why `text` cannot be an id, if it cannot.
-    static func identifierProblem(_ text: String) -> String? {
-        if text.isEmpty { return "must not be empty" }
-        if text.count > 128 { return "must be at most 128 characters" }
-        if text.contains("/") { return "must not contain /" }
-        if text.unicodeScalars.contains(where: { $0.properties.isWhitespace || $0.value < 0x20 || $0.value == 0x7F }) {
-            return "must not contain whitespace or control characters"
-        }
-        return nil
-    }
-
-    /// A push token: hex, even length, 64 to 512 characters; answered in lowercase.
-    /// With `emptyMeansAbsent`, an empty string reads as no token (a registration
-    /// that never erases a stored one).
-    func token(_ key: String, required: Bool = false, emptyMeansAbsent: Bool = false) -> String? {
-        if emptyMeansAbsent, members[key] == .string("") {
+    /// A push token, answered in lowercase. Where the definition says so, an empty
+    /// string reads as no token (a registration that never erases a stored one).
+    func token(_ key: String) -> String? {
+        if case .token(true)? = schema[key]?.type, members[key] == .string("") {
             read.insert(key)
             return nil
         }
-        guard let text = string(key, required: required, maxLength: 10_000) else { return nil }
-        do {
-            try PushToken.validate(text)
-        } catch {
-            fail(key, "\(error.description); a token is hex, of even length, 64 to 512 characters")
+        guard let (definition, value) = take(key) else { return nil }
+        guard case .token = definition.type else { return mismatch(key) }
+        guard case .string(let text) = value else {
+            fail(key, "must be a string")
+            return nil
+        }
+        if let problem = TextFormat.token.problem(text) {
+            fail(key, problem)
             return nil
         }
         return text.lowercased()
     }
 
     /// A number.
-    func double(_ key: String, required: Bool = false, range: ClosedRange<Double>? = nil) -> Double? {
-        guard let value = take(key, required: required) else { return nil }
+    func double(_ key: String) -> Double? {
+        guard let (definition, value) = take(key) else { return nil }
+        guard case .number = definition.type else { return mismatch(key) }
         guard let number = value.doubleValue, number.isFinite else {
             fail(key, "must be a number")
-            return nil
-        }
-        if let range, !range.contains(number) {
-            fail(key, "must be from \(ObjectReader.text(range.lowerBound)) to \(ObjectReader.text(range.upperBound))")
             return nil
         }
         return number
     }
 
-    /// A whole number.
-    func integer(_ key: String, required: Bool = false, allowed: [Int]? = nil) -> Int? {
-        guard let value = take(key, required: required) else { return nil }
+    /// A whole number, one of those its definition allows.
+    func integer(_ key: String) -> Int? {
+        guard let (definition, value) = take(key) else { return nil }
+        guard case .integer(let allowed) = definition.type else { return mismatch(key) }
         guard let number = value.int64Value, let integer = Int(exactly: number) else {
             fail(key, "must be a whole number")
             return nil
         }
-        if let allowed, !allowed.contains(integer) {
+        if !allowed.contains(integer) {
             fail(key, "must be one of \(allowed.map(String.init).joined(separator: ", "))")
             return nil
         }
@@ -187,8 +194,9 @@ final class ObjectReader {
     }
 
     /// A date: Unix seconds as a number, or an RFC 3339 string.
-    func date(_ key: String, required: Bool = false) -> Date? {
-        guard let value = take(key, required: required) else { return nil }
+    func date(_ key: String) -> Date? {
+        guard let (definition, value) = take(key) else { return nil }
+        guard case .date = definition.type else { return mismatch(key) }
         switch value {
         case .integer, .double:
             let seconds = value.doubleValue ?? .nan
@@ -196,13 +204,19 @@ final class ObjectReader {
                 fail(key, "must be Unix seconds (a number from 0) or an RFC 3339 date")
                 return nil
             }
-            guard seconds < 1e11 else {
+            guard seconds < FieldType.millisecondThreshold else {
                 fail(key, "\(ObjectReader.text(seconds)) looks like milliseconds; give Unix seconds")
                 return nil
             }
             return Date(timeIntervalSince1970: seconds)
         case .string(let text):
-            if let date = SchemaCheck.parseDate(text) { return date }
+            if let date = SchemaCheck.parseDate(text) {
+                guard FieldType.dateYearAllowed(text) else {
+                    fail(key, "must be a date of the years \(FieldType.dateYears.lowerBound) to \(FieldType.dateYears.upperBound)")
+                    return nil
+                }
+                return date
+            }
             fail(key, "\"\(text)\" is not an RFC 3339 date such as 2026-01-31T18:30:00Z")
             return nil
         default:
@@ -211,25 +225,31 @@ final class ObjectReader {
         }
     }
 
-    /// One of the raw values of `type`.
-    func enumeration<T: RawRepresentable & CaseIterable>(_ key: String, as type: T.Type, required: Bool = false) -> T?
-    where T.RawValue == String {
-        guard let text = string(key, required: required) else { return nil }
-        guard let value = T(rawValue: text) else {
-            fail(key, "must be one of \(T.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: ", "))")
+    /// One of the strings its definition lists.
+    func choice(_ key: String) -> String? {
+        guard let (definition, value) = take(key) else { return nil }
+        guard case .enumeration(let values) = definition.type else { return mismatch(key) }
+        guard case .string(let text) = value, values.contains(text) else {
+            fail(key, "must be one of \(values.map { "\"\($0)\"" }.joined(separator: ", "))")
             return nil
         }
-        return value
+        return text
     }
 
-    /// A non-empty array of non-empty strings, each at most `maxLength` characters.
-    func strings(_ key: String, required: Bool = false, maxCount: Int = 10_000, maxLength: Int = 256, allowEmptyList: Bool = false) -> [String]? {
-        guard let value = take(key, required: required) else { return nil }
+    /// One of the strings its definition lists, as `type`.
+    func enumeration<T: RawRepresentable>(_ key: String, as type: T.Type) -> T? where T.RawValue == String {
+        choice(key).flatMap(T.init(rawValue:))
+    }
+
+    /// An array of strings, by its definition's counts and item format.
+    func strings(_ key: String) -> [String]? {
+        guard let (definition, value) = take(key) else { return nil }
+        guard case .strings(let minCount, let maxCount, let item) = definition.type else { return mismatch(key) }
         guard case .array(let elements) = value else {
             fail(key, "must be an array of strings")
             return nil
         }
-        if elements.isEmpty && !allowEmptyList {
+        if elements.count < minCount {
             fail(key, "must not be empty")
             return nil
         }
@@ -239,8 +259,8 @@ final class ObjectReader {
         }
         var strings: [String] = []
         for (index, element) in elements.enumerated() {
-            guard case .string(let text) = element, !text.isEmpty, text.count <= maxLength else {
-                owner?.fail("\(field(key))[\(index)]", "must be a non-empty string of at most \(maxLength) characters")
+            guard case .string(let text) = element, item.problem(text) == nil else {
+                owner?.fail("\(field(key))[\(index)]", "must be a non-empty string of at most \(item.maxLength) characters")
                 return nil
             }
             strings.append(text)
@@ -249,8 +269,9 @@ final class ObjectReader {
     }
 
     /// A bool.
-    func bool(_ key: String, required: Bool = false) -> Bool? {
-        guard let value = take(key, required: required) else { return nil }
+    func bool(_ key: String) -> Bool? {
+        guard let (definition, value) = take(key) else { return nil }
+        guard case .bool = definition.type else { return mismatch(key) }
         guard case .bool(let flag) = value else {
             fail(key, "must be true or false")
             return nil
@@ -258,14 +279,15 @@ final class ObjectReader {
         return flag
     }
 
-    /// Any JSON value, unchecked (for parts a caller checks itself).
-    func raw(_ key: String, required: Bool = false) -> JSONValue? {
-        take(key, required: required)
+    /// The value of a field the caller checks itself (field definitions).
+    func raw(_ key: String) -> JSONValue? {
+        take(key)?.1
     }
 
-    /// Any JSON object, passed through whole (content states, attributes).
-    func jsonObject(_ key: String, required: Bool = false) -> JSONValue? {
-        guard let value = take(key, required: required) else { return nil }
+    /// Any non-empty JSON object, passed through whole (content states, attributes).
+    func jsonObject(_ key: String) -> JSONValue? {
+        guard let (definition, value) = take(key) else { return nil }
+        guard case .anyObject = definition.type else { return mismatch(key) }
         guard case .object(let members) = value else {
             fail(key, "must be a JSON object")
             return nil
@@ -277,23 +299,56 @@ final class ObjectReader {
         return value
     }
 
-    /// A nested object, read field by field; its unknown fields are refused too.
-    func object(_ key: String, required: Bool = false) -> ObjectReader? {
-        guard let value = take(key, required: required) else { return nil }
+    /// A nested object, read field by field by its own schema; its unknown fields
+    /// are refused too.
+    func object(_ key: String) -> ObjectReader? {
+        guard let (definition, value) = take(key) else { return nil }
+        guard case .object(let schema) = definition.type else { return mismatch(key) }
         guard case .object(let members) = value else {
             fail(key, "must be a JSON object")
             return nil
         }
-        let child = ObjectReader(path: field(key), members: members)
+        let child = ObjectReader(path: field(key), schema: schema, members: members)
         child.body = owner
         children.append(child)
         return child
     }
 
+    /// The one field of the schema's `exactlyOne` given a value; when none or
+    /// several are, a fault at this object itself.
+    func chosen() -> String? {
+        let options = schema.exactlyOne ?? []
+        let given = options.filter { hasValue($0) }
+        guard given.count == 1 else {
+            for option in options { _ = isNull(option) }
+            owner?.fail(
+                path,
+                given.isEmpty
+                    ? "must have one of \(ObjectReader.list(options))"
+                    : "must have exactly one of \(ObjectReader.list(options)), not \(given.joined(separator: " and "))")
+            return nil
+        }
+        return given[0]
+    }
+
+    private static func list(_ names: [String]) -> String {
+        names.count <= 1 ? names.joined() : names.dropLast().joined(separator: ", ") + " or " + names.last!
+    }
+
+    private func mismatch<T>(_ key: String) -> T? {
+        assertionFailure("\(field(key)) is read as another type than its definition")
+        fail(key, "is invalid")
+        return nil
+    }
+
     /// Reports every member nobody read, here and in the nested objects read.
     fileprivate func rejectUnknown() {
         for key in members.keys.sorted() where !read.contains(key) {
-            let known = read.sorted()
+            if let definition = schema[key], members[key] == .null, !definition.nullable {
+                owner?.fail(field(key), "must not be null")
+                continue
+            }
+            let known = schema.names.sorted()
             var message = "is not a field of this request"
             if let guess = ObjectReader.closest(to: key, in: known) { message += "; did you mean \(guess)?" }
             owner?.fail(field(key), message)

@@ -14,27 +14,24 @@ struct ActivityRoutes: Sendable {
             APIRoute(
                 "POST", "/v1/apps/{app_id}/activities",
                 summary: "Start an activity remotely: a push-to-start to every device of the audience holding a token for its type.",
-                access: .server, body: OpenAPISchemas.startActivity, idempotent: true,
-                responses: [(202, "Queued: {activity_id, targets}"), (409, "The activity id is in use"), (422, "A field is invalid, or no device of the audience can be started")]
+                access: .server, body: RequestSchemas.startActivity, idempotent: true,
+                responses: [(202, "Queued: {activity_id, targets}"), (409, "The activity id is in use, or the app has no APNs credentials"), (422, "A field is invalid, or no device of the audience can be started")]
             ) { request, parameters in try await start(request, parameters) },
             APIRoute(
                 "POST", "/v1/apps/{app_id}/activities/{activity_id}/update",
                 summary: "Send the activity's new content state to every device holding it.",
-                access: .server, body: OpenAPISchemas.updateActivity, idempotent: true,
-                responses: [(202, "Queued: {targets}"), (404, "No such activity"), (409, "Ended, or past its update window"), (422, "A field is invalid")]
+                access: .server, body: RequestSchemas.updateActivity, idempotent: true,
+                responses: [(202, "Queued: {targets}"), (404, "No such activity"), (409, "Ended, or past its update window, or the app has no APNs credentials"), (422, "A field is invalid")]
             ) { request, parameters in try await update(request, parameters) },
             APIRoute(
                 "POST", "/v1/apps/{app_id}/activities/{activity_id}/end",
                 summary: "End the activity on every device holding it; without a content state the last one is sent.",
-                access: .server, body: OpenAPISchemas.endActivity, idempotent: true,
-                responses: [(202, "Queued: {targets}"), (200, "Already ended; nothing sent"), (404, "No such activity"), (422, "A field is invalid")]
+                access: .server, body: RequestSchemas.endActivity, idempotent: true,
+                responses: [(202, "Queued: {targets}"), (200, "Already ended; nothing sent"), (404, "No such activity"), (409, "The app has no APNs credentials"), (422, "A field is invalid")]
             ) { request, parameters in try await end(request, parameters) },
             APIRoute(
                 "GET", "/v1/apps/{app_id}/activities", summary: "List activities, newest first.", access: .server,
-                query: [
-                    ("status", "started, updated or ended"), ("activity_type", "only this type"),
-                    ("limit", "1 to 200 (default 50)"), ("cursor", "next_cursor of the previous page"),
-                ],
+                query: Self.listQuery,
                 responses: [(200, "{items, next_cursor}"), (422, "A query parameter is invalid")]
             ) { request, parameters in try await list(request, parameters) },
             APIRoute(
@@ -54,13 +51,13 @@ struct ActivityRoutes: Sendable {
 
     private func start(_ request: HTTPRequest, _ parameters: PathParameters) async throws -> HTTPResponse {
         let app = try await authorize(request, parameters)
-        let body = try RequestBody(request)
+        let body = try RequestBody(request, schema: RequestSchemas.startActivity)
         let root = body.root
-        let activityID = root.identifier("activity_id", required: true)
-        let activityType = Self.activityType(root, required: true)
-        var attributes = root.jsonObject("attributes", required: true)
-        let contentState = root.jsonObject("content_state", required: true)
-        let alert = Self.alert(root, required: true)
+        let activityID = root.string("activity_id")
+        let activityType = root.string("activity_type")
+        var attributes = root.jsonObject("attributes")
+        let contentState = root.jsonObject("content_state")
+        let alert = Self.alert(root)
         let audience = Self.audience(root)
         let endAt = root.date("end_at")
         let staleDate = root.date("stale_date")
@@ -127,10 +124,10 @@ struct ActivityRoutes: Sendable {
     private func update(_ request: HTTPRequest, _ parameters: PathParameters) async throws -> HTTPResponse {
         let app = try await authorize(request, parameters)
         let activityID = try DeviceRoutes.pathIdentifier(parameters, "activity_id")
-        let body = try RequestBody(request)
+        let body = try RequestBody(request, schema: RequestSchemas.updateActivity)
         let root = body.root
-        let contentState = root.jsonObject("content_state", required: true)
-        let alert = Self.alert(root, required: false)
+        let contentState = root.jsonObject("content_state")
+        let alert = Self.alert(root)
         let endAt = root.date("end_at")
         let staleDate = root.date("stale_date")
         let relevance = root.double("relevance_score")
@@ -183,7 +180,7 @@ struct ActivityRoutes: Sendable {
     private func end(_ request: HTTPRequest, _ parameters: PathParameters) async throws -> HTTPResponse {
         let app = try await authorize(request, parameters)
         let activityID = try DeviceRoutes.pathIdentifier(parameters, "activity_id")
-        let body = try RequestBody(request)
+        let body = try RequestBody(request, schema: RequestSchemas.endActivity)
         let contentState = body.root.jsonObject("content_state")
         let dismissalDate = body.root.date("dismissal_date")
         try body.finish()
@@ -272,14 +269,20 @@ struct ActivityRoutes: Sendable {
                 errors.append(.init(field: "status", message: "must be started, updated or ended"))
             }
         }
-        if let type = request.queryValue("activity_type") { filter.activityType = type }
+        if let type = request.queryValue("activity_type") {
+            if let problem = TextFormat.activityType.problem(type) {
+                errors.append(.init(field: "activity_type", message: problem))
+            } else {
+                filter.activityType = type
+            }
+        }
         if let limit = request.queryValue("limit") {
-            if let value = Int(limit), (1...200).contains(value) { filter.limit = value } else {
+            if let value = Self.queryInteger(limit), (1...200).contains(value) { filter.limit = Int(value) } else {
                 errors.append(.init(field: "limit", message: "must be a whole number from 1 to 200"))
             }
         }
         if let cursor = request.queryValue("cursor") {
-            if let value = Int64(cursor), value > 0 { filter.before = value } else {
+            if let value = Self.queryInteger(cursor), value > 0 { filter.before = value } else {
                 errors.append(.init(field: "cursor", message: "must be the next_cursor of a previous page"))
             }
         }
@@ -416,53 +419,38 @@ struct ActivityRoutes: Sendable {
             expiration: built.expiration, collapseID: built.collapseID, payload: built.payload)
     }
 
-    /// An activity type: the name of the app's `ActivityAttributes` type.
-    static func activityType(_ object: ObjectReader, required: Bool) -> String? {
-        guard let text = object.string("activity_type", required: required, maxLength: 128) else { return nil }
-        if let problem = activityTypeProblem(text) {
-            object.fail("activity_type", problem)
-            return nil
-        }
-        return text
-    }
+    /// The query parameters of the activity list.
+    static let listQuery: [QueryParameter] = [
+        QueryParameter(
+            name: "status", description: "Only activities of this status.",
+            schema: ["type": "string", "enum": .array(ActivityStatus.allCases.map { .string($0.rawValue) })]),
+        QueryParameter(name: "activity_type", description: "Only this type.", schema: TextFormat.activityType.jsonSchema),
+        QueryParameter(
+            name: "limit", description: "Activities per page (default 50).",
+            schema: ["type": "integer", "minimum": 1, "maximum": 200]),
+        QueryParameter(
+            name: "cursor", description: "The next_cursor of the previous page.",
+            schema: ["type": "integer", "minimum": 1, "maximum": .integer(Int64.max)]),
+    ]
 
-    /// Why `text` cannot name an `ActivityAttributes` type, if it cannot.
-    static func activityTypeProblem(_ text: String) -> String? {
-        let valid = !text.isEmpty && text.count <= 128 && text.unicodeScalars.allSatisfy {
-            ("a"..."z").contains($0) || ("A"..."Z").contains($0) || ("0"..."9").contains($0) || $0 == "_" || $0 == "."
-        }
-        guard valid, let first = text.unicodeScalars.first, !("0"..."9").contains(first) else {
-            return "must be the name of the app's ActivityAttributes type (letters, digits, _ and .)"
-        }
-        return nil
-    }
+    /// A whole number in a query: decimal digits, an optional sign.
+    static func queryInteger(_ text: String) -> Int64? { Int64(text) }
 
-    /// `alert: {title, body, sound?}`.
-    static func alert(_ object: ObjectReader, required: Bool) -> PushAlert? {
-        guard let alert = object.object("alert", required: required) else {
-            return nil
-        }
-        let title = alert.string("title", required: true, maxLength: 512)
-        let body = alert.string("body", required: true, maxLength: 2_048)
-        let sound = alert.string("sound", maxLength: 256)
+    /// `alert: {title, body, sound?}`, by the `alert` field's schema.
+    static func alert(_ object: ObjectReader) -> PushAlert? {
+        guard let alert = object.object("alert") else { return nil }
+        let title = alert.string("title")
+        let body = alert.string("body")
+        let sound = alert.string("sound")
         guard let title, let body else { return nil }
         return PushAlert(title: .literal(title), body: .literal(body), sound: sound)
     }
 
     /// `audience`: exactly one of `user_ids`, `device_ids`, `tags`.
     static func audience(_ object: ObjectReader) -> Audience? {
-        guard let reader = object.object("audience", required: true) else { return nil }
-        let fields = ["user_ids", "device_ids", "tags"]
-        let given = fields.filter { reader.hasValue($0) }
-        guard given.count == 1 else {
-            for field in fields { _ = reader.isNull(field) }
-            object.fail(
-                "audience",
-                given.isEmpty ? "must have one of user_ids, device_ids or tags" : "must have exactly one of user_ids, device_ids or tags, not \(given.joined(separator: " and "))")
-            return nil
-        }
-        guard let values = reader.strings(given[0], required: true, maxCount: 100_000) else { return nil }
-        switch given[0] {
+        guard let reader = object.object("audience"), let chosen = reader.chosen() else { return nil }
+        guard let values = reader.strings(chosen) else { return nil }
+        switch chosen {
         case "user_ids": return .userIDs(values)
         case "device_ids": return .deviceIDs(values)
         default: return .tags(values)

@@ -14,7 +14,7 @@ struct ActivityTypeRoutes: Sendable {
             APIRoute(
                 "PUT", "/v1/apps/{app_id}/activity-types/{activity_type}",
                 summary: "Register or replace an activity type's schema; a change running activities could not decode is 409 unless force is true.",
-                access: .server, body: OpenAPISchemas.activityType,
+                access: .server, body: RequestSchemas.activityType,
                 responses: [(201, "Registered"), (200, "Replaced"), (409, "Would break running activities"), (422, "A field is invalid")]
             ) { request, parameters in try await put(request, parameters) },
             APIRoute(
@@ -34,10 +34,10 @@ struct ActivityTypeRoutes: Sendable {
 
     private func put(_ request: HTTPRequest, _ parameters: PathParameters) async throws -> HTTPResponse {
         let (app, name) = try await authorize(request, parameters)
-        let body = try RequestBody(request)
+        let body = try RequestBody(request, schema: RequestSchemas.activityType)
         let root = body.root
         let format = root.enumeration("format", as: ActivityTypeSchema.Format.self) ?? .activitykit
-        let widgetName = root.string("widget_name", maxLength: 200)
+        let widgetName = root.string("widget_name")
         if format == .expoWidgets && widgetName == nil && !body.hasErrors {
             root.fail("widget_name", "is required for the expo-widgets format (the name passed to createLiveActivity)")
         }
@@ -46,7 +46,7 @@ struct ActivityTypeRoutes: Sendable {
         }
         var parsed: [[String: FieldSchema]] = []
         for key in ["attributes", "content_state"] {
-            guard let value = root.raw(key, required: true) else {
+            guard let value = root.raw(key) else {
                 parsed.append([:])
                 continue
             }

@@ -12,7 +12,7 @@ struct AppRoutes: Sendable {
         [
             APIRoute(
                 "POST", "/v1/apps", summary: "Create an app; its server and device keys are returned once.",
-                access: .admin, body: OpenAPISchemas.createApp,
+                access: .admin, body: RequestSchemas.createApp,
                 responses: [(201, "The app, with its keys"), (422, "A field is invalid")]
             ) { request, _ in try await create(request) },
             APIRoute(
@@ -26,7 +26,7 @@ struct AppRoutes: Sendable {
             APIRoute(
                 "PATCH", "/v1/apps/{app_id}",
                 summary: "Change an app's name, bundle id or APNs credentials (replaced as a whole group; null removes them).",
-                access: .admin, body: OpenAPISchemas.updateApp,
+                access: .admin, body: RequestSchemas.updateApp,
                 responses: [(200, "The app"), (404, "No such app"), (422, "A field is invalid")]
             ) { request, parameters in try await update(request, appID: parameters["app_id"] ?? "") },
             APIRoute(
@@ -41,9 +41,9 @@ struct AppRoutes: Sendable {
 
     private func create(_ request: HTTPRequest) async throws -> HTTPResponse {
         try await Authentication.requireAdmin(request, context: context)
-        let body = try RequestBody(request)
-        let name = body.root.string("name", required: true, maxLength: 200)
-        let bundleID = Self.bundleID(body.root, required: true)
+        let body = try RequestBody(request, schema: RequestSchemas.createApp)
+        let name = body.root.string("name")
+        let bundleID = body.root.string("bundle_id")
         let credentials = Self.credentials(body.root)
         let strict = body.root.bool("strict_activity_types")
         try body.finish()
@@ -78,9 +78,9 @@ struct AppRoutes: Sendable {
 
     private func update(_ request: HTTPRequest, appID: String) async throws -> HTTPResponse {
         try await Authentication.requireAdmin(request, context: context)
-        let body = try RequestBody(request)
-        let name = body.root.string("name", maxLength: 200)
-        let bundleID = Self.bundleID(body.root, required: false)
+        let body = try RequestBody(request, schema: RequestSchemas.updateApp)
+        let name = body.root.string("name")
+        let bundleID = body.root.string("bundle_id")
         let credentials = Self.credentials(body.root)
         let strict = body.root.bool("strict_activity_types")
         try body.finish()
@@ -129,39 +129,14 @@ struct AppRoutes: Sendable {
 
     // MARK: - Fields
 
-    /// A bundle id: letters, digits, `-` and `.`, without a push-type suffix.
-    private static func bundleID(_ object: ObjectReader, required: Bool) -> String? {
-        guard let text = object.string("bundle_id", required: required, maxLength: 155) else { return nil }
-        let allowed = text.unicodeScalars.allSatisfy {
-            ("a"..."z").contains($0) || ("A"..."Z").contains($0) || ("0"..."9").contains($0) || $0 == "-" || $0 == "."
-        }
-        guard allowed, !text.hasPrefix("."), !text.hasSuffix("."), !text.contains("..") else {
-            object.fail("bundle_id", "must be a bundle id such as com.example.app (letters, digits, - and .)")
-            return nil
-        }
-        guard !text.contains(".push-type.") else {
-            object.fail("bundle_id", "must be the bare bundle id, without a .push-type. suffix")
-            return nil
-        }
-        return text
-    }
-
     /// The `apns` group: `nil` when absent, `.some(nil)` when null (remove), else
-    /// all three fields checked together.
+    /// all three fields checked together (the key must be a P-256 private key).
     private static func credentials(_ object: ObjectReader) -> APNsCredentials?? {
         if object.isNull("apns") { return .some(nil) }
         guard let apns = object.object("apns") else { return nil }
-        let teamID = appleID(apns, "team_id")
-        let keyID = appleID(apns, "key_id")
-        let pem = apns.string("private_key", maxLength: 10_000)
-        let given = [("team_id", apns.hasValue("team_id")), ("key_id", apns.hasValue("key_id")), ("private_key", apns.hasValue("private_key"))]
-        let missing = given.filter { !$0.1 }.map(\.0)
-        if !missing.isEmpty {
-            for field in missing {
-                apns.fail(field, "is required: APNs credentials are team_id, key_id and private_key together")
-            }
-            return nil
-        }
+        let teamID = apns.string("team_id")
+        let keyID = apns.string("key_id")
+        let pem = apns.string("private_key")
         guard let teamID, let keyID, let pem else { return nil }
         do {
             _ = try P256.SigningKey(pemRepresentation: pem)
@@ -170,16 +145,6 @@ struct AppRoutes: Sendable {
             return nil
         }
         return APNsCredentials(teamID: teamID, keyID: keyID, privateKeyPEM: pem)
-    }
-
-    /// A team id or key id: 10 characters, upper-case letters and digits.
-    private static func appleID(_ object: ObjectReader, _ key: String) -> String? {
-        guard let text = object.string(key, maxLength: 10) else { return nil }
-        guard text.count == 10, text.unicodeScalars.allSatisfy({ ("A"..."Z").contains($0) || ("0"..."9").contains($0) }) else {
-            object.fail(key, "must be 10 upper-case letters and digits, as in the Apple developer account")
-            return nil
-        }
-        return text
     }
 
     static func json(_ app: AppRecord) -> [String: JSONValue] {

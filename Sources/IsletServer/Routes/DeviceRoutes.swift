@@ -13,13 +13,13 @@ struct DeviceRoutes: Sendable {
             APIRoute(
                 "PUT", "/v1/apps/{app_id}/devices/{device_id}",
                 summary: "Register or update a device; a missing or null apns_token keeps the stored one.",
-                access: .device, body: OpenAPISchemas.registerDevice,
+                access: .device, body: RequestSchemas.registerDevice,
                 responses: [(201, "Registered"), (200, "Updated"), (422, "A field is invalid")]
             ) { request, parameters in try await registerDevice(request, parameters) },
             APIRoute(
                 "PUT", "/v1/apps/{app_id}/devices/{device_id}/push-to-start/{activity_type}",
                 summary: "Store the device's push-to-start token for an activity type.", access: .device,
-                body: OpenAPISchemas.tokenOnly,
+                body: RequestSchemas.token,
                 responses: [(201, "Stored"), (200, "Replaced or unchanged"), (404, "No such device"), (422, "A field is invalid")]
             ) { request, parameters in try await putStartToken(request, parameters) },
             APIRoute(
@@ -30,12 +30,12 @@ struct DeviceRoutes: Sendable {
             APIRoute(
                 "PUT", "/v1/apps/{app_id}/devices/{device_id}/activities/{activity_id}",
                 summary: "Register or rotate the device's update token for an activity (creates an activity the app started locally).",
-                access: .device, body: OpenAPISchemas.registerActivityToken,
+                access: .device, body: RequestSchemas.registerActivityToken,
                 responses: [(201, "Registered"), (200, "Rotated or unchanged"), (404, "No such device"), (409, "The activity has ended"), (422, "A field is invalid")]
             ) { request, parameters in try await putUpdateToken(request, parameters) },
             APIRoute(
                 "POST", "/v1/apps/{app_id}/devices/{device_id}/activities/{activity_id}/end",
-                summary: "The device ended the activity locally.", access: .device,
+                summary: "The device ended the activity locally.", access: .device, body: RequestSchemas.empty,
                 responses: [(200, "Its copy is ended"), (404, "The device holds no such activity")]
             ) { request, parameters in try await endOnDevice(request, parameters) },
         ]
@@ -45,20 +45,17 @@ struct DeviceRoutes: Sendable {
 
     private func registerDevice(_ request: HTTPRequest, _ parameters: PathParameters) async throws -> HTTPResponse {
         let (app, deviceID) = try await authorize(request, parameters)
-        let body = try RequestBody(request)
-        let platform = body.root.string("platform", required: true)
-        if let platform, platform != "ios" {
-            body.root.fail("platform", "must be \"ios\"")
-        }
-        let environment = body.root.enumeration("environment", as: APNsEnvironment.self, required: true)
-        let token = body.root.token("apns_token", emptyMeansAbsent: true)
+        let body = try RequestBody(request, schema: RequestSchemas.registerDevice)
+        let platform = body.root.choice("platform")
+        let environment = body.root.enumeration("environment", as: APNsEnvironment.self)
+        let token = body.root.token("apns_token")
         var userID: String??
         if body.root.isNull("user_id") {
             userID = .some(nil)
-        } else if let text = body.root.identifier("user_id") {
+        } else if let text = body.root.string("user_id") {
             userID = .some(text)
         }
-        let tags = body.root.strings("tags", maxCount: 100, maxLength: 100, allowEmptyList: true)
+        let tags = body.root.strings("tags")
         try body.finish()
         let registration = DeviceRegistration(
             platform: platform!, environment: environment!, apnsToken: token, userID: userID, tags: tags)
@@ -78,8 +75,8 @@ struct DeviceRoutes: Sendable {
     private func putStartToken(_ request: HTTPRequest, _ parameters: PathParameters) async throws -> HTTPResponse {
         let (app, deviceID) = try await authorize(request, parameters)
         let activityType = try Self.pathActivityType(parameters)
-        let body = try RequestBody(request)
-        let token = body.root.token("token", required: true)
+        let body = try RequestBody(request, schema: RequestSchemas.token)
+        let token = body.root.token("token")
         try body.finish()
         let now = context.clock.now()
         let appID = app.id
@@ -113,9 +110,9 @@ struct DeviceRoutes: Sendable {
     private func putUpdateToken(_ request: HTTPRequest, _ parameters: PathParameters) async throws -> HTTPResponse {
         let (app, deviceID) = try await authorize(request, parameters)
         let activityID = try Self.pathIdentifier(parameters, "activity_id")
-        let body = try RequestBody(request)
-        let activityType = ActivityRoutes.activityType(body.root, required: true)
-        let token = body.root.token("token", required: true)
+        let body = try RequestBody(request, schema: RequestSchemas.registerActivityToken)
+        let activityType = body.root.string("activity_type")
+        let token = body.root.token("token")
         try body.finish()
         let now = context.clock.now()
         let appID = app.id
@@ -168,7 +165,7 @@ struct DeviceRoutes: Sendable {
     private func endOnDevice(_ request: HTTPRequest, _ parameters: PathParameters) async throws -> HTTPResponse {
         let (app, deviceID) = try await authorize(request, parameters)
         let activityID = try Self.pathIdentifier(parameters, "activity_id")
-        let body = try RequestBody(request)
+        let body = try RequestBody(request, schema: RequestSchemas.empty)
         try body.finish()
         let now = context.clock.now()
         let appID = app.id
@@ -197,20 +194,19 @@ struct DeviceRoutes: Sendable {
 
     /// The path's `name`, checked as an id.
     static func pathIdentifier(_ parameters: PathParameters, _ name: String) throws(Problem) -> String {
-        try pathValue(parameters, name, rule: ObjectReader.identifierProblem)
+        try pathValue(parameters, name)
     }
 
     /// The path's `activity_type`, by the rule a start applies to it (so that a
     /// push-to-start token is never stored under a type no start can name).
     static func pathActivityType(_ parameters: PathParameters) throws(Problem) -> String {
-        try pathValue(parameters, "activity_type", rule: ActivityRoutes.activityTypeProblem)
+        try pathValue(parameters, "activity_type")
     }
 
-    private static func pathValue(
-        _ parameters: PathParameters, _ name: String, rule: (String) -> String?
-    ) throws(Problem) -> String {
+    /// The path's `name`, checked by the format the OpenAPI document gives it.
+    private static func pathValue(_ parameters: PathParameters, _ name: String) throws(Problem) -> String {
         let value = parameters[name] ?? ""
-        if let problem = rule(value) {
+        if let problem = PathParameter.format(name).problem(value) {
             throw Problem(status: 422, detail: "The path's \(name) \(problem).", errors: [.init(field: name, message: problem)])
         }
         return value

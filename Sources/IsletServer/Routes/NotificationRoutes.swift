@@ -13,8 +13,8 @@ struct NotificationRoutes: Sendable {
             APIRoute(
                 "POST", "/v1/apps/{app_id}/notifications",
                 summary: "Send an ordinary alert to the device tokens of an audience.", access: .server,
-                body: OpenAPISchemas.notification, idempotent: true,
-                responses: [(202, "Queued: {targets}"), (422, "A field is invalid, or no device of the audience is reachable")]
+                body: RequestSchemas.notification, idempotent: true,
+                responses: [(202, "Queued: {targets}"), (409, "The app has no APNs credentials"), (422, "A field is invalid, or no device of the audience is reachable")]
             ) { request, parameters in try await send(request, parameters) },
         ]
     }
@@ -22,9 +22,9 @@ struct NotificationRoutes: Sendable {
     private func send(_ request: HTTPRequest, _ parameters: PathParameters) async throws -> HTTPResponse {
         let app = try await Authentication.requireApp(
             request, appID: parameters["app_id"] ?? "", kind: .server, context: context)
-        let body = try RequestBody(request)
+        let body = try RequestBody(request, schema: RequestSchemas.notification)
         let audience = ActivityRoutes.audience(body.root)
-        let alert = ActivityRoutes.alert(body.root, required: true)
+        let alert = ActivityRoutes.alert(body.root)
         try body.finish()
         let target = try body.required(audience, "audience")
         try ActivityRoutes.requireCredentials(app)

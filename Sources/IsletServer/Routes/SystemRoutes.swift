@@ -22,7 +22,7 @@ struct SystemRoutes: Sendable {
             APIRoute("GET", "/v1/version", summary: "Version of Islet, its schema and its libraries.", access: .open,
                      responses: [(200, "Versions")]) { _, _ in await version() },
             APIRoute("GET", "/metrics", summary: "Prometheus metrics.", access: .open,
-                     responses: [(200, "Prometheus text exposition")]) { _, _ in await metrics() },
+                     responses: [(200, "Prometheus text exposition")], contentType: "text/plain; version=0.0.4") { _, _ in await metrics() },
             APIRoute("GET", "/openapi.json", summary: "This API's OpenAPI 3.1 document.", access: .open,
                      responses: [(200, "The document")]) { _, _ in APIJSON.response(document()) },
         ]

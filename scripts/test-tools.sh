@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Makes .build/test-venv, a Python virtual environment holding the tools the tests
+# run (scripts/test-requirements.txt, every version pinned). Quiet and quick when it
+# is already up to date; installs python3-venv first when Python cannot make one.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+venv=.build/test-venv
+requirements=scripts/test-requirements.txt
+stamp="$venv/installed-requirements.txt"
+
+if [[ -x "$venv/bin/schemathesis" ]] && cmp -s "$requirements" "$stamp"; then
+  exit 0
+fi
+if ! command -v python3 >/dev/null || ! python3 -c 'import venv, ensurepip' 2>/dev/null; then
+  ./scripts/install-deps.sh python3 python3-venv
+fi
+echo "test-tools: installing $requirements into $venv" >&2
+rm -rf "$venv"
+python3 -m venv "$venv"
+"$venv/bin/pip" install --quiet --disable-pip-version-check --no-input -r "$requirements"
+cp "$requirements" "$stamp"
