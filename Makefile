@@ -41,3 +41,9 @@ bench-quick: deps
 
 clean:
 	$(SWIFT) package clean
+
+# Fuzzing: every libFuzzer target of Fuzz/ for FUZZ_SECONDS (default 60) each, on a
+# scratch copy of its corpus; `make test` replays the corpora (FuzzReplayTests).
+.PHONY: fuzz
+fuzz: deps
+	./scripts/fuzz.sh

@@ -22,6 +22,14 @@ let package = Package(
     products: [
         .executable(name: "islet", targets: ["islet"]),
         .executable(name: "islet-bench", targets: ["IsletBench"]),
+        // libFuzzer targets (`make fuzz`); without -DFUZZING each replays the inputs it is given.
+        .executable(name: "FuzzJSON", targets: ["FuzzJSON"]),
+        .executable(name: "FuzzRequestBody", targets: ["FuzzRequestBody"]),
+        .executable(name: "FuzzSimulator", targets: ["FuzzSimulator"]),
+        .executable(name: "FuzzHTTP2Server", targets: ["FuzzHTTP2Server"]),
+        .executable(name: "FuzzAPNsClient", targets: ["FuzzAPNsClient"]),
+        .executable(name: "FuzzSwiftSchema", targets: ["FuzzSwiftSchema"]),
+        .executable(name: "FuzzCredentials", targets: ["FuzzCredentials"]),
         .library(name: "IsletServer", targets: ["IsletServer"]),
     ],
     targets: [
@@ -82,6 +90,28 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        // Fuzz targets: what each feeds its parser, shared by the fuzzers and the corpus replay test.
+        .target(
+            name: "FuzzTargets",
+            dependencies: ["IsletSync", "IsletCore", "IsletCrypto", "IsletServer", "HTTPServer", "HTTP2", "APNs", "APNsSimulator", "IsletLog"],
+            path: "Fuzz/Targets", swiftSettings: swiftSettings),
+        // libFuzzer's driver, declared for the fuzz entry points.
+        .target(name: "CLibFuzzer", path: "Fuzz/CLibFuzzer"),
+        // One libFuzzer entry point (or corpus replayer) per fuzz target.
+        .executableTarget(name: "FuzzJSON", dependencies: ["FuzzTargets", "CLibFuzzer"], path: "Fuzz/Entry/FuzzJSON", swiftSettings: swiftSettings),
+        // Request bodies through the API's routes.
+        .executableTarget(name: "FuzzRequestBody", dependencies: ["FuzzTargets", "CLibFuzzer"], path: "Fuzz/Entry/FuzzRequestBody", swiftSettings: swiftSettings),
+        // Push requests through the simulator's engine and payload scanner.
+        .executableTarget(name: "FuzzSimulator", dependencies: ["FuzzTargets", "CLibFuzzer"], path: "Fuzz/Entry/FuzzSimulator", swiftSettings: swiftSettings),
+        // Raw bytes to the HTTP/2 server after the client preface.
+        .executableTarget(name: "FuzzHTTP2Server", dependencies: ["FuzzTargets", "CLibFuzzer"], path: "Fuzz/Entry/FuzzHTTP2Server", swiftSettings: swiftSettings),
+        // Frames from a misbehaving server to the APNs client.
+        .executableTarget(name: "FuzzAPNsClient", dependencies: ["FuzzTargets", "CLibFuzzer"], path: "Fuzz/Entry/FuzzAPNsClient", swiftSettings: swiftSettings),
+        // Swift source to the schema reader.
+        .executableTarget(name: "FuzzSwiftSchema", dependencies: ["FuzzTargets", "CLibFuzzer"], path: "Fuzz/Entry/FuzzSwiftSchema", swiftSettings: swiftSettings),
+        // PEM keys, DER signatures, JWTs and provider tokens.
+        .executableTarget(name: "FuzzCredentials", dependencies: ["FuzzTargets", "CLibFuzzer"], path: "Fuzz/Entry/FuzzCredentials", swiftSettings: swiftSettings),
+
         // Helpers shared by the test targets: a raw-socket HTTP client, temporary folders.
         .target(name: "IsletTesting", dependencies: ["IsletSync"], path: "Tests/IsletTesting", swiftSettings: swiftSettings),
 
@@ -94,6 +124,8 @@ let package = Package(
         .testTarget(name: "DeliveryTests", dependencies: ["Delivery", "APNs", "IsletCore"], swiftSettings: swiftSettings),
         .testTarget(name: "HTTP2Tests", dependencies: ["IsletSync", "HTTP2", "IsletCrypto", "IsletTesting"], swiftSettings: swiftSettings),
         .testTarget(name: "HTTPServerTests", dependencies: ["IsletSync", "HTTPServer", "IsletTesting"], swiftSettings: swiftSettings),
+        // Replays every fuzz corpus entry (crash reproducers included) through its target.
+        .testTarget(name: "FuzzReplayTests", dependencies: ["FuzzTargets"], path: "Fuzz/ReplayTests", swiftSettings: swiftSettings),
         .testTarget(name: "IsletServerTests", dependencies: ["IsletSync", "IsletServer", "islet", "IsletTesting", "HTTP2", "HTTPServer", "IsletCrypto", "APNsSimulator"], swiftSettings: swiftSettings),
     ]
 )

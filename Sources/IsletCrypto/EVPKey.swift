@@ -17,10 +17,13 @@ final class EVPKey: @unchecked Sendable {
         EVP_PKEY_free(pointer)
     }
 
-    /// Reads a private key from PEM (PKCS#8 or the older SEC1 form).
+    /// Reads a private key from PEM (PKCS#8 or the older SEC1 form). An encrypted
+    /// key is refused: there is no passphrase to give it.
     static func privateKey(pem: String) throws(CryptoError) -> EVPKey {
         try withMemoryBIO(pem) { bio throws(CryptoError) in
-            guard let key = PEM_read_bio_PrivateKey(bio, nil, nil, nil) else {
+            let (key, encrypted) = withoutPassphrase { asked in PEM_read_bio_PrivateKey(bio, nil, refusePassphrase, asked) }
+            guard let key else {
+                if encrypted { throw CryptoError.openSSL(.invalidKey, "the private key is encrypted; give it without a passphrase") }
                 throw CryptoError.openSSL(.invalidKey, "not a PEM private key")
             }
             return EVPKey(taking: key)
@@ -30,11 +33,21 @@ final class EVPKey: @unchecked Sendable {
     /// Reads a public key from a PEM SubjectPublicKeyInfo.
     static func publicKey(pem: String) throws(CryptoError) -> EVPKey {
         try withMemoryBIO(pem) { bio throws(CryptoError) in
-            guard let key = PEM_read_bio_PUBKEY(bio, nil, nil, nil) else {
+            let (key, encrypted) = withoutPassphrase { asked in PEM_read_bio_PUBKEY(bio, nil, refusePassphrase, asked) }
+            guard let key else {
+                if encrypted { throw CryptoError.openSSL(.invalidKey, "the public key is encrypted; give it without a passphrase") }
                 throw CryptoError.openSSL(.invalidKey, "not a PEM public key")
             }
             return EVPKey(taking: key)
         }
+    }
+
+    /// Runs a PEM read that passes ``refusePassphrase`` a flag, and answers its result
+    /// and whether the PEM asked for a passphrase.
+    private static func withoutPassphrase(_ read: (UnsafeMutableRawPointer) -> OpaquePointer?) -> (OpaquePointer?, encrypted: Bool) {
+        var asked = false
+        let key = withUnsafeMutablePointer(to: &asked) { read(UnsafeMutableRawPointer($0)) }
+        return (key, asked)
     }
 
     /// The curve name of an EC key (`prime256v1` for P-256), or nil for other keys.
@@ -115,6 +128,17 @@ final class EVPKey: @unchecked Sendable {
             String(decoding: UnsafeBufferPointer(start: $0, count: length), as: UTF8.self)
         }
     }
+}
+
+/// The passphrase callback of every PEM read: it gives no passphrase, and notes in
+/// the `Bool` its context points to that one was asked for. Without a callback
+/// OpenSSL would ask for the passphrase on the process's terminal and wait there,
+/// holding up the request that carried the key.
+private func refusePassphrase(
+    _ buffer: UnsafeMutablePointer<CChar>?, _ size: Int32, _ writing: Int32, _ context: UnsafeMutableRawPointer?
+) -> Int32 {
+    context?.assumingMemoryBound(to: Bool.self).pointee = true
+    return -1
 }
 
 /// Runs `body` with a read-only memory BIO over `text`.

@@ -63,6 +63,35 @@ struct ES256Tests {
         }
         #expect(garbage?.code == .invalidKey)
     }
+
+    /// An encrypted key is refused as such, at once: OpenSSL's own fallback would
+    /// have asked for a passphrase on the process's terminal and waited there.
+    @Test func refusesEncryptedKeysWithoutAskingForAPassphrase() throws {
+        let encryptedP8 = """
+            -----BEGIN ENCRYPTED PRIVATE KEY-----
+            MIHsMFcGCSqGSIb3DQEFDTBKMCkGCSqGSIb3DQEFDDAcBAg6gEdvLymgwAICCAAw
+            DAYIKoZIhvcNAgkFADAdBglghkgBZQMEASoEEMf8BaDtTbfrVylYyUs9mJUEgZAX
+            0+FS3x0b2OJ53SoWvUhgIdJvmY6gjMigmfKd/jWwpGV+F9sn/hsABeJeZue55N4x
+            NbRLhRir+0Q9DZWprhHOWZJ1b6+O84SROkmtm1wIy9DuPsNw/mn9hzVFAMIcdkVd
+            prbfsoP3GgbYTQ91gRz1x+U8pZ5V+kPQQD1zL5ZHOaf4XXjKF8lrWtyeh/p8LNM=
+            -----END ENCRYPTED PRIVATE KEY-----
+            """
+        let privateError = #expect(throws: CryptoError.self) { try P256.SigningKey(pemRepresentation: encryptedP8) }
+        #expect(privateError?.code == .invalidKey)
+        #expect(privateError?.reason.contains("encrypted") == true)
+        let encryptedPublic = """
+            -----BEGIN PUBLIC KEY-----
+            Proc-Type: 4,ENCRYPTED
+            DEK-Info: AES-128-CBC,00112233445566778899AABBCCDDEEFF
+
+            MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEMQfKfMO1IkPiZ7U2SxA+ivyPfGHY
+            Z+CENsrnQIwzNWy+ToE9jkoPHvCk2sWiM9mQ2szDSLFok26hPfdlCOR27w==
+            -----END PUBLIC KEY-----
+            """
+        let publicError = #expect(throws: CryptoError.self) { try P256.VerifyingKey(pemRepresentation: encryptedPublic) }
+        #expect(publicError?.code == .invalidKey)
+        #expect(publicError?.reason.contains("encrypted") == true)
+    }
 }
 
 @Suite("ES256 against the openssl command line")

@@ -1,0 +1,2 @@
+import Foundation
+struct Order: Codable { var id: Int }

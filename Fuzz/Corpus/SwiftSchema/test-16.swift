@@ -1,0 +1,4 @@
+struct A: ActivityAttributes {
+    struct ContentState: Codable, Hashable { var x: Int }
+    static let y = "never closed
+}

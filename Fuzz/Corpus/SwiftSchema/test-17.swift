@@ -1,0 +1,2 @@
+struct A: ActivityAttributes {
+    struct ContentState: Codable, Hashable { var x: Int }

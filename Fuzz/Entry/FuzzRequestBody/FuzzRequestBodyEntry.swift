@@ -1,0 +1,29 @@
+import FuzzTargets
+
+#if FUZZING
+import CLibFuzzer
+
+/// libFuzzer's entry point: one input.
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzTestOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
+    RequestBodyFuzz.run(UnsafeRawBufferPointer(start: data, count: size))
+    return 0
+}
+
+/// The executable's entry point (SwiftPM names it after the module): libFuzzer's
+/// driver, on one input at a time.
+@_cdecl("FuzzRequestBody_main")
+public func fuzzMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> CInt {
+    var argc = argc
+    var argv = argv
+    return LLVMFuzzerRunDriver(&argc, &argv, fuzzTestOneInput)
+}
+#else
+/// Without the fuzzer: replays the files (or folders of files) named on the command line.
+@main
+struct FuzzRequestBodyReplay {
+    static func main() {
+        FuzzReplay.main(name: "FuzzRequestBody", RequestBodyFuzz.run)
+    }
+}
+#endif
