@@ -23,3 +23,14 @@ public enum JSONText {
         return out
     }
 }
+
+extension Sequence where Element == String {
+    /// The strings in the order of their Unicode scalars: the order JSON members are
+    /// printed and checked in. `String`'s own `<` compares canonical equivalents and
+    /// is not a strict order for every pair (`"e\u{301}"` and `"é="` are neither
+    /// below the other, yet differ), so sorting with it could order the same keys two
+    /// ways.
+    public func sortedByScalars() -> [String] {
+        sorted { $0.unicodeScalars.lexicographicallyPrecedes($1.unicodeScalars) }
+    }
+}

@@ -114,7 +114,7 @@ public enum JSONValue: Sendable, Hashable {
             out += "]"
         case .object(let members):
             out += "{"
-            for (index, key) in members.keys.sorted().enumerated() {
+            for (index, key) in members.keys.sortedByScalars().enumerated() {
                 if index > 0 { out += "," }
                 out += JSONText.quoted(key) + ":"
                 members[key]!.write(to: &out)

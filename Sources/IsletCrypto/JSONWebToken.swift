@@ -81,7 +81,7 @@ public struct JSONWebToken: Sendable {
 
     static func encodeObject(_ object: [String: JWTValue]) -> Data {
         var text = "{"
-        for (index, key) in object.keys.sorted().enumerated() {
+        for (index, key) in object.keys.sortedByScalars().enumerated() {
             if index > 0 { text += "," }
             text += JSONText.quoted(key) + ":"
             switch object[key]! {

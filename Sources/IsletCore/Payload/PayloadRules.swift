@@ -119,7 +119,7 @@ enum PayloadRules {
                 try checkFinite(element, path: "\(path)[\(index)]")
             }
         case .object(let members):
-            for key in members.keys.sorted() {
+            for key in members.keys.sortedByScalars() {
                 try checkFinite(members[key]!, path: path.isEmpty ? key : "\(path).\(key)")
             }
         default:

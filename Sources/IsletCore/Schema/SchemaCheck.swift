@@ -86,7 +86,7 @@ public enum SchemaCheck {
 
         mutating func object(_ members: [String: JSONValue], fields: [String: FieldSchema], path: String) -> JSONValue {
             var out = members
-            for name in fields.keys.sorted() {
+            for name in fields.keys.sortedByScalars() {
                 let field = fields[name]!
                 let fieldPath = "\(path).\(name)"
                 guard let value = members[name] else {
@@ -97,7 +97,7 @@ public enum SchemaCheck {
                 }
                 out[name] = self.value(value, field: field, path: fieldPath)
             }
-            for name in members.keys.sorted() where fields[name] == nil {
+            for name in members.keys.sortedByScalars() where fields[name] == nil {
                 warnings.append(SchemaViolation(path: "\(path).\(name)", message: "is not a property of the app's type; the device ignores it"))
             }
             return .object(out)

@@ -46,7 +46,7 @@ extension FieldSchema {
     }
 
     static func compare(old: [String: FieldSchema], new: [String: FieldSchema], path: String, into changes: inout [String]) {
-        for name in Set(old.keys).union(new.keys).sorted() {
+        for name in Set(old.keys).union(new.keys).sortedByScalars() {
             let fieldPath = "\(path).\(name)"
             switch (old[name], new[name]) {
             case (nil, let added?):

@@ -9,7 +9,7 @@ extension FieldSchema {
             return ([:], [SchemaViolation(path: path, message: "must be an object of fields")])
         }
         var fields: [String: FieldSchema] = [:]
-        for name in members.keys.sorted() {
+        for name in members.keys.sortedByScalars() {
             if name.isEmpty {
                 problems.append(SchemaViolation(path: path, message: "a field name is empty"))
                 continue
@@ -26,7 +26,7 @@ extension FieldSchema {
             problems.append(SchemaViolation(path: path, message: "must be a field definition object with a type"))
             return nil
         }
-        for key in members.keys.sorted() where !keys.contains(key) {
+        for key in members.keys.sortedByScalars() where !keys.contains(key) {
             problems.append(SchemaViolation(path: "\(path).\(key)", message: "is not part of a field definition"))
         }
         let kinds = Kind.allCases.map(\.rawValue).joined(separator: ", ")

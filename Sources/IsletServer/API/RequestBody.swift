@@ -343,12 +343,12 @@ final class ObjectReader {
 
     /// Reports every member nobody read, here and in the nested objects read.
     fileprivate func rejectUnknown() {
-        for key in members.keys.sorted() where !read.contains(key) {
+        for key in members.keys.sortedByScalars() where !read.contains(key) {
             if let definition = schema[key], members[key] == .null, !definition.nullable {
                 owner?.fail(field(key), "must not be null")
                 continue
             }
-            let known = schema.names.sorted()
+            let known = schema.names.sortedByScalars()
             var message = "is not a field of this request"
             if let guess = ObjectReader.closest(to: key, in: known) { message += "; did you mean \(guess)?" }
             owner?.fail(field(key), message)
