@@ -38,12 +38,12 @@ let package = Package(
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
-        // Linux system calls the Glibc module lacks (epoll, eventfd).
+        // Linux system calls the Glibc module lacks (epoll, eventfd, thread names).
         .systemLibrary(name: "CLinux"),
         .systemLibrary(name: "CPostgres", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
 
-        // The project's lock (over pthreads, so that ThreadSanitizer sees it).
-        .target(name: "IsletSync", swiftSettings: swiftSettings),
+        // The project's lock (over pthreads, so that ThreadSanitizer sees it) and thread names.
+        .target(name: "IsletSync", dependencies: ["CLinux"], swiftSettings: swiftSettings),
         // Domain: pure Swift, no C, no I/O.
         .target(name: "IsletCore", dependencies: ["IsletSync"], swiftSettings: swiftSettings),
         // Structured logs with redaction.
@@ -115,6 +115,7 @@ let package = Package(
         // Helpers shared by the test targets: a raw-socket HTTP client, temporary folders.
         .target(name: "IsletTesting", dependencies: ["IsletSync"], path: "Tests/IsletTesting", swiftSettings: swiftSettings),
 
+        .testTarget(name: "IsletSyncTests", dependencies: ["IsletSync"], swiftSettings: swiftSettings),
         .testTarget(name: "IsletCoreTests", dependencies: ["IsletCore"], swiftSettings: swiftSettings),
         .testTarget(name: "IsletLogTests", dependencies: ["IsletLog"], swiftSettings: swiftSettings),
         .testTarget(name: "IsletCryptoTests", dependencies: ["IsletCrypto", "IsletTesting"], swiftSettings: swiftSettings),

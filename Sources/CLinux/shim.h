@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -55,6 +56,11 @@ static inline int islet_epoll_wait(int epfd, int *fds, uint32_t *events, int cap
 /// a GNU extension the Glibc module does not export.
 static inline int islet_accept_nonblocking(int listener) {
     return accept4(listener, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+}
+
+/// Names the calling thread (at most 15 bytes are kept); `prctl` is variadic.
+static inline int islet_name_current_thread(const char *name) {
+    return prctl(PR_SET_NAME, (unsigned long)name, 0UL, 0UL, 0UL);
 }
 
 #endif

@@ -90,7 +90,7 @@ public final class DeliveryWorker: Sendable {
         let thread = Thread { [self] in
             // Named from inside: on Linux a name given before `start` never reaches
             // the system (`top -H`, `perf`).
-            Thread.current.name = "islet-delivery"
+            nameCurrentThread("islet-delivery")
             self.run()
         }
         thread.start()

@@ -70,7 +70,7 @@ final class EventLoop: @unchecked Sendable {
         let thread = Thread { [self] in
             // Named from inside: on Linux a name given before `start` never reaches
             // the system (`top -H`, `perf`), which takes at most 15 bytes.
-            Thread.current.name = name
+            nameCurrentThread(name)
             run()
         }
         thread.stackSize = 1 << 20

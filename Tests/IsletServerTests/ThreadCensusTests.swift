@@ -43,7 +43,7 @@ struct ThreadCensusTests {
             let client = try HTTP2Client(configuration: HTTP2ClientConfiguration(host: "127.0.0.1", port: server.port, tls: nil))
             #expect(try await client.send(HTTP2Request(path: "/census")).status == 200)
             // Threads name themselves once they run: waited for, not counted at once.
-            #expect(await eventually { isletThreads()["islet-h2srv-0"] == 1 })
+            #expect(await eventually { (isletThreads()["islet-h2srv-0"] ?? 0) >= 1 }, "threads: \(isletThreads())")
             await client.shutdown()
             await server.shutdown()
         }
@@ -82,7 +82,9 @@ struct ThreadCensusTests {
                 #expect(try await h.start(app, "order-1", audience: ["user_ids": ["user-1"]]).status == 202)
                 let pushes = try await h.settledPushes(app, "order-1", count: 1)
                 #expect(pushes.first?["status"]?.stringValue == "sent")
-                #expect(await eventually { isletThreads()["islet-db"] == 1 && isletThreads()["islet-delivery"] == 1 })
+                // Not vacuous: the server's own threads ran (and named themselves).
+                let running = await eventually { (isletThreads()["islet-db"] ?? 0) >= 1 && (isletThreads()["islet-delivery"] ?? 0) >= 1 }
+                #expect(running, "threads: \(isletThreads())")
             }
         }
     }

@@ -16,7 +16,7 @@ final class Checkpointer: Sendable {
         let connection = try SQLiteConnection(path: path)
         let owned = OwnedConnection(connection: connection)
         let thread = Thread { [self] in
-            Thread.current.name = "islet-db-ckpt"  // from inside, see `DatabaseThread`
+            nameCurrentThread("islet-db-ckpt")  // from inside, see `DatabaseThread`
             self.loop(owned.connection, interval: interval)
         }
         thread.start()

@@ -19,7 +19,7 @@ final class DatabaseThread: Sendable {
         let thread = Thread { [self] in
             // Named from inside: on Linux a name given before `start` never reaches
             // the system (`top -H`, `perf`), which takes at most 15 bytes.
-            Thread.current.name = name
+            nameCurrentThread(name)
             self.loop()
         }
         thread.start()
