@@ -1331,6 +1331,9 @@ def main():
         raise Stop(signal.Signals(number).name)
     signal.signal(signal.SIGTERM, stop_signal)
     signal.signal(signal.SIGHUP, stop_signal)
+    # Started in the background by a shell, the run inherits SIGINT ignored:
+    # Ctrl-C (or kill -INT) must still stop it and what it started.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
     work = tempfile.mkdtemp(prefix="islet-soak-")
     soak = Soak(args, work)
@@ -1361,7 +1364,7 @@ def main():
         database = soak.read_database()
         failures = report(soak, listing, per_activity, metrics, database, exit_codes, device_states)
     except (KeyboardInterrupt, Stop) as stop:
-        print(f"\nsoak: stopped ({stop or 'SIGINT'}); stopping what it started", file=sys.stderr)
+        print(f"\nsoak: stopped ({str(stop) or 'SIGINT'}); stopping what it started", file=sys.stderr)
         return 130
     except HarnessError as error:
         print(f"\nsoak: the run could not be made: {error}", file=sys.stderr)
