@@ -47,3 +47,11 @@ clean:
 .PHONY: fuzz
 fuzz: deps
 	./scripts/fuzz.sh
+
+# Soak run (not run in CI): SOAK_SECONDS of mixed load against `islet serve` and a
+# separate `islet sim` injecting faults, then every push accounted for.
+SOAK_SECONDS ?= 600
+.PHONY: soak
+soak: build
+	@./scripts/install-deps.sh python3
+	python3 Benchmarks/soak.py --seconds $(SOAK_SECONDS)
