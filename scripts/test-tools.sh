@@ -9,7 +9,7 @@ venv=.build/test-venv
 requirements=scripts/test-requirements.txt
 stamp="$venv/installed-requirements.txt"
 
-if [[ -x "$venv/bin/schemathesis" ]] && cmp -s "$requirements" "$stamp"; then
+if [[ -x "$venv/bin/schemathesis" && -x "$venv/bin/python" ]] && cmp -s "$requirements" "$stamp"; then
   exit 0
 fi
 if ! command -v python3 >/dev/null || ! python3 -c 'import venv, ensurepip' 2>/dev/null; then

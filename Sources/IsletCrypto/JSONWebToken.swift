@@ -2,10 +2,13 @@ public import Foundation
 import IsletCore
 
 /// A value in a JWT header or claim set. Islet's tokens carry only strings and
-/// integers (APNs: `alg`, `kid`, `iss`, `iat`).
+/// integers (APNs: `alg`, `kid`, `iss`, `iat`); a token read from elsewhere may
+/// also hold other numbers (an `iat` with a fraction of a second).
 public enum JWTValue: Sendable, Hashable, CustomStringConvertible {
     case string(String)
     case integer(Int64)
+    /// A number that is not a 64-bit integer, as JSON wrote it.
+    case number(Double)
 
     /// The string, when this is one.
     public var stringValue: String? {
@@ -23,6 +26,7 @@ public enum JWTValue: Sendable, Hashable, CustomStringConvertible {
         switch self {
         case .string(let s): s
         case .integer(let i): String(i)
+        case .number(let n): String(n)
         }
     }
 }
@@ -79,6 +83,13 @@ public struct JSONWebToken: Sendable {
         header["alg"] == .string("ES256") && key.isValidSignature(signature, for: Data(signingInput.utf8))
     }
 
+    /// Whether the header says ES256 and the signature, in the DER form that
+    /// OpenSSL and Java's `SHA256withECDSA` write rather than the raw `r || s` that
+    /// RFC 7518 asks for, verifies with `key`.
+    public func isValidDEREncodedES256(using key: P256.VerifyingKey) -> Bool {
+        header["alg"] == .string("ES256") && key.isValidDERSignature(signature, for: Data(signingInput.utf8))
+    }
+
     static func encodeObject(_ object: [String: JWTValue]) -> Data {
         var text = "{"
         for (index, key) in object.keys.sortedByScalars().enumerated() {
@@ -87,21 +98,24 @@ public struct JSONWebToken: Sendable {
             switch object[key]! {
             case .string(let s): text += JSONText.quoted(s)
             case .integer(let i): text += String(i)
+            case .number(let n): text += n.isFinite ? String(n) : "null"
             }
         }
         return Data((text + "}").utf8)
     }
 
-    /// Reads a JSON object of strings and integers; other members are skipped (a
-    /// verifier only needs the ones it knows).
+    /// Reads a JSON object (RFC 8259: any whitespace, members in any order) of
+    /// strings and numbers; other members are skipped (a verifier only needs the ones
+    /// it knows).
     private static func decodeObject(_ data: Data) -> [String: JWTValue]? {
-        guard let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else { return nil }
+        guard let members = (try? JSONValue(parsing: data))?.objectValue else { return nil }
         var result: [String: JWTValue] = [:]
-        for (key, value) in object {
-            if let s = value as? String {
-                result[key] = .string(s)
-            } else if let n = value as? Int64 {
-                result[key] = .integer(n)
+        for (key, value) in members {
+            switch value {
+            case .string(let s): result[key] = .string(s)
+            case .integer(let i): result[key] = .integer(i)
+            case .double(let d): result[key] = .number(d)
+            default: break
             }
         }
         return result

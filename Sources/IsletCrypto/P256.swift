@@ -71,6 +71,13 @@ public enum P256 {
             guard let der = try? ECDSASignature.der(fromRaw: signature) else { return false }
             return key.verifySHA256(signature: der, message: message)
         }
+
+        /// Whether `signature`, a DER `ECDSA-Sig-Value` (not the JOSE form), is a
+        /// valid ES256 signature of `message`.
+        public func isValidDERSignature(_ signature: Data, for message: Data) -> Bool {
+            guard signature.count != ECDSASignature.componentLength * 2, signature.first == 0x30 else { return false }
+            return key.verifySHA256(signature: signature, message: message)
+        }
     }
 }
 

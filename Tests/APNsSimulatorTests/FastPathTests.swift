@@ -23,7 +23,8 @@ struct FastPathTests {
                 (name: pool[Int(random.next() % UInt64(pool.count))], value: "v\(round).\(index)")
             }
             let fields = HeaderFields(HTTP2HeaderFields(list))
-            func first(_ name: String) -> String? { list.first { $0.name == name }?.value }
+            // Names match without regard to case ("Apns-Topic" is apns-topic).
+            func first(_ name: String) -> String? { list.first { $0.name.lowercased() == name }?.value }
             #expect(fields.authorization == first(APNsHeaderName.authorization))
             #expect(fields.topic == first(APNsHeaderName.topic))
             #expect(fields.pushType == first(APNsHeaderName.pushType))

@@ -58,6 +58,62 @@ struct ProviderTokenTests {
         #expect(sim.lastRecord?.answer.note?.contains("milliseconds") == true)
     }
 
+    /// A token whose header and claims are exactly `header` and `claims` (JSON text
+    /// as some library writes it), signed by the harness's key; `der` writes the
+    /// signature in DER rather than as `r || s`.
+    static func token(header: String, claims: String, key: P256.SigningKey, der: Bool = false) throws -> String {
+        let input = Base64URL.encode(Data(header.utf8)) + "." + Base64URL.encode(Data(claims.utf8))
+        var signature = try key.signature(for: Data(input.utf8))
+        if der { signature = try ECDSASignature.der(fromRaw: signature) }
+        return input + "." + Base64URL.encode(signature)
+    }
+
+    @Test func tokensShapedAsOtherLibrariesShapeThemAreAccepted() throws {
+        let sim = try SimulatorHarness()
+        let (kid, team, now) = (SimulatorHarness.keyID, SimulatorHarness.teamID, sim.now)
+        // Pretty-printed, `typ`, `kid` again among the claims, `iat` a string
+        // (APNSwift 6.4); compact with `typ` (jsonwebtoken, PyJWT); no `typ`
+        // (jwt-go); extra claims; a DER signature (pushy).
+        let shapes: [(String, String, String, Bool, Int)] = [
+            ("APNSwift", "{\n    \"alg\": \"ES256\",\n    \"typ\": \"JWT\",\n    \"kid\": \"\(kid)\"\n}",
+             "{\n    \"iss\": \"\(team)\",\n    \"iat\": \"\(now)\",\n    \"kid\": \"\(kid)\"\n}", false, 1),
+            ("node-apn", #"{"alg":"ES256","typ":"JWT","kid":"\#(kid)"}"#, #"{"iat":\#(now),"iss":"\#(team)"}"#, false, 0),
+            ("apns2", #"{"alg":"ES256","kid":"\#(kid)"}"#, #"{"iat":\#(now),"iss":"\#(team)"}"#, false, 0),
+            ("extra claims", #"{"kid":"\#(kid)","alg":"ES256","x5t":"abc"}"#,
+             #"{"iss":"\#(team)","iat":\#(now),"exp":\#(now + 3600),"aud":"apns","jti":"1"}"#, false, 0),
+            ("pushy", #"{"alg":"ES256","typ":"JWT","kid":"\#(kid)"}"#, #"{"iss":"\#(team)","iat":\#(now)}"#, true, 1),
+            ("fractional iat", #"{"alg":"ES256","kid":"\#(kid)"}"#, #"{"iss":"\#(team)","iat":\#(now).25}"#, false, 1),
+        ]
+        for (index, (name, header, claims, der, warnings)) in shapes.enumerated() {
+            let token = try Self.token(header: header, claims: claims, key: sim.key, der: der)
+            let response = sim.send(to: self.token, connection: UInt64(100 + index), providerToken: token)
+            #expect(response.status == 200, "\(name): \(sim.lastRecord?.answer.note ?? "")")
+            #expect(sim.lastRecord?.warnings.count == warnings, "\(name): \(sim.lastRecord?.warnings ?? [])")
+        }
+        let warned = sim.engine.pushes().flatMap(\.warnings)
+        #expect(warned.contains { $0.contains("iat is the string") })
+        #expect(warned.contains { $0.contains("DER") })
+        #expect(warned.contains { $0.contains("fraction") })
+    }
+
+    @Test func aStringIATIsStillCheckedForAge() throws {
+        let sim = try SimulatorHarness()
+        let header = #"{"alg":"ES256","typ":"JWT","kid":"\#(SimulatorHarness.keyID)"}"#
+        func claims(_ iat: String) -> String { #"{"iss":"\#(SimulatorHarness.teamID)","iat":\#(iat)}"# }
+        let old = try Self.token(header: header, claims: claims("\"\(sim.now - 3_601)\""), key: sim.key)
+        expectRefusal(sim.send(to: token, connection: 1, providerToken: old), 403, .expiredProviderToken)
+        let words = try Self.token(header: header, claims: claims("\"yesterday\""), key: sim.key)
+        expectRefusal(sim.send(to: token, connection: 2, providerToken: words), 403, .invalidProviderToken)
+        let scientific = try Self.token(header: header, claims: claims("\"1.7e9\""), key: sim.key)
+        expectRefusal(sim.send(to: token, connection: 3, providerToken: scientific), 403, .invalidProviderToken)
+        let boolean = try Self.token(header: header, claims: claims("true"), key: sim.key)
+        expectRefusal(sim.send(to: token, connection: 4, providerToken: boolean), 403, .invalidProviderToken)
+        // A DER signature by another key is still a bad signature.
+        let impostor = try P256.SigningKey.generate()
+        let forged = try Self.token(header: header, claims: claims(String(sim.now)), key: impostor, der: true)
+        expectRefusal(sim.send(to: token, connection: 5, providerToken: forged), 403, .invalidProviderToken)
+    }
+
     @Test func aTokenOlderThanAnHourIsExpired() throws {
         let sim = try SimulatorHarness()
         #expect(sim.send(to: token).status == 200)

@@ -67,9 +67,71 @@ struct HeaderTests {
         // An alert aimed at the Live Activity topic does not fit either.
         expectRefusal(
             sim.send(to: token, payload: SimulatorHarness.alert(), pushType: "alert"), 400, .invalidPushType)
-        // A missing push type is taken for an alert, which cannot go to that topic.
-        expectRefusal(sim.send(to: token, pushType: nil), 400, .invalidPushType)
         #expect(sim.send(to: token, payload: SimulatorHarness.start(timestamp: sim.now)).status == 200)
+    }
+
+    @Test func aMissingPushTypeIsTakenFromTheTopicWithAWarning() throws {
+        let sim = try SimulatorHarness()
+        let start = sim.send(to: token, payload: SimulatorHarness.start(timestamp: sim.now), pushType: nil)
+        #expect(start.status == 200)
+        let record = try #require(sim.lastRecord)
+        #expect(record.deviceOutcome == .started, "the push was read as a Live Activity start")
+        #expect(record.warnings.count == 1)
+        #expect(record.warnings.first?.contains("apns-push-type") == true)
+        #expect(record.warnings.first?.contains("liveactivity") == true)
+        // On the app's own topic it is an alert.
+        #expect(sim.send(to: SimulatorHarness.token(0x77), payload: SimulatorHarness.alert(), pushType: nil, topic: SimulatorHarness.appTopic).status == 200)
+        #expect(sim.lastRecord?.warnings.first?.contains("taken to be alert") == true)
+        // A push type that is named is not warned about.
+        #expect(sim.send(to: SimulatorHarness.token(0x77), payload: SimulatorHarness.alert(), pushType: "alert", topic: SimulatorHarness.appTopic).status == 200)
+        #expect(sim.lastRecord?.warnings == [])
+    }
+
+    @Test func headerNamesMatchInAnyCase() throws {
+        let sim = try SimulatorHarness()
+        let id = "0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
+        let response = sim.send(
+            to: SimulatorHarness.token(0x78), payload: SimulatorHarness.alert(), pushType: nil, topic: nil,
+            headers: ["authorization": nil, "apns-priority": nil],
+            extraHeaders: [
+                ("Authorization", "Bearer \(sim.providerToken)"), ("APNs-Topic", SimulatorHarness.appTopic),
+                ("Apns-Push-Type", "alert"), ("APNS-ID", id), ("Apns-Priority", "5"),
+            ])
+        #expect(response.status == 200)
+        #expect(response.header("apns-id") == id)
+        let record = try #require(sim.lastRecord)
+        #expect(record.pushType == "alert")
+        #expect(record.answer.apnsID == id)
+        #expect(record.warnings == [])
+    }
+
+    @Test func aMissingApnsIDIsMintedAndAnUppercaseOneEchoedWithAWarning() throws {
+        let sim = try SimulatorHarness()
+        let minted = sim.sendAlert(to: SimulatorHarness.token(0x79))
+        #expect(minted.status == 200)
+        #expect(minted.header("apns-id").map(APNsMessageID.isUUID) == true)
+        #expect(sim.lastRecord?.warnings == [])
+        let upper = "0A1B2C3D-4E5F-4A6B-8C7D-9E0F1A2B3C4D"
+        let echoed = sim.send(
+            to: SimulatorHarness.token(0x79), payload: SimulatorHarness.alert(), pushType: "alert",
+            topic: SimulatorHarness.appTopic, headers: ["apns-id": upper])
+        #expect(echoed.status == 200)
+        #expect(echoed.header("apns-id") == upper)
+        #expect(sim.lastRecord?.warnings.count == 1)
+        #expect(sim.lastRecord?.warnings.first?.contains("uppercase") == true)
+    }
+
+    @Test func anUppercaseDeviceTokenIsMatchedWithAWarning() throws {
+        let sim = try SimulatorHarness()
+        let lower = SimulatorHarness.token(0xAB)
+        #expect(sim.sendAlert(to: lower).status == 200)
+        #expect(sim.lastRecord?.warnings == [])
+        #expect(sim.sendAlert(to: lower.uppercased()).status == 200)
+        let record = try #require(sim.lastRecord)
+        #expect(record.tokenKind == .device)
+        #expect(record.warnings.count == 1)
+        #expect(record.warnings.first?.contains("uppercase") == true)
+        #expect(sim.engine.tokens().count == 1, "one device, whatever the case of its token")
     }
 
     @Test func unknownPushTypesAreInvalid() throws {

@@ -4,6 +4,8 @@ import IsletCore
 
 /// The header fields of one request as the checks read them: the fields as
 /// received, and where the first of each header APNs looks at lies among them.
+/// Names are matched without regard to ASCII case, as HTTP matches them (HTTP/2
+/// sends them in lowercase).
 ///
 /// A push carries a handful of headers, so they are found by one scan of their
 /// names' bytes rather than through a dictionary, whose hashing would cost more
@@ -28,27 +30,42 @@ struct HeaderFields {
                 // is none of them.
                 switch name.count {
                 case 7:
-                    if positions.id == nil, HeaderBytes.equals(name, "apns-id") { positions.id = position }
+                    if positions.id == nil, Self.matches(name, "apns-id") { positions.id = position }
                 case 10:
-                    if positions.topic == nil, HeaderBytes.equals(name, "apns-topic") { positions.topic = position }
+                    if positions.topic == nil, Self.matches(name, "apns-topic") { positions.topic = position }
                 case 13:
-                    if HeaderBytes.equals(name, "authorization") {
+                    if Self.matches(name, "authorization") {
                         if positions.authorization == nil { positions.authorization = position }
-                    } else if positions.priority == nil, HeaderBytes.equals(name, "apns-priority") {
+                    } else if positions.priority == nil, Self.matches(name, "apns-priority") {
                         positions.priority = position
                     }
                 case 14:
-                    if positions.pushType == nil, HeaderBytes.equals(name, "apns-push-type") { positions.pushType = position }
+                    if positions.pushType == nil, Self.matches(name, "apns-push-type") { positions.pushType = position }
                 case 15:
-                    if positions.expiration == nil, HeaderBytes.equals(name, "apns-expiration") { positions.expiration = position }
+                    if positions.expiration == nil, Self.matches(name, "apns-expiration") { positions.expiration = position }
                 case 16:
-                    if positions.collapseID == nil, HeaderBytes.equals(name, "apns-collapse-id") { positions.collapseID = position }
+                    if positions.collapseID == nil, Self.matches(name, "apns-collapse-id") { positions.collapseID = position }
                 default:
                     break
                 }
             }
         }
         self.positions = positions
+    }
+
+    /// Whether `bytes` spell `name` (lowercase ASCII letters and hyphens) in any
+    /// case: compared whole first, as names usually arrive in lowercase.
+    private static func matches(_ bytes: UnsafeRawBufferPointer, _ name: StaticString) -> Bool {
+        let count = name.utf8CodeUnitCount
+        guard bytes.count == count else { return false }
+        let expected = name.utf8Start
+        if memcmp(bytes.baseAddress!, expected, count) == 0 { return true }
+        for index in 0..<count {
+            let byte = bytes[index]
+            let want = expected[index]
+            guard byte == want || (want >= UInt8(ascii: "a") && want <= UInt8(ascii: "z") && byte == want - 0x20) else { return false }
+        }
+        return true
     }
 
     /// `authorization`.

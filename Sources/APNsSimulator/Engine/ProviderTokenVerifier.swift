@@ -14,10 +14,17 @@ import IsletCrypto
 /// the token. The time rules (age, clock skew) depend on now and are applied on every
 /// request by ``check(authorization:now:)``.
 final class ProviderTokenVerifier: Sendable {
-    /// What a token is, apart from time.
+    /// What a token is, apart from time. A valid token may carry warnings: what
+    /// APNs accepts but a stricter server might refuse (see ``verify(_:)``).
     enum Verdict: Sendable {
-        case valid(issuedAt: Int64)
+        case valid(issuedAt: Int64, warnings: [String])
         case refused(reason: APNsReason, note: String)
+    }
+
+    /// A token that passed every check, with its warnings.
+    struct Accepted {
+        var token: String
+        var warnings: [String]
     }
 
     /// An `authorization` value seen lately, with its token and the token's verdict.
@@ -62,7 +69,7 @@ final class ProviderTokenVerifier: Sendable {
     /// for a header that carries no bearer token (see
     /// ``RequestChecks/bearerToken(_:)``), then 403 InvalidProviderToken,
     /// BadEnvironmentKeyIdInToken or ExpiredProviderToken for the token itself.
-    func check(authorization value: String?, now: Date) throws(Refusal) -> String {
+    func check(authorization value: String?, now: Date) throws(Refusal) -> Accepted {
         let token: String
         let verdict: Verdict
         if let value, let recent = recent(value) {
@@ -72,16 +79,16 @@ final class ProviderTokenVerifier: Sendable {
             verdict = self.verdict(for: token)
             if let value { remember(Recent(authorization: value, token: token, verdict: verdict)) }
         }
-        try check(verdict, now: now)
-        return token
+        return Accepted(token: token, warnings: try check(verdict, now: now))
     }
 
-    /// Refuses a token of `verdict` as APNs would at `now`.
-    private func check(_ verdict: Verdict, now: Date) throws(Refusal) {
+    /// Refuses a token of `verdict` as APNs would at `now`; answers its warnings.
+    private func check(_ verdict: Verdict, now: Date) throws(Refusal) -> [String] {
         let issuedAt: Int64
+        let warnings: [String]
         switch verdict {
         case .refused(let reason, let note): throw Refusal(reason, note)
-        case .valid(let iat): issuedAt = iat
+        case .valid(let iat, let notes): (issuedAt, warnings) = (iat, notes)
         }
         let age = now.timeIntervalSince1970 - Double(issuedAt)
         if age < -allowedSkew {
@@ -94,12 +101,13 @@ final class ProviderTokenVerifier: Sendable {
                 .expiredProviderToken,
                 "the provider token was issued \(Int(age)) s ago; a token is valid for \(Int(lifetime)) s")
         }
+        return warnings
     }
 
     /// ``check(authorization:now:)`` for the first `authorization` header of
     /// `fields`: a header seen lately is recognised from its bytes, without making
     /// a string of it.
-    func check(authorizationIn fields: HeaderFields, now: Date) throws(Refusal) -> String {
+    func check(authorizationIn fields: HeaderFields, now: Date) throws(Refusal) -> Accepted {
         let known = fields.withAuthorization { bytes -> Recent? in
             guard let bytes else { return nil }
             return cache.withLock { cache in
@@ -107,8 +115,7 @@ final class ProviderTokenVerifier: Sendable {
             }
         }
         guard let known else { return try check(authorization: fields.authorization, now: now) }
-        try check(known.verdict, now: now)
-        return known.token
+        return Accepted(token: known.token, warnings: try check(known.verdict, now: now))
     }
 
     private func recent(_ authorization: String) -> Recent? {
@@ -138,6 +145,15 @@ final class ProviderTokenVerifier: Sendable {
         return fresh
     }
 
+    /// Judges a token apart from time, refusing only what APNs refuses: a token
+    /// that is no JWT, not ES256, without a `kid` header naming a trusted key,
+    /// whose signature does not verify, without the key's team as `iss`, or
+    /// without an `iat`; a key kept to the other environment. Whatever else a token
+    /// carries is accepted, as APNs accepts it: a `typ` header, claims besides `iss`
+    /// and `iat` (APNSwift repeats `kid` among them), JSON with whitespace and line
+    /// breaks. What APNs accepts but a stricter JWT verifier would refuse is
+    /// accepted with a warning: a DER-encoded signature (pushy), an `iat` written
+    /// as a string of whole seconds (APNSwift 6.4 and older) or with a fraction.
     private func verify(_ compact: String) -> Verdict {
         let token: JSONWebToken
         do {
@@ -154,8 +170,14 @@ final class ProviderTokenVerifier: Sendable {
         guard let key = keys.withLock({ $0[keyID] }) else {
             return .refused(reason: .invalidProviderToken, note: "the key id \(keyID) is not one this simulator trusts")
         }
-        guard token.isValidES256(using: key.publicKey) else {
-            return .refused(reason: .invalidProviderToken, note: "the provider token's signature does not verify with key \(keyID)")
+        var warnings: [String] = []
+        if !token.isValidES256(using: key.publicKey) {
+            guard token.isValidDEREncodedES256(using: key.publicKey) else {
+                return .refused(reason: .invalidProviderToken, note: "the provider token's signature does not verify with key \(keyID)")
+            }
+            warnings.append(
+                "the provider token's signature is DER-encoded (as Java's SHA256withECDSA writes it), not the 64-byte r || s "
+                    + "of RFC 7518; APNs accepts it (pushy sends it), a strict JWT verifier would refuse it")
         }
         guard let issuer = token.claims["iss"]?.stringValue else {
             return .refused(reason: .invalidProviderToken, note: "the provider token has no iss claim (the team id)")
@@ -163,13 +185,36 @@ final class ProviderTokenVerifier: Sendable {
         guard issuer == key.teamID else {
             return .refused(reason: .invalidProviderToken, note: "the provider token names team \(issuer), but key \(keyID) belongs to team \(key.teamID)")
         }
-        guard let issuedAt = token.claims["iat"]?.integerValue else {
-            return .refused(reason: .invalidProviderToken, note: "the provider token has no integer iat claim")
+        let issuedAt: Int64
+        switch token.claims["iat"] {
+        case .integer(let seconds)?:
+            issuedAt = seconds
+        case .string(let text)?:
+            guard let seconds = Self.wholeSeconds(text) else {
+                return .refused(reason: .invalidProviderToken, note: "the provider token's iat \"\(text)\" is not a number of seconds")
+            }
+            issuedAt = seconds
+            warnings.append(
+                "the provider token's iat is the string \"\(text)\": RFC 7519 makes iat a JSON number; APNs accepts whole "
+                    + "seconds in a string (APNSwift 6.4 and older send them), a stricter server might refuse it")
+        case .number(let seconds)? where seconds.isFinite && abs(seconds) < 1e15:
+            issuedAt = Int64(seconds.rounded(.down))
+            warnings.append(
+                "the provider token's iat \(seconds) has a fraction of a second; APNs documents whole seconds since 1970, "
+                    + "a stricter server might refuse it")
+        default:
+            return .refused(reason: .invalidProviderToken, note: "the provider token has no iat claim in seconds since 1970")
         }
         if let allowed = key.environments, !allowed.contains(environment) {
             return .refused(reason: .badEnvironmentKeyIdInToken, note: "key \(keyID) may not push to the \(environment.rawValue) environment")
         }
-        return .valid(issuedAt: issuedAt)
+        return .valid(issuedAt: issuedAt, warnings: warnings)
+    }
+
+    /// The seconds a string `iat` holds: ASCII digits only, at most 15 of them.
+    private static func wholeSeconds(_ text: String) -> Int64? {
+        guard !text.isEmpty, text.utf8.count <= 15, text.utf8.allSatisfy({ $0 &- UInt8(ascii: "0") < 10 }) else { return nil }
+        return Int64(text)
     }
 }
 

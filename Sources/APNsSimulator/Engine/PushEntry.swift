@@ -41,6 +41,8 @@ struct PushEntry: Sendable {
     var deviceNote: String?
     /// The Live Activity the push started or reached.
     var activityID: String?
+    /// What APNs accepts in the request but a stricter server might refuse.
+    var warnings: [String] = []
 
     /// The full record, its payload parsed from the body.
     func record() -> PushRecord {
@@ -50,11 +52,12 @@ struct PushEntry: Sendable {
     /// The full record, given the request this entry packed.
     func record(of request: SimulatorRequest) -> PushRecord {
         let payload = request.body.isEmpty ? nil : try? JSONValue(parsing: request.body)
+        let fields = HeaderFields(request.fields)
         let apnsID: String
         switch self.apnsID {
         case .echoed:
             // Set only for a request whose first `apns-id` is a UUID.
-            apnsID = request.fields.first(APNsHeaderName.id) ?? ""
+            apnsID = fields.id ?? ""
         case .minted(let id): apnsID = id.text
         }
         return PushRecord(
@@ -65,7 +68,7 @@ struct PushEntry: Sendable {
             path: request.path,
             token: Self.pathToken(request.path),
             tokenKind: tokenKind,
-            pushType: request.fields.first(APNsHeaderName.pushType),
+            pushType: fields.pushType,
             event: payload?["aps"]?["event"]?.stringValue,
             headers: Self.recordedHeaders(request.headers),
             payload: payload,
@@ -80,7 +83,8 @@ struct PushEntry: Sendable {
             injectedFault: injectedFault,
             deviceOutcome: deviceOutcome,
             deviceNote: deviceNote,
-            activityID: activityID)
+            activityID: activityID,
+            warnings: warnings)
     }
 
     /// The device token as sent: what follows `/3/device/`, whether or not it passed

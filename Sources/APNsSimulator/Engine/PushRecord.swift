@@ -62,10 +62,14 @@ public struct PushRecord: Sendable, Hashable, Codable {
     public var deviceNote: String?
     /// The Live Activity the push started or reached.
     public var activityID: String?
+    /// What the request carries that APNs accepts but a stricter server might
+    /// refuse, in plain English (an `iat` written as a string, no `apns-push-type`,
+    /// …); empty when there is nothing to say. Never a reason for the answer.
+    public var warnings: [String]
 
     /// One line for a console, as
-    /// `#12 200 liveactivity/update 5e0b1c…(160) → dropped: timestamp not newer than the last update`.
-    /// The device token is shortened.
+    /// `#12 200 liveactivity/update 5e0b1c…(160) → dropped: timestamp not newer than the last update`,
+    /// with the warnings, if any, at the end. The device token is shortened.
     public var summaryLine: String {
         var line = "#\(sequence) \(answer.status)"
         if let reason = answer.reason { line += " \(reason)" }
@@ -76,6 +80,7 @@ public struct PushRecord: Sendable, Hashable, Codable {
         line += " → \(deviceOutcome.rawValue)"
         if let activityID { line += " [activity \(activityID.prefix(8))]" }
         if let note = deviceNote ?? answer.note { line += ": \(note)" }
+        if !warnings.isEmpty { line += " [warning: " + warnings.joined(separator: "; warning: ") + "]" }
         return line
     }
 
@@ -100,13 +105,15 @@ public struct PushRecord: Sendable, Hashable, Codable {
         case deviceOutcome = "device_outcome"
         case deviceNote = "device_note"
         case activityID = "activity_id"
+        case warnings
     }
 
     init(
         sequence: Int, receivedAt: Date, connection: ConnectionID, method: String, path: String,
         token: String?, tokenKind: PushTokenKind?, pushType: String?, event: String?,
         headers: [String: String], payload: JSONValue?, payloadBytes: Int, answer: Answer,
-        injectedFault: Bool, deviceOutcome: DeviceOutcome, deviceNote: String?, activityID: String?
+        injectedFault: Bool, deviceOutcome: DeviceOutcome, deviceNote: String?, activityID: String?,
+        warnings: [String] = []
     ) {
         self.sequence = sequence
         self.receivedAt = receivedAt
@@ -125,6 +132,7 @@ public struct PushRecord: Sendable, Hashable, Codable {
         self.deviceOutcome = deviceOutcome
         self.deviceNote = deviceNote
         self.activityID = activityID
+        self.warnings = warnings
     }
 
     /// Reads a record from its JSON form.
@@ -147,9 +155,11 @@ public struct PushRecord: Sendable, Hashable, Codable {
         deviceOutcome = try c.decode(DeviceOutcome.self, forKey: .deviceOutcome)
         deviceNote = try c.decodeIfPresent(String.self, forKey: .deviceNote)
         activityID = try c.decodeIfPresent(String.self, forKey: .activityID)
+        warnings = try c.decodeIfPresent([String].self, forKey: .warnings) ?? []
     }
 
-    /// Writes the record as JSON; absent values are left out.
+    /// Writes the record as JSON; absent values are left out, and `warnings` is
+    /// always there (an empty list when there is nothing to say).
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
         try c.encode(sequence, forKey: .sequence)
@@ -169,5 +179,6 @@ public struct PushRecord: Sendable, Hashable, Codable {
         try c.encode(deviceOutcome, forKey: .deviceOutcome)
         try c.encodeIfPresent(deviceNote, forKey: .deviceNote)
         try c.encodeIfPresent(activityID, forKey: .activityID)
+        try c.encode(warnings, forKey: .warnings)
     }
 }

@@ -7,12 +7,15 @@ enum RequestChecks {
     /// `POST /3/device/<token>`: the method (405 MethodNotAllowed), the path (404
     /// BadPath), the token's presence (400 MissingDeviceToken) and shape (400
     /// BadDeviceToken). Answers the token in lowercase, as the simulated devices
-    /// know it.
-    static func route(_ request: SimulatorRequest) throws(Refusal) -> String {
+    /// know it; a token sent with uppercase digits is accepted with a warning.
+    static func route(_ request: SimulatorRequest, warnings: inout [String]) throws(Refusal) -> String {
         guard request.method == "POST" else {
             throw Refusal(.methodNotAllowed, "APNs takes only POST, not \(request.method)")
         }
-        if let token = wellFormedToken(inPath: request.path) { return token }
+        if let (token, hadUppercase) = wellFormedToken(inPath: request.path) {
+            if hadUppercase { warnings.append(uppercaseTokenWarning) }
+            return token
+        }
         let path = request.path
         if path == "/3/device" || path == APNsPath.devicePrefix {
             throw Refusal(.missingDeviceToken, "the path names no device token")
@@ -26,16 +29,22 @@ enum RequestChecks {
         } catch {
             throw Refusal(.badDeviceToken, error.description)
         }
-        return token.lowercased()
+        let lowered = token.lowercased()
+        if lowered != token { warnings.append(uppercaseTokenWarning) }
+        return lowered
     }
+
+    static let uppercaseTokenWarning =
+        "the device token has uppercase hex digits; devices hand tokens out in lowercase, and the simulator matched it "
+        + "without regard to case, as a stricter server might not"
 
     /// The token of a device path that passes every check, in lowercase, read from
     /// the path's bytes; `nil` for any other path, which ``route(_:)`` then examines
     /// rule by rule to find the refusal. The bytes of `/3/device/` followed by hex
     /// digits are ASCII, where bytes and characters agree.
-    private static func wellFormedToken(inPath path: String) -> String? {
+    private static func wellFormedToken(inPath path: String) -> (token: String, hadUppercase: Bool)? {
         var path = path
-        return path.withUTF8 { bytes -> String? in
+        return path.withUTF8 { bytes -> (token: String, hadUppercase: Bool)? in
             let prefix = devicePrefix.utf8Start
             let prefixCount = devicePrefix.utf8CodeUnitCount
             let length = bytes.count - prefixCount
@@ -43,12 +52,13 @@ enum RequestChecks {
             for index in 0..<prefixCount where bytes[index] != prefix[index] { return nil }
             let token = UnsafeBufferPointer(rebasing: bytes[prefixCount...])
             guard let hasUppercase = HexDigits.check(UnsafeRawBufferPointer(token)) else { return nil }
-            if !hasUppercase { return String(decoding: token, as: UTF8.self) }
-            return String(unsafeUninitializedCapacity: length) { out in
+            if !hasUppercase { return (String(decoding: token, as: UTF8.self), false) }
+            let lowered = String(unsafeUninitializedCapacity: length) { out in
                 // Setting 0x20 lowers A–F and leaves digits and a–f as they are.
                 for index in 0..<length { out[index] = token[index] | 0x20 }
                 return length
             }
+            return (lowered, true)
         }
     }
 
@@ -99,6 +109,13 @@ enum RequestChecks {
     /// priority 1, 5 or 10 (BadPriority); `apns-id` a UUID (BadMessageId); collapse id
     /// at most 64 bytes (BadCollapseId); expiration a number (BadExpirationDate).
     ///
+    /// Accepted with a warning in ``PushHeaders/warnings``: no `apns-push-type`
+    /// (APNs requires it only for watchOS; the push is taken to be of the type
+    /// whose suffix the topic ends with, otherwise an alert), and an `apns-id` with
+    /// uppercase digits (Apple describes the canonical form as lowercase, and
+    /// Foundation's `UUID().uuidString` is uppercase). An `apns-id` left out is
+    /// accepted without one: APNs then makes one up.
+    ///
     /// APNs documents no reason for a push type that does not fit its topic (a
     /// `liveactivity` push to a topic without `.push-type.liveactivity`, or an alert
     /// to a Live Activity topic). The simulator answers InvalidPushType: the topic
@@ -112,6 +129,7 @@ enum RequestChecks {
         guard isUsableTopic(topic) else {
             throw Refusal(.badTopic, "apns-topic \"\(topic)\" is not a bundle id")
         }
+        var warnings: [String] = []
         let pushType: APNsPushType
         if let raw = fields.pushType {
             guard let known = APNsPushType(rawValue: raw) else {
@@ -119,7 +137,10 @@ enum RequestChecks {
             }
             pushType = known
         } else {
-            pushType = .alert
+            pushType = APNsPushType.allCases.first { type in type.topicSuffix.map { topic.hasSuffix($0) && topic.count > $0.count } ?? false } ?? .alert
+            warnings.append(
+                "no apns-push-type header: APNs requires it for watchOS and Live Activity pushes name it liveactivity; "
+                    + "taken to be \(pushType.rawValue) from the topic, a stricter server might refuse the push")
         }
         guard fits(pushType, topic: topic) else {
             if let suffix = pushType.topicSuffix {
@@ -137,8 +158,15 @@ enum RequestChecks {
             default: throw Refusal(.badPriority, "apns-priority must be 1, 5 or 10, not \"\(raw)\"")
             }
         }
-        if let id = fields.id, !APNsMessageID.isUUID(id) {
-            throw Refusal(.badMessageId, "apns-id \"\(id)\" is not a UUID (8-4-4-4-12 hex digits)")
+        if let id = fields.id {
+            guard APNsMessageID.isUUID(id) else {
+                throw Refusal(.badMessageId, "apns-id \"\(id)\" is not a UUID (8-4-4-4-12 hex digits)")
+            }
+            if id.utf8.contains(where: { $0 &- UInt8(ascii: "A") < 6 }) {
+                warnings.append(
+                    "apns-id \"\(id)\" has uppercase hex digits; Apple describes the canonical form as lowercase, "
+                        + "the simulator echoes it as sent")
+            }
         }
         if let collapseID = fields.collapseID, collapseID.utf8.count > APNsLimits.maximumCollapseIDBytes {
             throw Refusal(.badCollapseId, "apns-collapse-id is \(collapseID.utf8.count) bytes; at most \(APNsLimits.maximumCollapseIDBytes) are allowed")
@@ -149,7 +177,7 @@ enum RequestChecks {
                 throw Refusal(.badExpirationDate, "apns-expiration must be Unix seconds (or 0), not \"\(expiration)\"")
             }
         }
-        return PushHeaders(topic: topic, pushType: pushType, priority: priority)
+        return PushHeaders(topic: topic, pushType: pushType, priority: priority, warnings: warnings)
     }
 
     /// The body: not empty (PayloadEmpty), within the push type's size (413
@@ -228,4 +256,6 @@ struct PushHeaders {
     var topic: String
     var pushType: APNsPushType
     var priority: APNsPriority?
+    /// What APNs accepts in them but a stricter server might refuse.
+    var warnings: [String] = []
 }

@@ -26,6 +26,11 @@ public import IsletCore
 ///    DeviceTokenNotForTopic (wrong kind), 410 Unregistered (dismissed activity).
 /// 7. An injected fault, if the dice say so.
 /// 8. 200, and the simulated device's verdict.
+///
+/// Only what APNs refuses is refused. What APNs accepts but a stricter server might
+/// refuse (an `iat` written as a string, a DER-encoded signature, no
+/// `apns-push-type`, uppercase hex digits) is accepted, and the push's record says so
+/// in ``PushRecord/warnings``.
 public final class SimulatorEngine: Sendable {
     /// The configuration the engine was made with.
     public let configuration: SimulatorConfiguration
@@ -74,10 +79,14 @@ public final class SimulatorEngine: Sendable {
         var deviceToken: String?
         var providerToken: String?
         var early: Refusal?
+        // What APNs accepts but a stricter server might refuse, in the order found.
+        var warnings: [String] = []
         do throws(Refusal) {
-            deviceToken = try RequestChecks.route(request)
+            deviceToken = try RequestChecks.route(request, warnings: &warnings)
             try RequestChecks.checkNoRepeats(fields)
-            providerToken = try verifier.check(authorizationIn: fields, now: now)
+            let accepted = try verifier.check(authorizationIn: fields, now: now)
+            providerToken = accepted.token
+            warnings += accepted.warnings
         } catch {
             early = error
         }
@@ -89,6 +98,7 @@ public final class SimulatorEngine: Sendable {
         if early == nil {
             do throws(Refusal) {
                 let checked = try RequestChecks.apnsHeaders(fields)
+                warnings += checked.warnings
                 try packed.withBody { bytes throws(Refusal) in
                     try RequestChecks.payload(request.body, bytes: bytes, pushType: checked.pushType, into: &aps)
                 }
@@ -147,7 +157,8 @@ public final class SimulatorEngine: Sendable {
                 injectedFault: injected != nil,
                 deviceOutcome: delivery.outcome,
                 deviceNote: delivery.note,
-                activityID: delivery.activityID)
+                activityID: delivery.activityID,
+                warnings: warnings)
             state.history.append(entry)
             return entry
         }
