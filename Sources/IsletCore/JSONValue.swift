@@ -25,11 +25,28 @@ public enum JSONValue: Sendable, Hashable {
     /// spelled the same or not ("e\u{301}" and "\u{e9}" are one key).
     case object([String: JSONValue])
 
-    /// Parses `data` as one JSON value, refusing anything RFC 8259 refuses and nesting
-    /// deeper than `maximumDepth` arrays and objects.
+    /// What the parser does with an object that names a key twice.
+    public enum RepeatedKeys: Sendable {
+        /// Refuses it (`JSONParseError.Code.duplicateKey`): the default.
+        case refused
+        /// Keeps the last value, as most parsers do (and so as APNs may read a
+        /// payload; the simulator reads pushes this way).
+        case lastWins
+    }
+
+    /// Parses `data` as one JSON value, refusing anything RFC 8259 refuses, nesting
+    /// deeper than `maximumDepth` arrays and objects, and an object that names a key
+    /// twice.
     public init(parsing data: Data, maximumDepth: Int = 64) throws(JSONParseError) {
+        try self.init(parsing: data, maximumDepth: maximumDepth, repeatedKeys: .refused)
+    }
+
+    /// Parses `data` as one JSON value, as `init(parsing:maximumDepth:)` does, with
+    /// repeated keys treated as `repeatedKeys` says.
+    public init(parsing data: Data, maximumDepth: Int = 64, repeatedKeys: RepeatedKeys) throws(JSONParseError) {
         let result: Result<JSONValue, JSONParseError> = data.withUnsafeBytes { raw in
-            var parser = JSONParser(bytes: raw.bindMemory(to: UInt8.self), maximumDepth: maximumDepth)
+            var parser = JSONParser(
+                bytes: raw.bindMemory(to: UInt8.self), maximumDepth: maximumDepth, refusesRepeatedKeys: repeatedKeys == .refused)
             do throws(JSONParseError) {
                 return .success(try parser.parseDocument())
             } catch {
@@ -275,11 +292,13 @@ public struct JSONParseError: Error, Sendable, Hashable, CustomStringConvertible
 private struct JSONParser {
     let bytes: UnsafeBufferPointer<UInt8>
     let maximumDepth: Int
+    let refusesRepeatedKeys: Bool
     var index = 0
 
-    init(bytes: UnsafeBufferPointer<UInt8>, maximumDepth: Int) {
+    init(bytes: UnsafeBufferPointer<UInt8>, maximumDepth: Int, refusesRepeatedKeys: Bool) {
         self.bytes = bytes
         self.maximumDepth = maximumDepth
+        self.refusesRepeatedKeys = refusesRepeatedKeys
     }
 
     mutating func parseDocument() throws(JSONParseError) -> JSONValue {
@@ -353,7 +372,7 @@ private struct JSONParser {
             guard bytes[index] == UInt8(ascii: "\"") else { throw JSONParseError(.unexpectedCharacter, offset: index) }
             let keyOffset = index
             let key = try parseString()
-            if let index = members.index(forKey: key) {
+            if refusesRepeatedKeys, let index = members.index(forKey: key) {
                 let first = members[index].key
                 let same = first.unicodeScalars.elementsEqual(key.unicodeScalars)
                 throw JSONParseError(.duplicateKey, offset: keyOffset, key: key, firstSpelling: same ? nil : first)

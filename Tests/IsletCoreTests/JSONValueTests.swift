@@ -84,6 +84,8 @@ struct JSONValueTests {
         #expect(equivalent?.description.contains(#""\u00e9""#) == true)
         #expect(equivalent?.description.contains(#""e\u0301""#) == true)
         #expect(equivalent?.description.contains("canonically equivalent") == true)
+        // Read as APNs may read it (the simulator does), the last value wins.
+        #expect(try JSONValue(parsing: Data(#"{"a":1,"a":2}"#.utf8), repeatedKeys: .lastWins)["a"] == .integer(2))
         // The same key in two different objects is no repeat.
         #expect(try parse(#"{"a":{"a":1},"b":[{"a":1},{"a":2}]}"#)["a"]?["a"] == .integer(1))
     }
