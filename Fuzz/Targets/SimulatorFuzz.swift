@@ -120,7 +120,7 @@ public enum SimulatorFuzz {
 
     /// What the JSON parser makes of a body.
     static func reference(_ body: Data) -> Result<APSFields, PushPayload.Problem> {
-        guard let parsed = try? JSONValue(parsing: body) else { return .failure(.notJSON) }
+        guard let parsed = try? JSONValue(parsing: body, repeatedKeys: .lastWins) else { return .failure(.notJSON) }
         guard let object = parsed.objectValue else { return .failure(.notObject) }
         guard let aps = object["aps"] else { return .failure(.noAPS) }
         guard let members = aps.objectValue else { return .failure(.apsNotObject) }

@@ -350,7 +350,7 @@ private final class PushAttempt: HTTP2Exchange, @unchecked Sendable {
             lastError = nil
             disposition = APNsFailurePolicy.classify(answer)
         case .failure(let error):
-            lastError = APNsError(.transport, "\(error)")
+            lastError = APNsError(.transport, APNsError.sentence(error, host: pool.hostKey))
             lastResponse = nil
             disposition = .retry
         }
@@ -395,5 +395,23 @@ private final class PushAttempt: HTTP2Exchange, @unchecked Sendable {
             if let milliseconds = body["timestamp"]?.doubleValue { timestamp = Date(timeIntervalSince1970: milliseconds / 1000) }
         }
         return APNsResponse(status: status, apnsID: answerID, uniqueID: answerUniqueID, reason: reason, timestamp: timestamp)
+    }
+}
+
+extension APNsError {
+    /// A failure of the connection under a push, as a sentence: what happened on the
+    /// way to `host`, without the HTTP/2 layer's code names.
+    static func sentence(_ error: any Error, host: String) -> String {
+        guard let error = error as? HTTP2Error else { return "the push to \(host) failed: \(error)" }
+        switch error.code {
+        case .connectFailed: return "could not connect to \(host): \(error.message)"
+        case .tlsFailed: return "the TLS handshake with \(host) failed: \(error.message)"
+        case .protocolNegotiation: return "\(host) does not speak HTTP/2: \(error.message)"
+        case .connectionLost: return "the connection to \(host) closed before it answered: \(error.message)"
+        case .timedOut: return "\(host) did not answer in time: \(error.message)"
+        case .streamReset: return "\(host) reset the request: \(error.message)"
+        case .protocolError: return "\(host) broke the HTTP/2 protocol: \(error.message)"
+        default: return "the push to \(host) failed: \(error.message)"
+        }
     }
 }

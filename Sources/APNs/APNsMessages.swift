@@ -45,7 +45,7 @@ extension APNsRequest {
         guard push.accepts(tokenKind) else {
             throw PayloadError(
                 .notAllowed, field: "token",
-                message: "a \(push.pushType.rawValue) push for a \(push.tokenKind.rawValue) token cannot go to a \(tokenKind.rawValue) token")
+                message: "\(push.pushType.aPush) for a \(push.tokenKind.rawValue) token cannot go to a \(tokenKind.rawValue) token")
         }
         self.init(
             deviceToken: deviceToken, topic: push.topic, pushType: push.pushType, priority: push.priority,

@@ -37,6 +37,10 @@ public struct SendCommandLine: Sendable {
           --sandbox                  api.sandbox.push.apple.com (default: production)
           --url URL                  another endpoint, such as an islet sim
           --ca FILE                  trust this CA (PEM) for --url
+
+        Exit status: 0 delivered, 1 refused by APNs (the reason is printed), 2 not sent
+        (a bad flag or a broken payload rule, named), 3 APNs could not be reached
+        (connection refused, unknown host, TLS or certificate failure, no answer).
         """
 
     /// A payload rule the flags broke; nothing was sent.
@@ -201,5 +205,75 @@ public struct SendCommandLine: Sendable {
         lines.append("")
         lines.append(String(decoding: request.payload, as: UTF8.self))
         return lines.joined(separator: "\n")
+    }
+}
+
+/// What `islet send` tells its user about a push it sent: the lines to print and
+/// the exit status, which tells apart "APNs said no" from "it never got there".
+public struct SendOutcome: Sendable, Equatable {
+    /// APNs accepted the push.
+    public static let delivered: Int32 = 0
+    /// APNs answered and refused it (the reason is printed).
+    public static let refused: Int32 = 1
+    /// Nothing was sent: a bad flag or a broken payload rule.
+    public static let notSent: Int32 = 2
+    /// APNs never answered: it could not be reached (refused connection, unknown
+    /// host, TLS or certificate failure, timeout) or the connection was lost first.
+    public static let unreachable: Int32 = 3
+
+    /// The exit status.
+    public let status: Int32
+    /// The lines to print: APNs's answer as it came (status, reason, ids), then a
+    /// sentence saying what became of the push.
+    public let lines: [String]
+
+    /// Reads the result of one send to `url`.
+    public init(_ result: APNsResult, url: URL) {
+        var lines: [String] = []
+        guard let response = result.response else {
+            let why = result.error.map { $0.message } ?? "no answer came"
+            var sentence = "Not delivered: APNs at \(url.absoluteString) could not be reached; \(why)."
+            if result.error?.code == .transport, why.contains("certificate is not trusted") {
+                sentence += " For a server with a CA of its own, such as islet sim, pass it with --ca."
+            }
+            lines.append(sentence)
+            status = result.error?.code == .invalidConfiguration ? Self.notSent : Self.unreachable
+            self.lines = lines
+            return
+        }
+        var answer = "\(response.status)"
+        if let reason = response.reason { answer += " \(reason)" }
+        if let apnsID = response.apnsID { answer += " apns-id: \(apnsID)" }
+        if let uniqueID = response.uniqueID { answer += " apns-unique-id: \(uniqueID)" }
+        if let timestamp = response.timestamp { answer += " timestamp: \(Int64(timestamp.timeIntervalSince1970))" }
+        lines.append(answer)
+        if result.disposition == .delivered {
+            lines.append("Delivered: APNs accepted the push.")
+            status = Self.delivered
+        } else {
+            let reason = response.reason.map { " (\($0))" } ?? ""
+            lines.append("Refused by APNs\(reason): \(Self.explanation(result.disposition)).")
+            status = Self.refused
+        }
+        self.lines = lines
+    }
+
+    /// What a refusal means for the person who sent the push.
+    static func explanation(_ disposition: APNsDisposition) -> String {
+        switch disposition {
+        case .delivered: "it was accepted"
+        case .retry: "APNs failed for a moment; sending it again later may work"
+        case .retryLater: "too many pushes, or provider tokens, too fast; wait before sending again"
+        case .tokenDead(let since):
+            if let since {
+                "the token is no longer valid (since \(Int64(since.timeIntervalSince1970))); the app must register a new one"
+            } else {
+                "the token is not valid here; it may be malformed or belong to the other environment (--sandbox or not)"
+            }
+        case .wrongTopic: "the token does not belong to this topic or push type; check --topic and --event"
+        case .refreshProviderToken, .credentialsRejected:
+            "the provider token was refused; check --key, --key-id and --team-id against the Apple developer account"
+        case .rejected: "the push itself is wrong; sending it again as it is cannot help"
+        }
     }
 }

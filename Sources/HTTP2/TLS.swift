@@ -252,9 +252,12 @@ final class Transport {
             ERR_clear_error()
             return errno == 0 ? .closed : .failed("\(what): \(reason)")
         default:
-            var detail = tlsErrors()
+            let detail = tlsErrors()
             if let ssl, SSL_get_verify_result(ssl) != X509_V_OK {
-                detail = String(cString: X509_verify_cert_error_string(SSL_get_verify_result(ssl))) + "; " + detail
+                // A sentence, without OpenSSL's error codes: the usual case is a
+                // server whose CA the client was not given.
+                let why = String(cString: X509_verify_cert_error_string(SSL_get_verify_result(ssl)))
+                return .failed("the server's certificate is not trusted (\(why))")
             }
             return .failed("\(what): \(detail)")
         }

@@ -23,8 +23,9 @@ public struct Router: Sendable {
         /// A route matched: its handler, the values of its parameters and its pattern
         /// (for metrics and logs, which must not carry ids).
         case found(Handler, PathParameters, pattern: String)
-        /// The path exists but not for this method; the methods that it takes.
-        case methodNotAllowed(allowed: [String])
+        /// The path exists but not for this method: the methods that it takes (`HEAD`
+        /// wherever `GET` is), and the pattern of the route the path matched.
+        case methodNotAllowed(allowed: [String], pattern: String)
         /// No route has this path.
         case notFound
     }
@@ -65,11 +66,22 @@ public struct Router: Sendable {
     }
 
     /// Finds the route for `method` and `path`. Literal segments win over parameters
-    /// when both match.
+    /// when both match. `HEAD` finds the `GET` route of a path that has no `HEAD`
+    /// route of its own (the server then sends the answer's headers without its
+    /// body, as RFC 9110 says).
     public func match(method: String, path: String) -> Match {
+        let found = match(exactly: method, path: path)
+        if method == "HEAD", case .methodNotAllowed(let allowed, _) = found, allowed.contains("GET") {
+            return match(exactly: "GET", path: path)
+        }
+        return found
+    }
+
+    private func match(exactly method: String, path: String) -> Match {
         let parts = Router.split(path)
         var best: (route: Route, parameters: PathParameters, literals: Int)?
         var allowed: [String] = []
+        var allowedPattern: (pattern: String, literals: Int)?
         for route in routes where route.segments.count == parts.count {
             var parameters = PathParameters()
             var literals = 0
@@ -86,6 +98,8 @@ public struct Router: Sendable {
             guard matched else { continue }
             if route.method != method {
                 if !allowed.contains(route.method) { allowed.append(route.method) }
+                if route.method == "GET" && !allowed.contains("HEAD") { allowed.append("HEAD") }
+                if allowedPattern == nil || literals > allowedPattern!.literals { allowedPattern = (route.pattern, literals) }
                 continue
             }
             if best == nil || literals > best!.literals {
@@ -93,7 +107,8 @@ public struct Router: Sendable {
             }
         }
         if let best { return .found(best.route.handler, best.parameters, pattern: best.route.pattern) }
-        return allowed.isEmpty ? .notFound : .methodNotAllowed(allowed: allowed)
+        guard let allowedPattern else { return .notFound }
+        return .methodNotAllowed(allowed: allowed, pattern: allowedPattern.pattern)
     }
 
     private static func split(_ path: String) -> [Substring] {

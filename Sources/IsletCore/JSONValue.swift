@@ -20,14 +20,33 @@ public enum JSONValue: Sendable, Hashable {
     case string(String)
     /// An array.
     case array([JSONValue])
-    /// An object. Member order is not kept; a repeated member keeps its last value.
+    /// An object. Member order is not kept. Keys compare as Swift strings do, by
+    /// canonical equivalence, so the parser refuses an object that repeats a key,
+    /// spelled the same or not ("e\u{301}" and "\u{e9}" are one key).
     case object([String: JSONValue])
 
-    /// Parses `data` as one JSON value, refusing anything RFC 8259 refuses and nesting
-    /// deeper than `maximumDepth` arrays and objects.
+    /// What the parser does with an object that names a key twice.
+    public enum RepeatedKeys: Sendable {
+        /// Refuses it (`JSONParseError.Code.duplicateKey`): the default.
+        case refused
+        /// Keeps the last value, as most parsers do (and so as APNs may read a
+        /// payload; the simulator reads pushes this way).
+        case lastWins
+    }
+
+    /// Parses `data` as one JSON value, refusing anything RFC 8259 refuses, nesting
+    /// deeper than `maximumDepth` arrays and objects, and an object that names a key
+    /// twice.
     public init(parsing data: Data, maximumDepth: Int = 64) throws(JSONParseError) {
+        try self.init(parsing: data, maximumDepth: maximumDepth, repeatedKeys: .refused)
+    }
+
+    /// Parses `data` as one JSON value, as `init(parsing:maximumDepth:)` does, with
+    /// repeated keys treated as `repeatedKeys` says.
+    public init(parsing data: Data, maximumDepth: Int = 64, repeatedKeys: RepeatedKeys) throws(JSONParseError) {
         let result: Result<JSONValue, JSONParseError> = data.withUnsafeBytes { raw in
-            var parser = JSONParser(bytes: raw.bindMemory(to: UInt8.self), maximumDepth: maximumDepth)
+            var parser = JSONParser(
+                bytes: raw.bindMemory(to: UInt8.self), maximumDepth: maximumDepth, refusesRepeatedKeys: repeatedKeys == .refused)
             do throws(JSONParseError) {
                 return .success(try parser.parseDocument())
             } catch {
@@ -188,7 +207,7 @@ public struct JSONParseError: Error, Sendable, Hashable, CustomStringConvertible
     /// What is wrong; new codes may be added.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         private enum Base: String {
-            case unexpectedEnd, unexpectedCharacter, invalidString, invalidNumber, tooDeep, trailingData
+            case unexpectedEnd, unexpectedCharacter, invalidString, invalidNumber, tooDeep, trailingData, duplicateKey
         }
         private let base: Base
         private init(_ base: Base) { self.base = base }
@@ -205,6 +224,10 @@ public struct JSONParseError: Error, Sendable, Hashable, CustomStringConvertible
         public static let tooDeep = Code(.tooDeep)
         /// More text after the value.
         public static let trailingData = Code(.trailingData)
+        /// An object names the same key twice (or two keys Swift holds equal: two
+        /// spellings of one canonically equivalent string); two readers of such an
+        /// object could each take a different value.
+        public static let duplicateKey = Code(.duplicateKey)
 
         /// The code's name.
         public var description: String { base.rawValue }
@@ -214,26 +237,68 @@ public struct JSONParseError: Error, Sendable, Hashable, CustomStringConvertible
     public let code: Code
     /// The byte offset where the fault was found.
     public let offset: Int
+    /// For `duplicateKey`: the key, as it was spelled the second time.
+    public let key: String?
+    /// For `duplicateKey`: the first spelling, when it differs from `key` (a
+    /// canonically equivalent string of other code points).
+    public let firstSpelling: String?
 
     /// Creates an error.
-    public init(_ code: Code, offset: Int) {
+    public init(_ code: Code, offset: Int, key: String? = nil, firstSpelling: String? = nil) {
         self.code = code
         self.offset = offset
+        self.key = key
+        self.firstSpelling = firstSpelling
     }
 
-    /// The fault and where it is.
-    public var description: String { "\(code) at byte \(offset)" }
+    /// The fault and where it is. A repeated key is named (escaped, at most 64
+    /// characters), never the values.
+    public var description: String {
+        guard code == .duplicateKey, let key else { return "\(code) at byte \(offset)" }
+        var text = "the key \(Self.shown(key)) appears twice in one object (at byte \(offset))"
+        if let firstSpelling {
+            text += "; it was spelled \(Self.shown(firstSpelling)) the first time, which Unicode holds to be the same"
+                + " text (canonically equivalent), so both name one key"
+        }
+        return text
+    }
+
+    /// A key as JSON would write it, with every code point outside printable ASCII
+    /// escaped, so that two equivalent spellings look different.
+    static func shown(_ key: String) -> String {
+        var out = "\""
+        for (count, scalar) in key.unicodeScalars.enumerated() {
+            if count == 64 { out += "…"; break }
+            switch scalar.value {
+            case 0x22: out += "\\\""
+            case 0x5C: out += "\\\\"
+            case 0x20...0x7E: out.unicodeScalars.append(scalar)
+            case 0...0xFFFF: out += "\\u" + Self.hex(scalar.value)
+            default:
+                let value = scalar.value - 0x10000
+                out += "\\u" + Self.hex(0xD800 + (value >> 10)) + "\\u" + Self.hex(0xDC00 + (value & 0x3FF))
+            }
+        }
+        return out + "\""
+    }
+
+    private static func hex(_ value: UInt32) -> String {
+        let digits = String(value, radix: 16)
+        return String(repeating: "0", count: max(0, 4 - digits.count)) + digits
+    }
 }
 
 /// A recursive-descent RFC 8259 parser over UTF-8 bytes.
 private struct JSONParser {
     let bytes: UnsafeBufferPointer<UInt8>
     let maximumDepth: Int
+    let refusesRepeatedKeys: Bool
     var index = 0
 
-    init(bytes: UnsafeBufferPointer<UInt8>, maximumDepth: Int) {
+    init(bytes: UnsafeBufferPointer<UInt8>, maximumDepth: Int, refusesRepeatedKeys: Bool) {
         self.bytes = bytes
         self.maximumDepth = maximumDepth
+        self.refusesRepeatedKeys = refusesRepeatedKeys
     }
 
     mutating func parseDocument() throws(JSONParseError) -> JSONValue {
@@ -305,7 +370,13 @@ private struct JSONParser {
             skipWhitespace()
             guard index < bytes.count else { throw JSONParseError(.unexpectedEnd, offset: index) }
             guard bytes[index] == UInt8(ascii: "\"") else { throw JSONParseError(.unexpectedCharacter, offset: index) }
+            let keyOffset = index
             let key = try parseString()
+            if refusesRepeatedKeys, let index = members.index(forKey: key) {
+                let first = members[index].key
+                let same = first.unicodeScalars.elementsEqual(key.unicodeScalars)
+                throw JSONParseError(.duplicateKey, offset: keyOffset, key: key, firstSpelling: same ? nil : first)
+            }
             try expect(UInt8(ascii: ":"))
             members[key] = try parseValue(depth: depth)
             skipWhitespace()

@@ -29,23 +29,28 @@ public struct CryptoError: Error, Sendable, CustomStringConvertible {
 
     /// The kind of failure.
     public let code: Code
-    /// A human-readable explanation, free of secrets.
+    /// A human-readable explanation, free of secrets: one sentence for people.
     public let reason: String
+    /// OpenSSL's own error strings (as `error:1E08010C:DECODER routines::unsupported`),
+    /// for logs and bug reports; never part of `reason` or `description`.
+    public let openSSLDetail: String?
 
     /// Creates an error.
-    public init(_ code: Code, _ reason: String) {
+    public init(_ code: Code, _ reason: String, openSSLDetail: String? = nil) {
         self.code = code
         self.reason = reason
+        self.openSSLDetail = openSSLDetail
     }
 
-    public var description: String { "\(code): \(reason)" }
+    /// The reason, as a sentence a user can act on.
+    public var description: String { reason }
 
-    /// An error carrying OpenSSL's own explanation of its most recent failure; empties
-    /// the thread's OpenSSL error queue so that stale entries never leak into a later
-    /// message.
+    /// An error that keeps OpenSSL's own explanation of its most recent failure aside;
+    /// empties the thread's OpenSSL error queue so that stale entries never leak into
+    /// a later message.
     static func openSSL(_ code: Code, _ reason: String) -> CryptoError {
         let detail = drainOpenSSLErrors()
-        return CryptoError(code, detail.isEmpty ? reason : "\(reason) (\(detail))")
+        return CryptoError(code, reason, openSSLDetail: detail.isEmpty ? nil : detail)
     }
 }
 

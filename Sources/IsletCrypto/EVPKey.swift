@@ -24,7 +24,8 @@ final class EVPKey: @unchecked Sendable {
             let (key, encrypted) = withoutPassphrase { asked in PEM_read_bio_PrivateKey(bio, nil, refusePassphrase, asked) }
             guard let key else {
                 if encrypted { throw CryptoError.openSSL(.invalidKey, "the private key is encrypted; give it without a passphrase") }
-                throw CryptoError.openSSL(.invalidKey, "not a PEM private key")
+                throw CryptoError.openSSL(
+                    .invalidKey, "the text is not a private key in PEM (an Apple .p8 key starts with -----BEGIN PRIVATE KEY-----)")
             }
             return EVPKey(taking: key)
         }
@@ -36,7 +37,8 @@ final class EVPKey: @unchecked Sendable {
             let (key, encrypted) = withoutPassphrase { asked in PEM_read_bio_PUBKEY(bio, nil, refusePassphrase, asked) }
             guard let key else {
                 if encrypted { throw CryptoError.openSSL(.invalidKey, "the public key is encrypted; give it without a passphrase") }
-                throw CryptoError.openSSL(.invalidKey, "not a PEM public key")
+                throw CryptoError.openSSL(
+                    .invalidKey, "the text is not a public key in PEM (one starts with -----BEGIN PUBLIC KEY-----)")
             }
             return EVPKey(taking: key)
         }

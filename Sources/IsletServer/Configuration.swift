@@ -86,8 +86,11 @@ public struct Configuration: Sendable, Equatable {
     /// Every setting, in the order help and docs list them.
     public static let settings: [Setting] = [
         Setting(flag: "--host", environment: "ISLET_HOST", defaultText: "127.0.0.1",
-                help: "Address the HTTP API listens on.") { config, value in
-            guard !value.isEmpty, !value.contains(where: \.isWhitespace) else { return "an address is required" }
+                help: "Address the HTTP API listens on: an IPv4 or IPv6 address, or localhost.") { config, value in
+            guard !value.isEmpty else { return "an address is required" }
+            guard isListeningAddress(value) else {
+                return "not an IP address (such as 127.0.0.1, 0.0.0.0 or ::1) or localhost"
+            }
             config.host = value
             return nil
         },
@@ -221,6 +224,15 @@ public struct Configuration: Sendable, Equatable {
         },
     ]
 
+    /// An IPv4 or IPv6 address literal, or `localhost`: what the API can bind
+    /// without asking a name server.
+    static func isListeningAddress(_ value: String) -> Bool {
+        if value == "localhost" { return true }
+        var v4 = in_addr()
+        var v6 = in6_addr()
+        return inet_pton(AF_INET, value, &v4) == 1 || inet_pton(AF_INET6, value, &v6) == 1
+    }
+
     private static func port(_ value: String) -> Int? {
         guard let port = Int(value), (0...65_535).contains(port) else { return nil }
         return port
@@ -256,14 +268,10 @@ public struct Configuration: Sendable, Equatable {
         for name in environment.keys.sorted() where name.hasPrefix("ISLET_") && !known.contains(name) {
             warnings.append("ignoring unknown environment variable \(name)")
         }
-        for setting in settings {
-            guard let value = environment[setting.environment] else { continue }
-            if let problem = setting.apply(&config, value) {
-                throw ConfigurationError(
-                    .invalidValue, setting: "\(setting.flag) (\(setting.environment))",
-                    message: "\(setting.environment)=\(shown(value, of: setting)) is \(problem)")
-            }
-        }
+        // Flags first, read but not yet applied: a setting a flag gives is never
+        // read from the environment, so a bad value there that a flag overrides is
+        // no error.
+        var flags: [(setting: Setting, value: String)] = []
         var index = 0
         while index < arguments.count {
             let argument = arguments[index]
@@ -291,42 +299,88 @@ public struct Configuration: Sendable, Equatable {
                 value = arguments[index]
                 index += 1
             }
-            if let problem = setting.apply(&config, value!) {
+            flags.append((setting, value!))
+        }
+        let given = Set(flags.map(\.setting.flag))
+        for setting in settings where !given.contains(setting.flag) {
+            guard let value = environment[setting.environment] else { continue }
+            if let problem = setting.apply(&config, value) {
+                let shown = setting.flag == "--admin-token"
+                    ? "the value of \(setting.environment)" : "the value of \(setting.environment), \(quoted(value)),"
                 throw ConfigurationError(
-                    .invalidValue, setting: "\(setting.flag) (\(setting.environment))",
-                    message: "\(shown(value!, of: setting)) is \(problem)")
+                    .invalidValue, setting: "\(setting.flag) (\(setting.environment))", message: "\(shown) is \(problem)")
+            }
+        }
+        for (setting, value) in flags {
+            if let problem = setting.apply(&config, value) {
+                let shown = setting.flag == "--admin-token" ? "the value given to \(setting.flag)" : quoted(value)
+                throw ConfigurationError(
+                    .invalidValue, setting: "\(setting.flag) (\(setting.environment))", message: "\(shown) is \(problem)")
             }
         }
         return (config, warnings)
     }
 
-    /// Checks what the values point at: the data folder can be created and written,
-    /// and the database path is not a folder. Creates the data folder.
-    public func prepareFilesystem() throws(ConfigurationError) {
+    /// Checks what the values point at, then makes the folders they need: the data
+    /// folder (created, and writable) and the database's folder (created), and the
+    /// database path is not a folder. Answers the folders it created, deepest first,
+    /// so that a start that fails later can remove them again; when it fails itself,
+    /// it removes what it created.
+    @discardableResult
+    public func prepareFilesystem() throws(ConfigurationError) -> [String] {
         let files = FileManager.default
         var isDirectory: ObjCBool = false
-        if files.fileExists(atPath: dataDirectory, isDirectory: &isDirectory) {
-            guard isDirectory.boolValue else {
-                throw ConfigurationError(.unusable, setting: "--data-dir (ISLET_DATA_DIR)", message: "\(dataDirectory) exists and is not a folder")
-            }
-        } else {
-            do {
-                try files.createDirectory(atPath: dataDirectory, withIntermediateDirectories: true)
-            } catch {
-                throw ConfigurationError(.unusable, setting: "--data-dir (ISLET_DATA_DIR)", message: "cannot create \(dataDirectory): \(Configuration.reason(error))")
-            }
-        }
-        guard files.isWritableFile(atPath: dataDirectory) else {
-            throw ConfigurationError(.unusable, setting: "--data-dir (ISLET_DATA_DIR)", message: "\(dataDirectory) is not writable")
+        if files.fileExists(atPath: dataDirectory, isDirectory: &isDirectory), !isDirectory.boolValue {
+            throw ConfigurationError(.unusable, setting: "--data-dir (ISLET_DATA_DIR)", message: "\(dataDirectory) exists and is not a folder")
         }
         let database = resolvedDatabasePath
         if files.fileExists(atPath: database, isDirectory: &isDirectory), isDirectory.boolValue {
             throw ConfigurationError(.unusable, setting: "--database (ISLET_DATABASE)", message: "\(database) is a folder, not a database file")
         }
-        let parent = (database as NSString).deletingLastPathComponent
-        if !parent.isEmpty && !files.fileExists(atPath: parent) {
-            throw ConfigurationError(.unusable, setting: "--database (ISLET_DATABASE)", message: "the folder \(parent) does not exist")
+        var created: [String] = []
+        do throws(ConfigurationError) {
+            created += try Self.makeFolder(dataDirectory, setting: "--data-dir (ISLET_DATA_DIR)")
+            guard files.isWritableFile(atPath: dataDirectory) else {
+                throw ConfigurationError(.unusable, setting: "--data-dir (ISLET_DATA_DIR)", message: "\(dataDirectory) is not writable")
+            }
+            let parent = (database as NSString).deletingLastPathComponent
+            if !parent.isEmpty {
+                created = try Self.makeFolder(parent, setting: "--database (ISLET_DATABASE)") + created
+            }
+        } catch {
+            Self.removeFolders(created)
+            throw error
         }
+        return created
+    }
+
+    /// Creates `path` and its missing parents; answers those it created, deepest first.
+    private static func makeFolder(_ path: String, setting: String) throws(ConfigurationError) -> [String] {
+        let files = FileManager.default
+        var missing: [String] = []
+        var isDirectory: ObjCBool = false
+        var current = (path as NSString).standardizingPath
+        while !current.isEmpty && current != "/" && !files.fileExists(atPath: current, isDirectory: &isDirectory) {
+            missing.append(current)
+            current = (current as NSString).deletingLastPathComponent
+        }
+        if !current.isEmpty, files.fileExists(atPath: current, isDirectory: &isDirectory), !isDirectory.boolValue {
+            throw ConfigurationError(.unusable, setting: setting, message: "cannot create \(path): \(current) is not a folder")
+        }
+        guard !missing.isEmpty else { return [] }
+        do {
+            try files.createDirectory(atPath: path, withIntermediateDirectories: true)
+        } catch {
+            removeFolders(missing)
+            throw ConfigurationError(.unusable, setting: setting, message: "cannot create \(path): \(Configuration.reason(error))")
+        }
+        return missing
+    }
+
+    /// Removes folders a failed start created, deepest first, each only if it is
+    /// still empty.
+    public static func removeFolders(_ folders: [String]) {
+        for folder in folders { _ = rmdir(folder) }
     }
 
     /// The usage text for `islet serve --help`, listing every setting.
@@ -340,11 +394,6 @@ public struct Configuration: Sendable, Equatable {
     }
 
     private static func quoted(_ value: String) -> String { "\"\(value)\"" }
-
-    /// A refused value as an error shows it: secrets are never repeated.
-    private static func shown(_ value: String, of setting: Setting) -> String {
-        setting.flag == "--admin-token" ? "the value given" : quoted(value)
-    }
 
     private static func reason(_ error: any Error) -> String {
         let nsError = error as NSError

@@ -27,7 +27,12 @@ let usage = """
     """
 
 var arguments = Array(CommandLine.arguments.dropFirst())
-let command = arguments.isEmpty ? "help" : arguments.removeFirst()
+guard !arguments.isEmpty else {
+    // No command: the usage goes where errors go, and the status says it failed.
+    Console.err(usage)
+    exit(2)
+}
+let command = arguments.removeFirst()
 
 switch command {
 case "serve":
@@ -71,7 +76,9 @@ func serve(_ arguments: [String]) async -> Int32 {
     }
     defer { signals.cancel() }
     do {
-        try application.start()
+        let port = try application.start()
+        // Whatever the log level: with --port 0 this is the only place the port shows.
+        Console.out("islet: listening on \(application.url(port: port))")
         if let token = application.generatedAdminToken {
             Console.out("Admin token (generated once, kept in \(configuration.adminTokenPath)): \(token)")
         }
@@ -109,11 +116,8 @@ func simulate(_ arguments: [String]) async -> Int32 {
             try ca.write(toFile: commandLine.caOutputPath, atomically: true, encoding: .utf8)
         }
         let ports = try simulator.start()
-        var banner = "islet sim: APNs (\(commandLine.options.engine.environment.rawValue)) on https://\(commandLine.options.host):\(ports.apns)"
-        if let inspect = ports.inspect { banner += ", inspection on http://\(commandLine.options.host):\(inspect)" }
-        if simulator.caCertificatePEM != nil { banner += ", CA in \(commandLine.caOutputPath)" }
-        if commandLine.options.engine.trustedKeys.isEmpty { banner += "; no --trust key given, so every provider token is refused" }
-        Console.out(banner)
+        for warning in commandLine.warnings { Console.err(warning) }
+        Console.out(commandLine.banner(apnsPort: ports.apns, inspectPort: ports.inspect, wroteCA: simulator.caCertificatePEM != nil))
     } catch {
         Console.err("islet: \(error)")
         return 2
@@ -134,6 +138,19 @@ func simulate(_ arguments: [String]) async -> Int32 {
 /// the file has types the schema cannot express (each named), 2 for bad usage.
 func schemaCommand(_ arguments: [String]) -> Int32 {
     let usage = "usage: islet schema from-swift FILE.swift [--type NAME]"
+    if arguments.contains("--help") || arguments.contains("-h") {
+        Console.out("""
+            Usage: islet schema from-swift FILE.swift [--type NAME]
+
+            Reads the app's ActivityAttributes type (and its ContentState) from Swift source
+            and prints its schema as JSON, ready for PUT /v1/apps/{app_id}/activity-types/NAME.
+            --type NAME picks the type when the file declares several.
+
+            Exit status: 0 printed, 1 the file has properties a schema cannot express (each
+            named), 2 bad usage or an unreadable file.
+            """)
+        return 0
+    }
     guard arguments.first == "from-swift", arguments.count >= 2 else {
         Console.err("islet: \(usage)")
         return 2
@@ -160,7 +177,7 @@ func schemaCommand(_ arguments: [String]) -> Int32 {
         Console.out(String(decoding: pretty, as: UTF8.self))
         return 0
     } catch let error as SwiftSchemaError {
-        Console.err("islet: \(path): cannot read the schema (\(error.code)):")
+        Console.err("islet: no schema made from \(path): \(error.code.summary):")
         for problem in error.problems { Console.err("  \(problem)") }
         return 1
     } catch {
@@ -171,6 +188,16 @@ func schemaCommand(_ arguments: [String]) -> Int32 {
 
 /// Prints a provider token (ES256 JWT) for an APNs signing key.
 func providerToken(_ arguments: [String]) -> Int32 {
+    if arguments.contains("--help") || arguments.contains("-h") {
+        Console.out("""
+            Usage: islet jwt --key FILE.p8 --key-id ID --team-id ID [--issued-at UNIX_SECONDS]
+
+            Prints an APNs provider token: an ES256 JSON Web Token signed with the .p8 key,
+            with kid (the key id), iss (the team id) and iat (now, or --issued-at). APNs
+            accepts it for an hour.
+            """)
+        return 0
+    }
     var values: [String: String] = [:]
     var index = 0
     while index < arguments.count {
@@ -200,8 +227,9 @@ func providerToken(_ arguments: [String]) -> Int32 {
     }
 }
 
-/// Sends one push and prints the exchange: exit 0 when APNs accepted it, 1 when APNs
-/// refused it, 2 when it was never sent (a bad flag or a broken payload rule).
+/// Sends one push and prints the exchange. Exit status (`SendOutcome`): 0 APNs
+/// accepted it, 1 APNs refused it, 2 it was never sent (a bad flag or a broken
+/// payload rule), 3 APNs could not be reached.
 func sendPush(_ arguments: [String]) async -> Int32 {
     if arguments.contains("--help") || arguments.contains("-h") {
         Console.out(SendCommandLine.helpText)
@@ -212,22 +240,14 @@ func sendPush(_ arguments: [String]) async -> Int32 {
         command = try SendCommandLine.parse(arguments)
     } catch {
         Console.err("islet: \(error)")
-        return 2
+        return SendOutcome.notSent
     }
     Console.out(command.requestDescription)
     let client = APNsClient(configuration: command.client)
     let result = await client.send(command.request, key: command.key, environment: command.environment)
     await client.shutdown()
+    let outcome = SendOutcome(result, url: command.client.url(for: command.environment))
     Console.out("")
-    if let response = result.response {
-        var line = "\(response.status)"
-        if let reason = response.reason { line += " \(reason)" }
-        if let apnsID = response.apnsID { line += " apns-id: \(apnsID)" }
-        if let uniqueID = response.uniqueID { line += " apns-unique-id: \(uniqueID)" }
-        if let timestamp = response.timestamp { line += " timestamp: \(Int64(timestamp.timeIntervalSince1970))" }
-        Console.out(line)
-    }
-    if let error = result.error { Console.out("\(error)") }
-    Console.out("disposition: \(result.disposition)")
-    return result.disposition == .delivered ? 0 : 1
+    for line in outcome.lines { Console.out(line) }
+    return outcome.status
 }

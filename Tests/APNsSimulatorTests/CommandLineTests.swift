@@ -49,4 +49,31 @@ struct CommandLineTests {
             (error as? ConfigurationError)?.setting == setting
         }
     }
+
+    @Test func inspectionStaysOnLoopbackWhenHostMoves() throws {
+        // --host moves APNs only: the unauthenticated inspection API stays on
+        // loopback unless --inspect-host moves it, and then a warning says so.
+        let wide = try SimulatorCommandLine.parse(["--host", "0.0.0.0"])
+        #expect(wide.options.host == "0.0.0.0")
+        #expect(wide.options.inspectHost == "127.0.0.1")
+        #expect(wide.warnings.isEmpty)
+        #expect(wide.banner(apnsPort: 2197, inspectPort: 2198, wroteCA: false).hasPrefix(
+            "islet sim: APNs (sandbox) on https://0.0.0.0:2197, inspection on http://127.0.0.1:2198"))
+        let exposed = try SimulatorCommandLine.parse(["--inspect-host", "0.0.0.0"])
+        #expect(exposed.options.inspectHost == "0.0.0.0")
+        #expect(exposed.warnings.count == 1)
+        #expect(exposed.warnings.first?.contains("no authentication") == true)
+        #expect(exposed.warnings.first?.contains("0.0.0.0") == true)
+        #expect(try SimulatorCommandLine.parse(["--inspect-host", "::1"]).warnings.isEmpty)
+        #expect(try SimulatorCommandLine.parse(["--inspect-host", "0.0.0.0", "--inspect-port", "0"]).warnings.count == 1)
+        #expect(SimulatorCommandLine.helpText.contains("--inspect-host"))
+        #expect(!SimulatorCommandLine.helpText.contains("port on 127.0.0.1"))
+    }
+
+    @Test func anIPv6AddressIsPrintedAsAUsableURL() throws {
+        let parsed = try SimulatorCommandLine.parse(["--host", "::1", "--inspect-host", "::1", "--ca-out", "ca.pem"])
+        #expect(parsed.banner(apnsPort: 34_827, inspectPort: 34_828, wroteCA: true)
+            == "islet sim: APNs (sandbox) on https://[::1]:34827, inspection on http://[::1]:34828, CA in ca.pem"
+            + "; no --trust key given, so every provider token is refused")
+    }
 }

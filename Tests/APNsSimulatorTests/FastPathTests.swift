@@ -179,7 +179,7 @@ struct FastPathTests {
 
     /// What the parsed tree says.
     static func reference(_ body: Data, liveActivity: Bool) -> Result<APSFields, PushPayload.Problem> {
-        guard let parsed = try? JSONValue(parsing: body) else { return .failure(.notJSON) }
+        guard let parsed = try? JSONValue(parsing: body, repeatedKeys: .lastWins) else { return .failure(.notJSON) }
         guard let object = parsed.objectValue else { return .failure(.notObject) }
         guard let aps = object["aps"] else { return .failure(.noAPS) }
         guard let members = aps.objectValue else { return .failure(.apsNotObject) }

@@ -75,6 +75,29 @@ struct SimulatorServerTests {
         await live.simulator.shutdown()
     }
 
+    @Test func inspectionProblemsCarryATitleAndNameTheirParameter() async throws {
+        let live = try LiveSimulator()
+        let bad = try await live.inspect("/pushes?after=abc")
+        #expect(bad.status == 400)
+        #expect(bad.headers["content-type"] == "application/problem+json")
+        #expect(bad.json?["title"] as? String == "Bad Request")
+        #expect((bad.json?["detail"] as? String)?.hasPrefix("after: ") == true)
+        #expect(try await live.inspect("/pushes?after=-1").status == 400)
+        #expect(try await live.inspect("/pushes?after=0").status == 200)
+        let missing = try await live.inspect("/activities/nope")
+        #expect(missing.status == 404)
+        #expect(missing.json?["title"] as? String == "Not Found")
+        await live.simulator.shutdown()
+    }
+
+    @Test func theInspectionAPIListensOnItsOwnAddress() async throws {
+        // --host moves APNs only; the inspection API binds inspectHost.
+        let live = try LiveSimulator { $0.inspectHost = "127.0.0.2" }
+        let moved = try await httpRequest(port: live.simulator.inspectPort!, host: "127.0.0.2", path: "/healthz")
+        #expect(moved.status == 200)
+        await live.simulator.shutdown()
+    }
+
     @Test func liveActivityStartMintsAnUpdateTokenThatTakesUpdates() async throws {
         let live = try LiveSimulator()
         let client = try live.client()

@@ -14,6 +14,7 @@ struct TokenKindTests {
         // An alert to it is refused.
         expectRefusal(sim.sendAlert(to: token), 400, .deviceTokenNotForTopic)
         #expect(sim.lastRecord?.deviceOutcome == .rejected)
+        #expect(sim.lastRecord?.answer.note?.hasPrefix("an alert push cannot go to") == true, "\(sim.lastRecord?.answer.note ?? "")")
     }
 
     @Test func aTokenFirstSeenWithAnAlertIsADeviceToken() throws {

@@ -229,8 +229,8 @@ struct RouterTests {
         switch router().match(method: method, path: path) {
         case .found(let handler, let parameters, _):
             return String(decoding: await handler(HTTPRequest(method: method, path: path), parameters).body, as: UTF8.self)
-        case .methodNotAllowed(let allowed):
-            return "405 \(allowed.joined(separator: ","))"
+        case .methodNotAllowed(let allowed, let pattern):
+            return "405 \(allowed.joined(separator: ",")) \(pattern)"
         case .notFound:
             return "404"
         }
@@ -245,10 +245,18 @@ struct RouterTests {
     }
 
     @Test func wrongMethodAndUnknownPath() async {
-        #expect(await run("DELETE", "/v1/apps/a1") == "405 GET,PATCH")
+        #expect(await run("DELETE", "/v1/apps/a1") == "405 GET,HEAD,PATCH /v1/apps/{app_id}")
+        #expect(await run("POST", "/v1/apps/special") == "405 GET,HEAD,PATCH /v1/apps/special")
         #expect(await run("GET", "/v1/nothing") == "404")
         #expect(await run("GET", "/v1/apps/a1/devices") == "404")
         #expect(await run("PUT", "/v1/apps//devices/d") == "404")
+    }
+
+    @Test func headFindsTheGetRoute() async {
+        #expect(await run("HEAD", "/v1/apps/a1") == "get a1 -")
+        #expect(await run("HEAD", "/v1/apps/special") == "special - -")
+        #expect(await run("HEAD", "/v1/apps/a1/devices/d9") == "405 PUT /v1/apps/{app_id}/devices/{device_id}")
+        #expect(await run("HEAD", "/v1/nothing") == "404")
     }
 
     @Test func reportsThePatternNotThePath() {

@@ -67,6 +67,29 @@ struct JSONValueTests {
         #expect(decomposed.jsonText == "{\"e\u{301}\":1,\"\u{e9}=\":2}")
     }
 
+    @Test func aRepeatedKeyIsRefusedAndNamed() throws {
+        // Two readers of {"a":1,"a":2} can each take a different value.
+        let plain = #expect(throws: JSONParseError.self) { try parse(#"{"name":"x","other":{"a":1,"a":2}}"#) }
+        #expect(plain?.code == .duplicateKey)
+        #expect(plain?.key == "a")
+        #expect(plain?.offset == 27)
+        #expect(plain?.description == #"the key "a" appears twice in one object (at byte 27)"#)
+        // Swift's String compares keys by canonical equivalence: "e" + combining acute
+        // and "é" would land in one slot of the dictionary, so they are one key, and
+        // the message shows both spellings.
+        let equivalent = #expect(throws: JSONParseError.self) { try parse(#"{"e\u0301":1,"\u00e9":2}"#) }
+        #expect(equivalent?.code == .duplicateKey)
+        #expect(equivalent?.key == "\u{e9}")
+        #expect(equivalent?.firstSpelling == "e\u{301}")
+        #expect(equivalent?.description.contains(#""\u00e9""#) == true)
+        #expect(equivalent?.description.contains(#""e\u0301""#) == true)
+        #expect(equivalent?.description.contains("canonically equivalent") == true)
+        // Read as APNs may read it (the simulator does), the last value wins.
+        #expect(try JSONValue(parsing: Data(#"{"a":1,"a":2}"#.utf8), repeatedKeys: .lastWins)["a"] == .integer(2))
+        // The same key in two different objects is no repeat.
+        #expect(try parse(#"{"a":{"a":1},"b":[{"a":1},{"a":2}]}"#)["a"]?["a"] == .integer(1))
+    }
+
     @Test func structureErrors() {
         #expect(failure("") == .unexpectedEnd)
         #expect(failure("{} x") == .trailingData)

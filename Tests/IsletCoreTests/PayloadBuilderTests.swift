@@ -242,12 +242,17 @@ struct PayloadRefusalTests {
         let over = try paddedUpdate(toBytes: 4097)
         let error = refusal(over)
         #expect(error?.code == .tooLarge)
-        #expect(error?.field == "payload")
+        // The field that made it large, not the payload as a whole.
+        #expect(error?.field == "aps.content-state")
         #expect(error?.message.contains("4097") == true)
         #expect(error?.message.contains("4096") == true)
+        #expect(error?.message.contains("largest part") == true)
 
         let bigAlert = AlertPush(title: "Hi", customData: ["blob": .string(String(repeating: "x", count: 4096))])
         #expect(refusal(bigAlert)?.code == .tooLarge)
+        #expect(refusal(bigAlert)?.field == "blob")
+        let longTitle = AlertPush(title: .literal(String(repeating: "x", count: 4096)))
+        #expect(refusal(longTitle)?.field == "aps.alert")
     }
 
     /// An update whose payload is `bytes` long, padded through its content state.

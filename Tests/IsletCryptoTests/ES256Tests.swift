@@ -222,4 +222,16 @@ struct DigestTests {
     @Test func libraryVersionIsOpenSSL3() {
         #expect(CryptoLibrary.version.hasPrefix("OpenSSL 3."))
     }
+
+    @Test func aKeyThatDoesNotParseIsRefusedInASentence() {
+        // OpenSSL's own strings (error:1E08010C:DECODER routines::unsupported) and the
+        // code's name stay out of what users read; the detail is kept aside for logs.
+        let error = #expect(throws: CryptoError.self) { try P256.SigningKey(pemRepresentation: "not a key") }
+        #expect(error?.code == .invalidKey)
+        #expect(error?.description.hasPrefix("the text is not a private key in PEM") == true, "\(error?.description ?? "")")
+        #expect(error?.description.contains("error:") == false)
+        #expect(error?.description.contains("invalidKey") == false)
+        let publicError = #expect(throws: CryptoError.self) { try P256.VerifyingKey(pemRepresentation: "not a key") }
+        #expect(publicError?.description.contains("error:") == false)
+    }
 }

@@ -59,7 +59,7 @@ struct ApplicationTests {
             #expect(missing.json?["title"] as? String == "Not Found")
             let wrong = try await httpRequest(port: app.port, method: "DELETE", path: "/healthz")
             #expect(wrong.status == 405)
-            #expect(wrong.headers["allow"] == "GET")
+            #expect(wrong.headers["allow"] == "GET, HEAD")
         }
     }
 

@@ -35,7 +35,9 @@ struct ConfigurationTests {
     @Test(arguments: [
         (["--port", "70000"], [:], "--port (ISLET_PORT)", "\"70000\" is not a port number (0-65535)"),
         (["--port", "eighty"], [:], "--port (ISLET_PORT)", "\"eighty\" is not a port number"),
-        ([], ["ISLET_PORT": "-1"], "--port (ISLET_PORT)", "ISLET_PORT=\"-1\" is not a port number"),
+        ([], ["ISLET_PORT": "-1"], "--port (ISLET_PORT)", "the value of ISLET_PORT, \"-1\", is not a port number"),
+        (["--host", "not-an-ip"], [:], "--host (ISLET_HOST)", "\"not-an-ip\" is not an IP address (such as 127.0.0.1, 0.0.0.0 or ::1) or localhost"),
+        ([], ["ISLET_HOST": "example.com"], "--host (ISLET_HOST)", "not an IP address"),
         (["--log-level", "loud"], [:], "--log-level (ISLET_LOG_LEVEL)", "not a log level (one of debug, info, notice, warning, error)"),
         (["--log-format", "xml"], [:], "--log-format (ISLET_LOG_FORMAT)", "not a log format (one of json, logfmt)"),
         (["--max-body-bytes", "0"], [:], "--max-body-bytes (ISLET_MAX_BODY_BYTES)", "not a size"),
@@ -52,6 +54,30 @@ struct ConfigurationTests {
         #expect(error?.message.contains(message) == true, "\(error?.message ?? "")")
         #expect(error?.description.contains("\n") == false)
         #expect(error?.description.hasPrefix("invalid setting \(setting): ") == true)
+    }
+
+    @Test func aFlagWinsOverABadEnvironmentValue() throws {
+        // The environment's value is never read when a flag gives the setting.
+        #expect(try load(["--port", "0"], ["ISLET_PORT": "99999"]).port == 0)
+        #expect(try load(["--host=::1"], ["ISLET_HOST": "not-an-ip"]).host == "::1")
+        #expect(try load(["--admin-token", "a-token-long-enough-1"], ["ISLET_ADMIN_TOKEN": "short"]).adminToken == "a-token-long-enough-1")
+        // Without the flag the bad value is still refused.
+        #expect(throws: ConfigurationError.self) { try load([], ["ISLET_PORT": "99999"]) }
+    }
+
+    @Test func addressesTheAPICanListenOn() throws {
+        for host in ["127.0.0.1", "0.0.0.0", "::1", "::", "fe80::1", "localhost"] {
+            #expect(try load(["--host", host]).host == host)
+        }
+    }
+
+    @Test func aRefusedAdminTokenReadsAsASentenceAndIsNeverRepeated() {
+        let fromEnvironment = #expect(throws: ConfigurationError.self) { try load([], ["ISLET_ADMIN_TOKEN": "short"]) }
+        #expect(fromEnvironment?.description
+            == "invalid setting --admin-token (ISLET_ADMIN_TOKEN): the value of ISLET_ADMIN_TOKEN is not a token of at least 16 characters without spaces")
+        let fromFlag = #expect(throws: ConfigurationError.self) { try load(["--admin-token", "short"]) }
+        #expect(fromFlag?.message == "the value given to --admin-token is not a token of at least 16 characters without spaces")
+        #expect(fromFlag?.description.contains("short") == false)
     }
 
     @Test func unknownAndIncompleteFlags() {
@@ -100,11 +126,22 @@ struct ConfigurationTests {
             let e3 = #expect(throws: ConfigurationError.self) { try databaseIsFolder.prepareFilesystem() }
             #expect(e3?.setting == "--database (ISLET_DATABASE)")
 
-            var databaseNowhere = Configuration()
-            databaseNowhere.dataDirectory = dir.path
-            databaseNowhere.databasePath = dir.appendingPathComponent("missing/islet.sqlite").path
-            let e4 = #expect(throws: ConfigurationError.self) { try databaseNowhere.prepareFilesystem() }
-            #expect(e4?.message.contains("does not exist") == true)
+            // The database's folder is made, as the data folder is.
+            var databaseElsewhere = Configuration()
+            databaseElsewhere.dataDirectory = dir.path
+            databaseElsewhere.databasePath = dir.appendingPathComponent("missing/deeper/islet.sqlite").path
+            let made = try databaseElsewhere.prepareFilesystem()
+            #expect(FileManager.default.fileExists(atPath: dir.appendingPathComponent("missing/deeper").path))
+            #expect(made == [dir.appendingPathComponent("missing/deeper").path, dir.appendingPathComponent("missing").path])
+
+            // A database folder that cannot be made: the data folder made just before goes again.
+            var databaseUnderFile = Configuration()
+            databaseUnderFile.dataDirectory = dir.appendingPathComponent("fresh-data").path
+            databaseUnderFile.databasePath = file.appendingPathComponent("islet.sqlite").path
+            let e4 = #expect(throws: ConfigurationError.self) { try databaseUnderFile.prepareFilesystem() }
+            #expect(e4?.setting == "--database (ISLET_DATABASE)")
+            #expect(e4?.message.contains("is not a folder") == true, "\(e4?.message ?? "")")
+            #expect(!FileManager.default.fileExists(atPath: databaseUnderFile.dataDirectory))
 
             var fresh = Configuration()
             fresh.dataDirectory = dir.appendingPathComponent("a/b/c").path
@@ -122,6 +159,10 @@ struct ConfigurationTests {
             let error = #expect(throws: ConfigurationError.self) { try buildApplication(config, logger: Logger(sink: MemoryLogSink())) }
             #expect(error?.setting == "--database (ISLET_DATABASE)")
             #expect(error?.message.contains("not a database") == true)
+            // The data folder this start would have used is not left behind.
+            config.dataDirectory = dir.appendingPathComponent("never-used/data").path
+            #expect(throws: ConfigurationError.self) { try buildApplication(config, logger: Logger(sink: MemoryLogSink())) }
+            #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent("never-used").path))
         }
     }
 }

@@ -43,7 +43,8 @@ struct SendProcessTests {
             #expect(result.output.contains("apns-topic: com.example.app.push-type.liveactivity"))
             #expect(result.output.contains("\"input-push-token\":1"))
             #expect(result.output.contains("\n200 apns-id: "))
-            #expect(result.output.contains("disposition: delivered"))
+            #expect(result.output.contains("Delivered: APNs accepted the push."))
+            #expect(!result.output.contains("disposition"))
             #expect(simulator.engine.activities().count == 1)
         }
     }
@@ -67,7 +68,34 @@ struct SendProcessTests {
             let result = try runCommand(executable, arguments(simulator, key, ca, ["--event", "alert", "--alert-title", "Hi", "--alert-body", "There"]))
             #expect(result.status == 1)
             #expect(result.output.contains("403 InvalidProviderToken"))
-            #expect(result.output.contains("disposition: credentialsRejected"))
+            #expect(result.output.contains("Refused by APNs (InvalidProviderToken): the provider token was refused; check --key"))
+            #expect(!result.output.contains("credentialsRejected"))
+        }
+    }
+
+    @Test func aPushThatNeverReachesAPNsHasAnExitStatusOfItsOwn() async throws {
+        try #require(FileManager.default.isExecutableFile(atPath: executable))
+        try await withSimulator { simulator, key, ca in
+            let alert = ["--event", "alert", "--alert-title", "Hi", "--alert-body", "There"]
+            // Nothing listens: the connection is refused.
+            let reserved = try ReservedPort()
+            var refused = arguments(simulator, key, ca, alert)
+            refused[refused.firstIndex(of: "--url")! + 1] = "https://127.0.0.1:\(reserved.port)"
+            let unreachable = try runCommand(executable, refused)
+            #expect(unreachable.status == 3, "\(unreachable.output)")
+            #expect(unreachable.output.contains("Not delivered: APNs at https://127.0.0.1:\(reserved.port) could not be reached; could not connect to 127.0.0.1:\(reserved.port)"))
+            #expect(!unreachable.output.contains("connectFailed"))
+            #expect(!unreachable.output.contains("disposition"))
+            // The simulator's certificate, without its CA: the TLS check fails.
+            var untrusted = arguments(simulator, key, ca, alert)
+            untrusted.removeSubrange(untrusted.firstIndex(of: "--ca")!...untrusted.firstIndex(of: "--ca")! + 1)
+            let tls = try runCommand(executable, untrusted)
+            #expect(tls.status == 3, "\(tls.output)")
+            #expect(tls.output.contains("certificate is not trusted"), "\(tls.output)")
+            #expect(tls.output.contains("pass it with --ca"))
+            #expect(!tls.output.contains("error:"), "\(tls.output)")
+            #expect(!tls.output.contains("tlsFailed"))
+            #expect(simulator.engine.pushes().isEmpty)
         }
     }
 

@@ -143,4 +143,130 @@ struct ServeProcessTests {
             #expect(status == "ended")
         }
     }
+
+    /// Starts `islet serve` with `arguments`, waits for its listening line on
+    /// standard output, runs `body` with the port and the collected output, then
+    /// stops it with SIGTERM and expects exit status 0.
+    func whileServing(
+        _ arguments: [String], environment: [String: String] = [:],
+        _ body: (Int, OutputCollector) async throws -> Void = { _, _ in }
+    ) async throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = ["serve"] + arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        let outputPipe = Pipe()
+        process.standardOutput = outputPipe
+        process.standardError = Pipe()
+        let output = OutputCollector(outputPipe)
+        try process.run()
+        defer { killIfRunning(process) }
+        func port() -> Int? {
+            output.value.split(separator: "\n").lazy.compactMap { line -> Int? in
+                guard line.hasPrefix("islet: listening on http://") else { return nil }
+                return Int(line.split(separator: ":").last ?? "")
+            }.first
+        }
+        _ = await eventually(within: .seconds(60)) { port() != nil || !process.isRunning }
+        let listening = try #require(port(), "no listening line in: \(output.value)")
+        try await body(listening, output)
+        process.terminate()
+        _ = await eventually { !process.isRunning }
+        #expect(process.terminationStatus == 0)
+    }
+
+    @Test func aBadHostStopsBeforeAnythingIsWritten() async throws {
+        try #require(FileManager.default.isExecutableFile(atPath: executable))
+        try await withTemporaryDirectory { dir in
+            let data = dir.appendingPathComponent("data").path
+            let result = try runCommand(executable, ["serve", "--host", "not-an-ip", "--port", "0", "--data-dir", data])
+            #expect(result.status == 2)
+            #expect(result.error == "islet: invalid setting --host (ISLET_HOST): \"not-an-ip\" is not an IP address (such as 127.0.0.1, 0.0.0.0 or ::1) or localhost\n")
+            #expect(!FileManager.default.fileExists(atPath: data))
+        }
+    }
+
+    @Test func aFlagOverridesABadEnvironmentValue() async throws {
+        try #require(FileManager.default.isExecutableFile(atPath: executable))
+        try await withTemporaryDirectory { dir in
+            try await whileServing(["--port", "0", "--data-dir", dir.path], environment: ["ISLET_PORT": "99999"]) { port, _ in
+                let health = try await httpRequest(port: port, path: "/healthz")
+                #expect(health.status == 200)
+            }
+        }
+    }
+
+    @Test func theListeningAddressIsPrintedWhateverTheLogLevel() async throws {
+        try #require(FileManager.default.isExecutableFile(atPath: executable))
+        try await withTemporaryDirectory { dir in
+            try await whileServing(["--port", "0", "--log-level", "warning", "--data-dir", dir.path]) { port, _ in
+                let health = try await httpRequest(port: port, path: "/healthz")
+                #expect(health.status == 200)
+            }
+        }
+    }
+
+    @Test func theAdminTokenIsShownOnceByTheFirstStartThatWorks() async throws {
+        try #require(FileManager.default.isExecutableFile(atPath: executable))
+        try await withTemporaryDirectory { dir in
+            let data = dir.appendingPathComponent("data")
+            let tokenFile = data.appendingPathComponent("admin-token").path
+            // A first start that fails (its port is taken) writes no token.
+            let taken = try ReservedPort()
+            let failed = try runCommand(executable, ["serve", "--port", String(taken.port), "--data-dir", data.path])
+            #expect(failed.status == 1)
+            #expect(!failed.output.contains("Admin token"))
+            #expect(!FileManager.default.fileExists(atPath: tokenFile))
+            // The next start generates it, keeps it and shows it.
+            var shown: String?
+            try await whileServing(["--port", "0", "--data-dir", data.path]) { port, output in
+                let line = try #require(output.value.split(separator: "\n").first { $0.hasPrefix("Admin token (generated once") })
+                shown = line.split(separator: " ").last.map(String.init)
+                let token = try #require(shown)
+                let apps = try await httpRequest(port: port, path: "/v1/apps", headers: ["Authorization": "Bearer \(token)"])
+                #expect(apps.status == 200)
+            }
+            let kept = try String(contentsOfFile: tokenFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+            #expect(kept == shown)
+            let attributes = try FileManager.default.attributesOfItem(atPath: tokenFile)
+            #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o600)
+            // Later starts use it and do not show it again.
+            try await whileServing(["--port", "0", "--data-dir", data.path]) { _, output in
+                #expect(!output.value.contains("Admin token"))
+            }
+        }
+    }
+
+    @Test func helpAndMissingCommands() throws {
+        try #require(FileManager.default.isExecutableFile(atPath: executable))
+        let bare = try runCommand(executable, [])
+        #expect(bare.status == 2)
+        #expect(bare.output.isEmpty)
+        #expect(bare.error.contains("Usage: islet <command>"))
+        let help = try runCommand(executable, ["help"])
+        #expect(help.status == 0)
+        #expect(help.output.contains("Usage: islet <command>"))
+        let jwt = try runCommand(executable, ["jwt", "--help"])
+        #expect(jwt.status == 0)
+        #expect(jwt.output.hasPrefix("Usage: islet jwt --key FILE.p8"))
+        for arguments in [["schema", "from-swift", "--help"], ["schema", "--help"]] {
+            let schema = try runCommand(executable, arguments)
+            #expect(schema.status == 0, "\(arguments)")
+            #expect(schema.output.hasPrefix("Usage: islet schema from-swift"), "\(arguments)")
+            #expect(!schema.error.contains("cannot read"))
+        }
+    }
+
+    @Test func aKeyThatIsNotAKeyIsRefusedInASentence() async throws {
+        try #require(FileManager.default.isExecutableFile(atPath: executable))
+        try await withTemporaryDirectory { dir in
+            let file = dir.appendingPathComponent("AuthKey.p8")
+            try "not a key".write(to: file, atomically: true, encoding: .utf8)
+            let result = try runCommand(executable, ["jwt", "--key", file.path, "--key-id", "K", "--team-id", "T"])
+            #expect(result.status == 2)
+            #expect(result.error.contains("the text is not a private key in PEM"), "\(result.error)")
+            #expect(!result.error.contains("error:"))
+            #expect(!result.error.contains("invalidKey"))
+        }
+    }
 }

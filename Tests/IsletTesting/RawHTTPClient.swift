@@ -125,6 +125,13 @@ public final class RawHTTPConnection: @unchecked Sendable {
         }
     }
 
+    /// Every byte not read yet, up to the end of the stream (the peer closing).
+    public func readToEnd() throws -> Data {
+        while try receive() {}
+        defer { buffer = Data() }
+        return buffer
+    }
+
     /// Runs a blocking step on a thread of its own (see `runBlocking`).
     public func async<T: Sendable>(_ body: @escaping @Sendable (RawHTTPConnection) throws -> T) async throws -> T {
         try await runBlocking { try body(self) }
@@ -157,9 +164,10 @@ public final class RawHTTPConnection: @unchecked Sendable {
 /// Sends one request on a new connection and reads the response, off the
 /// concurrency pool.
 public func httpRequest(
-    port: Int, method: String = "GET", path: String, headers: [String: String] = [:], body: Data? = nil
+    port: Int, host: String = "127.0.0.1", method: String = "GET", path: String, headers: [String: String] = [:],
+    body: Data? = nil
 ) async throws -> RawHTTPResponse {
-    let connection = try RawHTTPConnection(port: port)
+    let connection = try RawHTTPConnection(port: port, host: host)
     return try await connection.async { connection in
         var head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
         for (name, value) in headers { head += "\(name): \(value)\r\n" }

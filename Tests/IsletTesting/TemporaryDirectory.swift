@@ -11,10 +11,15 @@ public func withTemporaryDirectory<T>(_ body: (URL) async throws -> T) async ret
 
 /// Runs an external command; answers its exit status and what it printed.
 @discardableResult
-public func runCommand(_ executable: String, _ arguments: [String], input: Data? = nil) throws -> (status: Int32, output: String, error: String) {
+public func runCommand(
+    _ executable: String, _ arguments: [String], input: Data? = nil, environment: [String: String] = [:]
+) throws -> (status: Int32, output: String, error: String) {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: executable)
     process.arguments = arguments
+    if !environment.isEmpty {
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+    }
     let out = Pipe()
     let err = Pipe()
     process.standardOutput = out

@@ -51,7 +51,7 @@ struct PushEntry: Sendable {
 
     /// The full record, given the request this entry packed.
     func record(of request: SimulatorRequest) -> PushRecord {
-        let payload = request.body.isEmpty ? nil : try? JSONValue(parsing: request.body)
+        let payload = request.body.isEmpty ? nil : try? JSONValue(parsing: request.body, repeatedKeys: .lastWins)
         let fields = HeaderFields(request.fields)
         let apnsID: String
         switch self.apnsID {

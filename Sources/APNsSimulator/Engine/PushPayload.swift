@@ -82,7 +82,7 @@ enum PushPayload {
         case .apsNotObject?: throw .apsNotObject
         case nil: break
         }
-        guard let parsed = try? JSONValue(parsing: body) else { throw .notJSON }
+        guard let parsed = try? JSONValue(parsing: body, repeatedKeys: .lastWins) else { throw .notJSON }
         guard let object = parsed.objectValue else { throw .notObject }
         guard let aps = object["aps"] else { throw .noAPS }
         guard let members = aps.objectValue else { throw .apsNotObject }

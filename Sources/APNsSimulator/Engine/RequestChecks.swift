@@ -144,9 +144,9 @@ enum RequestChecks {
         }
         guard fits(pushType, topic: topic) else {
             if let suffix = pushType.topicSuffix {
-                throw Refusal(.invalidPushType, "a \(pushType.rawValue) push needs a topic ending in \(suffix), not \"\(topic)\"")
+                throw Refusal(.invalidPushType, "\(pushType.aPush) needs a topic ending in \(suffix), not \"\(topic)\"")
             }
-            throw Refusal(.invalidPushType, "a \(pushType.rawValue) push cannot go to the topic \"\(topic)\"")
+            throw Refusal(.invalidPushType, "\(pushType.aPush) cannot go to the topic \"\(topic)\"")
         }
         var priority: APNsPriority?
         if let raw = fields.priority {

@@ -44,7 +44,7 @@ struct SimulatedDevices {
         }
         if !entry.kind.accepts(pushType) {
             let what = entry.kind == .device ? "a device token" : "a Live Activity token (\(entry.kind.rawValue))"
-            return Refusal(.deviceTokenNotForTopic, "a \(pushType.rawValue) push cannot go to \(what)")
+            return Refusal(.deviceTokenNotForTopic, "\(pushType.aPush) cannot go to \(what)")
         }
         if entry.kind == .liveActivityUpdate, let id = entry.activityID, let index = activities.index(forKey: id) {
             activities.values[index].settle(at: now)

@@ -7,8 +7,11 @@ import IsletCrypto
 
 /// How an `APNsSimulator` listens and misbehaves.
 public struct APNsSimulatorOptions: Sendable {
-    /// Address both listeners bind.
+    /// Address the APNs listener binds.
     public var host = "127.0.0.1"
+    /// Address the inspection API binds. It has no authentication, so it stays on
+    /// loopback unless it is moved on purpose (`islet sim --inspect-host`).
+    public var inspectHost = "127.0.0.1"
     /// Port of the APNs endpoint (HTTP/2 over TLS); 0 picks a free one.
     public var port = 2197
     /// Port of the plain-HTTP inspection API; `nil` serves none; 0 picks a free one.
@@ -83,7 +86,7 @@ public final class APNsSimulator: Sendable {
             delegate: SimulatorDelegate(engine: engine, latency: options.latency, maxStreams: options.maxStreams))
         if let inspectPort = options.inspectPort {
             var http = HTTPServerConfiguration()
-            http.host = options.host
+            http.host = options.inspectHost
             http.port = inspectPort
             http.threads = 1
             http.maxBodyBytes = 1 << 20

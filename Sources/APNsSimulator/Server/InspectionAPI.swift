@@ -24,7 +24,13 @@ struct InspectionAPI: Sendable {
         var router = Router()
         router.add("GET", "/healthz") { _, _ in InspectionAPI.json(["status": "ok"]) }
         router.add("GET", "/pushes") { request, _ in
-            let after = request.queryValue("after").flatMap(Int.init) ?? 0
+            var after = 0
+            if let text = request.queryValue("after") {
+                guard let number = Int(text), number >= 0 else {
+                    return InspectionAPI.problem(400, "after: \"\(text)\" is not a push number (a whole number from 0).")
+                }
+                after = number
+            }
             return InspectionAPI.json(["pushes": engine.pushes(after: after)])
         }
         router.add("GET", "/activities") { _, _ in InspectionAPI.json(["activities": engine.activities()]) }
@@ -53,7 +59,7 @@ struct InspectionAPI: Sendable {
         switch router.match(method: request.method, path: request.path) {
         case .found(let handler, let parameters, _):
             return await handler(request, parameters)
-        case .methodNotAllowed(let allowed):
+        case .methodNotAllowed(let allowed, _):
             var response = InspectionAPI.problem(405, "\(request.method) is not allowed on \(request.path).")
             response.headers.set("Allow", allowed.joined(separator: ", "))
             return response
@@ -122,7 +128,10 @@ struct InspectionAPI: Sendable {
     }
 
     static func problem(_ status: Int, _ detail: String) -> HTTPResponse {
-        let body = (try? JSONSerialization.data(withJSONObject: ["type": "about:blank", "status": status, "detail": detail], options: [.sortedKeys])) ?? Data()
+        let document: [String: Any] = [
+            "type": "about:blank", "title": HTTPResponse.reasonPhrase(status), "status": status, "detail": detail,
+        ]
+        let body = (try? JSONSerialization.data(withJSONObject: document, options: [.sortedKeys])) ?? Data()
         return HTTPResponse(status: status, contentType: "application/problem+json", body: body)
     }
 }

@@ -19,8 +19,11 @@ public struct SimulatorCommandLine: Sendable {
 
         Options:
           --port N                 APNs port (default 2197; 0 picks a free port)
-          --inspect-port N         inspection API port on 127.0.0.1 (default 2198)
-          --host ADDRESS           address both listen on (default 127.0.0.1)
+          --inspect-port N         inspection API port (default 2198)
+          --host ADDRESS           address the APNs port listens on (default 127.0.0.1)
+          --inspect-host ADDRESS   address the inspection API listens on (default 127.0.0.1);
+                                   it has no authentication: anyone who reaches it reads
+                                   every push and can reset the simulator
           --cert FILE --key FILE   server certificate chain and key (PEM); without them
                                    a local CA and certificate are generated
           --ca-out FILE            where the generated CA is written (default ./islet-sim-ca.pem)
@@ -74,7 +77,9 @@ public struct SimulatorCommandLine: Sendable {
             case "--inspect-port":
                 result.options.inspectPort = try integer(flag, try value(for: flag, inline: inline), 0...65_535)
             case "--host":
-                result.options.host = try value(for: flag, inline: inline)
+                result.options.host = try address(flag, try value(for: flag, inline: inline))
+            case "--inspect-host":
+                result.options.inspectHost = try address(flag, try value(for: flag, inline: inline))
             case "--cert":
                 certPath = try value(for: flag, inline: inline)
             case "--key":
@@ -131,6 +136,44 @@ public struct SimulatorCommandLine: Sendable {
             throw ConfigurationError(.missingValue, setting: "--key", message: "--cert needs --key")
         }
         return result
+    }
+
+    /// The line `islet sim` prints once it listens: where APNs and the inspection API
+    /// are (as URLs a client can use: an IPv6 address in brackets) and where the CA
+    /// was written.
+    public func banner(apnsPort: Int, inspectPort: Int?, wroteCA: Bool) -> String {
+        var banner = "islet sim: APNs (\(options.engine.environment.rawValue)) on https://\(Self.urlHost(options.host)):\(apnsPort)"
+        if let inspectPort { banner += ", inspection on http://\(Self.urlHost(options.inspectHost)):\(inspectPort)" }
+        if wroteCA { banner += ", CA in \(caOutputPath)" }
+        if options.engine.trustedKeys.isEmpty { banner += "; no --trust key given, so every provider token is refused" }
+        return banner
+    }
+
+    /// Warnings for standard error: the inspection API on an address other machines
+    /// can reach.
+    public var warnings: [String] {
+        guard options.inspectPort != nil, !Self.isLoopback(options.inspectHost) else { return [] }
+        return [
+            "islet sim: warning: the inspection API listens on \(options.inspectHost), beyond this machine, and has no"
+                + " authentication: anyone who reaches it can read every push and reset the simulator",
+        ]
+    }
+
+    /// `host` as the host part of a URL: an IPv6 address in brackets.
+    static func urlHost(_ host: String) -> String {
+        host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host
+    }
+
+    /// Whether an address is only reachable from this machine.
+    static func isLoopback(_ host: String) -> Bool {
+        host == "localhost" || host == "::1" || host.hasPrefix("127.")
+    }
+
+    private static func address(_ flag: String, _ text: String) throws(ConfigurationError) -> String {
+        guard !text.isEmpty, !text.contains(where: \.isWhitespace) else {
+            throw ConfigurationError(.invalidValue, setting: flag, message: "an address is required, such as 127.0.0.1 or ::1")
+        }
+        return text
     }
 
     /// Reads `KEY_ID:TEAM_ID:FILE`, where FILE is an Apple `.p8` key or its public key

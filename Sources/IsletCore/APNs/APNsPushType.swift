@@ -62,3 +62,12 @@ public enum APNsPushType: String, Sendable, Hashable, CaseIterable, Codable {
 
     private static let allSuffixes = allCases.compactMap(\.topicSuffix)
 }
+
+extension APNsPushType {
+    /// "a liveactivity push", "an alert push": the push type with its article, for
+    /// messages.
+    public var aPush: String {
+        let vowel = rawValue.first.map { "aeiou".contains($0) } ?? false
+        return "\(vowel ? "an" : "a") \(rawValue) push"
+    }
+}

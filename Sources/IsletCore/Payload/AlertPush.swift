@@ -82,7 +82,9 @@ public struct AlertPush: Sendable, Hashable {
 
         var payload = customData
         payload["aps"] = .object(aps)
-        let data = try PayloadRules.encode(.object(payload), limit: APNsPushType.alert.maximumPayloadBytes)
+        var parts: [String: JSONValue?] = ["aps.alert": aps["alert"]]
+        for (key, value) in customData { parts[key] = value }
+        let data = try PayloadRules.encode(.object(payload), limit: APNsPushType.alert.maximumPayloadBytes, parts: parts)
         return BuiltPush(
             payload: data, pushType: .alert, topic: topic, priority: priority, expiration: expiration,
             collapseID: collapseID, event: nil, timestamp: nil, tokenKind: .device)

@@ -183,7 +183,8 @@ public struct LiveActivityPush: Sendable, Hashable {
         try PayloadRules.checkCollapseID(collapseID)
 
         let payload = try PayloadRules.encode(
-            ["aps": .object(aps)], limit: APNsPushType.liveactivity.maximumPayloadBytes)
+            ["aps": .object(aps)], limit: APNsPushType.liveactivity.maximumPayloadBytes,
+            parts: ["aps.content-state": aps["content-state"], "aps.attributes": aps["attributes"], "aps.alert": aps["alert"]])
         return BuiltPush(
             payload: payload, pushType: .liveactivity, topic: topic, priority: priority, expiration: expiration,
             collapseID: collapseID, event: event, timestamp: timestamp, tokenKind: event.tokenKind)

@@ -69,6 +69,17 @@ public struct SwiftSchemaError: Error, Sendable, Hashable, CustomStringConvertib
 
         /// The code's name.
         public var description: String { base.rawValue }
+
+        /// What went wrong, as the start of a sentence for people.
+        public var summary: String {
+            switch base {
+            case .noActivityAttributes: "no type in it conforms to ActivityAttributes"
+            case .ambiguousRoot: "it is not clear which type is the ActivityAttributes type; name it with --type"
+            case .typeNotFound: "it uses types that are not declared in this file"
+            case .unsupported: "it has properties a schema cannot express"
+            case .syntax: "it is not Swift that can be read"
+            }
+        }
     }
 
     /// What went wrong; when problems of both kinds were found, `unsupported`.

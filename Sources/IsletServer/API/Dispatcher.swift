@@ -18,8 +18,8 @@ struct Dispatcher: Sendable {
         case .found(let handler, let parameters, let pattern):
             route = pattern
             response = await handler(request, parameters)
-        case .methodNotAllowed(let allowed):
-            route = "unmatched"
+        case .methodNotAllowed(let allowed, let pattern):
+            route = pattern
             response = Problem(status: 405, detail: "\(request.method) is not allowed on \(request.path); use \(allowed.joined(separator: ", ")).").response
             response.headers.set("Allow", allowed.joined(separator: ", "))
         case .notFound:

@@ -49,22 +49,13 @@ public struct Problem: Error, Sendable, Encodable {
     }
 
     /// The standard reason phrase of an HTTP status.
-    public static func reasonPhrase(_ status: Int) -> String {
-        switch status {
-        case 400: "Bad Request"
-        case 401: "Unauthorized"
-        case 403: "Forbidden"
-        case 404: "Not Found"
-        case 405: "Method Not Allowed"
-        case 409: "Conflict"
-        case 413: "Content Too Large"
-        case 415: "Unsupported Media Type"
-        case 422: "Unprocessable Content"
-        case 429: "Too Many Requests"
-        case 500: "Internal Server Error"
-        case 503: "Service Unavailable"
-        default: "HTTP \(status)"
-        }
+    public static func reasonPhrase(_ status: Int) -> String { HTTPResponse.reasonPhrase(status) }
+
+    /// A message as the end of a sentence: with a full stop, unless it already ends
+    /// with one (or with a question mark, as "did you mean name?" does).
+    static func sentence(_ message: String) -> String {
+        guard let last = message.last, !".?!".contains(last) else { return message }
+        return message + "."
     }
 }
 

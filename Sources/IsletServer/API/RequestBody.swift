@@ -69,7 +69,7 @@ final class RequestBody {
         guard !errors.isEmpty else { return }
         let fields = errors.map(\.field)
         let detail = errors.count == 1
-            ? "The field \(fields[0]) is invalid: \(errors[0].message)."
+            ? "The field \(fields[0]) is invalid: \(Problem.sentence(errors[0].message))"
             : "\(errors.count) fields are invalid: \(fields.joined(separator: ", "))."
         throw Problem(status: 422, detail: detail, errors: errors)
     }

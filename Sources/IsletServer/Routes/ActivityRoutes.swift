@@ -390,7 +390,7 @@ struct ActivityRoutes: Sendable {
     static func problem(_ error: PayloadError, event: PushEvent) -> Problem {
         let field = apiField(error.field, event: event)
         return Problem(
-            status: 422, detail: "The field \(field) is invalid: \(error.message).",
+            status: 422, detail: "The field \(field) is invalid: \(Problem.sentence(error.message))",
             errors: [.init(field: field, message: error.message)])
     }
 
@@ -409,7 +409,6 @@ struct ActivityRoutes: Sendable {
         for (prefix, name) in prefixes where field == prefix || field.hasPrefix(prefix + ".") || field.hasPrefix(prefix + "[") {
             return name + field.dropFirst(prefix.count)
         }
-        if field == "payload" { return event == .start ? "payload" : "content_state" }
         return field
     }
 

@@ -32,6 +32,7 @@ struct AppRoutes: Sendable {
             APIRoute(
                 "POST", "/v1/apps/{app_id}/keys/rotate",
                 summary: "Replace both app keys; the old ones stop working at once.", access: .admin,
+                body: RequestSchemas.empty,
                 responses: [(200, "The new keys"), (404, "No such app")]
             ) { request, parameters in try await rotate(request, appID: parameters["app_id"] ?? "") },
         ]
@@ -104,6 +105,7 @@ struct AppRoutes: Sendable {
 
     private func rotate(_ request: HTTPRequest, appID: String) async throws -> HTTPResponse {
         try await Authentication.requireAdmin(request, context: context)
+        try RequestBody(request, schema: RequestSchemas.empty).finish()
         let serverKey = try AppKeys.generate(.server)
         let deviceKey = try AppKeys.generate(.device)
         let now = context.clock.now()
