@@ -222,7 +222,10 @@ struct ServerHarness: Sendable {
     }
 
     static func token() -> String {
-        var random = SystemRandomNumberGenerator()
+        // A generator with state, not the zero-sized SystemRandomNumberGenerator: a
+        // closure's inout access to a value of no size hands ThreadSanitizer an
+        // address it has no shadow for, and the sanitizer itself crashed on it.
+        var random = SeededRandomSource(seed: UInt64.random(in: .min ... .max))
         return PushToken.make(byteCount: 32, using: &random)
     }
 }
