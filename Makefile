@@ -29,6 +29,7 @@ test: deps
 # The whole suite under AddressSanitizer, then under ThreadSanitizer, each in a
 # build folder of its own; suppressions (each with its proof) in scripts/sanitizers/.
 test-sanitize: deps
+	./scripts/test-tools.sh
 	./scripts/test-sanitize.sh address
 	./scripts/test-sanitize.sh thread
 

@@ -19,7 +19,7 @@ public final class DeliveryWorker: Sendable {
     /// The pacing and retry limits.
     public let configuration: DeliveryConfiguration
 
-    private let store: Store
+    private let store: any Store
     private let client: APNsClient
     private let clock: any WallClock
     private let logger: Logger
@@ -57,7 +57,7 @@ public final class DeliveryWorker: Sendable {
     /// Creates a worker; nothing happens until `start`. `random` draws the retry
     /// jitter (by default a generator seeded once from the system).
     public init(
-        store: Store, client: APNsClient, configuration: DeliveryConfiguration = DeliveryConfiguration(),
+        store: any Store, client: APNsClient, configuration: DeliveryConfiguration = DeliveryConfiguration(),
         clock: any WallClock = SystemWallClock(), random: any RandomSource = SeededRandomSource(seed: .random(in: .min ... .max)),
         logger: Logger
     ) {
@@ -79,7 +79,7 @@ public final class DeliveryWorker: Sendable {
         }) else { return }
         let requeued: Int
         do {
-            requeued = try store.writeNow { try $0.requeueInFlight(now: clock.now()) }
+            requeued = try store.writeNow { try $0.requeueInFlight(.requeueAll, now: clock.now()) }
         } catch {
             state.withLock { $0.started = false }
             throw error
@@ -336,7 +336,7 @@ public final class DeliveryWorker: Sendable {
     }
 
     /// Records one answer and acts on it; answers what to count.
-    private func apply(_ answer: Answer, session: StoreSession, now: Date) throws -> (String, String?, Double?) {
+    private func apply(_ answer: Answer, session: any StoreSession, now: Date) throws -> (String, String?, Double?) {
         let push = answer.push
         let result = answer.result
         let reason = DeliveryPolicy.reason(result)
@@ -388,7 +388,7 @@ public final class DeliveryWorker: Sendable {
     }
 
     /// Whether `push` is a start or an update of an activity that has ended.
-    private func endedMeanwhile(_ push: ClaimedPush, session: StoreSession) throws -> Bool {
+    private func endedMeanwhile(_ push: ClaimedPush, session: any StoreSession) throws -> Bool {
         guard push.content.event == .start || push.content.event == .update, let activityID = push.activityID else {
             return false
         }
@@ -400,7 +400,7 @@ public final class DeliveryWorker: Sendable {
     /// device's copy of the activity and leaves the device alone; a rejected device
     /// token marks the device unreachable. A refusal older than the token's latest
     /// registration changes nothing.
-    private func actOnDeadToken(_ push: ClaimedPush, since: Date?, session: StoreSession, now: Date) throws {
+    private func actOnDeadToken(_ push: ClaimedPush, since: Date?, session: any StoreSession, now: Date) throws {
         let acted: Bool
         switch push.tokenKind {
         case .pushToStart:

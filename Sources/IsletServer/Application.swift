@@ -18,7 +18,7 @@ public final class Application: Sendable {
     /// The root logger.
     public let logger: Logger
     /// The registry and queue.
-    public let store: Store
+    public let store: any Store
     /// The worker sending queued pushes.
     public let delivery: DeliveryWorker
     /// The APNs client the worker sends with.
@@ -42,7 +42,7 @@ public final class Application: Sendable {
     }
 
     init(
-        configuration: Configuration, logger: Logger, store: Store, delivery: DeliveryWorker, client: APNsClient,
+        configuration: Configuration, logger: Logger, store: any Store, delivery: DeliveryWorker, client: APNsClient,
         simulator: APNsSimulator?, generatedAdminToken: String?, demo: DemoApp?, router: Router, metrics: RequestMetrics,
         scheduledEnds: ScheduledEnds
     ) {
@@ -88,7 +88,7 @@ public final class Application: Sendable {
         }
         logger.notice(
             "listening", ("url", .string(url(port: port))),
-            ("database", .string(store.database.path)), ("version", .string(IsletVersion.current)))
+            ("database", .string(store.location)), ("version", .string(IsletVersion.current)))
         return port
     }
 
@@ -174,9 +174,9 @@ public func buildApplication(
 ) throws(ConfigurationError) -> Application {
     let logger = logger ?? Logger(level: configuration.logLevel, format: configuration.logFormat, clock: clock)
     let created = try configuration.prepareFilesystem()
-    let store: Store
+    let store: any Store
     do {
-        store = try Store(path: configuration.resolvedDatabasePath)
+        store = try SQLiteStore(path: configuration.resolvedDatabasePath)
     } catch {
         // Nothing of a start that failed stays behind: the folders it made go again.
         Configuration.removeFolders(created)
@@ -193,7 +193,7 @@ public func buildApplication(
 
 /// The rest of `buildApplication`, once the store is open.
 private func assemble(
-    _ configuration: Configuration, logger: Logger, clock: any WallClock, store: Store
+    _ configuration: Configuration, logger: Logger, clock: any WallClock, store: any Store
 ) throws(ConfigurationError) -> Application {
     let (adminToken, generated) = try AdminToken.load(configuration)
 
@@ -325,7 +325,7 @@ extension DemoApp {
     static let bundleID = "dev.islet.demo"
 
     /// Creates the demo app, or gives the existing one fresh keys.
-    static func prepare(store: Store, clock: any WallClock) throws -> DemoApp {
+    static func prepare(store: any Store, clock: any WallClock) throws -> DemoApp {
         let serverKey = try AppKeys.generate(.server)
         let deviceKey = try AppKeys.generate(.device)
         let now = clock.now()

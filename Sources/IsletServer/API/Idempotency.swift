@@ -33,7 +33,7 @@ enum Idempotency {
     /// rolls everything back and is not remembered.
     static func perform(
         _ request: HTTPRequest, appID: String, context: ServerContext,
-        _ work: @escaping @Sendable (StoreSession, Date) throws -> (status: Int, body: Data)
+        _ work: @escaping @Sendable (any StoreSession, Date) throws -> (status: Int, body: Data)
     ) async throws -> HTTPResponse {
         let key = try key(request)
         let hash = requestHash(request)
@@ -52,7 +52,8 @@ enum Idempotency {
             let (status, body) = try work(session, now)
             if let key {
                 try session.saveIdempotentAnswer(
-                    appID: appID, key: key, IdempotentAnswer(requestHash: hash, status: status, body: body, createdAt: now))
+                    appID: appID, key: key, IdempotentAnswer(requestHash: hash, status: status, body: body, createdAt: now),
+                    replacingBefore: since)
             }
             return (status, body, false)
         }

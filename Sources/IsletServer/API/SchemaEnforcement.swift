@@ -27,7 +27,7 @@ enum SchemaEnforcement {
     /// `storedState`: the content state was stored by an earlier send (already
     /// checked and converted); it is only wrapped.
     static func prepare(
-        session: StoreSession, app: AppRecord, activityType: String, attributes: JSONValue?, contentState: JSONValue?,
+        session: any StoreSession, app: AppRecord, activityType: String, attributes: JSONValue?, contentState: JSONValue?,
         isStart: Bool, storedState: Bool = false
     ) throws -> PreparedContent {
         guard let record = try session.activityType(appID: app.id, name: activityType) else {

@@ -10,7 +10,7 @@ import Storage
 /// What every route handler shares: the store, the delivery worker, the clock and
 /// the rules.
 struct ServerContext: Sendable {
-    let store: Store
+    let store: any Store
     let delivery: DeliveryWorker
     let clock: any WallClock
     let lifecycle: ActivityLifecycle

@@ -107,7 +107,7 @@ struct ActivityRoutes: Sendable {
             try session.insertActivity(
                 appID: appID, activityID: activityID!, activityType: activityType!, origin: .remote,
                 attributes: prepared.attributes, contentState: prepared.contentState, lastTimestamp: built.timestamp,
-                endAt: endAt, now: now)
+                endAt: endAt, replacing: true, now: now)
             try session.insertPendingInstances(appID: appID, activityID: activityID!, targets: targets, now: now)
             let sendID = try session.insertSend(appID: appID, activityID: activityID!, content: Self.content(built, event: .start), now: now)
             try session.enqueuePushes(
@@ -199,7 +199,7 @@ struct ActivityRoutes: Sendable {
     /// 202 with the counts, or 200 when it had already ended. The end route and
     /// scheduled ends both come here.
     static func endTransaction(
-        session: StoreSession, app: AppRecord, activityID: String, contentState: JSONValue?, dismissalDate: Date?,
+        session: any StoreSession, app: AppRecord, activityID: String, contentState: JSONValue?, dismissalDate: Date?,
         cause: EndCause, lifecycle: ActivityLifecycle, now: Date
     ) throws -> (status: Int, body: Data) {
         let appID = app.id
@@ -236,7 +236,7 @@ struct ActivityRoutes: Sendable {
     /// stores the new state). Answers 202 with the counts.
     private static func sendToHolders(
         _ built: BuiltPush, event: PushEvent, activity: ActivityRecord, appID: String, warnings: [String],
-        session: StoreSession, now: Date, record: () throws -> Void
+        session: any StoreSession, now: Date, record: () throws -> Void
     ) throws -> (status: Int, body: Data) {
         let activityID = activity.activityID
         let superseded = try session.supersedeQueuedUpdates(appID: appID, activityID: activityID, now: now)
@@ -371,7 +371,7 @@ struct ActivityRoutes: Sendable {
         }
     }
 
-    static func activity(_ session: StoreSession, appID: String, activityID: String) throws -> ActivityRecord {
+    static func activity(_ session: any StoreSession, appID: String, activityID: String) throws -> ActivityRecord {
         guard let activity = try session.activity(appID: appID, activityID: activityID) else {
             throw Problem(status: 404, detail: "There is no activity \(activityID).")
         }

@@ -150,7 +150,7 @@ struct DeviceRoutes: Sendable {
             } else {
                 try session.insertActivity(
                     appID: appID, activityID: activityID, activityType: activityType!, origin: .local, attributes: nil,
-                    contentState: nil, lastTimestamp: nil, replacing: false, now: now)
+                    contentState: nil, lastTimestamp: nil, endAt: nil, replacing: false, now: now)
             }
             return try session.registerUpdateToken(
                 appID: appID, activityID: activityID, deviceID: deviceID, token: token!,
@@ -215,7 +215,7 @@ struct DeviceRoutes: Sendable {
     /// A token is stored under one kind only: the same text as another kind means
     /// the app mixed them up, and a push would go to the wrong kind of token.
     static func refuseCrossedKind(
-        session: StoreSession, appID: String, token: String, kind: PushTokenKind, field: String
+        session: any StoreSession, appID: String, token: String, kind: PushTokenKind, field: String
     ) throws {
         let others = try session.registeredKinds(appID: appID, token: token, except: kind)
         guard let other = others.sorted(by: { $0.rawValue < $1.rawValue }).first else { return }

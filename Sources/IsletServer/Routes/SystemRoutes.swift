@@ -9,7 +9,7 @@ import Storage
 /// The open routes: `GET /healthz`, `GET /v1/version`, `GET /metrics` and
 /// `GET /openapi.json`.
 struct SystemRoutes: Sendable {
-    let store: Store
+    let store: any Store
     let delivery: DeliveryWorker?
     let requestMetrics: RequestMetrics?
     /// The whole route list, for the OpenAPI document (set once the list is built).
@@ -38,7 +38,7 @@ struct SystemRoutes: Sendable {
     }
 
     func version() async -> HTTPResponse {
-        let schema = (try? await store.database.read { try Migrator.currentVersion($0) }) ?? 0
+        let schema = (try? await store.read { try $0.schemaVersion() }) ?? 0
         return APIJSON.response([
             "name": "islet", "version": .string(IsletVersion.current), "schema_version": .integer(Int64(schema)),
             "libraries": [

@@ -24,7 +24,7 @@ public struct ActivityFilter: Sendable {
     }
 }
 
-extension StoreSession {
+extension SQLiteSession {
     private static let activityColumns = """
         seq, activity_id, activity_type, origin, status, attributes, content_state, last_timestamp, started_at,
         updated_at, ended_at, end_cause, end_at
@@ -70,8 +70,8 @@ extension StoreSession {
     @discardableResult
     public func insertActivity(
         appID: String, activityID: String, activityType: String, origin: ActivityRecord.Origin,
-        attributes: JSONValue?, contentState: JSONValue?, lastTimestamp: Int64?, endAt: Date? = nil,
-        replacing: Bool = true, now: Date
+        attributes: JSONValue?, contentState: JSONValue?, lastTimestamp: Int64?, endAt: Date?,
+        replacing: Bool, now: Date
     ) throws -> Int64 {
         if replacing {
             try run("DELETE FROM activity_instances WHERE app_id = ? AND activity_id = ?", [appID, activityID])
@@ -222,7 +222,7 @@ extension StoreSession {
     /// Ends one device's copy. Answers whether it was not ended before.
     @discardableResult
     public func endInstance(
-        appID: String, activityID: String, deviceID: String, cause: EndCause, onlyToken: String? = nil, at date: Date
+        appID: String, activityID: String, deviceID: String, cause: EndCause, onlyToken: String?, at date: Date
     ) throws -> Bool {
         var sql = """
             UPDATE activity_instances SET status = 'ended', end_cause = ?, ended_at = ?, updated_at = ?

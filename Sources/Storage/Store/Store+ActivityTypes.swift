@@ -21,7 +21,7 @@ public struct ActivityTypeRecord: Sendable, Hashable {
     }
 }
 
-extension StoreSession {
+extension SQLiteSession {
     /// The activity type `name` of `appID`.
     public func activityType(appID: String, name: String) throws -> ActivityTypeRecord? {
         try query(

@@ -1,7 +1,7 @@
 public import Foundation
 import IsletCore
 
-extension StoreSession {
+extension SQLiteSession {
     private static let appColumns = """
         id, name, bundle_id, apns_team_id, apns_key_id, apns_private_key, server_key_hash, device_key_hash,
         created_at, updated_at, strict_activity_types

@@ -25,7 +25,7 @@ public struct DeviceRegistration: Sendable {
     }
 }
 
-extension StoreSession {
+extension SQLiteSession {
     /// The device `deviceID` of `appID`.
     public func device(appID: String, deviceID: String) throws -> DeviceRecord? {
         guard let row = try query(
@@ -83,7 +83,7 @@ extension StoreSession {
 
     /// The kinds other than `except` under which `token` is registered anywhere in
     /// the app, so that a token of one kind is never stored as another. One query.
-    public func registeredKinds(appID: String, token: String, except: PushTokenKind? = nil) throws -> Set<PushTokenKind> {
+    public func registeredKinds(appID: String, token: String, except: PushTokenKind?) throws -> Set<PushTokenKind> {
         var parts: [String] = []
         if except != .device {
             parts.append("SELECT 'device' AS kind FROM devices WHERE app_id = ?1 AND apns_token = ?2")

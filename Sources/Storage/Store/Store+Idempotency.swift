@@ -20,7 +20,7 @@ public struct IdempotentAnswer: Sendable, Hashable {
     }
 }
 
-extension StoreSession {
+extension SQLiteSession {
     /// The answer stored for `key`, if it is younger than `since`.
     public func idempotentAnswer(appID: String, key: String, since: Date) throws -> IdempotentAnswer? {
         guard let row = try query(
@@ -32,14 +32,20 @@ extension StoreSession {
             body: row["body"].blob ?? Data(), createdAt: try row.date("created_at"))
     }
 
-    /// Stores the answer for `key`, replacing an expired one.
-    public func saveIdempotentAnswer(appID: String, key: String, _ answer: IdempotentAnswer) throws {
-        try run(
+    /// Stores the answer for `key`, replacing one older than `since`, in one
+    /// statement; `conflict` when a younger answer is stored.
+    public func saveIdempotentAnswer(appID: String, key: String, _ answer: IdempotentAnswer, replacingBefore since: Date) throws {
+        let changed = try run(
             """
-            INSERT INTO idempotency_keys (app_id, key, request_hash, status, body, created_at) VALUES (?, ?, ?, ?, ?, ?)
+            INSERT INTO idempotency_keys (app_id, key, request_hash, status, body, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
             ON CONFLICT (app_id, key) DO UPDATE SET request_hash = excluded.request_hash, status = excluded.status,
                 body = excluded.body, created_at = excluded.created_at
-            """, [appID, key, answer.requestHash, answer.status, answer.body, answer.createdAt.unixMilliseconds])
+            WHERE idempotency_keys.created_at < ?7
+            """, [appID, key, answer.requestHash, answer.status, answer.body, answer.createdAt.unixMilliseconds,
+                  since.unixMilliseconds])
+        guard changed > 0 else {
+            throw StoreError(.conflict, "idempotency key \(key) already has an answer")
+        }
     }
 
     /// Forgets answers older than `before`. Answers how many.

@@ -33,7 +33,7 @@ public struct PushOutcome: Sendable {
     }
 }
 
-extension StoreSession {
+extension SQLiteSession {
     /// Stores what a send says, once for all its targets. Answers its id.
     public func insertSend(appID: String, activityID: String?, content: SendContent, now: Date) throws -> Int64 {
         try run(
@@ -125,8 +125,11 @@ extension StoreSession {
     /// Puts pushes left in flight by a stopped process back in the queue, to be sent
     /// again with the same `apns-id`. Answers how many.
     @discardableResult
-    public func requeueInFlight(now: Date) throws -> Int {
-        try run(
+    public func requeueInFlight(_ policy: InFlightPolicy, now: Date) throws -> Int {
+        switch policy {
+        case .requeueAll: break
+        }
+        return try run(
             "UPDATE pushes SET status = 'queued', next_attempt_at = ?, updated_at = ? WHERE status = 'sending'",
             [now.unixMilliseconds, now.unixMilliseconds])
     }

@@ -5,9 +5,12 @@ import IsletCore
 /// kinds of tokens, activities and their per-device copies, sends and pushes, and
 /// idempotency records. Every method is one or a few SQL statements on a
 /// ``StoreSession``; callers compose them in one transaction with ``write(_:)``.
-public final class Store: Sendable {
+public final class SQLiteStore: Store {
     /// The database.
     public let database: SQLiteDatabase
+
+    public var backend: String { "sqlite" }
+    public var location: String { database.path }
 
     /// Opens (creating and migrating) the store at `path`.
     public init(path: String) throws {
@@ -15,14 +18,14 @@ public final class Store: Sendable {
     }
 
     /// Runs `body` on the database's thread.
-    public func read<T: Sendable>(_ body: @escaping @Sendable (StoreSession) throws -> T) async throws -> T {
-        try await database.read { try body(StoreSession(connection: $0)) }
+    public func read<T: Sendable>(_ body: @escaping @Sendable (any StoreSession) throws -> T) async throws -> T {
+        try await database.read { try body(SQLiteSession(connection: $0)) }
     }
 
     /// Runs `body` in one transaction on the database's thread: everything it does is
     /// committed (and synced to disk) before this returns, or nothing is.
-    public func write<T: Sendable>(_ body: @escaping @Sendable (StoreSession) throws -> T) async throws -> T {
-        try await database.write { try body(StoreSession(connection: $0)) }
+    public func write<T: Sendable>(_ body: @escaping @Sendable (any StoreSession) throws -> T) async throws -> T {
+        try await database.write { try body(SQLiteSession(connection: $0)) }
     }
 
     /// Runs `body` in one transaction on the calling thread (for the delivery
@@ -30,16 +33,16 @@ public final class Store: Sendable {
     /// waiting for the disk (see `SQLiteDatabase.writeWithoutSync`): for what a
     /// restart redoes safely, such as pushes marked in flight or their answers (a
     /// push whose answer was lost is sent again, with the same `apns-id`).
-    public func writeNow<T: Sendable>(durable: Bool = true, _ body: (StoreSession) throws -> T) throws -> T {
+    public func writeNow<T: Sendable>(durable: Bool, _ body: (any StoreSession) throws -> T) throws -> T {
         if durable {
-            return try database.write { try body(StoreSession(connection: $0)) }
+            return try database.write { try body(SQLiteSession(connection: $0)) }
         }
-        return try database.writeWithoutSync { try body(StoreSession(connection: $0)) }
+        return try database.writeWithoutSync { try body(SQLiteSession(connection: $0)) }
     }
 
     /// Runs `body` on the calling thread.
-    public func readNow<T: Sendable>(_ body: (StoreSession) throws -> T) throws -> T {
-        try database.withConnection { try body(StoreSession(connection: $0)) }
+    public func readNow<T: Sendable>(_ body: (any StoreSession) throws -> T) throws -> T {
+        try database.withConnection { try body(SQLiteSession(connection: $0)) }
     }
 
     /// Closes the database.
@@ -48,8 +51,8 @@ public final class Store: Sendable {
     }
 }
 
-/// The store's operations on one connection, inside a `read` or `write`.
-public struct StoreSession {
+/// The store's operations on one SQLite connection, inside a `read` or `write`.
+public struct SQLiteSession: StoreSession {
     let connection: SQLiteConnection
 
     init(connection: SQLiteConnection) {
@@ -59,6 +62,10 @@ public struct StoreSession {
     /// Answers when the database does (a health check).
     public func ping() throws {
         _ = try query("SELECT 1")
+    }
+
+    public func schemaVersion() throws -> Int {
+        try Migrator.currentVersion(connection)
     }
 
     func query(_ sql: String, _ values: [any SQLiteBindable] = []) throws -> [SQLiteRow] {

@@ -320,10 +320,17 @@ public struct ClaimedPush: Sendable {
 public struct StoreError: Error, Sendable, CustomStringConvertible {
     /// What went wrong; new codes may be added.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
-        private enum Base: String { case corrupt }
+        private enum Base: String { case conflict, busy, unavailable, corrupt }
         private let base: Base
         private init(_ base: Base) { self.base = base }
 
+        /// The change collides with what is stored (a key or id already taken, a
+        /// constraint broken): the caller may read again and decide.
+        public static let conflict = Code(.conflict)
+        /// The database is busy with other writers; trying again shortly may work.
+        public static let busy = Code(.busy)
+        /// The database cannot be reached (closed, unreachable, out of space).
+        public static let unavailable = Code(.unavailable)
         /// A stored value that cannot be read back.
         public static let corrupt = Code(.corrupt)
 

@@ -1,0 +1,236 @@
+public import Foundation
+public import IsletCore
+
+// The storage boundary: what the domain services and the delivery worker may ask of
+// a database, one protocol per concern. A backend implements every protocol on its
+// session type (`StoreSession`) and the transactions on its store type (`Store`);
+// nothing above this file knows which backend it talks to.
+
+/// Apps: their identity, settings, APNs credentials and key hashes.
+public protocol AppStore {
+    /// Adds an app; `conflict` when the id is taken.
+    func insertApp(_ app: AppRecord) throws
+    /// Replaces an app's name, bundle id, credentials, settings and key hashes.
+    func updateApp(_ app: AppRecord) throws
+    /// Replaces an app's name, bundle id, credentials and settings, leaving its keys.
+    func updateAppSettings(_ app: AppRecord) throws
+    /// Replaces an app's two key hashes. Answers whether the app exists.
+    func replaceKeys(appID: String, serverKeyHash: Data, deviceKeyHash: Data, now: Date) throws -> Bool
+    /// The app `id`.
+    func app(id: String) throws -> AppRecord?
+    /// The app whose server or device key hashes to `hash`, and which key it is.
+    func app(keyHash hash: Data) throws -> (app: AppRecord, kind: AppKeyKind)?
+    /// Every app, oldest first.
+    func apps() throws -> [AppRecord]
+}
+
+/// Devices, their ordinary tokens and their push-to-start tokens, and the
+/// audiences that name them.
+public protocol DeviceStore {
+    /// The device `deviceID` of `appID`.
+    func device(appID: String, deviceID: String) throws -> DeviceRecord?
+    /// Creates or updates a device, atomically. Answers whether it was created.
+    func upsertDevice(appID: String, deviceID: String, _ registration: DeviceRegistration, now: Date) throws -> Bool
+    /// The kinds other than `except` under which `token` is registered anywhere in
+    /// the app.
+    func registeredKinds(appID: String, token: String, except: PushTokenKind?) throws -> Set<PushTokenKind>
+    /// The environment of a registered device, or `nil` when there is no such device.
+    func deviceEnvironment(appID: String, deviceID: String) throws -> APNsEnvironment?
+    /// Stores the push-to-start token of one device and activity type, atomically.
+    /// Answers whether none was stored before.
+    func upsertStartToken(
+        appID: String, deviceID: String, activityType: String, token: String, environment: APNsEnvironment, now: Date
+    ) throws -> Bool
+    /// Removes a device's push-to-start token for a type. Answers whether one was stored.
+    func deleteStartToken(appID: String, deviceID: String, activityType: String) throws -> Bool
+    /// How many registered devices `audience` names.
+    func audienceSize(appID: String, audience: Audience) throws -> Int
+    /// The push-to-start tokens for `activityType` of every device in `audience`.
+    func startTargets(appID: String, audience: Audience, activityType: String) throws -> [PushTarget]
+    /// The device tokens of every reachable device in `audience`.
+    func alertTargets(appID: String, audience: Audience) throws -> [PushTarget]
+    /// Deletes a push-to-start token APNs refused, unless it was registered again
+    /// after `refusedAt`. Answers whether it was deleted.
+    func deleteRefusedStartToken(appID: String, token: String, refusedAt: Date?) throws -> Bool
+    /// Marks a device unreachable after APNs refused its device token, unless the
+    /// token was registered again after `refusedAt`. Answers whether it was marked.
+    func markDeviceUnreachable(appID: String, token: String, refusedAt: Date?, now: Date) throws -> Bool
+    /// After a push reached `token` only in `environment`, records that environment
+    /// wherever the token is registered.
+    func correctEnvironment(appID: String, token: String, kind: PushTokenKind, environment: APNsEnvironment) throws
+}
+
+/// Activities and each device's copy of them.
+public protocol ActivityStore {
+    /// The activity `activityID` of `appID`.
+    func activity(appID: String, activityID: String) throws -> ActivityRecord?
+    /// Activities of `appID`, newest first.
+    func activities(appID: String, filter: ActivityFilter) throws -> [ActivityRecord]
+    /// Adds an activity; with `replacing`, first removes an ended one of the same id
+    /// and its copies. Answers its sequence.
+    @discardableResult
+    func insertActivity(
+        appID: String, activityID: String, activityType: String, origin: ActivityRecord.Origin,
+        attributes: JSONValue?, contentState: JSONValue?, lastTimestamp: Int64?, endAt: Date?, replacing: Bool, now: Date
+    ) throws -> Int64
+    /// Sets when Islet ends the activity.
+    func setEndAt(appID: String, activityID: String, endAt: Date) throws
+    /// Activities whose end time has come and that have not ended, oldest first.
+    func dueScheduledEnds(now: Date, limit: Int) throws -> [(appID: String, activityID: String)]
+    /// Records an update: the new content state and timestamp.
+    func recordUpdate(appID: String, activityID: String, contentState: JSONValue, timestamp: Int64, now: Date) throws
+    /// Ends an activity and every copy of it not yet ended.
+    func endActivity(
+        appID: String, activityID: String, cause: EndCause, contentState: JSONValue?, timestamp: Int64?, at date: Date
+    ) throws
+    /// Ends every activity started at or before `startedBefore` that has not ended,
+    /// with every copy of it, and drops its queued starts and updates. Answers how
+    /// many activities.
+    @discardableResult
+    func expireActivities(startedBefore: Date, total: TimeInterval, now: Date) throws -> Int
+    /// Whether the activity has ended (or no longer exists).
+    func activityHasEnded(appID: String, activityID: String) throws -> Bool
+    /// Every device's copy of an activity, by device id.
+    func instances(appID: String, activityID: String) throws -> [InstanceRecord]
+    /// One device's copy of an activity.
+    func instance(appID: String, activityID: String, deviceID: String) throws -> InstanceRecord?
+    /// Adds pending copies for the devices a start goes to.
+    func insertPendingInstances(appID: String, activityID: String, targets: [PushTarget], now: Date) throws
+    /// Registers or rotates a device's update token for an activity, atomically.
+    /// Answers whether the device had no token for it before.
+    func registerUpdateToken(
+        appID: String, activityID: String, deviceID: String, token: String, environment: APNsEnvironment, now: Date
+    ) throws -> Bool
+    /// Ends one device's copy. Answers whether it was not ended before.
+    @discardableResult
+    func endInstance(
+        appID: String, activityID: String, deviceID: String, cause: EndCause, onlyToken: String?, at date: Date
+    ) throws -> Bool
+    /// Ends the copy of an activity whose update token APNs refused, unless the token
+    /// was registered again after `refusedAt`. Answers whether it ended.
+    func endRefusedInstance(appID: String, activityID: String, token: String, refusedAt: Date?, now: Date) throws -> Bool
+    /// The update tokens of every copy of an activity that has not ended.
+    func updateTargets(appID: String, activityID: String) throws -> [PushTarget]
+}
+
+/// Registered activity types and their schemas.
+public protocol ActivityTypeStore {
+    /// The activity type `name` of `appID`.
+    func activityType(appID: String, name: String) throws -> ActivityTypeRecord?
+    /// Every activity type of `appID`, by name.
+    func activityTypes(appID: String) throws -> [ActivityTypeRecord]
+    /// Stores (or replaces) a type, atomically. Answers whether it is new.
+    func putActivityType(appID: String, name: String, schema: ActivityTypeSchema, now: Date) throws -> Bool
+    /// Removes a type. Answers whether it existed.
+    func deleteActivityType(appID: String, name: String) throws -> Bool
+    /// How many activities of a type have not ended and started after `startedAfter`.
+    func runningActivities(appID: String, activityType: String, startedAfter: Date) throws -> Int
+}
+
+/// The send queue: what each send says, one push per target, their claims and
+/// their outcomes.
+public protocol PushQueue {
+    /// Stores what a send says, once for all its targets. Answers its id.
+    func insertSend(appID: String, activityID: String?, content: SendContent, now: Date) throws -> Int64
+    /// Queues one push of `sendID` per target, each with its own `apns-id` from
+    /// `mintID`. Answers how many.
+    @discardableResult
+    func enqueuePushes(
+        sendID: Int64, appID: String, activityID: String?, activityType: String?, event: PushEvent,
+        tokenKind: PushTokenKind, targets: [PushTarget], now: Date, mintID: () -> String
+    ) throws -> Int
+    /// Drops the queued updates of an activity that a newer update or end replaces.
+    /// Answers how many.
+    @discardableResult
+    func supersedeQueuedUpdates(appID: String, activityID: String, now: Date) throws -> Int
+    /// Drops an activity's queued pushes of `events`. Answers how many.
+    @discardableResult
+    func dropQueuedPushes(appID: String, activityID: String, events: [PushEvent], reason: String, now: Date) throws -> Int
+    /// Every push made for an activity since `since`, oldest first.
+    func pushes(appID: String, activityID: String, since: Date) throws -> [PushHistoryItem]
+    /// Puts pushes left in flight back in the queue, by `policy`, to be sent again
+    /// with the same `apns-id`. Answers how many.
+    @discardableResult
+    func requeueInFlight(_ policy: InFlightPolicy, now: Date) throws -> Int
+    /// Takes up to `limit` pushes that are due, oldest first, and marks them in
+    /// flight, atomically. `sends` caches what each send says.
+    func claimDuePushes(now: Date, limit: Int, sends: inout [Int64: SendContent]) throws -> [ClaimedPush]
+    /// Records what became of a push.
+    func recordOutcome(pushID: Int64, _ outcome: PushOutcome, now: Date) throws
+    /// The earliest time a queued push is due, if any is queued.
+    func nextDueTime() throws -> Date?
+    /// Pushes waiting to be sent or in flight.
+    func queueDepth() throws -> Int
+}
+
+/// What a worker does, on start, with pushes marked in flight.
+public enum InFlightPolicy: Sendable, Hashable {
+    /// Every push marked in flight goes back to the queue: right when this process
+    /// is the only one that ever claims pushes from the database (SQLite, one node),
+    /// so that any push still marked was left by an earlier run of it.
+    case requeueAll
+}
+
+/// The first answer to each `Idempotency-Key`.
+public protocol IdempotencyStore {
+    /// The answer stored for `key`, if it is younger than `since`.
+    func idempotentAnswer(appID: String, key: String, since: Date) throws -> IdempotentAnswer?
+    /// Stores the answer for `key`, replacing one older than `since`; `conflict` when
+    /// a younger one is stored (another request with the key got there first).
+    func saveIdempotentAnswer(appID: String, key: String, _ answer: IdempotentAnswer, replacingBefore since: Date) throws
+    /// Forgets answers older than `before`. Answers how many.
+    @discardableResult
+    func purgeIdempotentAnswers(before: Date) throws -> Int
+}
+
+/// Everything one transaction can do.
+public protocol StoreSession: AppStore, DeviceStore, ActivityStore, ActivityTypeStore, PushQueue, IdempotencyStore {
+    /// Answers when the database does (a health check).
+    func ping() throws
+    /// The version of the database's schema.
+    func schemaVersion() throws -> Int
+}
+
+/// A database holding Islet's state: transactions, async for request handlers and
+/// on the calling thread for the delivery worker (which has a thread of its own).
+public protocol Store: Sendable {
+    /// `sqlite` (or, later, another backend's name).
+    var backend: String { get }
+    /// Where the data is, for logs (a file path; never a password).
+    var location: String { get }
+    /// Runs `body` as a read.
+    func read<T: Sendable>(_ body: @escaping @Sendable (any StoreSession) throws -> T) async throws -> T
+    /// Runs `body` in one transaction: everything it does is committed (durably)
+    /// before this returns, or nothing is.
+    func write<T: Sendable>(_ body: @escaping @Sendable (any StoreSession) throws -> T) async throws -> T
+    /// Runs `body` as a read on the calling thread.
+    func readNow<T: Sendable>(_ body: (any StoreSession) throws -> T) throws -> T
+    /// Runs `body` in one transaction on the calling thread. `durable: false` may
+    /// commit without waiting for the disk: for what a restart redoes safely (pushes
+    /// marked in flight, or their answers).
+    func writeNow<T: Sendable>(durable: Bool, _ body: (any StoreSession) throws -> T) throws -> T
+    /// Closes the database; later calls fail with `unavailable`.
+    func close()
+}
+
+extension Store {
+    /// A durable transaction on the calling thread.
+    public func writeNow<T: Sendable>(_ body: (any StoreSession) throws -> T) throws -> T {
+        try writeNow(durable: true, body)
+    }
+}
+
+extension DeviceStore {
+    /// The kinds under which `token` is registered anywhere in the app.
+    public func registeredKinds(appID: String, token: String) throws -> Set<PushTokenKind> {
+        try registeredKinds(appID: appID, token: token, except: nil)
+    }
+}
+
+extension ActivityStore {
+    /// Ends one device's copy, whatever its token.
+    @discardableResult
+    public func endInstance(appID: String, activityID: String, deviceID: String, cause: EndCause, at date: Date) throws -> Bool {
+        try endInstance(appID: appID, activityID: activityID, deviceID: deviceID, cause: cause, onlyToken: nil, at: date)
+    }
+}
