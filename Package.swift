@@ -64,17 +64,27 @@ let package = Package(
         .target(
             name: "Delivery", dependencies: ["IsletSync", "IsletCore", "IsletLog", "IsletCrypto", "Storage", "APNs"],
             swiftSettings: swiftSettings),
-        // Routes, configuration and the application that main and tests build.
+        // Domain services: apps and keys, devices and tokens, activity types, activities,
+        // notifications. Commands in, results or domain errors out; no HTTP; the store
+        // only through its protocols.
+        .target(
+            name: "IsletService", dependencies: ["IsletSync", "IsletCore", "IsletLog", "IsletCrypto", "Storage"],
+            swiftSettings: swiftSettings),
+        // The HTTP API (routes that parse, call a service and render; the dispatcher and
+        // its middleware), configuration, and the application that main and tests build.
         .target(
             name: "IsletServer",
             dependencies: [
                 "IsletCore", "IsletSync", "IsletLog", "IsletCrypto", "Storage", "HTTPServer", "HTTP2", "APNs", "Delivery",
-                "APNsSimulator",
+                "IsletService",
             ],
             swiftSettings: swiftSettings
         ),
-        // The thin executable.
-        .executableTarget(name: "islet", dependencies: ["IsletSync", "IsletServer", "APNs", "APNsSimulator", "IsletCrypto"], swiftSettings: swiftSettings),
+        // The thin executable: subcommands, signals, and the embedded simulator of `serve --simulator`.
+        .executableTarget(
+            name: "islet",
+            dependencies: ["IsletSync", "IsletCore", "IsletServer", "IsletService", "Storage", "APNs", "APNsSimulator", "IsletCrypto"],
+            swiftSettings: swiftSettings),
 
         // Benchmark helpers (`make bench`).
         .executableTarget(
@@ -93,7 +103,7 @@ let package = Package(
         // Fuzz targets: what each feeds its parser, shared by the fuzzers and the corpus replay test.
         .target(
             name: "FuzzTargets",
-            dependencies: ["IsletSync", "IsletCore", "IsletCrypto", "IsletServer", "HTTPServer", "HTTP2", "APNs", "APNsSimulator", "IsletLog"],
+            dependencies: ["IsletSync", "IsletCore", "IsletCrypto", "IsletServer", "IsletService", "HTTPServer", "HTTP2", "APNs", "APNsSimulator", "IsletLog", "Storage"],
             path: "Fuzz/Targets", swiftSettings: swiftSettings),
         // libFuzzer's driver, declared for the fuzz entry points.
         .target(name: "CLibFuzzer", path: "Fuzz/CLibFuzzer"),

@@ -53,15 +53,11 @@ public enum RequestBodyFuzz {
         let logger = Logger(level: .error, format: .logfmt, sink: sink, clock: clock)
         // Built and never started: no listener, no delivery; the routes run in process.
         let application = try! buildApplication(configuration, logger: logger, clock: clock)
-        let context = ServerContext(
-            store: application.store, delivery: application.delivery, clock: clock,
-            lifecycle: ActivityLifecycle(windows: configuration.lifecycleWindows), logger: logger,
-            adminTokenHash: Digest.sha256(Data(adminToken.utf8)), idempotencyWindow: 3600,
-            credentialsChanged: { _ in }, requestMetrics: RequestMetrics())
-        var router = Router()
-        for route in APIRoutes.all(context: context) {
-            router.add(route.method, route.pattern, route.routerHandler(logger: logger))
-        }
+        // The application's own services and routes, with a dispatcher of the fuzzer's.
+        let services = application.services
+        let router = Dispatcher.router(
+            routes: APIRoutes.all(services: services, delivery: application.delivery, requestMetrics: nil),
+            middleware: APIRoutes.middleware(services: services), logger: logger)
         let dispatcher = Dispatcher(router: router, logger: logger, metrics: nil)
         func call(_ method: String, _ path: String, key: String, _ body: String) -> (Int, JSONValue) {
             let response = wait {

@@ -1,6 +1,7 @@
 import Foundation
 import IsletCore
 import IsletServer
+import IsletService
 
 /// The newcomer's walk-through `islet serve --simulator` prints: one activity's whole
 /// life, as curl commands against this very server and its simulator.
@@ -8,7 +9,7 @@ enum Walkthrough {
     static func text(application: Application, demo: DemoApp) -> String {
         let host = application.configuration.host.contains(":") ? "[\(application.configuration.host)]" : application.configuration.host
         let api = "http://\(host):\(application.port)"
-        let inspect = application.simulator?.inspectPort.map { "http://127.0.0.1:\($0)" } ?? "(no inspection port)"
+        let inspect = application.embeddedAPNs?.endpoint.inspectURL ?? "(no inspection port)"
         var random = SystemRandomNumberGenerator()
         let startToken = PushToken.make(byteCount: 32, using: &random)
         let json = "-H 'Content-Type: application/json'"

@@ -65,7 +65,7 @@ func serve(_ arguments: [String]) async -> Int32 {
     do {
         let loaded = try Configuration.load(arguments: arguments, environment: ProcessInfo.processInfo.environment)
         configuration = loaded.configuration
-        application = try buildApplication(configuration)
+        application = try buildApplication(configuration, embeddedAPNs: EmbeddedSimulator.factory)
         for warning in loaded.warnings { application.logger.warning(warning) }
     } catch {
         Console.err("islet: \(error)")

@@ -39,11 +39,12 @@ enum PathParameter {
     }
 }
 
-/// One route of the API: its method and path, what the OpenAPI document says about
-/// it, and its handler. The router and the OpenAPI document are both built from the
+/// One route of the API: its method and path, who may call it (which the router
+/// enforces before the handler runs), what the OpenAPI document says about it, and
+/// its handler. The router and the OpenAPI document are both built from the
 /// same list, so the document lists exactly the routes served.
 struct APIRoute: Sendable {
-    typealias Handler = @Sendable (HTTPRequest, PathParameters) async throws -> HTTPResponse
+    typealias Handler = @Sendable (RouteRequest) async throws -> HTTPResponse
 
     let method: String
     let pattern: String
@@ -80,23 +81,6 @@ struct APIRoute: Sendable {
         self.contentType = contentType
         self.handler = handler
     }
-
-    /// The handler as the router takes it: problems become problem+json answers,
-    /// anything else a logged 500.
-    func routerHandler(logger: Logger) -> Router.Handler {
-        let handler = self.handler
-        let name = "\(method) \(pattern)"
-        return { request, parameters in
-            do {
-                return try await handler(request, parameters)
-            } catch let problem as Problem {
-                return problem.response
-            } catch {
-                logger.error("request failed", ("route", .string(name)), ("error", .string("\(error)")))
-                return Problem(status: 500, detail: "The server failed to answer; the failure is logged.").response
-            }
-        }
-    }
 }
 
 /// JSON for responses: dates as RFC 3339 with milliseconds.
@@ -106,21 +90,8 @@ enum APIJSON {
         return .string(rfc3339(date))
     }
 
-    /// `2026-11-29T23:08:48.893Z`, written by hand: a shared formatter would need a
-    /// lock on every answer.
-    static func rfc3339(_ date: Date) -> String {
-        let milliseconds = Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
-        var seconds = time_t(milliseconds >= 0 ? milliseconds / 1000 : (milliseconds - 999) / 1000)
-        let fraction = Int((milliseconds % 1000 + 1000) % 1000)
-        var parts = tm()
-        gmtime_r(&seconds, &parts)
-        func pad(_ value: Int32, _ width: Int) -> String {
-            let text = String(value)
-            return text.count >= width ? text : String(repeating: "0", count: width - text.count) + text
-        }
-        return "\(pad(parts.tm_year + 1900, 4))-\(pad(parts.tm_mon + 1, 2))-\(pad(parts.tm_mday, 2))T"
-            + "\(pad(parts.tm_hour, 2)):\(pad(parts.tm_min, 2)):\(pad(parts.tm_sec, 2)).\(pad(Int32(fraction), 3))Z"
-    }
+    /// `2026-11-29T23:08:48.893Z`.
+    static func rfc3339(_ date: Date) -> String { RFC3339.string(date) }
 
     static func response(status: Int = 200, _ value: JSONValue) -> HTTPResponse {
         HTTPResponse(status: status, contentType: "application/json", body: Data(value.jsonText.utf8))

@@ -1,4 +1,5 @@
 import Foundation
+import IsletService
 import IsletCore
 
 /// The OpenAPI 3.1 document, built from the same route list the router serves, so
@@ -24,7 +25,7 @@ enum OpenAPIDocument {
             }
             if route.idempotent {
                 parameters.append([
-                    "name": .string(Idempotency.header), "in": "header", "required": false,
+                    "name": .string(IdempotencyKey.field), "in": "header", "required": false,
                     "description": "Replays the first answer for 24 hours (Idempotent-Replayed: true); another body with the same key is 422.",
                     "schema": TextFormat.idempotencyKey.jsonSchema,
                 ])

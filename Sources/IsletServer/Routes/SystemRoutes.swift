@@ -18,13 +18,13 @@ struct SystemRoutes: Sendable {
     var routes: [APIRoute] {
         [
             APIRoute("GET", "/healthz", summary: "Health: the database answers.", access: .open,
-                     responses: [(200, "Healthy"), (503, "The database does not answer")]) { _, _ in await health() },
+                     responses: [(200, "Healthy"), (503, "The database does not answer")]) { _ in await health() },
             APIRoute("GET", "/v1/version", summary: "Version of Islet, its schema and its libraries.", access: .open,
-                     responses: [(200, "Versions")]) { _, _ in await version() },
+                     responses: [(200, "Versions")]) { _ in await version() },
             APIRoute("GET", "/metrics", summary: "Prometheus metrics.", access: .open,
-                     responses: [(200, "Prometheus text exposition")], contentType: "text/plain; version=0.0.4") { _, _ in await metrics() },
+                     responses: [(200, "Prometheus text exposition")], contentType: "text/plain; version=0.0.4") { _ in await metrics() },
             APIRoute("GET", "/openapi.json", summary: "This API's OpenAPI 3.1 document.", access: .open,
-                     responses: [(200, "The document")]) { _, _ in APIJSON.response(document()) },
+                     responses: [(200, "The document")]) { _ in APIJSON.response(document()) },
         ]
     }
 

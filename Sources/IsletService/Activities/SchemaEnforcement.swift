@@ -27,15 +27,14 @@ enum SchemaEnforcement {
     /// `storedState`: the content state was stored by an earlier send (already
     /// checked and converted); it is only wrapped.
     static func prepare(
-        session: any StoreSession, app: AppRecord, activityType: String, attributes: JSONValue?, contentState: JSONValue?,
+        session: any ActivityTypeStore, app: AppRecord, activityType: String, attributes: JSONValue?, contentState: JSONValue?,
         isStart: Bool, storedState: Bool = false
     ) throws -> PreparedContent {
         guard let record = try session.activityType(appID: app.id, name: activityType) else {
             if isStart && app.strictActivityTypes {
-                throw Problem(
-                    status: 422,
-                    detail: "\(activityType) is not a registered activity type, and this app has strict_activity_types on.",
-                    errors: [.init(field: "activity_type", message: "is not registered; register it with PUT /v1/apps/\(app.id)/activity-types/\(activityType)")])
+                throw ServiceError.invalid(
+                    "\(activityType) is not a registered activity type, and this app has strict_activity_types on.",
+                    field: "activity_type", "is not registered; register it with PUT /v1/apps/\(app.id)/activity-types/\(activityType)")
             }
             return PreparedContent(
                 attributes: attributes, contentState: contentState, attributesType: activityType, wireState: contentState,
@@ -62,10 +61,10 @@ enum SchemaEnforcement {
             prepared.wireState = result.value
         }
         guard violations.isEmpty else {
-            throw Problem(
-                status: 422,
-                detail: "The device could not decode this into \(activityType): \(violations.map(\.description).joined(separator: "; ")).",
-                errors: violations.map { .init(field: $0.path, message: $0.message) })
+            throw ServiceError(
+                .invalid,
+                "The device could not decode this into \(activityType): \(violations.map(\.description).joined(separator: "; ")).",
+                fields: violations.map { .init(field: $0.path, message: $0.message) })
         }
         if schema.format == .expoWidgets, let state = prepared.contentState, let widget = schema.widgetName {
             prepared.wireState = SchemaCheck.expoWrap(state, widgetName: widget)

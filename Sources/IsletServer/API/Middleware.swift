@@ -1,0 +1,29 @@
+import HTTPServer
+
+/// One step around every route handler: it sees the request (and the route's
+/// declaration) before the handler, may refuse it by throwing, may change what the
+/// handler receives, and sees the answer. The router runs the chain in order:
+/// authentication first; rate limits and a dashboard session take their places
+/// after it.
+protocol Middleware: Sendable {
+    /// Answers `request` for `route`, usually by calling `next`.
+    func respond(
+        to request: RouteRequest, route: APIRoute,
+        next: @Sendable (RouteRequest) async throws -> HTTPResponse
+    ) async throws -> HTTPResponse
+}
+
+/// The middleware chain and the handler, as one function.
+enum MiddlewareChain {
+    /// `route`'s handler behind `middleware` (the first runs first).
+    static func compose(
+        _ middleware: [any Middleware], route: APIRoute
+    ) -> @Sendable (RouteRequest) async throws -> HTTPResponse {
+        var next: @Sendable (RouteRequest) async throws -> HTTPResponse = route.handler
+        for step in middleware.reversed() {
+            let inner = next
+            next = { request in try await step.respond(to: request, route: route, next: inner) }
+        }
+        return next
+    }
+}

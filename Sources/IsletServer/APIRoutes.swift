@@ -1,0 +1,26 @@
+import Delivery
+import IsletCore
+import IsletService
+import IsletSync
+
+/// Every route of the API, in the order the OpenAPI document lists them.
+enum APIRoutes {
+    static func all(services: Services, delivery: DeliveryWorker?, requestMetrics: RequestMetrics?) -> [APIRoute] {
+        let document = Lock<JSONValue>(.null)
+        let system = SystemRoutes(
+            store: services.store, delivery: delivery, requestMetrics: requestMetrics,
+            document: { document.withLock { $0 } })
+        let routes = system.routes + AppRoutes(apps: services.apps).routes
+            + DeviceRoutes(devices: services.devices).routes
+            + ActivityTypeRoutes(activityTypes: services.activityTypes).routes
+            + ActivityRoutes(activities: services.activities).routes
+            + NotificationRoutes(notifications: services.notifications).routes
+        document.withLock { $0 = OpenAPIDocument.make(routes: routes) }
+        return routes
+    }
+
+    /// The middleware every route runs behind, in order.
+    static func middleware(services: Services) -> [any Middleware] {
+        [AuthenticationMiddleware(apps: services.apps)]
+    }
+}

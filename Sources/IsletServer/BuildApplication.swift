@@ -1,0 +1,113 @@
+import APNs
+import Delivery
+import Foundation
+public import IsletCore
+import IsletCrypto
+public import IsletLog
+import IsletService
+import Storage
+
+/// Makes the embedded APNs of `--simulator` (the executable has one; the library
+/// does not link it).
+public typealias EmbeddedAPNsFactory = @Sendable (_ configuration: Configuration, _ clock: any WallClock) throws -> any EmbeddedAPNs
+
+/// Builds the application described by `configuration`: prepares the data folder,
+/// opens and migrates the database, reads the admin token, starts the embedded
+/// APNs when asked for (`--simulator`, made by `embeddedAPNs`), and wires the
+/// services and routes. The API does not listen and no push is sent until `start`
+/// or `run`.
+public func buildApplication(
+    _ configuration: Configuration,
+    logger: Logger? = nil,
+    clock: any WallClock = SystemWallClock(),
+    embeddedAPNs: EmbeddedAPNsFactory? = nil
+) throws(ConfigurationError) -> Application {
+    let logger = logger ?? Logger(level: configuration.logLevel, format: configuration.logFormat, clock: clock)
+    let created = try configuration.prepareFilesystem()
+    let store: any Store
+    do {
+        store = try SQLiteStore(path: configuration.resolvedDatabasePath)
+    } catch {
+        // Nothing of a start that failed stays behind: the folders it made go again.
+        Configuration.removeFolders(created)
+        let reason = (error as? StoreError)?.message ?? "\(error)"
+        throw ConfigurationError(.unusable, setting: "--database (ISLET_DATABASE)", message: "\(configuration.resolvedDatabasePath): \(reason)")
+    }
+    do throws(ConfigurationError) {
+        return try assemble(configuration, logger: logger, clock: clock, store: store, embeddedAPNs: embeddedAPNs)
+    } catch {
+        store.close()
+        throw error
+    }
+}
+
+/// The rest of `buildApplication`, once the store is open.
+private func assemble(
+    _ configuration: Configuration, logger: Logger, clock: any WallClock, store: any Store,
+    embeddedAPNs factory: EmbeddedAPNsFactory?
+) throws(ConfigurationError) -> Application {
+    let (adminToken, generated) = try AdminToken.load(configuration)
+
+    var embedded: (apns: any EmbeddedAPNs, endpoint: EmbeddedAPNsEndpoint)?
+    var clientConfiguration = APNsClientConfiguration()
+    if configuration.simulator {
+        guard let factory else {
+            throw ConfigurationError(.unusable, setting: "--simulator (ISLET_SIMULATOR)", message: "this build of Islet has no embedded simulator")
+        }
+        do {
+            let apns = try factory(configuration, clock)
+            let endpoint = try apns.start()
+            embedded = (apns, endpoint)
+            clientConfiguration.productionURL = endpoint.url
+            clientConfiguration.sandboxURL = endpoint.url
+            clientConfiguration.trustRootsPEM = endpoint.trustRootsPEM
+            logger.notice(
+                "APNs simulator running in-process", ("apns", .string(endpoint.url.absoluteString)),
+                ("inspect", .string(endpoint.inspectURL ?? "none")))
+        } catch {
+            throw ConfigurationError(.unusable, setting: "--simulator (ISLET_SIMULATOR)", message: "cannot start the simulator: \(error)")
+        }
+    } else {
+        clientConfiguration.productionURL = URL(string: configuration.apnsProductionURL)!
+        clientConfiguration.sandboxURL = URL(string: configuration.apnsSandboxURL)!
+        if let caFile = configuration.apnsCAFile {
+            guard let pem = FileManager.default.contents(atPath: caFile), !pem.isEmpty else {
+                throw ConfigurationError(.unusable, setting: "--apns-ca-file (ISLET_APNS_CA_FILE)", message: "cannot read \(caFile)")
+            }
+            clientConfiguration.trustRootsPEM = String(decoding: pem, as: UTF8.self)
+        }
+    }
+    let client = APNsClient(configuration: clientConfiguration, clock: clock)
+    var deliveryConfiguration = DeliveryConfiguration()
+    deliveryConfiguration.lifecycle = configuration.lifecycleWindows
+    deliveryConfiguration.maxInFlight = configuration.deliveryMaxInFlight
+    let delivery = DeliveryWorker(store: store, client: client, configuration: deliveryConfiguration, clock: clock, logger: logger)
+
+    let trust: @Sendable (APNsCredentials) -> Void = { [embedded] credentials in embedded?.apns.trust(credentials) }
+    let environment = ServiceEnvironment(
+        store: store, clock: clock, lifecycle: ActivityLifecycle(windows: configuration.lifecycleWindows), logger: logger,
+        idempotencyWindow: deliveryConfiguration.idempotencyRetention, pushesQueued: { [delivery] in delivery.wake() },
+        credentialsChanged: trust)
+    let services = Services(environment: environment, adminToken: adminToken)
+
+    var demo: DemoApp?
+    if embedded != nil {
+        do {
+            for app in try store.readNow({ try $0.apps() }) {
+                if let credentials = app.credentials { trust(credentials) }
+            }
+            demo = try services.apps.prepareDemo(name: "Demo", bundleID: "dev.islet.demo")
+            if let credentials = try store.readNow({ try $0.app(id: demo!.appID) })?.credentials { trust(credentials) }
+        } catch {
+            throw ConfigurationError(.unusable, setting: "--simulator (ISLET_SIMULATOR)", message: "cannot prepare the demo app: \(error)")
+        }
+    }
+
+    let requestMetrics = RequestMetrics()
+    let routes = APIRoutes.all(services: services, delivery: delivery, requestMetrics: requestMetrics)
+    let router = Dispatcher.router(routes: routes, middleware: APIRoutes.middleware(services: services), logger: logger)
+    return Application(
+        configuration: configuration, logger: logger, store: store, services: services, delivery: delivery,
+        client: client, embeddedAPNs: embedded, generatedAdminToken: generated ? adminToken : nil, demo: demo,
+        dispatcher: Dispatcher(router: router, logger: logger, metrics: requestMetrics))
+}

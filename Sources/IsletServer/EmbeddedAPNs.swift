@@ -1,0 +1,31 @@
+public import Foundation
+public import Storage
+
+/// An APNs running in the same process (`--simulator`): the executable provides
+/// it (the server library does not link one), the application starts it before
+/// anything sends, tells it which signing keys to trust, and stops it last.
+public protocol EmbeddedAPNs: Sendable {
+    /// Starts listening; answers where the APNs client sends.
+    func start() throws -> EmbeddedAPNsEndpoint
+    /// Trusts the signing key of `credentials` (an app was given them).
+    func trust(_ credentials: APNsCredentials)
+    /// Stops.
+    func shutdown() async
+}
+
+/// Where an embedded APNs listens.
+public struct EmbeddedAPNsEndpoint: Sendable {
+    /// Its APNs URL (both environments go there).
+    public var url: URL
+    /// The CA certificate (PEM) the client must trust for it.
+    public var trustRootsPEM: String?
+    /// Its inspection API, if it has one.
+    public var inspectURL: String?
+
+    /// Creates an endpoint.
+    public init(url: URL, trustRootsPEM: String?, inspectURL: String?) {
+        self.url = url
+        self.trustRootsPEM = trustRootsPEM
+        self.inspectURL = inspectURL
+    }
+}

@@ -1,0 +1,285 @@
+public import Foundation
+public import IsletCore
+import IsletLog
+public import Storage
+
+/// Live Activities from the server's side: start one remotely on an audience's
+/// devices, update and end it on every device holding it, end those whose end time
+/// has come, and read activities and their pushes back. Every send is checked
+/// (lifecycle, schema, payload rules), built once, and queued in the same
+/// transaction that records it.
+public struct ActivityService: Sendable {
+    private let environment: ServiceEnvironment
+
+    /// Creates the service.
+    public init(environment: ServiceEnvironment) {
+        self.environment = environment
+    }
+
+    // MARK: - Start
+
+    /// Starts an activity: one push-to-start per device of the audience that holds a
+    /// token for its type.
+    public func start(_ command: StartActivity) async throws(ServiceError) -> Replayable<StartResult> {
+        let app = command.app
+        try SendRules.requireCredentials(app)
+        var attributes = command.attributes
+        if case .object(var members)? = attributes {
+            members["islet_activity_id"] = .string(command.activityID)
+            attributes = .object(members)
+        }
+        let stamped = attributes
+        let lifecycle = environment.lifecycle
+        let now = environment.clock.now()
+        return try await environment.idempotentWrite(appID: app.id, idempotency: command.idempotency, now: now) { session in
+            let appID = app.id
+            let activityID = command.activityID
+            let activityType = command.activityType
+            let prepared = try SchemaEnforcement.prepare(
+                session: session, app: app, activityType: activityType, attributes: stamped,
+                contentState: command.contentState, isStart: true)
+            let push = LiveActivityPush(
+                event: .start, contentState: prepared.wireState, attributesType: prepared.attributesType,
+                attributes: prepared.attributes, alert: command.alert, staleDate: command.staleDate,
+                relevanceScore: command.relevanceScore, priority: command.priority)
+            let built = try SendRules.build(push, bundleID: app.bundleID, now: now, lastTimestamp: nil)
+            if let endAt = command.endAt {
+                try SendRules.checkEndAt(endAt, startedAt: now, lifecycle: lifecycle, now: now)
+            }
+            if let existing = try session.activity(appID: appID, activityID: activityID),
+                lifecycle.effectiveStatus(existing.status, startedAt: existing.startedAt, now: now) != .ended
+            {
+                throw ServiceError(
+                    .conflict,
+                    "Activity \(activityID) is already running (\(existing.status.rawValue)); end it first or use another id.")
+            }
+            let audience = command.audience
+            let targets = try session.startTargets(appID: appID, audience: audience, activityType: activityType)
+            guard !targets.isEmpty else {
+                let size = try session.audienceSize(appID: appID, audience: audience)
+                let detail = size == 0
+                    ? "The audience matches no registered device."
+                    : "None of the \(size) device(s) in the audience holds a push-to-start token for \(activityType)."
+                throw ServiceError.invalid(
+                    detail, field: "audience.\(audience.field)", "names no device that can start \(activityType)")
+            }
+            try session.insertActivity(
+                appID: appID, activityID: activityID, activityType: activityType, origin: .remote,
+                attributes: prepared.attributes, contentState: prepared.contentState, lastTimestamp: built.timestamp,
+                endAt: command.endAt, replacing: true, now: now)
+            try session.insertPendingInstances(appID: appID, activityID: activityID, targets: targets, now: now)
+            let sendID = try session.insertSend(
+                appID: appID, activityID: activityID, content: SendRules.content(built, event: .start), now: now)
+            try session.enqueuePushes(
+                sendID: sendID, appID: appID, activityID: activityID, activityType: activityType, event: .start,
+                tokenKind: .pushToStart, targets: targets, now: now, mintID: APNsMessageID.mint)
+            return StartResult(activityID: activityID, targets: targets.count, warnings: prepared.warnings)
+        }
+    }
+
+    // MARK: - Update and end
+
+    /// Sends a new content state to every device holding the activity, replacing its
+    /// updates still queued.
+    public func update(_ command: UpdateActivity) async throws(ServiceError) -> Replayable<ActivitySendResult> {
+        let app = command.app
+        try SendRules.requireCredentials(app)
+        let lifecycle = environment.lifecycle
+        let now = environment.clock.now()
+        return try await environment.idempotentWrite(appID: app.id, idempotency: command.idempotency, now: now) { session in
+            let appID = app.id
+            let activityID = command.activityID
+            let activity = try SendRules.activity(session, appID: appID, activityID: activityID)
+            switch lifecycle.check(.update, status: activity.status, startedAt: activity.startedAt, now: now) {
+            case .allowed:
+                break
+            case .ended:
+                throw ServiceError(
+                    .conflict,
+                    "Activity \(activityID) has ended (\(activity.endCause?.rawValue ?? "ended")); an ended activity can never be updated again.")
+            case .expired(let at):
+                throw ServiceError(
+                    .conflict,
+                    "Activity \(activityID) ended when its lifecycle window closed at \(RFC3339.string(at)); an ended activity can never be updated again.")
+            case .pastUpdateWindow(let since):
+                throw ServiceError(
+                    .conflict,
+                    "Activity \(activityID) is past its update window (it closed at \(RFC3339.string(since))); devices ignore updates now. It can still be ended.")
+            }
+            let prepared = try SchemaEnforcement.prepare(
+                session: session, app: app, activityType: activity.activityType, attributes: nil,
+                contentState: command.contentState, isStart: false)
+            let push = LiveActivityPush(
+                event: .update, contentState: prepared.wireState, alert: command.alert, staleDate: command.staleDate,
+                relevanceScore: command.relevanceScore, priority: command.priority)
+            let built = try SendRules.build(push, bundleID: app.bundleID, now: now, lastTimestamp: activity.lastTimestamp)
+            if let endAt = command.endAt {
+                try SendRules.checkEndAt(endAt, startedAt: activity.startedAt, lifecycle: lifecycle, now: now)
+            }
+            return try Self.sendToHolders(
+                built, event: .update, activity: activity, appID: appID, warnings: prepared.warnings, session: session,
+                now: now
+            ) {
+                if let endAt = command.endAt { try session.setEndAt(appID: appID, activityID: activityID, endAt: endAt) }
+                try session.recordUpdate(
+                    appID: appID, activityID: activityID, contentState: prepared.contentState!, timestamp: built.timestamp!,
+                    now: now)
+            }
+        }
+    }
+
+    /// Ends the activity on every device holding it (with the last content state
+    /// when the command has none), dropping its starts and updates still queued. An
+    /// activity that had already ended answers so, and nothing is sent.
+    public func end(_ command: EndActivity) async throws(ServiceError) -> Replayable<ActivitySendResult> {
+        let app = command.app
+        try SendRules.requireCredentials(app)
+        let lifecycle = environment.lifecycle
+        let now = environment.clock.now()
+        return try await environment.idempotentWrite(appID: app.id, idempotency: command.idempotency, now: now) { session in
+            try Self.end(command, session: session, lifecycle: lifecycle, now: now)
+        }
+    }
+
+    /// Ends every activity whose end time has come, as an end command would (the
+    /// last content state, cause `scheduled`). Answers how many.
+    @discardableResult
+    public func endDue() async -> Int {
+        let now = environment.clock.now()
+        let lifecycle = environment.lifecycle
+        let logger = environment.logger
+        do {
+            // Most ticks find nothing: look with a read before taking the writer.
+            guard try await !environment.store.read({ try $0.dueScheduledEnds(now: now, limit: 1) }).isEmpty else { return 0 }
+            let ended = try await environment.store.write { session -> Int in
+                var ended = 0
+                for (appID, activityID) in try session.dueScheduledEnds(now: now, limit: 500) {
+                    guard let app = try session.app(id: appID) else { continue }
+                    do {
+                        _ = try Self.end(
+                            EndActivity(
+                                app: app, activityID: activityID, contentState: nil, dismissalDate: nil, cause: .scheduled,
+                                idempotency: nil),
+                            session: session, lifecycle: lifecycle, now: now)
+                    } catch {
+                        // A payload that can no longer be built still ends the
+                        // activity, so that it is not tried again every tick.
+                        try session.endActivity(
+                            appID: appID, activityID: activityID, cause: .scheduled, contentState: nil, timestamp: nil, at: now)
+                        logger.warning("scheduled end sent nothing", ("app", .string(appID)), ("error", .string("\(error)")))
+                    }
+                    ended += 1
+                }
+                return ended
+            }
+            if ended > 0 {
+                environment.pushesQueued()
+                logger.info("activities ended at their end time", ("count", .int(ended)))
+            }
+            return ended
+        } catch {
+            logger.error("scheduled ends failed", ("error", .string("\(error)")))
+            return 0
+        }
+    }
+
+    /// Ends an activity in `session` (see `end(_:)`).
+    private static func end(
+        _ command: EndActivity, session: any StoreSession, lifecycle: ActivityLifecycle, now: Date
+    ) throws -> ActivitySendResult {
+        let app = command.app
+        let appID = app.id
+        let activityID = command.activityID
+        let activity = try SendRules.activity(session, appID: appID, activityID: activityID)
+        switch lifecycle.check(.end, status: activity.status, startedAt: activity.startedAt, now: now) {
+        case .ended, .expired:
+            return ActivitySendResult(activityID: activityID, targets: 0, superseded: 0, warnings: [], alreadyEnded: true)
+        case .allowed, .pastUpdateWindow:
+            break
+        }
+        let prepared = try SchemaEnforcement.prepare(
+            session: session, app: app, activityType: activity.activityType, attributes: nil,
+            contentState: command.contentState ?? activity.contentState, isStart: false,
+            storedState: command.contentState == nil)
+        let push = LiveActivityPush(event: .end, contentState: prepared.wireState, dismissalDate: command.dismissalDate)
+        let built = try SendRules.build(push, bundleID: app.bundleID, now: now, lastTimestamp: activity.lastTimestamp)
+        return try sendToHolders(
+            built, event: .end, activity: activity, appID: appID, warnings: prepared.warnings, session: session, now: now
+        ) {
+            try session.endActivity(
+                appID: appID, activityID: activityID, cause: command.cause, contentState: prepared.contentState,
+                timestamp: built.timestamp, at: now)
+            // A push-to-start still waiting would start an activity that is over.
+            try session.dropQueuedPushes(
+                appID: appID, activityID: activityID, events: [.start], reason: "ActivityEnded", now: now)
+        }
+    }
+
+    /// Queues `built` to every device holding the activity, after dropping its
+    /// queued updates (the device shows only the newest) and running `record` (which
+    /// stores the new state).
+    private static func sendToHolders(
+        _ built: BuiltPush, event: PushEvent, activity: ActivityRecord, appID: String, warnings: [String],
+        session: any StoreSession, now: Date, record: () throws -> Void
+    ) throws -> ActivitySendResult {
+        let activityID = activity.activityID
+        let superseded = try session.supersedeQueuedUpdates(appID: appID, activityID: activityID, now: now)
+        let targets = try session.updateTargets(appID: appID, activityID: activityID)
+        try record()
+        let sendID = try session.insertSend(
+            appID: appID, activityID: activityID, content: SendRules.content(built, event: event), now: now)
+        try session.enqueuePushes(
+            sendID: sendID, appID: appID, activityID: activityID, activityType: activity.activityType, event: event,
+            tokenKind: .liveActivityUpdate, targets: targets, now: now, mintID: APNsMessageID.mint)
+        return ActivitySendResult(
+            activityID: activityID, targets: targets.count, superseded: superseded, warnings: warnings, alreadyEnded: false)
+    }
+
+    // MARK: - Reading
+
+    /// A page of the app's activities, newest first.
+    public func list(appID: String, _ query: ActivityQuery) async throws(ServiceError) -> ActivityPage {
+        let lifecycle = environment.lifecycle
+        let now = environment.clock.now()
+        var filter = ActivityFilter(
+            status: query.status, activityType: query.activityType, before: query.cursor, limit: query.limit)
+        filter.expiredBefore = now.addingTimeInterval(-lifecycle.windows.total)
+        let pageFilter = filter
+        let items = try await environment.read { try $0.activities(appID: appID, filter: pageFilter) }
+        return ActivityPage(
+            items: items.map { ActivityView($0, lifecycle: lifecycle, now: now) },
+            nextCursor: items.count == query.limit ? items.last?.sequence : nil)
+    }
+
+    /// An activity and every device's copy of it, or `notFound`.
+    public func show(appID: String, activityID: String) async throws(ServiceError) -> ActivityDetail {
+        let lifecycle = environment.lifecycle
+        let now = environment.clock.now()
+        let (activity, instances) = try await environment.read { session -> (ActivityRecord, [InstanceRecord]) in
+            let activity = try SendRules.activity(session, appID: appID, activityID: activityID)
+            return (activity, try session.instances(appID: appID, activityID: activityID))
+        }
+        // Until the sweep stores it, an activity past every window has ended on
+        // every device too.
+        let expiry = lifecycle.expiry(startedAt: activity.startedAt)
+        let expired = activity.status != .ended && now >= expiry
+        let devices = instances.map { instance in
+            var copy = instance
+            if expired && copy.status != .ended {
+                copy.status = .ended
+                copy.endedAt = expiry
+                copy.endCause = .expired
+            }
+            return copy
+        }
+        return ActivityDetail(activity: ActivityView(activity, lifecycle: lifecycle, now: now), devices: devices)
+    }
+
+    /// Every push made for the activity since it started, oldest first, or `notFound`.
+    public func pushes(appID: String, activityID: String) async throws(ServiceError) -> [PushHistoryItem] {
+        try await environment.read { session -> [PushHistoryItem] in
+            let activity = try SendRules.activity(session, appID: appID, activityID: activityID)
+            return try session.pushes(appID: appID, activityID: activityID, since: activity.startedAt)
+        }
+    }
+}

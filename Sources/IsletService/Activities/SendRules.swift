@@ -1,0 +1,76 @@
+import Foundation
+import IsletCore
+import Storage
+
+/// The rules every send shares: credentials, payload limits (a broken one named by
+/// the command's own field), end times, and what a send stores.
+enum SendRules {
+    /// An app without APNs credentials cannot send.
+    static func requireCredentials(_ app: AppRecord) throws(ServiceError) {
+        guard app.credentials != nil else {
+            throw ServiceError(
+                .conflict, "App \(app.id) has no APNs credentials; add them with PATCH /v1/apps/\(app.id) before sending.")
+        }
+    }
+
+    /// The activity, or `notFound`.
+    static func activity(_ session: any ActivityStore, appID: String, activityID: String) throws -> ActivityRecord {
+        guard let activity = try session.activity(appID: appID, activityID: activityID) else {
+            throw ServiceError(.notFound, "There is no activity \(activityID).")
+        }
+        return activity
+    }
+
+    /// An end time must lie ahead, and within the activity's lifecycle window.
+    static func checkEndAt(_ endAt: Date, startedAt: Date, lifecycle: ActivityLifecycle, now: Date) throws(ServiceError) {
+        let expiry = lifecycle.expiry(startedAt: startedAt)
+        let problem: String?
+        if endAt <= now {
+            problem = "must lie ahead (now is \(RFC3339.string(now)))"
+        } else if endAt > expiry {
+            problem = "must come before the activity's window closes at \(RFC3339.string(expiry))"
+        } else {
+            problem = nil
+        }
+        if let problem {
+            throw ServiceError.invalid("The field end_at is invalid: it \(problem).", field: "end_at", problem)
+        }
+    }
+
+    /// Builds the payload; a broken rule is `invalid`, naming the command's own field.
+    static func build(_ push: LiveActivityPush, bundleID: String, now: Date, lastTimestamp: Int64?) throws(ServiceError) -> BuiltPush {
+        do {
+            return try push.build(bundleID: bundleID, now: now, lastTimestamp: lastTimestamp)
+        } catch {
+            throw payloadError(error)
+        }
+    }
+
+    /// A payload rule broken, as a refusal naming the command's field.
+    static func payloadError(_ error: PayloadError) -> ServiceError {
+        let field = commandField(error.field)
+        return ServiceError.invalid(
+            "The field \(field) is invalid: \(ServiceError.sentence(error.message))", field: field, error.message)
+    }
+
+    /// The command field a payload path comes from.
+    static func commandField(_ field: String) -> String {
+        let prefixes: [(String, String)] = [
+            ("aps.attributes-type", "activity_type"), ("aps.attributes", "attributes"),
+            ("aps.content-state", "content_state"), ("aps.alert", "alert"), ("aps.stale-date", "stale_date"),
+            ("aps.dismissal-date", "dismissal_date"), ("aps.relevance-score", "relevance_score"),
+            ("apns-priority", "priority"), ("apns-topic", "bundle_id"),
+        ]
+        for (prefix, name) in prefixes where field == prefix || field.hasPrefix(prefix + ".") || field.hasPrefix(prefix + "[") {
+            return name + field.dropFirst(prefix.count)
+        }
+        return field
+    }
+
+    /// What a send stores, once for all its targets.
+    static func content(_ built: BuiltPush, event: PushEvent) -> SendContent {
+        SendContent(
+            event: event, topic: built.topic, pushType: built.pushType, priority: built.priority,
+            expiration: built.expiration, collapseID: built.collapseID, payload: built.payload)
+    }
+}

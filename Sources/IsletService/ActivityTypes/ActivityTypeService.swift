@@ -1,0 +1,75 @@
+import Foundation
+public import IsletCore
+public import Storage
+
+/// Registered activity types: the schema of an app's `ActivityAttributes` type, so
+/// that every send for it is checked as the device would decode it.
+public struct ActivityTypeService: Sendable {
+    private let environment: ServiceEnvironment
+
+    /// Creates the service.
+    public init(environment: ServiceEnvironment) {
+        self.environment = environment
+    }
+
+    /// What registering a type answers.
+    public struct Registered: Sendable {
+        /// Whether the type is new.
+        public let created: Bool
+        /// The type as stored.
+        public let record: ActivityTypeRecord
+        /// The changes running activities could not decode (sent with `force`).
+        public let breakingChanges: [String]
+    }
+
+    /// Registers or replaces a type's schema. A change that running activities could
+    /// not decode is a `conflict` naming each change, unless `force`.
+    public func put(appID: String, name: String, schema: ActivityTypeSchema, force: Bool) async throws(ServiceError) -> Registered {
+        let now = environment.clock.now()
+        let startedAfter = now.addingTimeInterval(-environment.lifecycle.windows.total)
+        let (created, record, changes) = try await environment.write { session -> (Bool, ActivityTypeRecord?, [String]) in
+            var changes: [String] = []
+            if let old = try session.activityType(appID: appID, name: name) {
+                changes = schema.breakingChanges(from: old.schema)
+                let running = try session.runningActivities(appID: appID, activityType: name, startedAfter: startedAfter)
+                if !changes.isEmpty && running > 0 && !force {
+                    throw ServiceError(
+                        .conflict,
+                        "\(running) running activit\(running == 1 ? "y" : "ies") of \(name) could no longer be decoded: \(changes.joined(separator: "; ")). Wait for them to end, or send force: true.",
+                        fields: changes.map { change in
+                            let field = String(change.prefix { $0 != ":" })
+                            return .init(field: field, message: String(change.dropFirst(field.count + 1)).trimmingCharacters(in: .whitespaces))
+                        })
+                }
+            }
+            let created = try session.putActivityType(appID: appID, name: name, schema: schema, now: now)
+            return (created, try session.activityType(appID: appID, name: name), changes)
+        }
+        guard let record else { throw ServiceError(.failed, "The activity type was not stored.") }
+        return Registered(created: created, record: record, breakingChanges: changes)
+    }
+
+    /// Every registered type of the app, by name.
+    public func list(appID: String) async throws(ServiceError) -> [ActivityTypeRecord] {
+        try await environment.read { try $0.activityTypes(appID: appID) }
+    }
+
+    /// One registered type, or `notFound`.
+    public func show(appID: String, name: String) async throws(ServiceError) -> ActivityTypeRecord {
+        guard let record = try await environment.read({ try $0.activityType(appID: appID, name: name) }) else {
+            throw Self.notRegistered(name)
+        }
+        return record
+    }
+
+    /// Removes a type's schema, or `notFound`.
+    public func delete(appID: String, name: String) async throws(ServiceError) {
+        guard try await environment.write({ try $0.deleteActivityType(appID: appID, name: name) }) else {
+            throw Self.notRegistered(name)
+        }
+    }
+
+    private static func notRegistered(_ name: String) -> ServiceError {
+        ServiceError(.notFound, "\(name) is not a registered activity type.")
+    }
+}

@@ -1,0 +1,167 @@
+public import Foundation
+import IsletCore
+import IsletCrypto
+import IsletLog
+public import Storage
+
+/// Apps and their keys: create, read, change and rotate, and the check of every
+/// bearer key (the admin token, or an app's server or device key). Keys are
+/// compared as SHA-256 hashes, in constant time; the store never holds a key.
+public final class AppService: Sendable {
+    private let environment: ServiceEnvironment
+    private let adminTokenHash: Data
+    private let keys = AppKeyCache()
+
+    /// Creates the service; `adminToken` is the token that manages apps.
+    public init(environment: ServiceEnvironment, adminToken: String) {
+        self.environment = environment
+        self.adminTokenHash = AppKeys.hash(adminToken)
+    }
+
+    // MARK: - Apps
+
+    /// Creates an app with fresh keys.
+    public func create(_ command: CreateApp) async throws(ServiceError) -> CreatedApp {
+        let serverKey: String
+        let deviceKey: String
+        var app: AppRecord
+        do {
+            serverKey = try AppKeys.generate(.server)
+            deviceKey = try AppKeys.generate(.device)
+            let now = environment.clock.now()
+            app = AppRecord(
+                id: try AppKeys.appID(), name: command.name, bundleID: command.bundleID,
+                credentials: command.credentials, serverKeyHash: AppKeys.hash(serverKey),
+                deviceKeyHash: AppKeys.hash(deviceKey), createdAt: now, updatedAt: now)
+        } catch {
+            throw environment.domainError(error)
+        }
+        app.strictActivityTypes = command.strictActivityTypes
+        let created = app
+        try await environment.write { try $0.insertApp(created) }
+        if let credentials = app.credentials { environment.credentialsChanged(credentials) }
+        environment.logger.notice("app created", ("app", .string(app.id)), ("bundle_id", .string(app.bundleID)))
+        return CreatedApp(app: app, serverKey: serverKey, deviceKey: deviceKey)
+    }
+
+    /// Every app, oldest first.
+    public func list() async throws(ServiceError) -> [AppRecord] {
+        try await environment.read { try $0.apps() }
+    }
+
+    /// The app `id`, or `notFound`.
+    public func app(id: String) async throws(ServiceError) -> AppRecord {
+        guard let app = try await environment.read({ try $0.app(id: id) }) else { throw Self.noApp(id) }
+        return app
+    }
+
+    /// Changes an app's name, bundle id, credentials or settings. Read and written in
+    /// one transaction, leaving the key hashes alone: a rotation running meanwhile is
+    /// never undone.
+    public func update(_ command: UpdateApp) async throws(ServiceError) -> AppRecord {
+        let now = environment.clock.now()
+        let updated = try await environment.write { session -> AppRecord in
+            guard var app = try session.app(id: command.appID) else { throw Self.noApp(command.appID) }
+            if let name = command.name { app.name = name }
+            if let strict = command.strictActivityTypes { app.strictActivityTypes = strict }
+            if let bundleID = command.bundleID { app.bundleID = bundleID }
+            if let credentials = command.credentials { app.credentials = credentials }
+            app.updatedAt = max(now, app.updatedAt.addingTimeInterval(0.001))
+            try session.updateAppSettings(app)
+            return app
+        }
+        keys.invalidate()
+        if let added = updated.credentials, command.credentials != nil { environment.credentialsChanged(added) }
+        return updated
+    }
+
+    /// Replaces both keys; the old ones stop working at once.
+    public func rotateKeys(appID: String) async throws(ServiceError) -> RotatedKeys {
+        let serverKey: String
+        let deviceKey: String
+        do {
+            serverKey = try AppKeys.generate(.server)
+            deviceKey = try AppKeys.generate(.device)
+        } catch {
+            throw environment.domainError(error)
+        }
+        let now = environment.clock.now()
+        let rotated = try await environment.write { session -> Bool in
+            try session.replaceKeys(
+                appID: appID, serverKeyHash: AppKeys.hash(serverKey), deviceKeyHash: AppKeys.hash(deviceKey), now: now)
+        }
+        keys.invalidate()
+        guard rotated else { throw Self.noApp(appID) }
+        environment.logger.notice("app keys rotated", ("app", .string(appID)))
+        return RotatedKeys(appID: appID, serverKey: serverKey, deviceKey: deviceKey)
+    }
+
+    /// Creates the demo app (`name`, `bundleID`, a fresh signing key), or gives the
+    /// existing one fresh keys. Run once at start-up, on the calling thread.
+    public func prepareDemo(name: String, bundleID: String) throws -> DemoApp {
+        let serverKey = try AppKeys.generate(.server)
+        let deviceKey = try AppKeys.generate(.device)
+        let now = environment.clock.now()
+        let store = environment.store
+        let existing = try store.readNow { try $0.apps() }.first { $0.bundleID == bundleID && $0.name == name }
+        if var app = existing {
+            app.serverKeyHash = AppKeys.hash(serverKey)
+            app.deviceKeyHash = AppKeys.hash(deviceKey)
+            app.updatedAt = max(now, app.updatedAt.addingTimeInterval(0.001))
+            let rotated = app
+            try store.writeNow { try $0.updateApp(rotated) }
+            return DemoApp(appID: app.id, bundleID: bundleID, serverKey: serverKey, deviceKey: deviceKey, created: false)
+        }
+        let signingKey = try P256.SigningKey.generate()
+        let app = AppRecord(
+            id: try AppKeys.appID(), name: name, bundleID: bundleID,
+            credentials: APNsCredentials(teamID: "DEMOTEAM01", keyID: "DEMOKEY001", privateKeyPEM: signingKey.pemRepresentation),
+            serverKeyHash: AppKeys.hash(serverKey), deviceKeyHash: AppKeys.hash(deviceKey),
+            createdAt: now, updatedAt: now)
+        try store.writeNow { try $0.insertApp(app) }
+        return DemoApp(appID: app.id, bundleID: bundleID, serverKey: serverKey, deviceKey: deviceKey, created: true)
+    }
+
+    // MARK: - Keys
+
+    /// Passes only the admin token: an app's key is `forbidden`, anything else
+    /// `unauthenticated`.
+    public func requireAdmin(key: String) async throws(ServiceError) {
+        let hashed = AppKeys.hash(key)
+        guard Digest.constantTimeEquals(hashed, adminTokenHash) else {
+            if AppKeys.kind(of: key) != nil, try await environment.read({ try $0.app(keyHash: hashed) }) != nil {
+                throw ServiceError(.forbidden, "App keys cannot manage apps; use the admin token.")
+            }
+            throw ServiceError(.unauthenticated, "The bearer key is not the admin token.")
+        }
+    }
+
+    /// The app `appID` when `key` is its key of `kind`: `unauthenticated` for an
+    /// unknown key, `forbidden` for the admin token or a key of the other kind,
+    /// `notFound` for another app's key.
+    public func requireApp(key: String, appID: String, kind: AppKeyKind) async throws(ServiceError) -> AppRecord {
+        let hashed = AppKeys.hash(key)
+        if Digest.constantTimeEquals(hashed, adminTokenHash) {
+            throw ServiceError(.forbidden, "The admin token manages apps; this route takes the app's \(kind.rawValue) key.")
+        }
+        var match = keys.lookup(hashed)
+        if match == nil, let stored = try await environment.read({ try $0.app(keyHash: hashed) }) {
+            keys.store(hashed, app: stored.app, kind: stored.kind)
+            match = stored
+        }
+        guard let (app, found) = match,
+            Digest.constantTimeEquals(found == .server ? app.serverKeyHash : app.deviceKeyHash, hashed)
+        else {
+            throw ServiceError(.unauthenticated, "The bearer key is not a key of any app (keys stop working once rotated).")
+        }
+        guard app.id == appID else { throw Self.noApp(appID) }
+        guard found == kind else {
+            throw ServiceError(.forbidden, "This route takes the app's \(kind.rawValue) key, not its \(found.rawValue) key.")
+        }
+        return app
+    }
+
+    static func noApp(_ appID: String) -> ServiceError {
+        ServiceError(.notFound, "There is no app \(appID).")
+    }
+}

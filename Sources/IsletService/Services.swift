@@ -1,0 +1,31 @@
+public import Storage
+
+/// Every domain service, built once on one environment: what the HTTP routes call,
+/// and what acts without a request (scheduled ends today).
+public struct Services: Sendable {
+    /// The environment they share.
+    public let environment: ServiceEnvironment
+    /// Apps and keys.
+    public let apps: AppService
+    /// Devices and their tokens.
+    public let devices: DeviceService
+    /// Registered activity types.
+    public let activityTypes: ActivityTypeService
+    /// Activities.
+    public let activities: ActivityService
+    /// Ordinary alerts.
+    public let notifications: NotificationService
+
+    /// Builds the services; `adminToken` is the token that manages apps.
+    public init(environment: ServiceEnvironment, adminToken: String) {
+        self.environment = environment
+        apps = AppService(environment: environment, adminToken: adminToken)
+        devices = DeviceService(environment: environment)
+        activityTypes = ActivityTypeService(environment: environment)
+        activities = ActivityService(environment: environment)
+        notifications = NotificationService(environment: environment)
+    }
+
+    /// The store they use.
+    public var store: any Store { environment.store }
+}

@@ -1,0 +1,70 @@
+public import Foundation
+public import IsletCore
+public import IsletLog
+public import Storage
+
+/// What every service shares, injected once: the store (through its protocols
+/// only), the clock, the lifecycle rules, the logger, and the hooks to the rest of
+/// the server (waking the delivery worker, trusting new credentials).
+public struct ServiceEnvironment: Sendable {
+    /// The database.
+    public let store: any Store
+    /// Where `now` comes from.
+    public let clock: any WallClock
+    /// The activity lifecycle windows.
+    public let lifecycle: ActivityLifecycle
+    /// The logger.
+    public let logger: Logger
+    /// How long an `Idempotency-Key` answer is replayed.
+    public let idempotencyWindow: TimeInterval
+    /// Called after pushes were queued.
+    public let pushesQueued: @Sendable () -> Void
+    /// Called with credentials an app was given (an embedded APNs may trust them).
+    public let credentialsChanged: @Sendable (APNsCredentials) -> Void
+
+    /// Creates an environment.
+    public init(
+        store: any Store, clock: any WallClock, lifecycle: ActivityLifecycle, logger: Logger,
+        idempotencyWindow: TimeInterval, pushesQueued: @escaping @Sendable () -> Void = {},
+        credentialsChanged: @escaping @Sendable (APNsCredentials) -> Void = { _ in }
+    ) {
+        self.store = store
+        self.clock = clock
+        self.lifecycle = lifecycle
+        self.logger = logger
+        self.idempotencyWindow = idempotencyWindow
+        self.pushesQueued = pushesQueued
+        self.credentialsChanged = credentialsChanged
+    }
+
+    /// Runs `body` as a read; a store failure becomes a `ServiceError`.
+    func read<T: Sendable>(_ body: @escaping @Sendable (any StoreSession) throws -> T) async throws(ServiceError) -> T {
+        do {
+            return try await store.read(body)
+        } catch {
+            throw domainError(error)
+        }
+    }
+
+    /// Runs `body` in one transaction; a store failure becomes a `ServiceError`.
+    func write<T: Sendable>(_ body: @escaping @Sendable (any StoreSession) throws -> T) async throws(ServiceError) -> T {
+        do {
+            return try await store.write(body)
+        } catch {
+            throw domainError(error)
+        }
+    }
+
+    /// A service error as it is; a store error in domain terms (logged when it is
+    /// Islet's fault); anything else a logged failure.
+    func domainError(_ error: any Error) -> ServiceError { Self.domainError(error, logger: logger) }
+
+    static func domainError(_ error: any Error, logger: Logger? = nil) -> ServiceError {
+        if let error = error as? ServiceError { return error }
+        let domain = (error as? StoreError).map(ServiceError.init) ?? ServiceError(.failed, "The server failed to answer; the failure is logged.")
+        if domain.code != .conflict {
+            logger?.error("store operation failed", ("error", .string("\(error)")))
+        }
+        return domain
+    }
+}

@@ -1,0 +1,80 @@
+public import Storage
+
+/// Why a service refused or failed a command, in domain terms: a code, a sentence
+/// for people, and the fields at fault. The HTTP layer turns it into problem+json
+/// in one place; a clock-driven caller logs it.
+public struct ServiceError: Error, Sendable, CustomStringConvertible {
+    /// What kind of refusal; each maps to one HTTP status.
+    public enum Code: String, Sendable, Hashable, CaseIterable {
+        /// The command breaks a rule (a field, a payload limit, a schema): 422.
+        case invalid
+        /// No credentials, or unknown ones: 401.
+        case unauthenticated
+        /// Credentials of the wrong kind: 403.
+        case forbidden
+        /// The thing named does not exist: 404.
+        case notFound
+        /// The command collides with the state (ended, running, in use): 409.
+        case conflict
+        /// The database cannot serve now: 503.
+        case unavailable
+        /// A fault of Islet's own: 500.
+        case failed
+    }
+
+    /// One field at fault, by its path in the command as the client wrote it
+    /// (`content_state.eta`, `audience.user_ids`, `Idempotency-Key`).
+    public struct FieldError: Sendable, Hashable {
+        /// The field's path.
+        public let field: String
+        /// What is wrong with it.
+        public let message: String
+
+        /// Creates a field error.
+        public init(field: String, message: String) {
+            self.field = field
+            self.message = message
+        }
+    }
+
+    /// The kind.
+    public let code: Code
+    /// What happened this time.
+    public let detail: String
+    /// The fields at fault, when the command had any.
+    public let fields: [FieldError]?
+
+    /// Creates an error.
+    public init(_ code: Code, _ detail: String, fields: [FieldError]? = nil) {
+        self.code = code
+        self.detail = detail
+        self.fields = fields
+    }
+
+    /// A refusal naming one field.
+    public static func invalid(_ detail: String, field: String, _ message: String) -> ServiceError {
+        ServiceError(.invalid, detail, fields: [FieldError(field: field, message: message)])
+    }
+
+    public var description: String { "\(code.rawValue): \(detail)" }
+
+    /// The domain view of a store failure: a collision is a conflict, a database
+    /// that cannot serve is unavailable, anything else Islet's own fault.
+    public init(_ error: StoreError) {
+        switch error.code {
+        case .conflict:
+            self.init(.conflict, "The change collides with one made at the same time; send it again.")
+        case .busy, .unavailable:
+            self.init(.unavailable, "The database is unavailable; try again shortly.")
+        default:
+            self.init(.failed, "The server failed to answer; the failure is logged.")
+        }
+    }
+
+    /// A message as the end of a sentence: with a full stop, unless it already ends
+    /// with one (or with a question mark, as "did you mean name?" does).
+    static func sentence(_ message: String) -> String {
+        guard let last = message.last, !".?!".contains(last) else { return message }
+        return message + "."
+    }
+}
