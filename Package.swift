@@ -46,6 +46,8 @@ let package = Package(
         .target(name: "IsletSync", dependencies: ["CLinux"], swiftSettings: swiftSettings),
         // Domain: pure Swift, no C, no I/O.
         .target(name: "IsletCore", dependencies: ["IsletSync"], swiftSettings: swiftSettings),
+        // `islet schema from-swift`: a Swift tokenizer and light parser that reads ActivityAttributes types.
+        .target(name: "SwiftSchemaReader", dependencies: ["IsletCore"], swiftSettings: swiftSettings),
         // Structured logs with redaction.
         .target(name: "IsletLog", dependencies: ["IsletSync", "IsletCore"], swiftSettings: swiftSettings),
         // ES256/RS256, digests and randomness over libcrypto.
@@ -83,7 +85,10 @@ let package = Package(
         // The thin executable: subcommands, signals, and the embedded simulator of `serve --simulator`.
         .executableTarget(
             name: "islet",
-            dependencies: ["IsletSync", "IsletCore", "IsletServer", "IsletService", "Storage", "APNs", "APNsSimulator", "IsletCrypto"],
+            dependencies: [
+                "IsletSync", "IsletCore", "IsletServer", "IsletService", "Storage", "APNs", "APNsSimulator", "IsletCrypto",
+                "SwiftSchemaReader",
+            ],
             swiftSettings: swiftSettings),
 
         // Benchmark helpers (`make bench`).
@@ -103,7 +108,10 @@ let package = Package(
         // Fuzz targets: what each feeds its parser, shared by the fuzzers and the corpus replay test.
         .target(
             name: "FuzzTargets",
-            dependencies: ["IsletSync", "IsletCore", "IsletCrypto", "IsletServer", "IsletService", "HTTPServer", "HTTP2", "APNs", "APNsSimulator", "IsletLog", "Storage"],
+            dependencies: [
+                "IsletSync", "IsletCore", "IsletCrypto", "IsletServer", "IsletService", "HTTPServer", "HTTP2", "APNs",
+                "APNsSimulator", "IsletLog", "Storage", "SwiftSchemaReader",
+            ],
             path: "Fuzz/Targets", swiftSettings: swiftSettings),
         // libFuzzer's driver, declared for the fuzz entry points.
         .target(name: "CLibFuzzer", path: "Fuzz/CLibFuzzer"),
@@ -127,6 +135,8 @@ let package = Package(
 
         .testTarget(name: "IsletSyncTests", dependencies: ["IsletSync"], swiftSettings: swiftSettings),
         .testTarget(name: "IsletCoreTests", dependencies: ["IsletCore"], swiftSettings: swiftSettings),
+        // The Swift schema reader on attribute files, type resolution and refused sources.
+        .testTarget(name: "SwiftSchemaReaderTests", dependencies: ["SwiftSchemaReader", "IsletCore"], swiftSettings: swiftSettings),
         .testTarget(name: "IsletLogTests", dependencies: ["IsletLog"], swiftSettings: swiftSettings),
         .testTarget(name: "IsletCryptoTests", dependencies: ["IsletCrypto", "IsletTesting"], swiftSettings: swiftSettings),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "IsletTesting"], swiftSettings: swiftSettings),

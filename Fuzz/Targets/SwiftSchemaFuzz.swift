@@ -1,5 +1,6 @@
 import Foundation
 import IsletCore
+import SwiftSchemaReader
 
 /// The Swift schema reader (tokenizer, declaration parser, schema builder) on any
 /// text: it must answer a schema or a `SwiftSchemaError`, never trap or hang. A

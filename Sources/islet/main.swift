@@ -5,6 +5,7 @@ import APNsSimulator
 import IsletCore
 import IsletCrypto
 import IsletServer
+import SwiftSchemaReader
 
 /// `islet`: the command line. Each subcommand parses its own flags and hands off to
 /// the library; nothing here knows how Islet works inside.

@@ -1,4 +1,5 @@
 import IsletCore
+import SwiftSchemaReader
 import Testing
 
 /// A schema field: `required` and `nullable` follow `optional`.

@@ -1,3 +1,5 @@
+public import IsletCore
+
 /// Reads an app's ActivityKit attributes type from the text of its Swift source and
 /// answers the schema of its attributes and its `ContentState`, as synthesized
 /// `Codable` would encode them.
