@@ -6,19 +6,43 @@ cd "$(dirname "$0")/.."
 sanitizer=${1:?usage: test-sanitize.sh address|thread}
 build=.build/sanitize-$sanitizer
 here=$(pwd)
+# Reports go to files (one per process, children included), so that a report is
+# seen even when the process that made it cannot print it or hangs afterwards.
+reports="$here/$build/reports"
+rm -rf "$reports"
+mkdir -p "$reports"
 case "$sanitizer" in
   address)
     # Leaks of allocations made once per process (caches, type metadata) are not
     # bugs; everything else is. halt_on_error stops at the first report.
-    export ASAN_OPTIONS="halt_on_error=1:abort_on_error=1:detect_leaks=0:detect_stack_use_after_return=0:suppressions=$here/scripts/sanitizers/asan.supp"
+    export ASAN_OPTIONS="halt_on_error=1:abort_on_error=1:detect_leaks=0:detect_stack_use_after_return=0:suppressions=$here/scripts/sanitizers/asan.supp:log_path=$reports/asan"
     ;;
   thread)
-    export TSAN_OPTIONS="halt_on_error=1:abort_on_error=1:second_deadlock_stack=1:suppressions=$here/scripts/sanitizers/tsan.supp"
+    export TSAN_OPTIONS="halt_on_error=1:abort_on_error=1:second_deadlock_stack=1:suppressions=$here/scripts/sanitizers/tsan.supp:log_path=$reports/tsan"
     ;;
   *) echo "test-sanitize: unknown sanitizer $sanitizer (address or thread)" >&2; exit 2 ;;
 esac
 echo "test-sanitize: building with the $sanitizer sanitizer in $build"
 swift build --build-tests --sanitize="$sanitizer" --build-path "$build" ${WERROR:+-Xswiftc -warnings-as-errors}
+# Any report file fails the run, and is shown whole.
+show_reports() {
+  local found=0
+  for report in "$reports"/*; do
+    [ -e "$report" ] || continue
+    found=1
+    echo "test-sanitize: report in $report:" >&2
+    cat "$report" >&2
+  done
+  return $found
+}
+status=0
 echo "test-sanitize: running the suite under the $sanitizer sanitizer"
-swift test --skip-build --sanitize="$sanitizer" --build-path "$build"
-ISLET_THREAD_CENSUS=1 swift test --skip-build --sanitize="$sanitizer" --build-path "$build" --filter ThreadCensusTests
+# A deadline, so that a stuck process fails the run instead of stalling it.
+timeout --kill-after=30 1500 swift test --skip-build --sanitize="$sanitizer" --build-path "$build" || status=$?
+if [ "$status" -eq 0 ]; then
+  ISLET_THREAD_CENSUS=1 timeout --kill-after=30 300 \
+    swift test --skip-build --sanitize="$sanitizer" --build-path "$build" --filter ThreadCensusTests || status=$?
+fi
+show_reports || status=1
+if [ "$status" -ne 0 ]; then echo "test-sanitize: the $sanitizer run failed (status $status)" >&2; fi
+exit "$status"
