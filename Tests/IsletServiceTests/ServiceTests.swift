@@ -1,0 +1,199 @@
+import Foundation
+import IsletCore
+import IsletCrypto
+import IsletLog
+import IsletService
+import IsletSync
+import IsletTesting
+import Storage
+import Testing
+
+/// The domain services called directly, with no HTTP: commands in, results or
+/// domain errors out, on a real store and a clock that moves only when told.
+@Suite("Domain services without HTTP")
+struct ServiceTests {
+    static let adminToken = "islet_admin_service_tests_0123456789"
+    static let startToken = String(repeating: "ab", count: 32)
+    static let updateToken = String(repeating: "cd", count: 32)
+    static let alert = PushAlert(title: .literal("Order 42"), body: .literal("On its way"), sound: nil)
+
+    struct Rig {
+        let services: Services
+        let clock: ManualWallClock
+        let store: any Store
+        let woken: Lock<Int>
+
+        /// An app with credentials, a device of it with a push-to-start token.
+        func appWithDevice() async throws -> AppRecord {
+            let key = try P256.SigningKey.generate()
+            let created = try await services.apps.create(CreateApp(
+                name: "Shop", bundleID: "com.example.shop",
+                credentials: APNsCredentials(teamID: "TEAM000001", keyID: "KEY0000001", privateKeyPEM: key.pemRepresentation),
+                strictActivityTypes: false))
+            let appID = created.app.id
+            _ = try await services.devices.register(
+                appID: appID, deviceID: "phone-1",
+                DeviceRegistration(platform: "ios", environment: .sandbox, apnsToken: nil, userID: .some("user-1"), tags: nil))
+            _ = try await services.devices.putStartToken(
+                appID: appID, deviceID: "phone-1", activityType: "DeliveryAttributes", token: ServiceTests.startToken)
+            return created.app
+        }
+
+        func start(_ app: AppRecord, id: String = "order-1", endAt: Date? = nil, key: IdempotencyKey? = nil) async throws -> Replayable<StartResult> {
+            try await services.activities.start(StartActivity(
+                app: app, activityID: id, activityType: "DeliveryAttributes", attributes: ["order": "42"],
+                contentState: ["eta": 10], alert: ServiceTests.alert, audience: .userIDs(["user-1"]), endAt: endAt, staleDate: nil,
+                relevanceScore: nil, priority: nil, idempotency: key))
+        }
+
+        var queued: Int { get throws { try store.readNow { try $0.queueDepth() } } }
+    }
+
+    func withRig(_ body: (Rig) async throws -> Void) async throws {
+        try await withTemporaryDirectory { dir in
+            let store = try SQLiteStore(path: dir.appendingPathComponent("islet.sqlite").path)
+            let clock = ManualWallClock()
+            let woken = Lock(0)
+            let environment = ServiceEnvironment(
+                store: store, clock: clock, lifecycle: ActivityLifecycle(), logger: Logger(level: .error, format: .logfmt, sink: MemoryLogSink()),
+                idempotencyWindow: 3600, pushesQueued: { woken.withLock { $0 += 1 } })
+            let rig = Rig(services: Services(environment: environment, adminToken: Self.adminToken), clock: clock, store: store, woken: woken)
+            defer { store.close() }
+            try await body(rig)
+        }
+    }
+
+    /// The code of the domain error `body` throws.
+    func code(_ body: () async throws -> Void) async -> ServiceError.Code? {
+        do {
+            try await body()
+            return nil
+        } catch let error as ServiceError {
+            return error.code
+        } catch {
+            return nil
+        }
+    }
+
+    @Test func aStartQueuesOnePushPerDeviceAndWakesDelivery() async throws {
+        try await withRig { rig in
+            let app = try await rig.appWithDevice()
+            let answer = try await rig.start(app)
+            #expect(answer.result.targets == 1 && !answer.replayed)
+            #expect(try rig.queued == 1)
+            #expect(rig.woken.withLock { $0 } == 1)
+            let detail = try await rig.services.activities.show(appID: app.id, activityID: "order-1")
+            #expect(detail.activity.record.attributes?["islet_activity_id"] == .string("order-1"))
+            #expect(detail.devices.map(\.status) == [.pending])
+        }
+    }
+
+    @Test func theSameKeyReplaysAndQueuesNothingTwice() async throws {
+        try await withRig { rig in
+            let app = try await rig.appWithDevice()
+            let key = IdempotencyKey(key: "k-1", fingerprint: Data("one".utf8))
+            let first = try await rig.start(app, key: key)
+            let again = try await rig.start(app, key: key)
+            #expect(again.replayed && again.result == first.result)
+            #expect(try rig.queued == 1)
+            #expect(rig.woken.withLock { $0 } == 1)
+            let other = IdempotencyKey(key: "k-1", fingerprint: Data("two".utf8))
+            #expect(await code { _ = try await rig.start(app, key: other) } == .invalid)
+            let malformed = IdempotencyKey(key: "has space", fingerprint: Data())
+            #expect(await code { _ = try await rig.start(app, id: "order-2", key: malformed) } == .invalid)
+        }
+    }
+
+    @Test func refusalsCarryTheirCodes() async throws {
+        try await withRig { rig in
+            let app = try await rig.appWithDevice()
+            var bare = app
+            bare.credentials = nil
+            #expect(await code { _ = try await rig.start(bare) } == .conflict)
+            #expect(await code {
+                _ = try await rig.services.activities.update(UpdateActivity(
+                    app: app, activityID: "nothing", contentState: ["eta": 1], alert: nil, endAt: nil, staleDate: nil,
+                    relevanceScore: nil, priority: nil, idempotency: nil))
+            } == .notFound)
+            _ = try await rig.start(app)
+            #expect(await code { _ = try await rig.start(app) } == .conflict)
+            // No device of this audience holds a token: the error names the field.
+            do {
+                _ = try await rig.services.activities.start(StartActivity(
+                    app: app, activityID: "order-9", activityType: "DeliveryAttributes", attributes: ["order": "9"],
+                    contentState: ["eta": 1], alert: Self.alert, audience: .tags(["nobody"]), endAt: nil, staleDate: nil,
+                    relevanceScore: nil, priority: nil, idempotency: nil))
+                Issue.record("a start to nobody was accepted")
+            } catch let error as ServiceError {
+                #expect(error.code == .invalid)
+                #expect(error.fields?.map(\.field) == ["audience.tags"])
+            }
+        }
+    }
+
+    @Test func anEndTimeEndsTheActivityWithoutARequest() async throws {
+        try await withRig { rig in
+            let app = try await rig.appWithDevice()
+            _ = try await rig.start(app, endAt: rig.clock.now().addingTimeInterval(60))
+            #expect(await rig.services.activities.endDue() == 0)
+            rig.clock.advance(by: 61)
+            #expect(await rig.services.activities.endDue() == 1)
+            let detail = try await rig.services.activities.show(appID: app.id, activityID: "order-1")
+            #expect(detail.activity.status == .ended && detail.activity.endCause == .scheduled)
+            #expect(await rig.services.activities.endDue() == 0)
+            let again = try await rig.services.activities.end(EndActivity(
+                app: app, activityID: "order-1", contentState: nil, dismissalDate: nil, idempotency: nil))
+            #expect(again.result.alreadyEnded && !again.result.accepted)
+        }
+    }
+
+    @Test func keysAreCheckedByKind() async throws {
+        try await withRig { rig in
+            let created = try await rig.services.apps.create(
+                CreateApp(name: "A", bundleID: "com.example.a", credentials: nil, strictActivityTypes: false))
+            let other = try await rig.services.apps.create(
+                CreateApp(name: "B", bundleID: "com.example.b", credentials: nil, strictActivityTypes: false))
+            let apps = rig.services.apps
+            #expect(try await apps.requireApp(key: created.serverKey, appID: created.app.id, kind: .server).id == created.app.id)
+            #expect(await code { _ = try await apps.requireApp(key: created.deviceKey, appID: created.app.id, kind: .server) } == .forbidden)
+            #expect(await code { _ = try await apps.requireApp(key: Self.adminToken, appID: created.app.id, kind: .server) } == .forbidden)
+            #expect(await code { _ = try await apps.requireApp(key: other.serverKey, appID: created.app.id, kind: .server) } == .notFound)
+            #expect(await code { try await apps.requireAdmin(key: created.serverKey) } == .forbidden)
+            #expect(await code { try await apps.requireAdmin(key: "nonsense") } == .unauthenticated)
+            try await apps.requireAdmin(key: Self.adminToken)
+            _ = try await apps.rotateKeys(appID: created.app.id)
+            #expect(await code { _ = try await apps.requireApp(key: created.serverKey, appID: created.app.id, kind: .server) } == .unauthenticated)
+            #expect(await code { _ = try await apps.rotateKeys(appID: "app_00000000000000000000") } == .notFound)
+        }
+    }
+
+    @Test func aTokenIsNeverStoredUnderTwoKinds() async throws {
+        try await withRig { rig in
+            let app = try await rig.appWithDevice()
+            do {
+                _ = try await rig.services.devices.register(
+                    appID: app.id, deviceID: "phone-2",
+                    DeviceRegistration(platform: "ios", environment: .sandbox, apnsToken: Self.startToken, userID: nil, tags: nil))
+                Issue.record("a push-to-start token was taken as a device token")
+            } catch let error as ServiceError {
+                #expect(error.code == .invalid && error.fields?.first?.field == "apns_token")
+            }
+            let first = try await rig.services.devices.putUpdateToken(
+                appID: app.id, deviceID: "phone-1", activityID: "local-1", activityType: "DeliveryAttributes", token: Self.updateToken)
+            let again = try await rig.services.devices.putUpdateToken(
+                appID: app.id, deviceID: "phone-1", activityID: "local-1", activityType: "DeliveryAttributes", token: Self.updateToken)
+            #expect(first.created && !again.created)
+            #expect(await code {
+                _ = try await rig.services.devices.putUpdateToken(
+                    appID: app.id, deviceID: "phone-9", activityID: "local-1", activityType: "DeliveryAttributes", token: Self.updateToken)
+            } == .notFound)
+        }
+    }
+
+    @Test func aStoreErrorIsADomainError() {
+        #expect(ServiceError(StoreError(.conflict, "x")).code == .conflict)
+        #expect(ServiceError(StoreError(.busy, "x")).code == .unavailable)
+        #expect(ServiceError(StoreError(.unavailable, "x")).code == .unavailable)
+        #expect(ServiceError(StoreError(.corrupt, "x")).code == .failed)
+    }
+}
