@@ -69,7 +69,7 @@ public final class APNsTransport: PushTransport {
 
     /// The result of a push that could not be signed: a passing fault when the app
     /// could not be read, a refusal of the credentials otherwise. Nothing was sent.
-    static func unsendable(problem: String, passing: Bool) -> TransportResult {
+    public static func unsendable(problem: String, passing: Bool) -> TransportResult {
         result(
             APNsResult(
                 disposition: passing ? .retry : .credentialsRejected, response: nil,
