@@ -145,7 +145,9 @@ let package = Package(
         .testTarget(
             name: "IsletServiceTests", dependencies: ["IsletService", "IsletCore", "IsletCrypto", "IsletLog", "IsletSync", "Storage", "IsletTesting"],
             swiftSettings: swiftSettings),
-        .testTarget(name: "DeliveryTests", dependencies: ["Delivery", "APNs", "IsletCore"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "DeliveryTests", dependencies: ["Delivery", "APNs", "IsletCore", "IsletLog", "IsletSync", "Storage", "IsletTesting"],
+            swiftSettings: swiftSettings),
         .testTarget(name: "HTTP2Tests", dependencies: ["IsletSync", "HTTP2", "IsletCrypto", "IsletTesting"], swiftSettings: swiftSettings),
         .testTarget(name: "HTTPServerTests", dependencies: ["IsletSync", "HTTPServer", "IsletTesting"], swiftSettings: swiftSettings),
         // Replays every fuzz corpus entry (crash reproducers included) through its target.

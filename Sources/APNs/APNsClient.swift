@@ -39,6 +39,13 @@ public struct APNsClientConfiguration: Sendable {
     /// Provider tokens are replaced after this long (APNs allows an hour).
     public var providerTokenMaximumAge: TimeInterval = 55 * 60
 
+    /// The backoff before the attempt after `attempts` attempts: `backoffBase`
+    /// doubled per attempt up to `backoffMax`, with full jitter drawn from `random`.
+    public func retryDelay(afterAttempts attempts: Int, using random: inout some RandomNumberGenerator) -> TimeInterval {
+        let ceiling = max(0, min(backoffMax, backoffBase * pow(2, Double(max(0, attempts - 1)))))
+        return Double.random(in: 0...ceiling, using: &random)
+    }
+
     /// Apple's hosts, the system's roots.
     public init() {}
 
@@ -60,12 +67,19 @@ public final class APNsClient: Sendable {
     private let tokens = Lock<[String: ProviderTokenManager]>([:])
     private let breakers = Lock<[String: CircuitBreaker]>([:])
     private let shuttingDown = Atomic<Bool>(false)
+    /// Draws the jitter of retries and reconnects.
+    fileprivate let random: Lock<any RandomSource>
 
     /// Creates a client; connections open on first use. `clock` drives provider-token
-    /// ages and the circuit breakers.
-    public init(configuration: APNsClientConfiguration = APNsClientConfiguration(), clock: any WallClock = SystemWallClock()) {
+    /// ages and the circuit breakers; `random` draws the jitter of retries and of the
+    /// connections' reconnects (by default a generator seeded once from the system).
+    public init(
+        configuration: APNsClientConfiguration = APNsClientConfiguration(), clock: any WallClock = SystemWallClock(),
+        random: any RandomSource = SeededRandomSource(seed: .random(in: .min ... .max))
+    ) {
         self.configuration = configuration
         self.clock = clock
+        self.random = Lock(random)
     }
 
     /// Sends `request` with `key` to `environment`, retrying passing faults within
@@ -159,6 +173,7 @@ public final class APNsClient: Sendable {
                     tls: url.scheme == "https" ? TLSClientConfiguration(trustRootsPEM: configuration.trustRootsPEM) : nil)
                 http2.pingInterval = configuration.pingInterval
                 http2.connectTimeout = configuration.connectTimeout
+                http2.jitter = { [random] ceiling in random.withLock { Double.random(in: 0...max(0, ceiling), using: &$0) } }
                 do {
                     clients.append(try HTTP2Client(configuration: http2, thread: threads[index % threads.count]))
                 } catch {
@@ -373,8 +388,7 @@ private final class PushAttempt: HTTP2Exchange, @unchecked Sendable {
             finish(.credentialsRejected)
         case .retry:
             let elapsed = client.clock.now().timeIntervalSince(started)
-            let ceiling = min(configuration.backoffMax, configuration.backoffBase * pow(2, Double(attempts - 1)))
-            let delay = Double.random(in: 0...ceiling)
+            let delay = client.random.withLock { configuration.retryDelay(afterAttempts: attempts, using: &$0) }
             guard attempts < configuration.maxAttempts, elapsed + delay < configuration.retryDeadline else {
                 finish(.retry)
                 return

@@ -1,24 +1,57 @@
-public import APNs
 public import Foundation
 public import IsletCore
+public import Storage
 
-/// What the worker does with a push once the APNs client has given its result: the
+/// What the worker does with a push once the transport has given its result: the
 /// one place where a result becomes a status, a retry, or a change to the registry.
 public enum DeliveryDecision: Sendable, Equatable {
-    /// APNs accepted it.
+    /// The push service accepted it.
     case sent
     /// Queue it again, to be tried after `delay` seconds.
     case retry(after: TimeInterval)
     /// BadDeviceToken may mean a sandbox token sent to production or the reverse:
     /// send it once more, at once, to `environment`.
     case switchEnvironment(to: APNsEnvironment)
-    /// APNs says the token is dead (since `since`, when it says): act by token kind.
+    /// The service says the token is dead (since `since`, when it says): act by token kind.
     case deadToken(since: Date?)
     /// Give up; nothing about the token follows from it.
     case failed
 }
 
-/// Turns APNs results into decisions. Pure: the random jitter is passed in.
+/// What to do about a token the push service refused, by the kind of token. The
+/// store does nothing when the token was registered again after `refusedAt`.
+public enum DeadTokenAction: Sendable, Equatable {
+    /// Delete the push-to-start token; when it was deleted and the push started
+    /// `endingCopyOf`, end the device's pending copy of that activity.
+    case deleteStartToken(refusedAt: Date?, endingCopyOf: String?)
+    /// End the device's copy of `activityID` whose update token it was.
+    case endUpdatedCopy(activityID: String, refusedAt: Date?)
+    /// Mark the device unreachable.
+    case markDeviceUnreachable(refusedAt: Date?)
+}
+
+/// Everything one answer leads to: the outcome to record, what to do to the
+/// registry, and what to count.
+public struct Settlement: Sendable {
+    /// The push's new state.
+    public var outcome: PushOutcome
+    /// The decision the outcome follows from (`failed` for a dropped push).
+    public var decision: DeliveryDecision
+    /// Set when the push reached its token only after switching environments: record
+    /// that environment wherever the token is registered.
+    public var correctEnvironment: APNsEnvironment?
+    /// Set when the token is dead.
+    public var deadToken: DeadTokenAction?
+    /// The metric's result: `sent`, `retried`, `switched`, `failed` or `dropped`.
+    public var counted: String
+    /// The metric's reason.
+    public var reason: String?
+    /// The latency to count, when the push was handed to the network.
+    public var latency: Double?
+}
+
+/// Turns transport results into decisions. Pure: the time and the random jitter are
+/// passed in.
 public struct DeliveryPolicy: Sendable {
     /// The pacing and retry limits.
     public let configuration: DeliveryConfiguration
@@ -32,18 +65,20 @@ public struct DeliveryPolicy: Sendable {
     /// this one, was queued at `queuedAt` and has (or has not) already been switched
     /// to the other environment. `jitter` in 0...1 scales the backoff.
     public func decide(
-        _ result: APNsResult, round: Int, queuedAt: Date, environmentSwitched: Bool, environment: APNsEnvironment,
+        _ result: TransportResult, round: Int, queuedAt: Date, environmentSwitched: Bool, environment: APNsEnvironment,
         now: Date, jitter: Double
     ) -> DeliveryDecision {
         switch result.disposition {
         case .delivered:
             return .sent
-        case .tokenDead(let since):
-            if result.response?.reason == .badDeviceToken && !environmentSwitched {
+        case .tokenUnknownInEnvironment:
+            if !environmentSwitched {
                 return .switchEnvironment(to: environment == .production ? .sandbox : .production)
             }
+            return .deadToken(since: nil)
+        case .tokenDead(let since):
             return .deadToken(since: since)
-        case .retry, .retryLater, .refreshProviderToken:
+        case .retry, .retryLater:
             let ceiling = min(configuration.retryMax, configuration.retryBase * pow(2, Double(max(0, round - 1))))
             let delay = ceiling * min(1, max(0, jitter))
             guard round < configuration.maxRounds,
@@ -55,11 +90,74 @@ public struct DeliveryPolicy: Sendable {
         }
     }
 
-    /// The reason recorded for `result`: APNs's, or the client's error code.
-    public static func reason(_ result: APNsResult) -> String? {
-        if let reason = result.response?.reason { return reason.rawValue }
-        if let error = result.error { return "\(error.code)" }
-        if let status = result.response?.status, status != 200 { return "HTTP \(status)" }
-        return nil
+    /// What the answer `result` to `push` leads to, at `now`. `activityEnded` answers
+    /// whether the push's activity has ended; it is asked only for a start or an
+    /// update that would be sent again (sent later, it would start or change an
+    /// activity that is over, so it is dropped instead).
+    public func settle(
+        _ push: ClaimedPush, result: TransportResult, now: Date, jitter: Double, activityEnded: () throws -> Bool
+    ) rethrows -> Settlement {
+        let reason = result.reason
+        var outcome = PushOutcome(
+            status: .failed, attempts: result.attempts, apnsStatus: result.status, reason: reason,
+            apnsUniqueID: result.uniqueID)
+        var settlement = Settlement(
+            outcome: outcome, decision: .failed, counted: "failed", reason: reason,
+            latency: result.attempts > 0 ? result.latency : nil)
+        var decision = decide(
+            result, round: push.rounds + 1, queuedAt: push.createdAt, environmentSwitched: push.environmentSwitched,
+            environment: push.environment, now: now, jitter: jitter)
+        var endedActivity = false
+        switch decision {
+        case .retry, .switchEnvironment:
+            if push.content.event == .start || push.content.event == .update, push.activityID != nil {
+                endedActivity = try activityEnded()
+            }
+        default:
+            break
+        }
+        if endedActivity { decision = .failed }
+        switch decision {
+        case .sent:
+            outcome.status = .sent
+            if push.environmentSwitched { settlement.correctEnvironment = push.environment }
+            settlement.counted = "sent"
+        case .retry(let delay):
+            outcome.status = .queued
+            outcome.nextAttemptAt = now.addingTimeInterval(delay)
+            settlement.counted = "retried"
+        case .switchEnvironment(let environment):
+            outcome.status = .queued
+            outcome.nextAttemptAt = now
+            outcome.environment = environment
+            settlement.counted = "switched"
+        case .deadToken(let since):
+            settlement.deadToken = Self.deadTokenAction(push, since: since)
+        case .failed where endedActivity:
+            outcome.status = .dropped
+            outcome.reason = "ActivityEnded"
+            settlement.counted = "dropped"
+        case .failed:
+            break
+        }
+        settlement.outcome = outcome
+        settlement.decision = decision
+        return settlement
+    }
+
+    /// A rejected push-to-start token is deleted (and the device's pending copy of
+    /// the activity ended); a rejected update token ends that device's copy of the
+    /// activity and leaves the device alone; a rejected device token marks the device
+    /// unreachable. An update token of no activity leads to nothing.
+    public static func deadTokenAction(_ push: ClaimedPush, since: Date?) -> DeadTokenAction? {
+        switch push.tokenKind {
+        case .pushToStart:
+            return .deleteStartToken(refusedAt: since, endingCopyOf: push.activityID)
+        case .liveActivityUpdate:
+            guard let activityID = push.activityID else { return nil }
+            return .endUpdatedCopy(activityID: activityID, refusedAt: since)
+        case .device:
+            return .markDeviceUnreachable(refusedAt: since)
+        }
     }
 }

@@ -2,17 +2,20 @@ import IsletSync
 public import APNs
 public import Foundation
 public import IsletCore
-import IsletCrypto
 public import IsletLog
 public import Storage
 
 /// Sends the queued pushes. It runs on a thread of its own: it claims pushes that
-/// are due from the store, hands them to the APNs client (whose answers arrive on
-/// event-loop threads and are handed back here), and records every answer in one
-/// transaction per batch, acting on dead tokens by kind and requeuing what may be
+/// are due from the store, hands them to a `PushTransport` (whose answers arrive on
+/// the transport's threads and are handed back here), and records every answer in
+/// one transaction per batch, acting on dead tokens by kind and requeuing what may be
 /// retried. A push stays in the store from the moment the API queued it: a push in
 /// flight when the process stops is sent again, with the same `apns-id`, on the
 /// next start.
+///
+/// The decisions are `DeliveryStateMachine`'s (when to claim, record, sweep, wait,
+/// stop) and `DeliveryPolicy`'s (what each answer leads to); this class is the
+/// thread, the store and the transport around them.
 public final class DeliveryWorker: Sendable {
     /// Counters for `/metrics`.
     public let metrics = DeliveryMetrics()
@@ -20,28 +23,18 @@ public final class DeliveryWorker: Sendable {
     public let configuration: DeliveryConfiguration
 
     private let store: any Store
-    private let client: APNsClient
+    private let transport: any PushTransport
     private let clock: any WallClock
     private let logger: Logger
     private let policy: DeliveryPolicy
     private let state = ConditionLock(State())
-    private let keys = Lock<[String: CachedKey]>([:])
     /// Draws the retry jitter: the system's random device would cost a system call
     /// per push.
     private let random: Lock<any RandomSource>
 
     private struct Answer: Sendable {
         let push: ClaimedPush
-        let result: APNsResult
-        let latency: Double
-    }
-
-    private struct CachedKey: Sendable {
-        let updatedAt: Date
-        let key: APNsSigningKey?
-        let problem: String?
-        /// The app could not be read: a passing fault, not a refusal.
-        var passing = false
+        let result: TransportResult
     }
 
     private struct State {
@@ -54,20 +47,34 @@ public final class DeliveryWorker: Sendable {
         var exitWaiters: [CheckedContinuation<Void, Never>] = []
     }
 
-    /// Creates a worker; nothing happens until `start`. `random` draws the retry
-    /// jitter (by default a generator seeded once from the system).
+    /// Creates a worker sending through `transport`; nothing happens until `start`.
+    /// `random` draws the retry jitter (by default a generator seeded once from the
+    /// system).
     public init(
-        store: any Store, client: APNsClient, configuration: DeliveryConfiguration = DeliveryConfiguration(),
+        store: any Store, transport: any PushTransport, configuration: DeliveryConfiguration = DeliveryConfiguration(),
         clock: any WallClock = SystemWallClock(), random: any RandomSource = SeededRandomSource(seed: .random(in: .min ... .max)),
         logger: Logger
     ) {
         self.random = Lock(random)
         self.store = store
-        self.client = client
+        self.transport = transport
         self.configuration = configuration
         self.clock = clock
         self.logger = logger
         self.policy = DeliveryPolicy(configuration: configuration)
+    }
+
+    /// Creates a worker sending to APNs through `client` (an `APNsTransport` reading
+    /// each app's credentials from `store`); nothing happens until `start`. The
+    /// caller shuts the client down.
+    public convenience init(
+        store: any Store, client: APNsClient, configuration: DeliveryConfiguration = DeliveryConfiguration(),
+        clock: any WallClock = SystemWallClock(), random: any RandomSource = SeededRandomSource(seed: .random(in: .min ... .max)),
+        logger: Logger
+    ) {
+        self.init(
+            store: store, transport: APNsTransport(client: client, store: store), configuration: configuration,
+            clock: clock, random: random, logger: logger)
     }
 
     /// Puts pushes left in flight by an earlier process back in the queue, and starts
@@ -127,76 +134,64 @@ public final class DeliveryWorker: Sendable {
 
     // MARK: - The loop
 
-    private func run() {
-        var sends: [Int64: SendContent] = [:]
-        var nextSweep = Date.distantPast
-        var waitUntil = Date()
-        var stopping = false
-        while true {
-            let knownStopping = stopping
-            var (answers, stopDeadline, inFlight, woken) = state.wait(
-                until: { state in
-                    state.wakeRequested || !state.answers.isEmpty || (state.stopDeadline != nil && !knownStopping)
-                        || Date() >= waitUntil
-                },
-                timeout: .seconds(max(0, waitUntil.timeIntervalSinceNow))
-            ) { state in
-                defer {
-                    state.answers.removeAll(keepingCapacity: true)
-                    state.wakeRequested = false
-                }
-                return (state.answers, state.stopDeadline, state.inFlight, state.wakeRequested)
-            }
+    private func observe(inFlight: Int? = nil) -> DeliveryStateMachine.Observation {
+        DeliveryStateMachine.Observation(now: clock.now(), real: Date(), inFlight: inFlight ?? self.inFlight)
+    }
 
-            // Answers come one by one from the event loops: with many in flight, let
-            // a few more arrive so that one transaction records them together.
-            let batch = max(1, configuration.maxInFlight / 8)
-            if !woken && stopDeadline == nil && !answers.isEmpty && answers.count < batch && inFlight >= batch {
-                usleep(1_000)
+    private func run() {
+        var machine = DeliveryStateMachine(configuration: configuration)
+        var sends: [Int64: SendContent] = [:]
+        // Answers taken from the transport and not yet recorded.
+        var answers: [Answer] = []
+        var action = machine.start(real: Date())
+        loop: while true {
+            switch action {
+            case .wait(let until, let stopping):
+                let (arrived, stopDeadline, inFlight, woken) = state.wait(
+                    until: { state in
+                        state.wakeRequested || !state.answers.isEmpty || (state.stopDeadline != nil && !stopping)
+                            || Date() >= until
+                    },
+                    timeout: .seconds(max(0, until.timeIntervalSinceNow))
+                ) { state in
+                    defer {
+                        state.answers.removeAll(keepingCapacity: true)
+                        state.wakeRequested = false
+                    }
+                    return (state.answers, state.stopDeadline, state.inFlight, state.wakeRequested)
+                }
+                if answers.isEmpty { answers = arrived } else { answers += arrived }
+                action = machine.handle(.waited(.init(
+                    woken: woken, answers: answers.count, stopDeadline: stopDeadline, observation: observe(inFlight: inFlight))))
+            case .gatherAnswers(let pause):
+                usleep(UInt32(pause * 1_000_000))
                 answers += state.withLock { state -> [Answer] in
                     defer { state.answers.removeAll(keepingCapacity: true) }
                     return state.answers
                 }
-            }
-
-            if !answers.isEmpty && !record(answers) {
-                // Not recorded: keep the answers and try again shortly (a push whose
-                // answer is never recorded is sent again after a restart).
-                signal { state in state.answers.insert(contentsOf: answers, at: 0) }
-                if stopDeadline == nil || Date() < stopDeadline! {
-                    usleep(250_000)
-                    continue
-                }
-            }
-            if let stopDeadline {
-                stopping = true
-                if inFlight == 0 || Date() >= stopDeadline { break }
-                // Wait for the answers still out (each one signals), or the deadline.
-                waitUntil = stopDeadline
-                continue
-            }
-            let now = clock.now()
-            if now >= nextSweep {
+                action = machine.handle(.gathered(answers: answers.count))
+            case .record:
+                let recorded = record(answers)
+                if recorded { answers.removeAll(keepingCapacity: true) }
+                action = machine.handle(.recorded(succeeded: recorded, observe()))
+            case .pause(let seconds):
+                usleep(UInt32(seconds * 1_000_000))
+                action = machine.handle(.paused)
+            case .sweep(let now):
                 sweep(now: now)
-                nextSweep = now.addingTimeInterval(configuration.sweepInterval)
-            }
-            // Claim when new pushes were queued, when nothing is in flight, or when
-            // enough slots are free to be worth a transaction; otherwise the next
-            // answers free more.
-            let inFlightNow = self.inFlight
-            let room = configuration.maxInFlight - inFlightNow
-            var claimedAll = false
-            if room > 0 && (woken || inFlightNow == 0 || room >= batch) {
-                guard let claimed = claimAndSend(limit: room, sends: &sends) else {
-                    // The store refused; look again shortly rather than spin.
-                    waitUntil = Date().addingTimeInterval(0.25)
-                    continue
+                action = machine.handle(.swept(observe()))
+            case .claim(let limit, let now):
+                if let claimed = claimAndSend(limit: limit, now: now, sends: &sends) {
+                    action = machine.handle(.claimed(count: claimed, observe()))
+                } else {
+                    action = machine.handle(.claimFailed(observe()))
                 }
-                claimedAll = claimed == room
+            case .readNextDue:
+                let due = try? store.readNow { try $0.nextDueTime() }
+                action = machine.handle(.nextDue(due, observe()))
+            case .exit:
+                break loop
             }
-            // With every slot just filled, answers (which signal) come before
-            // anything else is due.
-            waitUntil = claimedAll ? Date().addingTimeInterval(0.25) : nextWake()
         }
         let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
             state.exited = true
@@ -204,19 +199,6 @@ public final class DeliveryWorker: Sendable {
             return state.exitWaiters
         }
         for waiter in waiters { waiter.resume() }
-    }
-
-    /// When to look at the queue again: when the next retry is due, and at least
-    /// every quarter second (so that an injected clock moved forward is noticed).
-    private func nextWake() -> Date {
-        let ceiling = Date().addingTimeInterval(0.25)
-        // With every slot taken, an answer (which signals) is what frees one: no
-        // need to read the queue.
-        guard inFlight < configuration.maxInFlight else { return ceiling }
-        guard let due = try? store.readNow({ try $0.nextDueTime() }) else { return ceiling }
-        let delay = due.timeIntervalSince(clock.now())
-        if delay <= 0 { return Date() }
-        return min(ceiling, Date().addingTimeInterval(delay))
     }
 
     private func sweep(now: Date) {
@@ -233,10 +215,9 @@ public final class DeliveryWorker: Sendable {
         }
     }
 
-    /// Claims up to `limit` due pushes and sends them; answers how many, or nil when
-    /// the store could not be read.
-    private func claimAndSend(limit: Int, sends: inout [Int64: SendContent]) -> Int? {
-        let now = clock.now()
+    /// Claims up to `limit` pushes due at `now` and hands them to the transport;
+    /// answers how many, or nil when the store could not be read.
+    private func claimAndSend(limit: Int, now: Date, sends: inout [Int64: SendContent]) -> Int? {
         let claimed: [ClaimedPush]
         do {
             claimed = try store.writeNow(durable: false) { try $0.claimDuePushes(now: now, limit: limit, sends: &sends) }
@@ -245,30 +226,8 @@ public final class DeliveryWorker: Sendable {
             return nil
         }
         guard !claimed.isEmpty else { return 0 }
-        var keysByApp: [String: CachedKey] = [:]
-        for appID in Set(claimed.map(\.appID)) { keysByApp[appID] = signingKey(appID: appID) }
         state.withLock { $0.inFlight += claimed.count }
-        for push in claimed {
-            let sentAt = ContinuousClock.now
-            guard let key = keysByApp[push.appID]?.key else {
-                let problem = keysByApp[push.appID]?.problem ?? "the app has no APNs credentials"
-                let passing = keysByApp[push.appID]?.passing ?? false
-                let result = APNsResult(
-                    disposition: passing ? .retry : .credentialsRejected, response: nil,
-                    error: APNsError(passing ? .transport : .credentialsRejected, problem), attempts: 0, apnsID: push.apnsID)
-                deliver(Answer(push: push, result: result, latency: 0))
-                continue
-            }
-            let request = APNsRequest(
-                deviceToken: push.token, topic: push.content.topic, pushType: push.content.pushType,
-                priority: push.content.priority, expiration: push.content.expiration, apnsID: push.apnsID,
-                collapseID: push.content.collapseID, payload: push.content.payload)
-            client.send(request, key: key, environment: push.environment) { [self] result in
-                let elapsed = ContinuousClock.now - sentAt
-                let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-                deliver(Answer(push: push, result: result, latency: seconds))
-            }
-        }
+        transport.send(claimed) { [self] push, result in deliver(Answer(push: push, result: result)) }
         return claimed.count
     }
 
@@ -279,33 +238,6 @@ public final class DeliveryWorker: Sendable {
         }
     }
 
-    /// The signing key of an app, parsed once per version of its credentials.
-    private func signingKey(appID: String) -> CachedKey {
-        let app: AppRecord?
-        do {
-            app = try store.readNow { try $0.app(id: appID) }
-        } catch {
-            return CachedKey(updatedAt: .distantPast, key: nil, problem: "cannot read the app: \(error)", passing: true)
-        }
-        guard let app else { return CachedKey(updatedAt: .distantPast, key: nil, problem: "the app no longer exists") }
-        if let cached = keys.withLock({ $0[appID] }), cached.updatedAt == app.updatedAt { return cached }
-        let entry: CachedKey
-        if let credentials = app.credentials {
-            do {
-                let key = try P256.SigningKey(pemRepresentation: credentials.privateKeyPEM)
-                entry = CachedKey(
-                    updatedAt: app.updatedAt,
-                    key: APNsSigningKey(keyID: credentials.keyID, teamID: credentials.teamID, key: key), problem: nil)
-            } catch {
-                entry = CachedKey(updatedAt: app.updatedAt, key: nil, problem: "the APNs private key does not parse: \(error)")
-            }
-        } else {
-            entry = CachedKey(updatedAt: app.updatedAt, key: nil, problem: "the app has no APNs credentials")
-        }
-        keys.withLock { $0[appID] = entry }
-        return entry
-    }
-
     // MARK: - Answers
 
     /// Records a batch of answers in one transaction; answers false when the
@@ -313,6 +245,7 @@ public final class DeliveryWorker: Sendable {
     private func record(_ answers: [Answer]) -> Bool {
         let now = clock.now()
         var counted: [(String, String?, Double?)] = []
+        counted.reserveCapacity(answers.count)
         do {
             try store.writeNow(durable: false) { session in
                 // By index: each answer is read in place, not copied field by field.
@@ -328,93 +261,38 @@ public final class DeliveryWorker: Sendable {
         return true
     }
 
-    private func decision(for answer: Answer, now: Date) -> DeliveryDecision {
-        policy.decide(
-            answer.result, round: answer.push.rounds + 1, queuedAt: answer.push.createdAt,
-            environmentSwitched: answer.push.environmentSwitched, environment: answer.push.environment, now: now,
-            jitter: random.withLock { Double.random(in: 0...1, using: &$0) })
-    }
-
     /// Records one answer and acts on it; answers what to count.
     private func apply(_ answer: Answer, session: any StoreSession, now: Date) throws -> (String, String?, Double?) {
         let push = answer.push
-        let result = answer.result
-        let reason = DeliveryPolicy.reason(result)
-        let latency = result.attempts > 0 ? answer.latency : nil
-        var outcome = PushOutcome(
-            status: .failed, attempts: result.attempts, apnsStatus: result.response?.status, reason: reason,
-            apnsUniqueID: result.response?.uniqueID)
-        let counted: String
-        var verdict = decision(for: answer, now: now)
-        var endedActivity = false
-        switch verdict {
-        case .retry, .switchEnvironment:
-            // The activity ended while this start or update waited: sent later, it
-            // would start or change an activity that is over.
-            endedActivity = try endedMeanwhile(push, session: session)
-        default:
-            break
+        let settlement = try policy.settle(
+            push, result: answer.result, now: now, jitter: random.withLock { Double.random(in: 0...1, using: &$0) },
+            activityEnded: { try session.activityHasEnded(appID: push.appID, activityID: push.activityID ?? "") })
+        if let environment = settlement.correctEnvironment {
+            try session.correctEnvironment(appID: push.appID, token: push.token, kind: push.tokenKind, environment: environment)
         }
-        if endedActivity { verdict = .failed }
-        switch verdict {
-        case .sent:
-            outcome.status = .sent
-            if push.environmentSwitched {
-                try session.correctEnvironment(
-                    appID: push.appID, token: push.token, kind: push.tokenKind, environment: push.environment)
-            }
-            counted = "sent"
-        case .retry(let delay):
-            outcome.status = .queued
-            outcome.nextAttemptAt = now.addingTimeInterval(delay)
-            counted = "retried"
-        case .switchEnvironment(let environment):
-            outcome.status = .queued
-            outcome.nextAttemptAt = now
-            outcome.environment = environment
-            counted = "switched"
-        case .deadToken(let since):
-            try actOnDeadToken(push, since: since, session: session, now: now)
-            counted = "failed"
-        case .failed where endedActivity:
-            outcome.status = .dropped
-            outcome.reason = "ActivityEnded"
-            counted = "dropped"
-        case .failed:
-            counted = "failed"
+        if let action = settlement.deadToken {
+            try actOnDeadToken(push, action, session: session, now: now)
         }
-        try session.recordOutcome(pushID: push.id, outcome, now: now)
-        return (counted, reason, latency)
+        try session.recordOutcome(pushID: push.id, settlement.outcome, now: now)
+        return (settlement.counted, settlement.reason, settlement.latency)
     }
 
-    /// Whether `push` is a start or an update of an activity that has ended.
-    private func endedMeanwhile(_ push: ClaimedPush, session: any StoreSession) throws -> Bool {
-        guard push.content.event == .start || push.content.event == .update, let activityID = push.activityID else {
-            return false
-        }
-        return try session.activityHasEnded(appID: push.appID, activityID: activityID)
-    }
-
-    /// A rejected push-to-start token is deleted (and the device's pending copy of
-    /// the activity ended); a rejected update token ends that
-    /// device's copy of the activity and leaves the device alone; a rejected device
-    /// token marks the device unreachable. A refusal older than the token's latest
-    /// registration changes nothing.
-    private func actOnDeadToken(_ push: ClaimedPush, since: Date?, session: any StoreSession, now: Date) throws {
+    /// Acts on a refused token; a refusal older than the token's latest registration
+    /// changes nothing.
+    private func actOnDeadToken(_ push: ClaimedPush, _ action: DeadTokenAction, session: any StoreSession, now: Date) throws {
         let acted: Bool
-        switch push.tokenKind {
-        case .pushToStart:
-            acted = try session.deleteRefusedStartToken(appID: push.appID, token: push.token, refusedAt: since)
-            if acted, let activityID = push.activityID {
+        switch action {
+        case .deleteStartToken(let refusedAt, let activityID):
+            acted = try session.deleteRefusedStartToken(appID: push.appID, token: push.token, refusedAt: refusedAt)
+            if acted, let activityID {
                 try session.endInstance(
                     appID: push.appID, activityID: activityID, deviceID: push.deviceID, cause: .tokenRejected, at: now)
             }
-        case .liveActivityUpdate:
-            guard let activityID = push.activityID else { return }
+        case .endUpdatedCopy(let activityID, let refusedAt):
             acted = try session.endRefusedInstance(
-                appID: push.appID, activityID: activityID, token: push.token, refusedAt: since, now: now)
-        case .device:
-            acted = try session.markDeviceUnreachable(appID: push.appID, token: push.token, refusedAt: since, now: now)
+                appID: push.appID, activityID: activityID, token: push.token, refusedAt: refusedAt, now: now)
+        case .markDeviceUnreachable(let refusedAt):
+            acted = try session.markDeviceUnreachable(appID: push.appID, token: push.token, refusedAt: refusedAt, now: now)
         }
         logger.info(
             acted ? "dead token retired" : "dead token kept (registered again since)",

@@ -33,12 +33,24 @@ public struct HTTP2ClientConfiguration: Sendable {
     /// the head of the queue, so under a GOAWAY storm each one is refused only while
     /// older ones are ahead of it.
     public var maxRefusedRetries = 100
+    /// Draws the jitter of a reconnect backoff: a value in `0...ceiling`. By default
+    /// the system's generator; a test passes a seeded one to make delays repeatable.
+    public var jitter: @Sendable (_ ceiling: Double) -> Double = { Double.random(in: 0...$0) }
 
     /// A client for `host:port`, over TLS with the system's roots.
     public init(host: String, port: Int, tls: TLSClientConfiguration? = TLSClientConfiguration()) {
         self.host = host
         self.port = port
         self.tls = tls
+    }
+
+    /// The wait before the next connect attempt after `failedAttempts` failed ones in
+    /// a row: `reconnectBackoff` doubled per failure up to `reconnectBackoffMax`, with
+    /// full jitter drawn by `jitter`.
+    public func reconnectDelay(afterFailures failedAttempts: Int) -> Double {
+        let ceiling = min(
+            reconnectBackoffMax.seconds, reconnectBackoff.seconds * pow(2, Double(min(max(0, failedAttempts - 1), 20))))
+        return jitter(max(0, ceiling))
     }
 }
 
@@ -375,10 +387,7 @@ final class ClientCore: @unchecked Sendable {
         failedAttempts += 1
         failExpired(error)
         guard !queue.isEmpty, !shuttingDown else { return }
-        let ceiling = min(
-            configuration.reconnectBackoffMax.seconds,
-            configuration.reconnectBackoff.seconds * pow(2, Double(min(failedAttempts - 1, 20))))
-        let delay = Double.random(in: 0...ceiling)
+        let delay = configuration.reconnectDelay(afterFailures: failedAttempts)
         retryTimer = loop.schedule(after: .seconds(delay)) { [self] in
             retryTimer = nil
             drain()

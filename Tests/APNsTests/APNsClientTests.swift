@@ -451,6 +451,24 @@ struct FailurePolicyTests {
     }
 }
 
+@Suite("Retry backoff")
+struct RetryBackoffTests {
+    @Test func aSeededSourceMakesTheDelaysRepeatable() {
+        var configuration = APNsClientConfiguration()
+        configuration.backoffBase = 0.1
+        configuration.backoffMax = 1
+        var first = SeededRandomSource(seed: 42)
+        var second = SeededRandomSource(seed: 42)
+        let delays = (1...8).map { configuration.retryDelay(afterAttempts: $0, using: &first) }
+        #expect(delays == (1...8).map { configuration.retryDelay(afterAttempts: $0, using: &second) })
+        for (index, delay) in delays.enumerated() {
+            #expect(delay >= 0 && delay <= min(1, 0.1 * pow(2, Double(index))))
+        }
+        var other = SeededRandomSource(seed: 43)
+        #expect(delays != (1...8).map { configuration.retryDelay(afterAttempts: $0, using: &other) })
+    }
+}
+
 @Suite("Circuit breaker")
 struct CircuitBreakerTests {
     @Test func opensAfterTheThresholdProbesThenCloses() {

@@ -16,13 +16,18 @@ struct DeliveryPolicyTests {
         return DeliveryPolicy(configuration: configuration)
     }()
 
-    func result(_ disposition: APNsDisposition, status: Int? = nil, reason: APNsReason? = nil) -> APNsResult {
+    func apnsResult(_ disposition: APNsDisposition, status: Int? = nil, reason: APNsReason? = nil) -> APNsResult {
         APNsResult(
             disposition: disposition, response: status.map { APNsResponse(status: $0, reason: reason) }, attempts: 1,
             apnsID: "5e5bd6c8-2d4e-4d3c-9f0a-2b6f1e0f7a11")
     }
 
-    func decide(_ result: APNsResult, round: Int = 1, switched: Bool = false, queuedAgo: TimeInterval = 0, jitter: Double = 1) -> DeliveryDecision {
+    /// An APNs result as the APNs transport hands it to the worker.
+    func result(_ disposition: APNsDisposition, status: Int? = nil, reason: APNsReason? = nil) -> TransportResult {
+        APNsTransport.result(apnsResult(disposition, status: status, reason: reason), latency: 0)
+    }
+
+    func decide(_ result: TransportResult, round: Int = 1, switched: Bool = false, queuedAgo: TimeInterval = 0, jitter: Double = 1) -> DeliveryDecision {
         policy.decide(
             result, round: round, queuedAt: now.addingTimeInterval(-queuedAgo), environmentSwitched: switched,
             environment: .sandbox, now: now, jitter: jitter)
@@ -60,9 +65,10 @@ struct DeliveryPolicyTests {
     }
 
     @Test func reasonsComeFromAPNsOrTheClient() {
-        #expect(DeliveryPolicy.reason(result(.rejected, status: 400, reason: .badTopic)) == "BadTopic")
+        #expect(APNsTransport.reason(apnsResult(.rejected, status: 400, reason: .badTopic)) == "BadTopic")
         let transport = APNsResult(disposition: .retry, error: APNsError(.transport, "reset"), attempts: 5, apnsID: "x")
-        #expect(DeliveryPolicy.reason(transport) == "transport")
-        #expect(DeliveryPolicy.reason(result(.delivered, status: 200)) == nil)
+        #expect(APNsTransport.reason(transport) == "transport")
+        #expect(APNsTransport.reason(apnsResult(.delivered, status: 200)) == nil)
+        #expect(result(.rejected, status: 400, reason: .badTopic).reason == "BadTopic")
     }
 }

@@ -1,0 +1,133 @@
+import IsletSync
+public import APNs
+public import Foundation
+import IsletCore
+import IsletCrypto
+public import Storage
+
+/// Sends claimed pushes to APNs through an `APNsClient`: it builds each
+/// `APNsRequest`, signs with the app's key (read from the store, and parsed once per
+/// version of the app's credentials) and turns every `APNsResult` into a
+/// `TransportResult`. The client is shut down by whoever made it.
+public final class APNsTransport: PushTransport {
+    /// The client pushes go through.
+    public let client: APNsClient
+    private let store: any Store
+    private let keys = Lock<[String: CachedKey]>([:])
+
+    /// An app's signing key, or why there is none.
+    struct CachedKey: Sendable {
+        let updatedAt: Date
+        let key: APNsSigningKey?
+        let problem: String?
+        /// The app could not be read: a passing fault, not a refusal.
+        var passing = false
+    }
+
+    /// A transport over `client`, reading apps' credentials from `store`.
+    public init(client: APNsClient, store: any Store) {
+        self.client = client
+        self.store = store
+    }
+
+    /// Sends one push.
+    public func send(_ push: ClaimedPush, completion: @escaping @Sendable (TransportResult) -> Void) {
+        send(push, key: signingKey(appID: push.appID)) { _, result in completion(result) }
+    }
+
+    /// Sends pushes claimed together, reading each app's credentials once.
+    public func send(_ pushes: [ClaimedPush], completion: @escaping @Sendable (ClaimedPush, TransportResult) -> Void) {
+        guard let first = pushes.first else { return }
+        // Most batches are one app's fan-out: no set, no dictionary.
+        var keysByApp: [String: CachedKey] = [first.appID: signingKey(appID: first.appID)]
+        for push in pushes where keysByApp[push.appID] == nil {
+            keysByApp[push.appID] = signingKey(appID: push.appID)
+        }
+        for push in pushes {
+            send(push, key: keysByApp[push.appID]!, completion: completion)
+        }
+    }
+
+    private func send(
+        _ push: ClaimedPush, key cached: CachedKey, completion: @escaping @Sendable (ClaimedPush, TransportResult) -> Void
+    ) {
+        guard let key = cached.key else {
+            completion(push, Self.unsendable(problem: cached.problem ?? "the app has no APNs credentials", passing: cached.passing))
+            return
+        }
+        let request = APNsRequest(
+            deviceToken: push.token, topic: push.content.topic, pushType: push.content.pushType,
+            priority: push.content.priority, expiration: push.content.expiration, apnsID: push.apnsID,
+            collapseID: push.content.collapseID, payload: push.content.payload)
+        let sentAt = ContinuousClock.now
+        client.send(request, key: key, environment: push.environment) { result in
+            let elapsed = ContinuousClock.now - sentAt
+            let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+            completion(push, Self.result(result, latency: seconds))
+        }
+    }
+
+    /// The result of a push that could not be signed: a passing fault when the app
+    /// could not be read, a refusal of the credentials otherwise. Nothing was sent.
+    public static func unsendable(problem: String, passing: Bool) -> TransportResult {
+        result(
+            APNsResult(
+                disposition: passing ? .retry : .credentialsRejected, response: nil,
+                error: APNsError(passing ? .transport : .credentialsRejected, problem), attempts: 0, apnsID: ""),
+            latency: 0)
+    }
+
+    /// `result` in a transport's terms. The token-refreshing disposition never leaves
+    /// the client (it retries or gives up as refused); were it to, it is a passing fault.
+    public static func result(_ result: APNsResult, latency: TimeInterval) -> TransportResult {
+        let disposition: TransportDisposition
+        switch result.disposition {
+        case .delivered: disposition = .delivered
+        case .retry, .refreshProviderToken: disposition = .retry
+        case .retryLater: disposition = .retryLater
+        case .tokenDead(let since):
+            disposition = result.response?.reason == .badDeviceToken ? .tokenUnknownInEnvironment : .tokenDead(since: since)
+        case .wrongTopic: disposition = .wrongTopic
+        case .credentialsRejected: disposition = .credentialsRejected
+        case .rejected: disposition = .rejected
+        }
+        return TransportResult(
+            disposition: disposition, status: result.response?.status, reason: reason(result),
+            uniqueID: result.response?.uniqueID, attempts: result.attempts, latency: latency)
+    }
+
+    /// The reason recorded for `result`: APNs's, or the client's error code.
+    public static func reason(_ result: APNsResult) -> String? {
+        if let reason = result.response?.reason { return reason.rawValue }
+        if let error = result.error { return "\(error.code)" }
+        if let status = result.response?.status, status != 200 { return "HTTP \(status)" }
+        return nil
+    }
+
+    /// The signing key of an app, parsed once per version of its credentials.
+    func signingKey(appID: String) -> CachedKey {
+        let app: AppRecord?
+        do {
+            app = try store.readNow { try $0.app(id: appID) }
+        } catch {
+            return CachedKey(updatedAt: .distantPast, key: nil, problem: "cannot read the app: \(error)", passing: true)
+        }
+        guard let app else { return CachedKey(updatedAt: .distantPast, key: nil, problem: "the app no longer exists") }
+        if let cached = keys.withLock({ $0[appID] }), cached.updatedAt == app.updatedAt { return cached }
+        let entry: CachedKey
+        if let credentials = app.credentials {
+            do {
+                let key = try P256.SigningKey(pemRepresentation: credentials.privateKeyPEM)
+                entry = CachedKey(
+                    updatedAt: app.updatedAt,
+                    key: APNsSigningKey(keyID: credentials.keyID, teamID: credentials.teamID, key: key), problem: nil)
+            } catch {
+                entry = CachedKey(updatedAt: app.updatedAt, key: nil, problem: "the APNs private key does not parse: \(error)")
+            }
+        } else {
+            entry = CachedKey(updatedAt: app.updatedAt, key: nil, problem: "the app has no APNs credentials")
+        }
+        keys.withLock { $0[appID] = entry }
+        return entry
+    }
+}

@@ -1,0 +1,110 @@
+import APNs
+import Delivery
+import Foundation
+import IsletCore
+import IsletLog
+import IsletSync
+import IsletTesting
+import Storage
+import Testing
+
+/// The store these tests run on. The one place that names the SQLite backend.
+func makeStore(in folder: URL) throws -> any Store {
+    try SQLiteStore(path: folder.appendingPathComponent("islet.sqlite").path)
+}
+
+/// A transport that answers every push at once, from another thread, with what
+/// `answer` says, and keeps what it was given.
+final class FakeTransport: PushTransport {
+    let sent = Lock<[ClaimedPush]>([])
+    let answer: @Sendable (ClaimedPush) -> TransportResult
+
+    init(answer: @escaping @Sendable (ClaimedPush) -> TransportResult) {
+        self.answer = answer
+    }
+
+    func send(_ push: ClaimedPush, completion: @escaping @Sendable (TransportResult) -> Void) {
+        sent.withLock { $0.append(push) }
+        let result = answer(push)
+        Thread { completion(result) }.start()
+    }
+}
+
+@Suite("Delivery worker")
+struct DeliveryWorkerTests {
+    let now = Date(timeIntervalSince1970: 1_800_000_000)
+
+    /// Adds an app and queues one update per token; answers the pushes' activity.
+    func queue(_ tokens: [String], in store: any Store) throws {
+        let now = self.now
+        try store.writeNow { session in
+            try session.insertApp(AppRecord(
+                id: "app_1", name: "Example", bundleID: "com.example.app", credentials: nil,
+                serverKeyHash: Data(repeating: 1, count: 32), deviceKeyHash: Data(repeating: 2, count: 32),
+                createdAt: now, updatedAt: now))
+            let content = SendContent(
+                event: .update, topic: "com.example.app.push-type.liveactivity", pushType: .liveactivity,
+                priority: .immediate, expiration: nil, collapseID: nil, payload: Data("{}".utf8))
+            let sendID = try session.insertSend(appID: "app_1", activityID: "act-1", content: content, now: now)
+            try session.enqueuePushes(
+                sendID: sendID, appID: "app_1", activityID: "act-1", activityType: nil, event: .update,
+                tokenKind: .liveActivityUpdate,
+                targets: tokens.enumerated().map { PushTarget(deviceID: "device-\($0)", token: $1, environment: .sandbox) },
+                now: now, mintID: { UUID().uuidString.lowercased() })
+        }
+    }
+
+    @Test func claimsSendsAndRecordsThroughATransport() async throws {
+        try await withTemporaryDirectory { folder in
+            let store = try makeStore(in: folder)
+            defer { store.close() }
+            let tokens = (0..<3).map { String(repeating: "0\($0)", count: 32) }
+            try queue(tokens, in: store)
+            let transport = FakeTransport { push in
+                push.token == tokens[2]
+                    ? TransportResult(disposition: .rejected, status: 413, reason: "PayloadTooLarge", attempts: 1, latency: 0.01)
+                    : TransportResult(disposition: .delivered, status: 200, uniqueID: "u-\(push.id)", attempts: 1, latency: 0.01)
+            }
+            let worker = DeliveryWorker(
+                store: store, transport: transport, clock: ManualWallClock(start: now), logger: Logger(sink: MemoryLogSink()))
+            try worker.start()
+            worker.wake()
+            let now = self.now
+            let settled = try await eventually {
+                try store.readNow { try $0.pushes(appID: "app_1", activityID: "act-1", since: now.addingTimeInterval(-1)) }
+                    .allSatisfy { $0.status != .queued }
+            }
+            await worker.shutdown(grace: 5)
+            #expect(settled)
+            let pushes = try store.readNow { try $0.pushes(appID: "app_1", activityID: "act-1", since: now.addingTimeInterval(-1)) }
+            #expect(pushes.map(\.status) == [.sent, .sent, .failed])
+            #expect(pushes[0].apnsUniqueID == "u-\(pushes[0].id)")
+            #expect(pushes[2].reason == "PayloadTooLarge")
+            #expect(pushes[2].apnsStatus == 413)
+            #expect(transport.sent.withLock { $0.map(\.token) }.sorted() == tokens.sorted())
+            #expect(worker.inFlight == 0)
+            let counts = Dictionary(uniqueKeysWithValues: worker.metrics.snapshot().pushes.map { ("\($0.key.result) \($0.key.reason)", $0.value) })
+            #expect(counts == ["sent ": 2, "failed PayloadTooLarge": 1])
+        }
+    }
+
+    @Test func theAPNsTransportRetriesWhenTheAppCannotBeRead() async throws {
+        try await withTemporaryDirectory { folder in
+            let store = try makeStore(in: folder)
+            let transport = APNsTransport(client: APNsClient(), store: store)
+            let missing = ConditionLock<TransportResult?>(nil)
+            transport.send(claimedPush(createdAt: now)) { result in missing.withLockBroadcasting { $0 = result } }
+            let noApp = missing.wait(until: { $0 != nil }, timeout: .seconds(5)) { $0 }
+            #expect(noApp?.disposition == .credentialsRejected)
+            #expect(noApp?.attempts == 0)
+
+            store.close()
+            let unreadable = ConditionLock<TransportResult?>(nil)
+            transport.send(claimedPush(createdAt: now)) { result in unreadable.withLockBroadcasting { $0 = result } }
+            let passing = unreadable.wait(until: { $0 != nil }, timeout: .seconds(5)) { $0 }
+            #expect(passing?.disposition == .retry)
+            #expect(passing?.reason == "transport")
+            #expect(passing?.attempts == 0)
+        }
+    }
+}
