@@ -153,7 +153,7 @@ struct ActivityRoutes: Sendable {
         var body = Self.json(detail.activity)
         body["attributes"] = detail.activity.record.attributes ?? .null
         body["content_state"] = detail.activity.record.contentState ?? .null
-        body["devices"] = .array(detail.devices.map { .object(Self.json($0)) })
+        body["devices"] = .array(detail.devices.map { .object(InstanceJSON.json($0)) })
         return APIJSON.response(.object(body))
     }
 
@@ -193,15 +193,6 @@ struct ActivityRoutes: Sendable {
             "ended_at": APIJSON.date(view.endedAt), "end_cause": APIJSON.optional(view.endCause?.rawValue),
             "update_deadline": APIJSON.date(view.updateDeadline), "end_at": APIJSON.date(activity.endAt),
             "end_deadline": APIJSON.date(view.endDeadline),
-        ]
-    }
-
-    static func json(_ instance: InstanceRecord) -> [String: JSONValue] {
-        [
-            "device_id": .string(instance.deviceID), "status": .string(instance.status.rawValue),
-            "has_update_token": .bool(instance.updateToken != nil), "environment": .string(instance.environment.rawValue),
-            "token_registered_at": APIJSON.date(instance.tokenRegisteredAt), "created_at": APIJSON.date(instance.createdAt),
-            "ended_at": APIJSON.date(instance.endedAt), "end_cause": APIJSON.optional(instance.endCause?.rawValue),
         ]
     }
 

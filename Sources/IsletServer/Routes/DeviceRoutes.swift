@@ -107,7 +107,7 @@ struct DeviceRoutes: Sendable {
         try body.finish()
         let instance = try await devices.endOnDevice(appID: request.app.id, deviceID: deviceID, activityID: activityID)
         return APIJSON.response(.object([
-            "activity_id": .string(activityID), "device": .object(ActivityRoutes.json(instance)),
+            "activity_id": .string(activityID), "device": .object(InstanceJSON.json(instance)),
         ]))
     }
 

@@ -1,0 +1,14 @@
+import IsletCore
+import Storage
+
+/// One device's copy of an activity, as the activity and device routes show it.
+enum InstanceJSON {
+    static func json(_ instance: InstanceRecord) -> [String: JSONValue] {
+        [
+            "device_id": .string(instance.deviceID), "status": .string(instance.status.rawValue),
+            "has_update_token": .bool(instance.updateToken != nil), "environment": .string(instance.environment.rawValue),
+            "token_registered_at": APIJSON.date(instance.tokenRegisteredAt), "created_at": APIJSON.date(instance.createdAt),
+            "ended_at": APIJSON.date(instance.endedAt), "end_cause": APIJSON.optional(instance.endCause?.rawValue),
+        ]
+    }
+}
