@@ -7,6 +7,7 @@ import HTTPServer
 public import IsletCore
 import IsletCrypto
 public import IsletLog
+import SQLiteStorage
 public import Storage
 
 /// A running Islet: its store, its delivery worker and APNs client, its HTTP API,
@@ -180,7 +181,7 @@ public func buildApplication(
     } catch {
         // Nothing of a start that failed stays behind: the folders it made go again.
         Configuration.removeFolders(created)
-        let reason = (error as? SQLiteError)?.message ?? "\(error)"
+        let reason = (error as? StoreError)?.message ?? "\(error)"
         throw ConfigurationError(.unusable, setting: "--database (ISLET_DATABASE)", message: "\(configuration.resolvedDatabasePath): \(reason)")
     }
     do throws(ConfigurationError) {
