@@ -53,7 +53,7 @@ public struct SQLiteSession: StoreSession {
                 if let prepared {
                     changed += try prepared.run(values: sql.values(for: .sqlite))
                 } else {
-                    let (first, values) = try connection.prepare(sql)
+                    let (first, values) = try connection.statement(for: sql)
                     prepared = first
                     changed += try first.run(values: values)
                 }
