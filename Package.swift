@@ -52,8 +52,13 @@ let package = Package(
         .target(name: "IsletLog", dependencies: ["IsletSync", "IsletCore"], swiftSettings: swiftSettings),
         // ES256/RS256, digests and randomness over libcrypto.
         .target(name: "IsletCrypto", dependencies: ["IsletCore", "COpenSSL"], swiftSettings: swiftSettings),
-        // Persistence: SQLite (embedded) and PostgreSQL (scale-out).
-        .target(name: "Storage", dependencies: ["IsletSync", "IsletCore", "CSQLite", "CPostgres"], swiftSettings: swiftSettings),
+        // The storage boundary, backend-neutral pure Swift: the store protocols, their records and errors, SQL with bound values.
+        .target(name: "Storage", dependencies: ["IsletCore"], swiftSettings: swiftSettings),
+        // The SQLite store: connection, statements, database thread, checkpointer, migrations, Islet's schema.
+        .target(
+            name: "SQLiteStorage", dependencies: ["Storage", "IsletSync", "IsletCore", "CSQLite"], swiftSettings: swiftSettings),
+        // PostgreSQL over libpq: for now only the library's version (the store comes later).
+        .target(name: "PostgreSQLStorage", dependencies: ["Storage", "CPostgres"], swiftSettings: swiftSettings),
         // HTTP/2 over TLS on libnghttp2 and OpenSSL.
         .target(name: "HTTP2", dependencies: ["IsletSync", "CNGHTTP2", "COpenSSL", "CLinux"], swiftSettings: hotPathSettings),
         // HTTP/1.1 API server over libmicrohttpd.
@@ -77,8 +82,8 @@ let package = Package(
         .target(
             name: "IsletServer",
             dependencies: [
-                "IsletCore", "IsletSync", "IsletLog", "IsletCrypto", "Storage", "HTTPServer", "HTTP2", "APNs", "Delivery",
-                "IsletService",
+                "IsletCore", "IsletSync", "IsletLog", "IsletCrypto", "Storage", "SQLiteStorage", "PostgreSQLStorage",
+                "HTTPServer", "HTTP2", "APNs", "Delivery", "IsletService",
             ],
             swiftSettings: swiftSettings
         ),
@@ -93,7 +98,8 @@ let package = Package(
 
         // Benchmark helpers (`make bench`).
         .executableTarget(
-            name: "IsletBench", dependencies: ["IsletSync", "APNs", "APNsSimulator", "HTTP2", "IsletCore", "IsletCrypto", "Storage"],
+            name: "IsletBench",
+            dependencies: ["IsletSync", "APNs", "APNsSimulator", "HTTP2", "IsletCore", "IsletCrypto", "Storage", "SQLiteStorage"],
             path: "Benchmarks/IsletBench",
             swiftSettings: swiftSettings),
 
@@ -139,14 +145,18 @@ let package = Package(
         .testTarget(name: "SwiftSchemaReaderTests", dependencies: ["SwiftSchemaReader", "IsletCore"], swiftSettings: swiftSettings),
         .testTarget(name: "IsletLogTests", dependencies: ["IsletLog"], swiftSettings: swiftSettings),
         .testTarget(name: "IsletCryptoTests", dependencies: ["IsletCrypto", "IsletTesting"], swiftSettings: swiftSettings),
-        .testTarget(name: "StorageTests", dependencies: ["Storage", "IsletTesting"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "StorageTests", dependencies: ["Storage", "SQLiteStorage", "PostgreSQLStorage", "IsletCore", "IsletTesting"],
+            swiftSettings: swiftSettings),
         .testTarget(name: "APNsSimulatorTests", dependencies: ["IsletSync", "APNsSimulator", "HTTP2", "IsletTesting"], swiftSettings: swiftSettings),
         .testTarget(name: "APNsTests", dependencies: ["APNs", "APNsSimulator", "HTTP2", "IsletTesting"], swiftSettings: swiftSettings),
         .testTarget(
-            name: "IsletServiceTests", dependencies: ["IsletService", "IsletCore", "IsletCrypto", "IsletLog", "IsletSync", "Storage", "IsletTesting"],
+            name: "IsletServiceTests",
+            dependencies: ["IsletService", "IsletCore", "IsletCrypto", "IsletLog", "IsletSync", "Storage", "SQLiteStorage", "IsletTesting"],
             swiftSettings: swiftSettings),
         .testTarget(
-            name: "DeliveryTests", dependencies: ["Delivery", "APNs", "IsletCore", "IsletLog", "IsletSync", "Storage", "IsletTesting"],
+            name: "DeliveryTests",
+            dependencies: ["Delivery", "APNs", "IsletCore", "IsletLog", "IsletSync", "Storage", "SQLiteStorage", "IsletTesting"],
             swiftSettings: swiftSettings),
         .testTarget(name: "HTTP2Tests", dependencies: ["IsletSync", "HTTP2", "IsletCrypto", "IsletTesting"], swiftSettings: swiftSettings),
         .testTarget(name: "HTTPServerTests", dependencies: ["IsletSync", "HTTPServer", "IsletTesting"], swiftSettings: swiftSettings),

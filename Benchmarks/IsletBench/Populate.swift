@@ -1,5 +1,6 @@
 import Foundation
 import IsletCore
+import SQLiteStorage
 import Storage
 
 /// `islet-bench populate --database PATH --app A --tokens N`: writes N devices, each

@@ -3,7 +3,7 @@ public import APNs
 public import Delivery
 import Foundation
 import HTTPServer
-public import IsletCore
+import IsletCore
 public import IsletLog
 public import IsletService
 public import Storage

@@ -5,6 +5,7 @@ public import IsletCore
 import IsletCrypto
 public import IsletLog
 import IsletService
+import SQLiteStorage
 import Storage
 
 /// Makes the embedded APNs of `--simulator` (the executable has one; the library

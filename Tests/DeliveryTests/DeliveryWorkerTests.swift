@@ -5,6 +5,7 @@ import IsletCore
 import IsletLog
 import IsletSync
 import IsletTesting
+import SQLiteStorage
 import Storage
 import Testing
 

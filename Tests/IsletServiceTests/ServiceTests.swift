@@ -5,6 +5,7 @@ import IsletLog
 import IsletService
 import IsletSync
 import IsletTesting
+import SQLiteStorage
 import Storage
 import Testing
 

@@ -1,6 +1,6 @@
 import Foundation
 import IsletTesting
-import Storage
+import SQLiteStorage
 import Testing
 
 @Suite("SQLite database: group commits and unsynced bookkeeping")

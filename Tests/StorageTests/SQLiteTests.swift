@@ -1,5 +1,7 @@
 import Foundation
 import IsletTesting
+import PostgreSQLStorage
+import SQLiteStorage
 import Storage
 import Testing
 

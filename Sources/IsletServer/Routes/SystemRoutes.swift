@@ -4,6 +4,8 @@ import HTTP2
 import HTTPServer
 import IsletCore
 import IsletCrypto
+import PostgreSQLStorage
+import SQLiteStorage
 import Storage
 
 /// The open routes: `GET /healthz`, `GET /v1/version`, `GET /metrics` and

@@ -1,5 +1,5 @@
-public import Foundation
-public import IsletCore
+import Foundation
+import IsletCore
 import IsletLog
 public import Storage
 

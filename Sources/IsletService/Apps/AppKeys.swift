@@ -1,6 +1,6 @@
 public import Foundation
 import IsletCrypto
-public import Storage
+import Storage
 
 /// The app keys: random, prefixed with their kind so that a misplaced key is
 /// recognised, and stored only as SHA-256 hashes.

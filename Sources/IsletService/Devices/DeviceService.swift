@@ -1,5 +1,5 @@
 public import Foundation
-public import IsletCore
+import IsletCore
 public import Storage
 
 /// Devices and the tokens they give: the ordinary device token (with the device's

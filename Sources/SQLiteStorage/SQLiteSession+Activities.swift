@@ -1,68 +1,43 @@
 public import Foundation
 public import IsletCore
-
-/// Filters for listing activities.
-public struct ActivityFilter: Sendable {
-    /// Only this status, as of now: an activity started before `expiredBefore`
-    /// reads as ended whatever its stored status.
-    public var status: ActivityStatus?
-    /// Activities started at or before this have run out of every window.
-    public var expiredBefore: Date?
-    /// Only this type.
-    public var activityType: String?
-    /// Only activities older than this sequence (the cursor).
-    public var before: Int64?
-    /// At most this many.
-    public var limit: Int
-
-    /// Creates a filter.
-    public init(status: ActivityStatus? = nil, activityType: String? = nil, before: Int64? = nil, limit: Int = 50) {
-        self.status = status
-        self.activityType = activityType
-        self.before = before
-        self.limit = limit
-    }
-}
+public import Storage
 
 extension SQLiteSession {
-    private static let activityColumns = """
+    private static let activityColumns: SQL = """
         seq, activity_id, activity_type, origin, status, attributes, content_state, last_timestamp, started_at,
         updated_at, ended_at, end_cause, end_at
+        """
+
+    private static let instanceColumns: SQL = """
+        device_id, status, update_token, environment, token_registered_at, created_at, updated_at, ended_at, end_cause
         """
 
     /// The activity `activityID` of `appID`.
     public func activity(appID: String, activityID: String) throws -> ActivityRecord? {
         try query(
-            "SELECT \(Self.activityColumns) FROM activities WHERE app_id = ? AND activity_id = ?", [appID, activityID]
+            "SELECT \(sql: Self.activityColumns) FROM activities WHERE app_id = \(appID) AND activity_id = \(activityID)"
         ).first.map(Self.activityRecord)
     }
 
     /// Activities of `appID`, newest first.
     public func activities(appID: String, filter: ActivityFilter) throws -> [ActivityRecord] {
-        var sql = "SELECT \(Self.activityColumns) FROM activities WHERE app_id = ?"
-        var values: [any SQLiteBindable] = [appID]
+        var sql: SQL = "SELECT \(sql: Self.activityColumns) FROM activities WHERE app_id = \(appID)"
         if let status = filter.status {
             let cutoff = filter.expiredBefore?.unixMilliseconds ?? Int64.min
             if status == .ended {
-                sql += " AND (status = 'ended' OR started_at <= ?)"
-                values.append(cutoff)
+                sql.append(" AND (status = 'ended' OR started_at <= \(cutoff))")
             } else {
-                sql += " AND status = ? AND started_at > ?"
-                values.append(status.rawValue)
-                values.append(cutoff)
+                sql.append(" AND status = \(status.rawValue) AND started_at > \(cutoff)")
             }
         }
         if let type = filter.activityType {
-            sql += " AND activity_type = ?"
-            values.append(type)
+            sql.append(" AND activity_type = \(type)")
         }
         if let before = filter.before {
-            sql += " AND seq < ?"
-            values.append(before)
+            sql.append(" AND seq < \(before)")
         }
-        sql += " ORDER BY seq DESC LIMIT ?"
-        values.append(filter.limit)
-        return try query(sql, values).map(Self.activityRecord)
+        sql.append(" ORDER BY seq DESC LIMIT \(filter.limit)")
+        return try query(sql).map(Self.activityRecord)
     }
 
     /// Adds an activity; with `replacing`, first removes an ended one of the same id
@@ -74,25 +49,27 @@ extension SQLiteSession {
         replacing: Bool, now: Date
     ) throws -> Int64 {
         if replacing {
-            try run("DELETE FROM activity_instances WHERE app_id = ? AND activity_id = ?", [appID, activityID])
-            try run("DELETE FROM activities WHERE app_id = ? AND activity_id = ?", [appID, activityID])
+            try run("DELETE FROM activity_instances WHERE app_id = \(appID) AND activity_id = \(activityID)")
+            try run("DELETE FROM activities WHERE app_id = \(appID) AND activity_id = \(activityID)")
         }
-        try run(
+        guard let row = try query(
             """
             INSERT INTO activities (app_id, activity_id, activity_type, origin, status, attributes, content_state,
                 last_timestamp, started_at, end_at)
-            VALUES (?, ?, ?, ?, 'started', ?, ?, ?, ?, ?)
-            """,
-            [appID, activityID, activityType, origin.rawValue, attributes?.jsonText, contentState?.jsonText,
-             lastTimestamp, now.unixMilliseconds, endAt?.unixMilliseconds])
-        return connection.lastInsertRowID
+            VALUES (\(appID), \(activityID), \(activityType), \(origin.rawValue), 'started', \(attributes?.jsonText),
+                \(contentState?.jsonText), \(lastTimestamp), \(now.unixMilliseconds), \(endAt?.unixMilliseconds))
+            RETURNING seq
+            """).first
+        else { throw StoreError(.corrupt, "the activity's insert returned no sequence") }
+        return try row.int64("seq")
     }
 
     /// Sets when Islet ends the activity.
     public func setEndAt(appID: String, activityID: String, endAt: Date) throws {
         try run(
-            "UPDATE activities SET end_at = ? WHERE app_id = ? AND activity_id = ?",
-            [endAt.unixMilliseconds, appID, activityID])
+            """
+            UPDATE activities SET end_at = \(endAt.unixMilliseconds) WHERE app_id = \(appID) AND activity_id = \(activityID)
+            """)
     }
 
     /// Activities whose end time has come and that have not ended, oldest first.
@@ -100,8 +77,9 @@ extension SQLiteSession {
         try query(
             """
             SELECT app_id, activity_id FROM activities
-            WHERE end_at IS NOT NULL AND status != 'ended' AND end_at <= ? ORDER BY end_at LIMIT ?
-            """, [now.unixMilliseconds, limit]
+            WHERE end_at IS NOT NULL AND status != 'ended' AND end_at <= \(now.unixMilliseconds)
+            ORDER BY end_at LIMIT \(limit)
+            """
         ).map { (try $0.string("app_id"), try $0.string("activity_id")) }
     }
 
@@ -109,26 +87,36 @@ extension SQLiteSession {
     public func recordUpdate(appID: String, activityID: String, contentState: JSONValue, timestamp: Int64, now: Date) throws {
         try run(
             """
-            UPDATE activities SET status = 'updated', content_state = ?, last_timestamp = ?, updated_at = ?
-            WHERE app_id = ? AND activity_id = ?
-            """, [contentState.jsonText, timestamp, now.unixMilliseconds, appID, activityID])
+            UPDATE activities SET status = 'updated', content_state = \(contentState.jsonText),
+                last_timestamp = \(timestamp), updated_at = \(now.unixMilliseconds)
+            WHERE app_id = \(appID) AND activity_id = \(activityID)
+            """)
     }
 
-    /// Ends an activity and every copy of it not yet ended.
+    /// Ends an activity and every copy of it not yet ended. A content state or
+    /// timestamp it lacks leaves the stored one.
     public func endActivity(
         appID: String, activityID: String, cause: EndCause, contentState: JSONValue?, timestamp: Int64?, at date: Date
     ) throws {
+        let millis = date.unixMilliseconds
+        var changes: SQL = "status = 'ended', ended_at = \(millis), end_cause = \(cause.rawValue)"
+        if let contentState {
+            changes.append(", content_state = \(contentState.jsonText)")
+        }
+        if let timestamp {
+            changes.append(", last_timestamp = \(timestamp)")
+        }
         try run(
             """
-            UPDATE activities SET status = 'ended', ended_at = ?, end_cause = ?,
-                content_state = coalesce(?, content_state), last_timestamp = coalesce(?, last_timestamp)
-            WHERE app_id = ? AND activity_id = ? AND status != 'ended'
-            """, [date.unixMilliseconds, cause.rawValue, contentState?.jsonText, timestamp, appID, activityID])
+            UPDATE activities SET \(sql: changes)
+            WHERE app_id = \(appID) AND activity_id = \(activityID) AND status != 'ended'
+            """)
         try run(
             """
-            UPDATE activity_instances SET status = 'ended', ended_at = ?, end_cause = ?, updated_at = ?
-            WHERE app_id = ? AND activity_id = ? AND status != 'ended'
-            """, [date.unixMilliseconds, cause.rawValue, date.unixMilliseconds, appID, activityID])
+            UPDATE activity_instances SET status = 'ended', ended_at = \(millis), end_cause = \(cause.rawValue),
+                updated_at = \(millis)
+            WHERE app_id = \(appID) AND activity_id = \(activityID) AND status != 'ended'
+            """)
     }
 
     /// Ends every activity started at or before `startedBefore` that has not
@@ -140,27 +128,33 @@ extension SQLiteSession {
         let millis = now.unixMilliseconds
         try run(
             """
-            UPDATE pushes SET status = 'dropped', reason = 'ActivityExpired', updated_at = ?2
+            UPDATE pushes SET status = 'dropped', reason = 'ActivityExpired', updated_at = \(millis)
             WHERE status = 'queued' AND event IN ('start', 'update') AND (app_id, activity_id) IN
-                (SELECT app_id, activity_id FROM activities WHERE status != 'ended' AND started_at <= ?1)
-            """, [cutoff, millis])
+                (SELECT app_id, activity_id FROM activities WHERE status != 'ended' AND started_at <= \(cutoff))
+            """)
         let expired = try run(
             """
-            UPDATE activities SET status = 'ended', end_cause = 'expired', ended_at = started_at + ?2
-            WHERE status != 'ended' AND started_at <= ?1
-            """, [cutoff, Int64(total * 1000)])
+            UPDATE activities SET status = 'ended', end_cause = 'expired', ended_at = started_at + \(Int64(total * 1000))
+            WHERE status != 'ended' AND started_at <= \(cutoff)
+            """)
         guard expired > 0 else { return 0 }
         try run(
             """
             UPDATE activity_instances SET status = 'ended', end_cause = 'expired',
                 ended_at = (SELECT a.ended_at FROM activities a
                     WHERE a.app_id = activity_instances.app_id AND a.activity_id = activity_instances.activity_id),
-                updated_at = ?1
+                updated_at = \(millis)
             WHERE status != 'ended' AND EXISTS (SELECT 1 FROM activities a
                 WHERE a.app_id = activity_instances.app_id AND a.activity_id = activity_instances.activity_id
                     AND a.status = 'ended')
-            """, [millis])
+            """)
         return expired
+    }
+
+    /// Whether the activity has ended (or no longer exists).
+    public func activityHasEnded(appID: String, activityID: String) throws -> Bool {
+        try query("SELECT status FROM activities WHERE app_id = \(appID) AND activity_id = \(activityID)")
+            .first?.optionalString("status").map { $0 == "ended" } ?? true
     }
 
     // MARK: - Instances
@@ -169,10 +163,9 @@ extension SQLiteSession {
     public func instances(appID: String, activityID: String) throws -> [InstanceRecord] {
         try query(
             """
-            SELECT device_id, status, update_token, environment, token_registered_at, created_at, updated_at,
-                ended_at, end_cause
-            FROM activity_instances WHERE app_id = ? AND activity_id = ? ORDER BY device_id
-            """, [appID, activityID]
+            SELECT \(sql: Self.instanceColumns) FROM activity_instances
+            WHERE app_id = \(appID) AND activity_id = \(activityID) ORDER BY device_id
+            """
         ).map(Self.instanceRecord)
     }
 
@@ -180,60 +173,70 @@ extension SQLiteSession {
     public func instance(appID: String, activityID: String, deviceID: String) throws -> InstanceRecord? {
         try query(
             """
-            SELECT device_id, status, update_token, environment, token_registered_at, created_at, updated_at,
-                ended_at, end_cause
-            FROM activity_instances WHERE app_id = ? AND activity_id = ? AND device_id = ?
-            """, [appID, activityID, deviceID]
+            SELECT \(sql: Self.instanceColumns) FROM activity_instances
+            WHERE app_id = \(appID) AND activity_id = \(activityID) AND device_id = \(deviceID)
+            """
         ).first.map(Self.instanceRecord)
     }
 
-    /// Adds pending copies for the devices a start goes to.
+    /// Adds pending copies for the devices a start goes to (a device that has a copy
+    /// keeps it).
     public func insertPendingInstances(appID: String, activityID: String, targets: [PushTarget], now: Date) throws {
         let millis = now.unixMilliseconds
-        for target in targets {
-            try run(
-                """
-                INSERT INTO activity_instances (app_id, activity_id, device_id, status, environment, created_at, updated_at)
-                VALUES (?, ?, ?, 'pending', ?, ?, ?)
-                ON CONFLICT DO NOTHING
-                """, [appID, activityID, target.deviceID, target.environment.rawValue, millis, millis])
+        try runEach(targets) { target in
+            """
+            INSERT INTO activity_instances (app_id, activity_id, device_id, status, environment, created_at, updated_at)
+            VALUES (\(appID), \(activityID), \(target.deviceID), 'pending', \(target.environment.rawValue), \(millis),
+                \(millis))
+            ON CONFLICT (app_id, activity_id, device_id) DO NOTHING
+            """
         }
     }
 
-    /// Registers or rotates a device's update token for an activity. Answers whether
-    /// the device had no token for it before.
+    /// Registers or rotates a device's update token for an activity; the copy becomes
+    /// active. Answers whether the device had no token for it before. Each step is
+    /// one statement that reads and writes the row at once: an insert of a new copy
+    /// (nothing when one exists), else the first token of a pending copy, else a
+    /// rotation.
     public func registerUpdateToken(
         appID: String, activityID: String, deviceID: String, token: String, environment: APNsEnvironment, now: Date
     ) throws -> Bool {
-        let existing = try instance(appID: appID, activityID: activityID, deviceID: deviceID)
         let millis = now.unixMilliseconds
-        try run(
+        let inserted = try run(
             """
             INSERT INTO activity_instances (app_id, activity_id, device_id, status, update_token, environment,
                 token_registered_at, created_at, updated_at)
-            VALUES (?1, ?2, ?3, 'active', ?4, ?5, ?6, ?6, ?6)
-            ON CONFLICT (app_id, activity_id, device_id) DO UPDATE SET
-                status = 'active', update_token = excluded.update_token, environment = excluded.environment,
-                token_registered_at = excluded.token_registered_at, updated_at = excluded.updated_at
-            """, [appID, activityID, deviceID, token, environment.rawValue, millis])
-        return existing?.updateToken == nil
+            VALUES (\(appID), \(activityID), \(deviceID), 'active', \(token), \(environment.rawValue), \(millis),
+                \(millis), \(millis))
+            ON CONFLICT (app_id, activity_id, device_id) DO NOTHING
+            """) > 0
+        if inserted { return true }
+        let update: SQL = """
+            UPDATE activity_instances SET status = 'active', update_token = \(token), \
+            environment = \(environment.rawValue), token_registered_at = \(millis), updated_at = \(millis)
+            WHERE app_id = \(appID) AND activity_id = \(activityID) AND device_id = \(deviceID)
+            """
+        if try run(update + " AND update_token IS NULL") > 0 { return true }
+        try run(update)
+        return false
     }
 
-    /// Ends one device's copy. Answers whether it was not ended before.
+    /// Ends one device's copy (only while it holds `onlyToken`, when given). Answers
+    /// whether it was not ended before.
     @discardableResult
     public func endInstance(
         appID: String, activityID: String, deviceID: String, cause: EndCause, onlyToken: String?, at date: Date
     ) throws -> Bool {
-        var sql = """
-            UPDATE activity_instances SET status = 'ended', end_cause = ?, ended_at = ?, updated_at = ?
-            WHERE app_id = ? AND activity_id = ? AND device_id = ? AND status != 'ended'
+        let millis = date.unixMilliseconds
+        var sql: SQL = """
+            UPDATE activity_instances SET status = 'ended', end_cause = \(cause.rawValue), ended_at = \(millis),
+                updated_at = \(millis)
+            WHERE app_id = \(appID) AND activity_id = \(activityID) AND device_id = \(deviceID) AND status != 'ended'
             """
-        var values: [any SQLiteBindable] = [cause.rawValue, date.unixMilliseconds, date.unixMilliseconds, appID, activityID, deviceID]
         if let onlyToken {
-            sql += " AND update_token = ?"
-            values.append(onlyToken)
+            sql.append(" AND update_token = \(onlyToken)")
         }
-        return try run(sql, values) > 0
+        return try run(sql) > 0
     }
 
     /// The update tokens of every copy of an activity that has not ended.
@@ -241,9 +244,9 @@ extension SQLiteSession {
         try query(
             """
             SELECT device_id, update_token AS token, environment FROM activity_instances
-            WHERE app_id = ? AND activity_id = ? AND status = 'active' AND update_token IS NOT NULL
+            WHERE app_id = \(appID) AND activity_id = \(activityID) AND status = 'active' AND update_token IS NOT NULL
             ORDER BY device_id
-            """, [appID, activityID]
+            """
         ).map(Self.target)
     }
 

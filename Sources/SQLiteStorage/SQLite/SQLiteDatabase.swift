@@ -50,7 +50,7 @@ public final class SQLiteDatabase: Sendable {
     public func withConnection<T: Sendable>(_ body: (SQLiteConnection) throws -> T) throws -> T {
         try connection.withLock { (connection: inout SQLiteConnection?) throws -> T in
             guard let connection else {
-                throw SQLiteError(code: .misuse, message: "the database is closed")
+                throw SQLiteError(code: .closed, message: "the database is closed")
             }
             return try body(connection)
         }
@@ -157,7 +157,7 @@ public final class SQLiteDatabase: Sendable {
     }
 
     /// Closes the connection, checkpointing the WAL into the main file. Later calls
-    /// fail with `misuse`.
+    /// fail with `closed`.
     public func close() {
         checkpointer?.stop()
         connection.withLock { connection in

@@ -1,31 +1,14 @@
 public import Foundation
-
-/// The first answer to a request with an `Idempotency-Key`.
-public struct IdempotentAnswer: Sendable, Hashable {
-    /// SHA-256 of the request's method, path and body.
-    public var requestHash: Data
-    /// The status answered.
-    public var status: Int
-    /// The body answered.
-    public var body: Data
-    /// When it was answered.
-    public var createdAt: Date
-
-    /// Creates an answer.
-    public init(requestHash: Data, status: Int, body: Data, createdAt: Date) {
-        self.requestHash = requestHash
-        self.status = status
-        self.body = body
-        self.createdAt = createdAt
-    }
-}
+public import Storage
 
 extension SQLiteSession {
     /// The answer stored for `key`, if it is younger than `since`.
     public func idempotentAnswer(appID: String, key: String, since: Date) throws -> IdempotentAnswer? {
         guard let row = try query(
-            "SELECT request_hash, status, body, created_at FROM idempotency_keys WHERE app_id = ? AND key = ? AND created_at >= ?",
-            [appID, key, since.unixMilliseconds]).first
+            """
+            SELECT request_hash, status, body, created_at FROM idempotency_keys
+            WHERE app_id = \(appID) AND key = \(key) AND created_at >= \(since.unixMilliseconds)
+            """).first
         else { return nil }
         return IdempotentAnswer(
             requestHash: row["request_hash"].blob ?? Data(), status: Int(try row.int64("status")),
@@ -37,12 +20,13 @@ extension SQLiteSession {
     public func saveIdempotentAnswer(appID: String, key: String, _ answer: IdempotentAnswer, replacingBefore since: Date) throws {
         let changed = try run(
             """
-            INSERT INTO idempotency_keys (app_id, key, request_hash, status, body, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+            INSERT INTO idempotency_keys (app_id, key, request_hash, status, body, created_at)
+            VALUES (\(appID), \(key), \(answer.requestHash), \(answer.status), \(answer.body),
+                \(answer.createdAt.unixMilliseconds))
             ON CONFLICT (app_id, key) DO UPDATE SET request_hash = excluded.request_hash, status = excluded.status,
                 body = excluded.body, created_at = excluded.created_at
-            WHERE idempotency_keys.created_at < ?7
-            """, [appID, key, answer.requestHash, answer.status, answer.body, answer.createdAt.unixMilliseconds,
-                  since.unixMilliseconds])
+            WHERE idempotency_keys.created_at < \(since.unixMilliseconds)
+            """)
         guard changed > 0 else {
             throw StoreError(.conflict, "idempotency key \(key) already has an answer")
         }
@@ -51,6 +35,6 @@ extension SQLiteSession {
     /// Forgets answers older than `before`. Answers how many.
     @discardableResult
     public func purgeIdempotentAnswers(before: Date) throws -> Int {
-        try run("DELETE FROM idempotency_keys WHERE created_at < ?", [before.unixMilliseconds])
+        try run("DELETE FROM idempotency_keys WHERE created_at < \(before.unixMilliseconds)")
     }
 }

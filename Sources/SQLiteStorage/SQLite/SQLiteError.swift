@@ -1,4 +1,5 @@
 internal import CSQLite
+public import Storage
 
 /// A failure reported by SQLite. Its description carries SQLite's message and result
 /// code, never the SQL text or bound values.
@@ -6,7 +7,7 @@ public struct SQLiteError: Error, Sendable, CustomStringConvertible {
     /// The failure class; new codes may be added.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         private enum Base: String {
-            case cannotOpen, notADatabase, busy, constraint, readOnly, misuse, migration, other
+            case cannotOpen, notADatabase, busy, constraint, readOnly, misuse, closed, migration, other
         }
         private let base: Base
         private init(_ base: Base) { self.base = base }
@@ -23,6 +24,8 @@ public struct SQLiteError: Error, Sendable, CustomStringConvertible {
         public static let readOnly = Code(.readOnly)
         /// The API was used wrongly (a closed connection, a bad bind index).
         public static let misuse = Code(.misuse)
+        /// The database was closed before the call.
+        public static let closed = Code(.closed)
         /// A migration could not be applied, or the applied history does not match.
         public static let migration = Code(.migration)
         /// Any other SQLite failure; `resultCode` tells which.
@@ -65,5 +68,39 @@ public struct SQLiteError: Error, Sendable, CustomStringConvertible {
 
     public var description: String {
         resultCode == 0 ? "sqlite \(code): \(message)" : "sqlite \(code) (\(resultCode)): \(message)"
+    }
+}
+
+extension SQLiteError {
+    /// The same failure in the store's backend-neutral terms, with SQLite's message:
+    /// a broken constraint is a conflict; a lock held too long is busy; a file that
+    /// cannot be opened, read, written or grown, or a closed database, is
+    /// unavailable; anything else (a damaged file, a file that is not a database, a
+    /// migration history Islet cannot apply) is corrupt.
+    public var storeError: StoreError {
+        if resultCode != 0 {
+            switch resultCode & 0xFF {
+            case SQLITE_CONSTRAINT: return StoreError(.conflict, message)
+            case SQLITE_BUSY, SQLITE_LOCKED: return StoreError(.busy, message)
+            case SQLITE_CANTOPEN, SQLITE_IOERR, SQLITE_FULL, SQLITE_READONLY: return StoreError(.unavailable, message)
+            default: return StoreError(.corrupt, message)
+            }
+        }
+        switch code {
+        case .constraint: return StoreError(.conflict, message)
+        case .busy: return StoreError(.busy, message)
+        case .cannotOpen, .readOnly, .closed: return StoreError(.unavailable, message)
+        default: return StoreError(.corrupt, message)
+        }
+    }
+}
+
+/// Runs `body`, turning an `SQLiteError` it throws into its ``SQLiteError/storeError``;
+/// every other error passes through unchanged.
+func mappingSQLiteErrors<T>(_ body: () throws -> T) throws -> T {
+    do {
+        return try body()
+    } catch let error as SQLiteError {
+        throw error.storeError
     }
 }

@@ -1,5 +1,6 @@
 internal import CSQLite
 import Foundation
+public import Storage
 
 /// How an SQLite connection is opened.
 public struct SQLiteOptions: Sendable {
@@ -77,19 +78,39 @@ public final class SQLiteConnection {
         return prepared
     }
 
-    /// Runs a statement and answers its rows.
-    public func query(_ sql: String, _ values: [any SQLiteBindable] = []) throws(SQLiteError) -> [SQLiteRow] {
+    /// Runs a statement whose parameters are `?` placeholders bound to `values` by
+    /// position, and answers its rows. (A statement without values, or with values
+    /// interpolated, is an ``SQL``: see `query(_:)`.)
+    public func query(_ sql: String, _ values: [any SQLiteBindable]) throws(SQLiteError) -> [SQLiteRow] {
         try prepare(sql).query(values)
+    }
+
+    /// Runs a statement whose parameters are `?` placeholders bound to `values` by
+    /// position, and answers the number of rows it changed.
+    @discardableResult
+    public func run(_ sql: String, _ values: [any SQLiteBindable]) throws(SQLiteError) -> Int {
+        try prepare(sql).run(values)
+    }
+
+    /// Prepares `sql` rendered for SQLite (one statement), from the cache when the
+    /// same text was prepared before; answers it with the values to bind.
+    public func statement(for sql: SQL) throws(SQLiteError) -> (statement: SQLiteStatement, values: [SQLValue]) {
+        let rendered = sql.rendered(for: .sqlite)
+        return (try prepare(rendered.text), rendered.values)
+    }
+
+    /// Runs a statement and answers its rows.
+    public func query(_ sql: SQL) throws(SQLiteError) -> [SQLiteRow] {
+        let (statement, values) = try statement(for: sql)
+        return try statement.query(values: values)
     }
 
     /// Runs a statement and answers the number of rows it changed.
     @discardableResult
-    public func run(_ sql: String, _ values: [any SQLiteBindable] = []) throws(SQLiteError) -> Int {
-        try prepare(sql).run(values)
+    public func run(_ sql: SQL) throws(SQLiteError) -> Int {
+        let (statement, values) = try statement(for: sql)
+        return try statement.run(values: values)
     }
-
-    /// The rowid of the most recent successful INSERT.
-    public var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }
 
     /// Whether a transaction is open.
     public var inTransaction: Bool { sqlite3_get_autocommit(handle) == 0 }

@@ -1,4 +1,5 @@
 import Foundation
+import Storage
 
 /// One step of a schema's history. Versions start at 1 and increase by one.
 public struct Migration: Sendable {
@@ -59,8 +60,10 @@ public struct Migrator: Sendable {
             try connection.transaction {
                 try connection.execute(migration.sql)
                 try connection.run(
-                    "INSERT INTO islet_migrations (version, name, applied_at) VALUES (?, ?, ?)",
-                    [migration.version, migration.name, ISO8601DateFormatter().string(from: Date())])
+                    """
+                    INSERT INTO islet_migrations (version, name, applied_at)
+                    VALUES (\(migration.version), \(migration.name), \(ISO8601DateFormatter().string(from: Date())))
+                    """)
             }
             done.append(migration.version)
         }

@@ -1,0 +1,91 @@
+public import Foundation
+public import Storage
+
+extension SQLiteSession {
+    private static let appColumns: SQL = """
+        id, name, bundle_id, apns_team_id, apns_key_id, apns_private_key, server_key_hash, device_key_hash,
+        created_at, updated_at, strict_activity_types
+        """
+
+    /// Adds an app; `conflict` when the id (or a key hash) is taken.
+    public func insertApp(_ app: AppRecord) throws {
+        try run(
+            """
+            INSERT INTO apps (\(sql: Self.appColumns))
+            VALUES (\(app.id), \(app.name), \(app.bundleID), \(app.credentials?.teamID), \(app.credentials?.keyID),
+                \(app.credentials?.privateKeyPEM), \(app.serverKeyHash), \(app.deviceKeyHash),
+                \(app.createdAt.unixMilliseconds), \(app.updatedAt.unixMilliseconds), \(app.strictActivityTypes))
+            """)
+    }
+
+    /// Replaces an app's name, bundle id, credentials, settings and key hashes.
+    public func updateApp(_ app: AppRecord) throws {
+        try run(
+            """
+            UPDATE apps SET name = \(app.name), bundle_id = \(app.bundleID), apns_team_id = \(app.credentials?.teamID),
+                apns_key_id = \(app.credentials?.keyID), apns_private_key = \(app.credentials?.privateKeyPEM),
+                server_key_hash = \(app.serverKeyHash), device_key_hash = \(app.deviceKeyHash),
+                updated_at = \(app.updatedAt.unixMilliseconds), strict_activity_types = \(app.strictActivityTypes)
+            WHERE id = \(app.id)
+            """)
+    }
+
+    /// Replaces an app's name, bundle id, credentials and settings, leaving its keys.
+    public func updateAppSettings(_ app: AppRecord) throws {
+        try run(
+            """
+            UPDATE apps SET name = \(app.name), bundle_id = \(app.bundleID), apns_team_id = \(app.credentials?.teamID),
+                apns_key_id = \(app.credentials?.keyID), apns_private_key = \(app.credentials?.privateKeyPEM),
+                updated_at = \(app.updatedAt.unixMilliseconds), strict_activity_types = \(app.strictActivityTypes)
+            WHERE id = \(app.id)
+            """)
+    }
+
+    /// Replaces an app's two key hashes. Answers whether the app exists. Its
+    /// `updated_at` moves forward even within one millisecond, so that a cached
+    /// copy of the app is seen to be stale.
+    public func replaceKeys(appID: String, serverKeyHash: Data, deviceKeyHash: Data, now: Date) throws -> Bool {
+        let millis = now.unixMilliseconds
+        return try run(
+            """
+            UPDATE apps SET server_key_hash = \(serverKeyHash), device_key_hash = \(deviceKeyHash),
+                updated_at = CASE WHEN updated_at + 1 > \(millis) THEN updated_at + 1 ELSE \(millis) END
+            WHERE id = \(appID)
+            """) > 0
+    }
+
+    /// The app `id`.
+    public func app(id: String) throws -> AppRecord? {
+        try query("SELECT \(sql: Self.appColumns) FROM apps WHERE id = \(id)").first.map(Self.appRecord)
+    }
+
+    /// The app whose server or device key hashes to `hash`, and which key it is.
+    public func app(keyHash hash: Data) throws -> (app: AppRecord, kind: AppKeyKind)? {
+        let rows = try query(
+            "SELECT \(sql: Self.appColumns) FROM apps WHERE server_key_hash = \(hash) OR device_key_hash = \(hash)")
+        guard let row = rows.first else { return nil }
+        let app = try Self.appRecord(row)
+        return (app, app.serverKeyHash == hash ? .server : .device)
+    }
+
+    /// Every app, oldest first.
+    public func apps() throws -> [AppRecord] {
+        try query("SELECT \(sql: Self.appColumns) FROM apps ORDER BY created_at, id").map(Self.appRecord)
+    }
+
+    private static func appRecord(_ row: SQLiteRow) throws -> AppRecord {
+        var credentials: APNsCredentials?
+        if let team = row.optionalString("apns_team_id"), let key = row.optionalString("apns_key_id"),
+            let pem = row.optionalString("apns_private_key")
+        {
+            credentials = APNsCredentials(teamID: team, keyID: key, privateKeyPEM: pem)
+        }
+        var app = AppRecord(
+            id: try row.string("id"), name: try row.string("name"), bundleID: try row.string("bundle_id"),
+            credentials: credentials, serverKeyHash: row["server_key_hash"].blob ?? Data(),
+            deviceKeyHash: row["device_key_hash"].blob ?? Data(), createdAt: try row.date("created_at"),
+            updatedAt: try row.date("updated_at"))
+        app.strictActivityTypes = (row.optionalInt64("strict_activity_types") ?? 0) != 0
+        return app
+    }
+}

@@ -1,0 +1,170 @@
+public import Foundation
+public import IsletCore
+public import Storage
+
+extension SQLiteSession {
+    /// The device `deviceID` of `appID`.
+    public func device(appID: String, deviceID: String) throws -> DeviceRecord? {
+        guard let row = try query(
+            """
+            SELECT device_id, platform, environment, apns_token, unreachable_at, user_id, created_at, updated_at
+            FROM devices WHERE app_id = \(appID) AND device_id = \(deviceID)
+            """).first
+        else { return nil }
+        let tags = try query(
+            "SELECT tag FROM device_tags WHERE app_id = \(appID) AND device_id = \(deviceID) ORDER BY tag"
+        ).map { try $0.string("tag") }
+        return DeviceRecord(
+            deviceID: try row.string("device_id"), platform: try row.string("platform"),
+            environment: try row.enumValue("environment", as: APNsEnvironment.self),
+            apnsToken: row.optionalString("apns_token"), unreachableAt: row.optionalDate("unreachable_at"),
+            userID: row.optionalString("user_id"), tags: tags, createdAt: try row.date("created_at"),
+            updatedAt: try row.date("updated_at"))
+    }
+
+    /// Creates or updates a device. Answers whether it was created: an insert that
+    /// does nothing when the device exists, then (for one that did) an update that
+    /// changes only what the registration gives. A registration without a token
+    /// keeps the stored one; one with a token records when it was registered and
+    /// makes the device reachable again.
+    public func upsertDevice(appID: String, deviceID: String, _ registration: DeviceRegistration, now: Date) throws -> Bool {
+        let millis = now.unixMilliseconds
+        let token = registration.apnsToken
+        let created = try run(
+            """
+            INSERT INTO devices (app_id, device_id, platform, environment, apns_token, apns_token_registered_at,
+                user_id, created_at, updated_at)
+            VALUES (\(appID), \(deviceID), \(registration.platform), \(registration.environment.rawValue), \(token),
+                \(token == nil ? nil : millis), \(registration.userID ?? nil), \(millis), \(millis))
+            ON CONFLICT (app_id, device_id) DO NOTHING
+            """) > 0
+        if !created {
+            var changes: SQL = """
+                platform = \(registration.platform), environment = \(registration.environment.rawValue), \
+                updated_at = \(millis)
+                """
+            if let userID = registration.userID {
+                changes.append(", user_id = \(userID)")
+            }
+            if let token {
+                changes.append(", apns_token = \(token), apns_token_registered_at = \(millis), unreachable_at = NULL")
+            }
+            try run("UPDATE devices SET \(sql: changes) WHERE app_id = \(appID) AND device_id = \(deviceID)")
+        }
+        if let tags = registration.tags {
+            try run("DELETE FROM device_tags WHERE app_id = \(appID) AND device_id = \(deviceID)")
+            try runEach(Set(tags)) { tag in
+                "INSERT INTO device_tags (app_id, tag, device_id) VALUES (\(appID), \(tag), \(deviceID))"
+            }
+        }
+        return created
+    }
+
+    /// The kinds other than `except` under which `token` is registered anywhere in
+    /// the app, so that a token of one kind is never stored as another. One query.
+    public func registeredKinds(appID: String, token: String, except: PushTokenKind?) throws -> Set<PushTokenKind> {
+        var parts: [SQL] = []
+        if except != .device {
+            parts.append("SELECT 'device' AS kind FROM devices WHERE app_id = \(appID) AND apns_token = \(token)")
+        }
+        if except != .pushToStart {
+            parts.append("SELECT 'push_to_start' FROM start_tokens WHERE app_id = \(appID) AND token = \(token)")
+        }
+        if except != .liveActivityUpdate {
+            parts.append(
+                "SELECT 'live_activity_update' FROM activity_instances WHERE app_id = \(appID) AND update_token = \(token)")
+        }
+        let rows = try query(SQL.joined(parts.map { "SELECT * FROM (\(sql: $0) LIMIT 1)" }, separator: " UNION ALL "))
+        return Set(rows.compactMap { $0[0].text.flatMap(PushTokenKind.init(rawValue:)) })
+    }
+
+    /// The environment of a registered device, or `nil` when there is no such device.
+    public func deviceEnvironment(appID: String, deviceID: String) throws -> APNsEnvironment? {
+        try query("SELECT environment FROM devices WHERE app_id = \(appID) AND device_id = \(deviceID)")
+            .first?.optionalString("environment").flatMap(APNsEnvironment.init(rawValue:))
+    }
+
+    /// Stores the push-to-start token of one device and activity type. Answers
+    /// whether none was stored before: an insert that does nothing when one is,
+    /// then (for one that is) an update that replaces it.
+    public func upsertStartToken(
+        appID: String, deviceID: String, activityType: String, token: String, environment: APNsEnvironment, now: Date
+    ) throws -> Bool {
+        let millis = now.unixMilliseconds
+        let created = try run(
+            """
+            INSERT INTO start_tokens (app_id, device_id, activity_type, token, environment, registered_at)
+            VALUES (\(appID), \(deviceID), \(activityType), \(token), \(environment.rawValue), \(millis))
+            ON CONFLICT (app_id, device_id, activity_type) DO NOTHING
+            """) > 0
+        if !created {
+            try run(
+                """
+                UPDATE start_tokens SET token = \(token), environment = \(environment.rawValue), registered_at = \(millis)
+                WHERE app_id = \(appID) AND device_id = \(deviceID) AND activity_type = \(activityType)
+                """)
+        }
+        return created
+    }
+
+    /// Removes a device's push-to-start token for a type. Answers whether one was
+    /// stored.
+    public func deleteStartToken(appID: String, deviceID: String, activityType: String) throws -> Bool {
+        try run(
+            """
+            DELETE FROM start_tokens
+            WHERE app_id = \(appID) AND device_id = \(deviceID) AND activity_type = \(activityType)
+            """) > 0
+    }
+
+    // MARK: - Audiences
+
+    /// The statement selecting the device ids of `audience`.
+    private static func audienceSQL(appID: String, _ audience: Audience) -> SQL {
+        switch audience {
+        case .userIDs(let ids):
+            "SELECT device_id FROM devices WHERE app_id = \(appID) AND user_id \(in: ids)"
+        case .deviceIDs(let ids):
+            "SELECT device_id FROM devices WHERE app_id = \(appID) AND device_id \(in: ids)"
+        case .tags(let tags):
+            "SELECT device_id FROM device_tags WHERE app_id = \(appID) AND tag \(in: tags)"
+        }
+    }
+
+    /// How many registered devices `audience` names.
+    public func audienceSize(appID: String, audience: Audience) throws -> Int {
+        let rows = try query(
+            "SELECT count(DISTINCT device_id) AS n FROM (\(sql: Self.audienceSQL(appID: appID, audience))) AS audience")
+        return Int(try rows.first?.int64("n") ?? 0)
+    }
+
+    /// The push-to-start tokens for `activityType` of every device in `audience`.
+    public func startTargets(appID: String, audience: Audience, activityType: String) throws -> [PushTarget] {
+        try query(
+            """
+            SELECT device_id, token, environment FROM start_tokens
+            WHERE app_id = \(appID) AND activity_type = \(activityType)
+                AND device_id IN (\(sql: Self.audienceSQL(appID: appID, audience)))
+            ORDER BY device_id
+            """
+        ).map(Self.target)
+    }
+
+    /// The device tokens of every reachable device in `audience`.
+    public func alertTargets(appID: String, audience: Audience) throws -> [PushTarget] {
+        try query(
+            """
+            SELECT device_id, apns_token AS token, environment FROM devices
+            WHERE app_id = \(appID) AND apns_token IS NOT NULL AND unreachable_at IS NULL
+                AND device_id IN (\(sql: Self.audienceSQL(appID: appID, audience)))
+            ORDER BY device_id
+            """
+        ).map(Self.target)
+    }
+
+    static func target(_ row: SQLiteRow) throws -> PushTarget {
+        PushTarget(
+            deviceID: try row.string("device_id"), token: try row.string("token"),
+            environment: try row.enumValue("environment", as: APNsEnvironment.self))
+    }
+}

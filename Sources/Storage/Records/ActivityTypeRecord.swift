@@ -1,0 +1,22 @@
+public import Foundation
+public import IsletCore
+
+/// A registered activity type: its schema and when it was stored.
+public struct ActivityTypeRecord: Sendable, Hashable {
+    /// The type's name (the `attributes-type`).
+    public var name: String
+    /// Its schema.
+    public var schema: ActivityTypeSchema
+    /// When it was first registered.
+    public var createdAt: Date
+    /// When it was last replaced.
+    public var updatedAt: Date
+
+    /// Creates a record.
+    public init(name: String, schema: ActivityTypeSchema, createdAt: Date, updatedAt: Date) {
+        self.name = name
+        self.schema = schema
+        self.createdAt = createdAt
+        self.updatedAt = updatedAt
+    }
+}

@@ -1,0 +1,64 @@
+public import Foundation
+
+/// An app as stored: its identity, bundle id, APNs credentials (all three or none)
+/// and the hashes of its two keys.
+public struct AppRecord: Sendable, Hashable {
+    /// `app_…`.
+    public var id: String
+    /// A display name.
+    public var name: String
+    /// The iOS bundle id, the base of every `apns-topic`.
+    public var bundleID: String
+    /// The APNs signing key, when the app has one.
+    public var credentials: APNsCredentials?
+    /// Whether a start for a type without a registered schema is refused.
+    public var strictActivityTypes: Bool = false
+    /// SHA-256 of the server key.
+    public var serverKeyHash: Data
+    /// SHA-256 of the device key.
+    public var deviceKeyHash: Data
+    /// When it was created.
+    public var createdAt: Date
+    /// When it last changed.
+    public var updatedAt: Date
+
+    /// Creates a record.
+    public init(
+        id: String, name: String, bundleID: String, credentials: APNsCredentials?, serverKeyHash: Data,
+        deviceKeyHash: Data, createdAt: Date, updatedAt: Date
+    ) {
+        self.id = id
+        self.name = name
+        self.bundleID = bundleID
+        self.credentials = credentials
+        self.serverKeyHash = serverKeyHash
+        self.deviceKeyHash = deviceKeyHash
+        self.createdAt = createdAt
+        self.updatedAt = updatedAt
+    }
+}
+
+/// An APNs token-auth signing key: team id, key id and the `.p8` private key (PEM).
+public struct APNsCredentials: Sendable, Hashable {
+    /// The team id (the JWT's `iss`).
+    public var teamID: String
+    /// The key id (the JWT's `kid`).
+    public var keyID: String
+    /// The PKCS#8 PEM private key.
+    public var privateKeyPEM: String
+
+    /// Creates credentials.
+    public init(teamID: String, keyID: String, privateKeyPEM: String) {
+        self.teamID = teamID
+        self.keyID = keyID
+        self.privateKeyPEM = privateKeyPEM
+    }
+}
+
+/// Which of an app's two keys a bearer key is.
+public enum AppKeyKind: String, Sendable, Hashable, CaseIterable {
+    /// The server key: the backend's routes.
+    case server
+    /// The device key: the routes the app calls from devices.
+    case device
+}

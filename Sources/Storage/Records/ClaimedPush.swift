@@ -1,0 +1,57 @@
+public import Foundation
+public import IsletCore
+
+/// A push claimed by the delivery worker: everything needed to send it.
+public struct ClaimedPush: Sendable {
+    /// The push's row id.
+    public var id: Int64
+    /// The app.
+    public var appID: String
+    /// The activity, for Live Activity pushes.
+    public var activityID: String?
+    /// The activity type, for a push-to-start.
+    public var activityType: String?
+    /// The device.
+    public var deviceID: String
+    /// The kind of token.
+    public var tokenKind: PushTokenKind
+    /// The token.
+    public var token: String
+    /// The environment it goes to now.
+    public var environment: APNsEnvironment
+    /// Whether it was already switched to the other environment once.
+    public var environmentSwitched: Bool
+    /// `apns-id`, the same on every attempt.
+    public var apnsID: String
+    /// Attempts made before this one.
+    public var attempts: Int
+    /// Rounds of attempts made before this one (each round is the APNs client's
+    /// quick retries).
+    public var rounds: Int
+    /// When it was first queued.
+    public var createdAt: Date
+    /// The payload and headers.
+    public var content: SendContent
+
+    /// Creates a record.
+    public init(
+        id: Int64, appID: String, activityID: String?, activityType: String?, deviceID: String,
+        tokenKind: PushTokenKind, token: String, environment: APNsEnvironment, environmentSwitched: Bool,
+        apnsID: String, attempts: Int, rounds: Int, createdAt: Date, content: SendContent
+    ) {
+        self.id = id
+        self.appID = appID
+        self.activityID = activityID
+        self.activityType = activityType
+        self.deviceID = deviceID
+        self.tokenKind = tokenKind
+        self.token = token
+        self.environment = environment
+        self.environmentSwitched = environmentSwitched
+        self.apnsID = apnsID
+        self.attempts = attempts
+        self.rounds = rounds
+        self.createdAt = createdAt
+        self.content = content
+    }
+}

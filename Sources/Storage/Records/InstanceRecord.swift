@@ -1,0 +1,40 @@
+public import Foundation
+public import IsletCore
+
+/// One device's copy of an activity.
+public struct InstanceRecord: Sendable, Hashable {
+    /// The device.
+    public var deviceID: String
+    /// Pending, active or ended.
+    public var status: InstanceStatus
+    /// The update token, while Islet holds one.
+    public var updateToken: String?
+    /// The environment of the update token.
+    public var environment: APNsEnvironment
+    /// When the update token was last registered.
+    public var tokenRegisteredAt: Date?
+    /// When the copy was created.
+    public var createdAt: Date
+    /// When it last changed.
+    public var updatedAt: Date
+    /// When it ended.
+    public var endedAt: Date?
+    /// Why it ended.
+    public var endCause: EndCause?
+
+    /// Creates a record.
+    public init(
+        deviceID: String, status: InstanceStatus, updateToken: String?, environment: APNsEnvironment,
+        tokenRegisteredAt: Date?, createdAt: Date, updatedAt: Date, endedAt: Date?, endCause: EndCause?
+    ) {
+        self.deviceID = deviceID
+        self.status = status
+        self.updateToken = updateToken
+        self.environment = environment
+        self.tokenRegisteredAt = tokenRegisteredAt
+        self.createdAt = createdAt
+        self.updatedAt = updatedAt
+        self.endedAt = endedAt
+        self.endCause = endCause
+    }
+}

@@ -1,0 +1,59 @@
+public import Foundation
+public import IsletCore
+
+/// One push, as the pushes route reports it.
+public struct PushHistoryItem: Sendable, Hashable {
+    /// The push's row id.
+    public var id: Int64
+    /// The device.
+    public var deviceID: String
+    /// The kind of token it went to.
+    public var tokenKind: PushTokenKind
+    /// Start, update, end or alert.
+    public var event: PushEvent
+    /// Queued, sent, failed or dropped.
+    public var status: PushStatus
+    /// The environment it went to (last).
+    public var environment: APNsEnvironment
+    /// Whether it was sent again to the other environment after a BadDeviceToken.
+    public var environmentSwitched: Bool
+    /// The last APNs status.
+    public var apnsStatus: Int?
+    /// The APNs reason, or Islet's own reason for a push it did not send.
+    public var reason: String?
+    /// `apns-id`.
+    public var apnsID: String
+    /// `apns-unique-id`, in the sandbox.
+    public var apnsUniqueID: String?
+    /// Attempts made.
+    public var attempts: Int
+    /// When it was queued.
+    public var createdAt: Date
+    /// When it last changed.
+    public var updatedAt: Date
+    /// When APNs accepted it.
+    public var sentAt: Date?
+
+    /// Creates a record.
+    public init(
+        id: Int64, deviceID: String, tokenKind: PushTokenKind, event: PushEvent, status: PushStatus,
+        environment: APNsEnvironment, environmentSwitched: Bool, apnsStatus: Int?, reason: String?, apnsID: String,
+        apnsUniqueID: String?, attempts: Int, createdAt: Date, updatedAt: Date, sentAt: Date?
+    ) {
+        self.id = id
+        self.deviceID = deviceID
+        self.tokenKind = tokenKind
+        self.event = event
+        self.status = status
+        self.environment = environment
+        self.environmentSwitched = environmentSwitched
+        self.apnsStatus = apnsStatus
+        self.reason = reason
+        self.apnsID = apnsID
+        self.apnsUniqueID = apnsUniqueID
+        self.attempts = attempts
+        self.createdAt = createdAt
+        self.updatedAt = updatedAt
+        self.sentAt = sentAt
+    }
+}

@@ -1,0 +1,298 @@
+import Foundation
+import IsletCore
+import Storage
+import Testing
+
+@Suite("Store contract: activities, their copies and activity types")
+struct ActivityContractTests {
+    @Test(arguments: StoreBackend.all)
+    func activitiesListNewestFirstWithFiltersAndACursor(_ backend: StoreBackend) async throws {
+        try await withStore(backend) { store in
+            try store.writeNow { session throws in
+                try session.insertApp(Fixture.app())
+                try session.insertApp(Fixture.app("app_2"))
+                let s1 = try session.startActivity("a1", type: "Match", at: Fixture.at(1))
+                let s2 = try session.startActivity("a2", type: "Race", at: Fixture.at(2))
+                let s3 = try session.startActivity("a3", type: "Match", origin: .local, at: Fixture.at(3))
+                try session.startActivity("b1", appID: "app_2", at: Fixture.at(4))
+                #expect(s1 < s2 && s2 < s3)
+
+                let a1 = try #require(try session.activity(appID: "app_1", activityID: "a1"))
+                #expect(a1.sequence == s1)
+                #expect(a1.activityType == "Match")
+                #expect(a1.origin == .remote)
+                #expect(a1.status == .started)
+                #expect(a1.attributes == .object(["a": .integer(1)]))
+                #expect(a1.contentState == .object(["score": .integer(0)]))
+                #expect(a1.lastTimestamp == 1)
+                #expect(a1.startedAt == Fixture.at(1))
+                #expect(a1.endedAt == nil)
+                #expect(try session.activity(appID: "app_2", activityID: "a1") == nil)
+                #expect(try session.activity(appID: "app_1", activityID: "a3")?.origin == .local)
+
+                func ids(_ filter: ActivityFilter) throws -> [String] {
+                    try session.activities(appID: "app_1", filter: filter).map(\.activityID)
+                }
+                #expect(try ids(ActivityFilter()) == ["a3", "a2", "a1"])
+                #expect(try ids(ActivityFilter(activityType: "Match")) == ["a3", "a1"])
+                #expect(try ids(ActivityFilter(limit: 2)) == ["a3", "a2"])
+                #expect(try ids(ActivityFilter(before: s3, limit: 1)) == ["a2"])
+                #expect(try ids(ActivityFilter(before: s2)) == ["a1"])
+                #expect(try ids(ActivityFilter(activityType: "Match", before: s3)) == ["a1"])
+
+                try session.endActivity(appID: "app_1", activityID: "a2", cause: .server, contentState: nil, timestamp: nil, at: Fixture.at(5))
+                #expect(try ids(ActivityFilter(status: .ended)) == ["a2"])
+                #expect(try ids(ActivityFilter(status: .started)) == ["a3", "a1"])
+                // Started at or before `expiredBefore`: reads as ended whatever is stored.
+                var expired = ActivityFilter(status: .ended)
+                expired.expiredBefore = Fixture.at(1)
+                #expect(try ids(expired) == ["a2", "a1"])
+                var running = ActivityFilter(status: .started)
+                running.expiredBefore = Fixture.at(1)
+                #expect(try ids(running) == ["a3"])
+                try session.recordUpdate(appID: "app_1", activityID: "a3", contentState: .object(["score": .integer(2)]), timestamp: 7, now: Fixture.at(6))
+                #expect(try ids(ActivityFilter(status: .updated)) == ["a3"])
+            }
+        }
+    }
+
+    @Test(arguments: StoreBackend.all)
+    func updatesAndEndsAreRecordedOnTheActivityAndItsCopies(_ backend: StoreBackend) async throws {
+        try await withStore(backend) { store in
+            try store.writeNow { session throws in
+                try session.insertApp(Fixture.app())
+                try session.startActivity("a1")
+                try session.insertPendingInstances(
+                    appID: "app_1", activityID: "a1", targets: [Fixture.target("d1", "s1"), Fixture.target("d2", "s2")], now: Fixture.t0)
+                try session.recordUpdate(appID: "app_1", activityID: "a1", contentState: .object(["score": .integer(3)]), timestamp: 5, now: Fixture.at(1))
+                var activity = try #require(try session.activity(appID: "app_1", activityID: "a1"))
+                #expect(activity.status == .updated)
+                #expect(activity.contentState == .object(["score": .integer(3)]))
+                #expect(activity.lastTimestamp == 5)
+                #expect(activity.updatedAt == Fixture.at(1))
+                #expect(try !session.activityHasEnded(appID: "app_1", activityID: "a1"))
+
+                // An end without content keeps the last.
+                try session.endActivity(appID: "app_1", activityID: "a1", cause: .device, contentState: nil, timestamp: nil, at: Fixture.at(2))
+                activity = try #require(try session.activity(appID: "app_1", activityID: "a1"))
+                #expect(activity.status == .ended)
+                #expect(activity.endCause == .device)
+                #expect(activity.endedAt == Fixture.at(2))
+                #expect(activity.contentState == .object(["score": .integer(3)]))
+                #expect(activity.lastTimestamp == 5)
+                #expect(try session.instances(appID: "app_1", activityID: "a1").map(\.status) == [.ended, .ended])
+                #expect(try session.instances(appID: "app_1", activityID: "a1").map(\.endCause) == [.device, .device])
+                #expect(try session.activityHasEnded(appID: "app_1", activityID: "a1"))
+                #expect(try session.activityHasEnded(appID: "app_1", activityID: "missing"))
+                // Ending again changes nothing.
+                try session.endActivity(appID: "app_1", activityID: "a1", cause: .server, contentState: .object([:]), timestamp: 9, at: Fixture.at(3))
+                #expect(try session.activity(appID: "app_1", activityID: "a1")?.endCause == .device)
+
+                // An end with content records it.
+                try session.startActivity("a2")
+                try session.endActivity(appID: "app_1", activityID: "a2", cause: .server, contentState: .object(["score": .integer(9)]), timestamp: 8, at: Fixture.at(4))
+                activity = try #require(try session.activity(appID: "app_1", activityID: "a2"))
+                #expect(activity.contentState == .object(["score": .integer(9)]))
+                #expect(activity.lastTimestamp == 8)
+            }
+        }
+    }
+
+    @Test(arguments: StoreBackend.all)
+    func anActivityIDIsTakenUntilReplaced(_ backend: StoreBackend) async throws {
+        try await withStore(backend) { store in
+            try store.writeNow { session throws in
+                try session.insertApp(Fixture.app())
+                try session.startActivity("a1")
+                try session.insertPendingInstances(appID: "app_1", activityID: "a1", targets: [Fixture.target("d1", "s1")], now: Fixture.t0)
+            }
+            let taken = #expect(throws: StoreError.self) { try store.writeNow { try $0.startActivity("a1") } }
+            #expect(taken?.code == .conflict)
+            try store.writeNow { session throws in
+                let new = try session.startActivity("a1", type: "Race", replacing: true, at: Fixture.at(9))
+                let replaced = try #require(try session.activity(appID: "app_1", activityID: "a1"))
+                #expect(replaced.sequence == new)
+                #expect(replaced.activityType == "Race")
+                #expect(replaced.startedAt == Fixture.at(9))
+                #expect(try session.instances(appID: "app_1", activityID: "a1").isEmpty)
+            }
+        }
+    }
+
+    @Test(arguments: StoreBackend.all)
+    func expiringEndsOldActivitiesTheirCopiesAndTheirQueuedStartsAndUpdates(_ backend: StoreBackend) async throws {
+        try await withStore(backend) { store in
+            let minter = IDMinter()
+            try store.writeNow { session throws in
+                try session.insertApp(Fixture.app())
+                try session.startActivity("old", at: Fixture.t0)
+                try session.startActivity("new", at: Fixture.at(100))
+                _ = try session.registerUpdateToken(appID: "app_1", activityID: "old", deviceID: "d1", token: "u1", environment: .sandbox, now: Fixture.t0)
+                _ = try session.registerUpdateToken(appID: "app_1", activityID: "new", deviceID: "d1", token: "u2", environment: .sandbox, now: Fixture.t0)
+                try session.queue(.update, activityID: "old", targets: [Fixture.target("d1", "u1")], minter: minter)
+                try session.queue(.start, activityID: "old", targets: [Fixture.target("d1", "s1")], kind: .pushToStart, minter: minter)
+                try session.queue(.end, activityID: "old", targets: [Fixture.target("d1", "u1")], minter: minter)
+                try session.queue(.update, activityID: "new", targets: [Fixture.target("d1", "u2")], minter: minter)
+
+                #expect(try session.expireActivities(startedBefore: Fixture.at(50), total: 8 * 3600, now: Fixture.at(200)) == 1)
+                let old = try #require(try session.activity(appID: "app_1", activityID: "old"))
+                #expect(old.status == .ended)
+                #expect(old.endCause == .expired)
+                #expect(old.endedAt == Date(unixMilliseconds: Fixture.t0.unixMilliseconds + 8 * 3600 * 1000))
+                let copy = try #require(try session.instance(appID: "app_1", activityID: "old", deviceID: "d1"))
+                #expect(copy.status == .ended)
+                #expect(copy.endCause == .expired)
+                #expect(copy.endedAt == old.endedAt)
+                #expect(try session.activity(appID: "app_1", activityID: "new")?.status == .started)
+                #expect(try session.instance(appID: "app_1", activityID: "new", deviceID: "d1")?.status == .active)
+
+                let history = try session.pushes(appID: "app_1", activityID: "old", since: Fixture.t0)
+                #expect(history.map(\.event) == [.update, .start, .end])
+                #expect(history.map(\.status) == [.dropped, .dropped, .queued])
+                #expect(history.prefix(2).allSatisfy { $0.reason == "ActivityExpired" })
+                #expect(try session.pushes(appID: "app_1", activityID: "new", since: Fixture.t0).map(\.status) == [.queued])
+                // Nothing left to expire.
+                #expect(try session.expireActivities(startedBefore: Fixture.at(50), total: 8 * 3600, now: Fixture.at(300)) == 0)
+            }
+        }
+    }
+
+    @Test(arguments: StoreBackend.all)
+    func scheduledEndsComeDueOldestFirst(_ backend: StoreBackend) async throws {
+        try await withStore(backend) { store in
+            try store.writeNow { session throws in
+                try session.insertApp(Fixture.app())
+                try session.startActivity("a1", endAt: Fixture.at(30))
+                try session.startActivity("a2")
+                try session.startActivity("a3", endAt: Fixture.at(60))
+                try session.setEndAt(appID: "app_1", activityID: "a2", endAt: Fixture.at(20))
+                #expect(try session.activity(appID: "app_1", activityID: "a2")?.endAt == Fixture.at(20))
+                #expect(try session.dueScheduledEnds(now: Fixture.at(10), limit: 10).isEmpty)
+                let due = try session.dueScheduledEnds(now: Fixture.at(30), limit: 10)
+                #expect(due.map(\.activityID) == ["a2", "a1"])
+                #expect(due.allSatisfy { $0.appID == "app_1" })
+                #expect(try session.dueScheduledEnds(now: Fixture.at(90), limit: 2).map(\.activityID) == ["a2", "a1"])
+                try session.endActivity(appID: "app_1", activityID: "a2", cause: .scheduled, contentState: nil, timestamp: nil, at: Fixture.at(30))
+                #expect(try session.dueScheduledEnds(now: Fixture.at(90), limit: 10).map(\.activityID) == ["a1", "a3"])
+            }
+        }
+    }
+
+    @Test(arguments: StoreBackend.all)
+    func copiesGoFromPendingToActiveAndRotateTheirTokens(_ backend: StoreBackend) async throws {
+        try await withStore(backend) { store in
+            try store.writeNow { session throws in
+                try session.insertApp(Fixture.app())
+                try session.startActivity("a1")
+                try session.insertPendingInstances(
+                    appID: "app_1", activityID: "a1", targets: [Fixture.target("d1", "s1"), Fixture.target("d2", "s2", .production)],
+                    now: Fixture.t0)
+                // Pending again: each device keeps the copy it has.
+                try session.insertPendingInstances(appID: "app_1", activityID: "a1", targets: [Fixture.target("d1", "s1")], now: Fixture.at(1))
+                var copies = try session.instances(appID: "app_1", activityID: "a1")
+                #expect(copies.map(\.deviceID) == ["d1", "d2"])
+                #expect(copies.map(\.status) == [.pending, .pending])
+                #expect(copies.map(\.updateToken) == [nil, nil])
+                #expect(copies.map(\.environment) == [.sandbox, .production])
+                #expect(copies[0].createdAt == Fixture.t0)
+                #expect(try session.updateTargets(appID: "app_1", activityID: "a1").isEmpty)
+
+                // The first token of a pending copy, of a device with no copy, then a rotation.
+                #expect(try session.registerUpdateToken(appID: "app_1", activityID: "a1", deviceID: "d1", token: "u1", environment: .sandbox, now: Fixture.at(2)))
+                #expect(try session.registerUpdateToken(appID: "app_1", activityID: "a1", deviceID: "d3", token: "u3", environment: .sandbox, now: Fixture.at(2)))
+                #expect(try !session.registerUpdateToken(appID: "app_1", activityID: "a1", deviceID: "d1", token: "u1b", environment: .production, now: Fixture.at(3)))
+                let d1 = try #require(try session.instance(appID: "app_1", activityID: "a1", deviceID: "d1"))
+                #expect(d1.status == .active)
+                #expect(d1.updateToken == "u1b")
+                #expect(d1.environment == .production)
+                #expect(d1.tokenRegisteredAt == Fixture.at(3))
+                #expect(d1.createdAt == Fixture.t0)
+                #expect(try session.instance(appID: "app_1", activityID: "a1", deviceID: "d9") == nil)
+                #expect(try session.updateTargets(appID: "app_1", activityID: "a1")
+                    == [Fixture.target("d1", "u1b", .production), Fixture.target("d3", "u3")])
+
+                // Ending one copy: only while it holds the token named, once.
+                #expect(try !session.endInstance(appID: "app_1", activityID: "a1", deviceID: "d1", cause: .device, onlyToken: "u1", at: Fixture.at(4)))
+                #expect(try session.endInstance(appID: "app_1", activityID: "a1", deviceID: "d1", cause: .device, onlyToken: "u1b", at: Fixture.at(4)))
+                #expect(try !session.endInstance(appID: "app_1", activityID: "a1", deviceID: "d1", cause: .device, at: Fixture.at(5)))
+                #expect(try session.endInstance(appID: "app_1", activityID: "a1", deviceID: "d2", cause: .server, at: Fixture.at(5)))
+                copies = try session.instances(appID: "app_1", activityID: "a1")
+                #expect(copies.map(\.status) == [.ended, .ended, .active])
+                #expect(copies[0].endedAt == Fixture.at(4))
+                #expect(copies[0].endCause == .device)
+                #expect(copies[1].endCause == .server)
+                #expect(try session.updateTargets(appID: "app_1", activityID: "a1") == [Fixture.target("d3", "u3")])
+                #expect(try session.registeredKinds(appID: "app_1", token: "u3") == [.liveActivityUpdate])
+            }
+        }
+    }
+
+    @Test(arguments: StoreBackend.all)
+    func refusedUpdateTokensEndTheirCopyUnlessRegisteredAgain(_ backend: StoreBackend) async throws {
+        try await withStore(backend) { store in
+            try store.writeNow { session throws in
+                try session.insertApp(Fixture.app())
+                try session.startActivity("a1")
+                _ = try session.registerUpdateToken(appID: "app_1", activityID: "a1", deviceID: "d1", token: "u1", environment: .sandbox, now: Fixture.at(10))
+                #expect(try !session.endRefusedInstance(appID: "app_1", activityID: "a1", token: "u1", refusedAt: Fixture.at(9), now: Fixture.at(11)))
+                #expect(try !session.endRefusedInstance(appID: "app_1", activityID: "a1", token: "other", refusedAt: Fixture.at(10), now: Fixture.at(11)))
+                #expect(try session.instance(appID: "app_1", activityID: "a1", deviceID: "d1")?.status == .active)
+                #expect(try session.endRefusedInstance(appID: "app_1", activityID: "a1", token: "u1", refusedAt: Fixture.at(10), now: Fixture.at(11)))
+                let copy = try #require(try session.instance(appID: "app_1", activityID: "a1", deviceID: "d1"))
+                #expect(copy.status == .ended)
+                #expect(copy.endCause == .tokenRejected)
+                #expect(copy.endedAt == Fixture.at(11))
+                #expect(try !session.endRefusedInstance(appID: "app_1", activityID: "a1", token: "u1", refusedAt: nil, now: Fixture.at(12)))
+
+                try session.startActivity("a2")
+                _ = try session.registerUpdateToken(appID: "app_1", activityID: "a2", deviceID: "d1", token: "u2", environment: .sandbox, now: Fixture.at(10))
+                #expect(try session.endRefusedInstance(appID: "app_1", activityID: "a2", token: "u2", refusedAt: nil, now: Fixture.at(11)))
+            }
+        }
+    }
+
+    // MARK: - Activity types
+
+    @Test(arguments: StoreBackend.all)
+    func activityTypesArePutReplacedListedAndDeleted(_ backend: StoreBackend) async throws {
+        try await withStore(backend) { store in
+            try store.writeNow { session throws in
+                try session.insertApp(Fixture.app())
+                try session.insertApp(Fixture.app("app_2"))
+                #expect(try session.putActivityType(appID: "app_1", name: "Race", schema: Fixture.schema("lap"), now: Fixture.t0))
+                #expect(try session.putActivityType(appID: "app_1", name: "Match", schema: Fixture.schema(), now: Fixture.t0))
+                #expect(try !session.putActivityType(appID: "app_1", name: "Race", schema: Fixture.schema("position"), now: Fixture.at(5)))
+                #expect(try session.putActivityType(appID: "app_2", name: "Race", schema: Fixture.schema(), now: Fixture.t0))
+                let race = try #require(try session.activityType(appID: "app_1", name: "Race"))
+                #expect(race.schema == Fixture.schema("position"))
+                #expect(race.createdAt == Fixture.t0)
+                #expect(race.updatedAt == Fixture.at(5))
+                #expect(try session.activityType(appID: "app_1", name: "Nothing") == nil)
+                #expect(try session.activityTypes(appID: "app_1").map(\.name) == ["Match", "Race"])
+                #expect(try session.activityTypes(appID: "app_2").map(\.schema) == [Fixture.schema()])
+                #expect(try session.deleteActivityType(appID: "app_1", name: "Race"))
+                #expect(try !session.deleteActivityType(appID: "app_1", name: "Race"))
+                #expect(try session.activityTypes(appID: "app_1").map(\.name) == ["Match"])
+                #expect(try session.activityType(appID: "app_2", name: "Race") != nil)
+            }
+        }
+    }
+
+    @Test(arguments: StoreBackend.all)
+    func runningActivitiesCountTheOpenOnesOfAType(_ backend: StoreBackend) async throws {
+        try await withStore(backend) { store in
+            try store.writeNow { session throws in
+                try session.insertApp(Fixture.app())
+                try session.startActivity("a1", type: "Match", at: Fixture.at(1))
+                try session.startActivity("a2", type: "Match", at: Fixture.at(2))
+                try session.startActivity("a3", type: "Match", at: Fixture.at(3))
+                try session.startActivity("b1", type: "Race", at: Fixture.at(3))
+                try session.endActivity(appID: "app_1", activityID: "a3", cause: .server, contentState: nil, timestamp: nil, at: Fixture.at(4))
+                #expect(try session.runningActivities(appID: "app_1", activityType: "Match", startedAfter: Fixture.t0) == 2)
+                #expect(try session.runningActivities(appID: "app_1", activityType: "Match", startedAfter: Fixture.at(1)) == 1)
+                #expect(try session.runningActivities(appID: "app_1", activityType: "Race", startedAfter: Fixture.t0) == 1)
+                #expect(try session.runningActivities(appID: "app_1", activityType: "None", startedAfter: Fixture.t0) == 0)
+            }
+        }
+    }
+}

@@ -1,0 +1,267 @@
+import Foundation
+import IsletCore
+import Storage
+import Testing
+
+@Suite("Store contract: the push queue")
+struct PushQueueContractTests {
+    private let targets = [Fixture.target("d1", "u1"), Fixture.target("d2", "u2"), Fixture.target("d3", "u3", .production)]
+
+    @Test(arguments: StoreBackend.all)
+    func claimsTakeDuePushesOldestFirstUpToTheLimit(_ backend: StoreBackend) async throws {
+        try await withStore(backend) { store in
+            let minter = IDMinter()
+            let (first, second) = try store.writeNow { session throws -> (Int64, Int64) in
+                try session.insertApp(Fixture.app())
+                let first = try session.insertSend(appID: "app_1", activityID: "a1", content: Fixture.content(), now: Fixture.t0)
+                #expect(try session.enqueuePushes(
+                    sendID: first, appID: "app_1", activityID: "a1", activityType: nil, event: .update,
+                    tokenKind: .liveActivityUpdate, targets: targets, now: Fixture.t0, mintID: minter.mint) == 3)
+                // Queued later: due later.
+                let second = try session.queue(
+                    .start, activityID: "a2", targets: [Fixture.target("d1", "s1")], kind: .pushToStart, activityType: "Match",
+                    minter: minter, at: Fixture.at(10))
+                return (first, second)
+            }
+            #expect(second > first)
+            #expect(try store.readNow { try $0.queueDepth() } == 4)
+            #expect(try store.readNow { try $0.nextDueTime() } == Fixture.t0)
+
+            var sends: [Int64: SendContent] = [:]
+            let batch = try store.writeNow(durable: false) { session throws in
+                var cache: [Int64: SendContent] = [:]
+                let claimed = try session.claimDuePushes(now: Fixture.at(5), limit: 2, sends: &cache)
+                return (claimed, cache)
+            }
+            sends = batch.1
+            #expect(batch.0.map(\.apnsID) == ["id-1", "id-2"])
+            #expect(batch.0.map(\.deviceID) == ["d1", "d2"])
+            #expect(batch.0.map(\.token) == ["u1", "u2"])
+            #expect(batch.0[0].id < batch.0[1].id)
+            let claimed = batch.0[0]
+            #expect(claimed.appID == "app_1")
+            #expect(claimed.activityID == "a1")
+            #expect(claimed.activityType == nil)
+            #expect(claimed.tokenKind == .liveActivityUpdate)
+            #expect(claimed.environment == .sandbox)
+            #expect(!claimed.environmentSwitched)
+            #expect(claimed.attempts == 0)
+            #expect(claimed.rounds == 0)
+            #expect(claimed.createdAt == Fixture.t0)
+            #expect(claimed.content == Fixture.content())
+            #expect(sends[first] == Fixture.content())
+
+            // In flight: still in the queue's depth, shown as queued, never claimed twice.
+            #expect(try store.readNow { try $0.queueDepth() } == 4)
+            #expect(try store.readNow { try $0.pushes(appID: "app_1", activityID: "a1", since: Fixture.t0).map(\.status) }
+                == [.queued, .queued, .queued])
+            #expect(try store.readNow { try $0.nextDueTime() } == Fixture.t0)
+            let rest = try store.writeNow(durable: false) { session throws in
+                var cache = sends
+                return try session.claimDuePushes(now: Fixture.at(5), limit: 10, sends: &cache)
+            }
+            #expect(rest.map(\.apnsID) == ["id-3"])
+            #expect(rest.first?.environment == .production)
+            // The start is not due yet.
+            #expect(try store.readNow { try $0.nextDueTime() } == Fixture.at(10))
+            let start = try store.writeNow(durable: false) { session throws in
+                var cache: [Int64: SendContent] = [:]
+                return try session.claimDuePushes(now: Fixture.at(10), limit: 10, sends: &cache)
+            }
+            #expect(start.map(\.apnsID) == ["id-4"])
+            #expect(start.first?.activityType == "Match")
+            #expect(start.first?.tokenKind == .pushToStart)
+            #expect(start.first?.content == Fixture.content(.start))
+            #expect(try store.readNow { try $0.nextDueTime() } == nil)
+            #expect(try store.writeNow { session throws in
+                var cache: [Int64: SendContent] = [:]
+                return try session.claimDuePushes(now: Fixture.at(100), limit: 10, sends: &cache).count
+            } == 0)
+        }
+    }
+
+    @Test(arguments: StoreBackend.all)
+    func outcomesRecordSentRetriedFailedAndSwitchedPushes(_ backend: StoreBackend) async throws {
+        try await withStore(backend) { store in
+            let minter = IDMinter()
+            try store.writeNow { session throws in
+                try session.insertApp(Fixture.app())
+                try session.queue(.update, activityID: "a1", targets: targets, minter: minter)
+            }
+            func claim(at seconds: Double) throws -> [ClaimedPush] {
+                try store.writeNow(durable: false) { session throws in
+                    var cache: [Int64: SendContent] = [:]
+                    return try session.claimDuePushes(now: Fixture.at(seconds), limit: 10, sends: &cache)
+                }
+            }
+            func history() throws -> [PushHistoryItem] {
+                try store.readNow { try $0.pushes(appID: "app_1", activityID: "a1", since: Fixture.t0) }
+            }
+            let pushes = try claim(at: 1)
+            #expect(pushes.count == 3)
+            try store.writeNow(durable: false) { session throws in
+                try session.recordOutcome(
+                    pushID: pushes[0].id, PushOutcome(status: .sent, attempts: 1, apnsStatus: 200, apnsUniqueID: "unique-1"),
+                    now: Fixture.at(2))
+                try session.recordOutcome(
+                    pushID: pushes[1].id,
+                    PushOutcome(status: .queued, attempts: 2, apnsStatus: 503, reason: "ServiceUnavailable", nextAttemptAt: Fixture.at(30)),
+                    now: Fixture.at(2))
+                try session.recordOutcome(
+                    pushID: pushes[2].id,
+                    PushOutcome(status: .queued, attempts: 1, apnsStatus: 400, reason: "BadDeviceToken", nextAttemptAt: Fixture.at(2), environment: .sandbox),
+                    now: Fixture.at(2))
+            }
+            var items = try history()
+            #expect(items[0].status == .sent)
+            #expect(items[0].attempts == 1)
+            #expect(items[0].apnsStatus == 200)
+            #expect(items[0].apnsUniqueID == "unique-1")
+            #expect(items[0].reason == nil)
+            #expect(items[0].sentAt == Fixture.at(2))
+            #expect(items[0].updatedAt == Fixture.at(2))
+            #expect(items[0].apnsID == "id-1")
+            #expect(items[0].tokenKind == .liveActivityUpdate)
+            #expect(items[0].event == .update)
+            #expect(items[1].status == .queued)
+            #expect(items[1].reason == "ServiceUnavailable")
+            #expect(items[1].apnsStatus == 503)
+            #expect(items[1].sentAt == nil)
+            #expect(!items[1].environmentSwitched)
+            #expect(items[2].environment == .sandbox)
+            #expect(items[2].environmentSwitched)
+            #expect(try store.readNow { try $0.nextDueTime() } == Fixture.at(2))
+
+            // The switched push goes again at once, to the other environment; the retry waits.
+            var again = try claim(at: 5)
+            #expect(again.map(\.apnsID) == ["id-3"])
+            #expect(again[0].environment == .sandbox)
+            #expect(again[0].environmentSwitched)
+            #expect(again[0].attempts == 1)
+            #expect(again[0].rounds == 1)
+            // Another environment given that is the one it has: still switched once.
+            try store.writeNow(durable: false) { session throws in
+                try session.recordOutcome(
+                    pushID: again[0].id,
+                    PushOutcome(status: .failed, attempts: 1, apnsStatus: 410, reason: "Unregistered", environment: .sandbox),
+                    now: Fixture.at(6))
+            }
+            items = try history()
+            #expect(items[2].status == .failed)
+            #expect(items[2].attempts == 2)
+            #expect(items[2].reason == "Unregistered")
+            #expect(items[2].environmentSwitched)
+            #expect(items[2].sentAt == nil)
+
+            #expect(try claim(at: 29).isEmpty)
+            again = try claim(at: 30)
+            #expect(again.map(\.apnsID) == ["id-2"])
+            #expect(again[0].attempts == 2)
+            #expect(again[0].rounds == 1)
+            // Sent after a retry, by the general statement: what the outcome lacks is kept.
+            try store.writeNow(durable: false) { session throws in
+                try session.recordOutcome(
+                    pushID: again[0].id, PushOutcome(status: .sent, attempts: 1, nextAttemptAt: Fixture.at(31)), now: Fixture.at(31))
+            }
+            items = try history()
+            #expect(items[1].status == .sent)
+            #expect(items[1].attempts == 3)
+            #expect(items[1].apnsStatus == 503)
+            #expect(items[1].reason == nil)
+            #expect(items[1].sentAt == Fixture.at(31))
+            #expect(try store.readNow { try $0.queueDepth() } == 0)
+        }
+    }
+
+    @Test(arguments: StoreBackend.all)
+    func aSwitchToTheOtherEnvironmentIsRecorded(_ backend: StoreBackend) async throws {
+        try await withStore(backend) { store in
+            let minter = IDMinter()
+            try store.writeNow { session throws in
+                try session.insertApp(Fixture.app())
+                try session.queue(.update, activityID: "a1", targets: [Fixture.target("d1", "u1")], minter: minter)
+                var cache: [Int64: SendContent] = [:]
+                let push = try #require(try session.claimDuePushes(now: Fixture.at(1), limit: 1, sends: &cache).first)
+                try session.recordOutcome(
+                    pushID: push.id,
+                    PushOutcome(status: .queued, attempts: 1, apnsStatus: 400, reason: "BadDeviceToken", nextAttemptAt: Fixture.at(1), environment: .production),
+                    now: Fixture.at(1))
+                let item = try #require(try session.pushes(appID: "app_1", activityID: "a1", since: Fixture.t0).first)
+                #expect(item.environment == .production)
+                #expect(item.environmentSwitched)
+                let again = try #require(try session.claimDuePushes(now: Fixture.at(1), limit: 1, sends: &cache).first)
+                #expect(again.environment == .production)
+                #expect(again.environmentSwitched)
+                #expect(again.apnsID == push.apnsID)
+            }
+        }
+    }
+
+    @Test(arguments: StoreBackend.all)
+    func pushesLeftInFlightGoBackToTheQueue(_ backend: StoreBackend) async throws {
+        try await withStore(backend) { store in
+            let minter = IDMinter()
+            let claimed = try store.writeNow { session throws in
+                try session.insertApp(Fixture.app())
+                try session.queue(.update, activityID: "a1", targets: targets, minter: minter)
+                var cache: [Int64: SendContent] = [:]
+                return try session.claimDuePushes(now: Fixture.at(1), limit: 2, sends: &cache)
+            }
+            #expect(claimed.count == 2)
+            #expect(try store.writeNow { try $0.requeueInFlight(.requeueAll, now: Fixture.at(9)) } == 2)
+            #expect(try store.writeNow { try $0.requeueInFlight(.requeueAll, now: Fixture.at(9)) } == 0)
+            #expect(try store.readNow { try $0.nextDueTime() } == Fixture.t0)
+            let again = try store.writeNow { session throws in
+                var cache: [Int64: SendContent] = [:]
+                return try session.claimDuePushes(now: Fixture.at(9), limit: 10, sends: &cache)
+            }
+            #expect(again.map(\.apnsID) == ["id-1", "id-2", "id-3"])
+            #expect(Set(again.map(\.id)).isSuperset(of: claimed.map(\.id)))
+        }
+    }
+
+    @Test(arguments: StoreBackend.all)
+    func queuedUpdatesAreSupersededAndEventsDropped(_ backend: StoreBackend) async throws {
+        try await withStore(backend) { store in
+            let minter = IDMinter()
+            try store.writeNow { session throws in
+                try session.insertApp(Fixture.app())
+                try session.queue(.start, activityID: "a1", targets: [Fixture.target("d1", "s1")], kind: .pushToStart, minter: minter)
+                try session.queue(.update, activityID: "a1", targets: targets, minter: minter)
+                try session.queue(.end, activityID: "a1", targets: targets, minter: minter)
+                try session.queue(.update, activityID: "a2", targets: targets, minter: minter)
+                #expect(try session.supersedeQueuedUpdates(appID: "app_1", activityID: "a1", now: Fixture.at(1)) == 3)
+                #expect(try session.supersedeQueuedUpdates(appID: "app_1", activityID: "a1", now: Fixture.at(1)) == 0)
+                #expect(try session.dropQueuedPushes(appID: "app_1", activityID: "a1", events: [.start, .update], reason: "ActivityEnded", now: Fixture.at(2)) == 1)
+                #expect(try session.dropQueuedPushes(appID: "app_1", activityID: "a1", events: [], reason: "Nothing", now: Fixture.at(2)) == 0)
+                let items = try session.pushes(appID: "app_1", activityID: "a1", since: Fixture.t0)
+                #expect(items.map(\.event) == [.start, .update, .update, .update, .end, .end, .end])
+                #expect(items.map(\.status) == [.dropped, .dropped, .dropped, .dropped, .queued, .queued, .queued])
+                #expect(items.map(\.reason) == ["ActivityEnded", "Superseded", "Superseded", "Superseded", nil, nil, nil])
+                #expect(items[0].updatedAt == Fixture.at(2))
+                #expect(try session.pushes(appID: "app_1", activityID: "a2", since: Fixture.t0).map(\.status) == [.queued, .queued, .queued])
+                #expect(try session.pushes(appID: "app_1", activityID: "a2", since: Fixture.at(1)).isEmpty)
+                #expect(try session.queueDepth() == 6)
+                #expect(try session.dropQueuedPushes(appID: "app_1", activityID: "a1", events: [.end], reason: "Gone", now: Fixture.at(3)) == 3)
+                #expect(try session.queueDepth() == 3)
+            }
+        }
+    }
+
+    @Test(arguments: StoreBackend.all)
+    func anAlertWithoutAnActivityIsQueuedToo(_ backend: StoreBackend) async throws {
+        try await withStore(backend) { store in
+            let minter = IDMinter()
+            let claimed = try store.writeNow { session throws in
+                try session.insertApp(Fixture.app())
+                try session.queue(.alert, activityID: nil, targets: [Fixture.target("d1", "t1")], kind: .device, minter: minter)
+                var cache: [Int64: SendContent] = [:]
+                return try session.claimDuePushes(now: Fixture.t0, limit: 10, sends: &cache)
+            }
+            #expect(claimed.count == 1)
+            #expect(claimed.first?.activityID == nil)
+            #expect(claimed.first?.tokenKind == .device)
+            #expect(claimed.first?.content.event == .alert)
+        }
+    }
+}

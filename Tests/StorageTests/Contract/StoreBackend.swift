@@ -1,0 +1,114 @@
+import Foundation
+import IsletCore
+import IsletTesting
+import SQLiteStorage
+import Storage
+import Testing
+
+/// A store backend the contract suites run against: each test opens a fresh store of
+/// it in a temporary folder. A new backend joins `all` and every suite runs on it.
+struct StoreBackend: Sendable, CustomTestStringConvertible {
+    /// The backend's name, as `Store.backend` reports it.
+    let name: String
+    /// Opens an empty store whose files (if any) live in the folder given.
+    let open: @Sendable (URL) throws -> any Store
+
+    var testDescription: String { name }
+
+    /// SQLite, in a file of the folder.
+    static let sqlite = StoreBackend(name: "sqlite") { folder in
+        try SQLiteStore(path: folder.appendingPathComponent("islet.sqlite").path)
+    }
+
+    /// Every backend the contract suites run against.
+    static let all: [StoreBackend] = [.sqlite]
+}
+
+/// Runs `body` with a fresh store of `backend`, closed afterwards.
+func withStore<T>(_ backend: StoreBackend, _ body: (any Store) async throws -> T) async throws -> T {
+    try await withTemporaryDirectory { folder in
+        let store = try backend.open(folder)
+        defer { store.close() }
+        #expect(store.backend == backend.name)
+        return try await body(store)
+    }
+}
+
+/// Values the contract suites share.
+enum Fixture {
+    /// A fixed start of time, in whole milliseconds.
+    static let t0 = Date(unixMilliseconds: 1_700_000_000_000)
+
+    /// `seconds` after `t0`.
+    static func at(_ seconds: Double) -> Date {
+        Date(unixMilliseconds: t0.unixMilliseconds + Int64(seconds * 1000))
+    }
+
+    /// An app whose key hashes derive from its id.
+    static func app(_ id: String = "app_1", createdAt: Date = t0, credentials: Bool = false) -> AppRecord {
+        AppRecord(
+            id: id, name: "App \(id)", bundleID: "com.example.\(id)",
+            credentials: credentials ? APNsCredentials(teamID: "TEAM", keyID: "KEY", privateKeyPEM: "PEM \(id)") : nil,
+            serverKeyHash: Data("server \(id)".utf8), deviceKeyHash: Data("device \(id)".utf8),
+            createdAt: createdAt, updatedAt: createdAt)
+    }
+
+    /// A registration from an iOS device.
+    static func registration(
+        token: String? = nil, userID: String?? = nil, tags: [String]? = nil, environment: APNsEnvironment = .sandbox
+    ) -> DeviceRegistration {
+        DeviceRegistration(platform: "ios", environment: environment, apnsToken: token, userID: userID, tags: tags)
+    }
+
+    /// What a Live Activity push says.
+    static func content(_ event: PushEvent = .update) -> SendContent {
+        SendContent(
+            event: event, topic: "com.example.app_1.push-type.liveactivity", pushType: .liveactivity,
+            priority: .immediate, expiration: 1_700_003_600, collapseID: nil, payload: Data(#"{"aps":{}}"#.utf8))
+    }
+
+    /// A target on the sandbox.
+    static func target(_ deviceID: String, _ token: String, _ environment: APNsEnvironment = .sandbox) -> PushTarget {
+        PushTarget(deviceID: deviceID, token: token, environment: environment)
+    }
+
+    /// A schema with one content-state field.
+    static func schema(_ field: String = "score") -> ActivityTypeSchema {
+        ActivityTypeSchema(attributes: [:], contentState: [field: FieldSchema(.int)])
+    }
+}
+
+/// Mints `apns-id`s in order: `id-1`, `id-2`, …
+final class IDMinter {
+    private var next = 0
+    func mint() -> String {
+        next += 1
+        return "id-\(next)"
+    }
+}
+
+extension StoreSession {
+    /// Adds an activity of `appID` started at `now`, and answers its sequence.
+    @discardableResult
+    func startActivity(
+        _ activityID: String, appID: String = "app_1", type: String = "Match", origin: ActivityRecord.Origin = .remote,
+        endAt: Date? = nil, replacing: Bool = false, at now: Date = Fixture.t0
+    ) throws -> Int64 {
+        try insertActivity(
+            appID: appID, activityID: activityID, activityType: type, origin: origin, attributes: .object(["a": .integer(1)]),
+            contentState: .object(["score": .integer(0)]), lastTimestamp: 1, endAt: endAt, replacing: replacing, now: now)
+    }
+
+    /// Queues one push of `event` per target for an activity, through a send of its own.
+    @discardableResult
+    func queue(
+        _ event: PushEvent, activityID: String?, targets: [PushTarget], kind: PushTokenKind = .liveActivityUpdate,
+        activityType: String? = nil, minter: IDMinter, at now: Date = Fixture.t0
+    ) throws -> Int64 {
+        let send = try insertSend(appID: "app_1", activityID: activityID, content: Fixture.content(event), now: now)
+        try enqueuePushes(
+            sendID: send, appID: "app_1", activityID: activityID, activityType: activityType, event: event, tokenKind: kind,
+            targets: targets, now: now, mintID: minter.mint)
+        return send
+    }
+}
