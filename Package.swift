@@ -137,7 +137,7 @@ let package = Package(
         .executableTarget(name: "FuzzCredentials", dependencies: ["FuzzTargets", "CLibFuzzer"], path: "Fuzz/Entry/FuzzCredentials", swiftSettings: swiftSettings),
 
         // Helpers shared by the test targets: a raw-socket HTTP client, temporary folders.
-        .target(name: "IsletTesting", dependencies: ["IsletSync"], path: "Tests/IsletTesting", swiftSettings: swiftSettings),
+        .target(name: "IsletTesting", dependencies: ["IsletSync", "CLinux"], path: "Tests/IsletTesting", swiftSettings: swiftSettings),
 
         .testTarget(name: "IsletSyncTests", dependencies: ["IsletSync"], swiftSettings: swiftSettings),
         .testTarget(name: "IsletCoreTests", dependencies: ["IsletCore"], swiftSettings: swiftSettings),

@@ -20,13 +20,19 @@ import Testing
     ]
 
     @Test(arguments: targets.map(\.name))
-    func replaysCorpus(_ name: String) throws {
+    func replaysCorpus(_ name: String) async throws {
         let run = try #require(Self.targets.first { $0.name == name }).run
         let files = FuzzReplay.files([Self.corpus.appendingPathComponent(name).path])
         #expect(!files.isEmpty, "the \(name) corpus is empty")
-        for file in files {
-            let data = try Data(contentsOf: file)
-            FuzzReplay.run(data, run)
+        let inputs = try files.map { try Data(contentsOf: $0) }
+        // On a thread of its own, as libFuzzer calls a target: some targets wait for
+        // async work to finish, and a thread of the concurrency pool blocked in such
+        // a wait could leave that work no thread to run on.
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            Thread {
+                for data in inputs { FuzzReplay.run(data, run) }
+                done.resume()
+            }.start()
         }
     }
 }

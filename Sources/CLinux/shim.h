@@ -2,6 +2,7 @@
 #define ISLET_CLINUX_SHIM_H
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -61,6 +62,15 @@ static inline int islet_accept_nonblocking(int listener) {
 /// Names the calling thread (at most 15 bytes are kept); `prctl` is variadic.
 static inline int islet_name_current_thread(const char *name) {
     return prctl(PR_SET_NAME, (unsigned long)name, 0UL, 0UL, 0UL);
+}
+
+/* glibc declares pipe2 only with _GNU_SOURCE, which the Swift importer does not set. */
+int pipe2(int pipefd[2], int flags);
+
+/// A pipe whose two ends are close-on-exec from the start (so that no child another
+/// thread spawns meanwhile inherits them); 0 or -1.
+static inline int islet_pipe_cloexec(int fds[2]) {
+    return pipe2(fds, O_CLOEXEC);
 }
 
 #endif

@@ -1,0 +1,94 @@
+import Foundation
+import IsletService
+import IsletCore
+
+/// The request bodies, field by field: the routes read their bodies through these
+/// definitions (`RequestBody(request, schema:)`) and the OpenAPI document renders
+/// them, so what is documented is what is enforced.
+enum RequestSchemas {
+    private static let apnsFields = BodySchema([
+        BodyField("team_id", .string(.appleID), required: true),
+        BodyField("key_id", .string(.appleID), required: true),
+        BodyField(
+            "private_key", .string(.text(max: 10_000)), required: true,
+            description: "The .p8 key's PEM text (a P-256 private key)."),
+    ])
+
+    static let createApp = BodySchema([
+        BodyField("name", .string(.text(max: 200)), required: true),
+        BodyField("bundle_id", .string(.bundleID), required: true),
+        BodyField("apns", .object(apnsFields), description: "APNs credentials, all three together; null or absent: none."),
+        BodyField("strict_activity_types", .bool),
+    ])
+    static let updateApp = BodySchema([
+        BodyField("name", .string(.text(max: 200))),
+        BodyField("bundle_id", .string(.bundleID)),
+        BodyField("apns", .object(apnsFields), description: "Replaces the credentials as a whole group; null removes them."),
+        BodyField("strict_activity_types", .bool),
+    ])
+    static let registerDevice = BodySchema([
+        BodyField("platform", .enumeration(["ios"]), required: true),
+        BodyField("environment", .enumeration(APNsEnvironment.allCases.map(\.rawValue)), required: true),
+        BodyField(
+            "apns_token", .token(emptyMeansAbsent: true),
+            description: "The device token; absent, null or empty keeps the stored one."),
+        BodyField("user_id", .string(.identifier), description: "null clears it."),
+        BodyField("tags", .strings(minCount: 0, maxCount: 100, item: .text(max: 100))),
+    ])
+    static let token = BodySchema([BodyField("token", .token(emptyMeansAbsent: false), required: true)])
+    static let registerActivityToken = BodySchema([
+        BodyField("activity_type", .string(.activityType), required: true),
+        BodyField("token", .token(emptyMeansAbsent: false), required: true),
+    ])
+    /// A body that takes no field (an empty body, or `{}`).
+    static let empty = BodySchema([])
+    static let alert = BodySchema([
+        BodyField("title", .string(.text(max: 512)), required: true),
+        BodyField("body", .string(.text(max: 2_048)), required: true),
+        BodyField("sound", .string(.text(max: 256))),
+    ])
+    private static let audienceList = FieldType.strings(minCount: 1, maxCount: 100_000, item: .text(max: 256))
+    static let audience = BodySchema(
+        [
+            BodyField("user_ids", audienceList, nullable: false),
+            BodyField("device_ids", audienceList, nullable: false),
+            BodyField("tags", audienceList, nullable: false),
+        ],
+        exactlyOne: ["user_ids", "device_ids", "tags"])
+    private static let priority = BodyField("priority", .integer(allowed: [5, 10]))
+    static let startActivity = BodySchema([
+        BodyField("activity_id", .string(.identifier), required: true),
+        BodyField("activity_type", .string(.activityType), required: true),
+        BodyField("attributes", .anyObject, required: true),
+        BodyField("content_state", .anyObject, required: true),
+        BodyField("alert", .object(alert), required: true),
+        BodyField("audience", .object(audience), required: true),
+        BodyField("stale_date", .date),
+        BodyField("relevance_score", .number),
+        priority,
+        BodyField("end_at", .date),
+    ])
+    static let updateActivity = BodySchema([
+        BodyField("content_state", .anyObject, required: true),
+        BodyField("alert", .object(alert)),
+        BodyField("stale_date", .date),
+        BodyField("relevance_score", .number),
+        priority,
+        BodyField("end_at", .date),
+    ])
+    static let endActivity = BodySchema([
+        BodyField("content_state", .anyObject),
+        BodyField("dismissal_date", .date),
+    ])
+    static let notification = BodySchema([
+        BodyField("audience", .object(audience), required: true),
+        BodyField("alert", .object(alert), required: true),
+    ])
+    static let activityType = BodySchema([
+        BodyField("format", .enumeration(ActivityTypeSchema.Format.allCases.map(\.rawValue))),
+        BodyField("widget_name", .string(.text(max: 200)), description: "Required for expo-widgets, refused otherwise."),
+        BodyField("attributes", .fieldDefinitions, required: true),
+        BodyField("content_state", .fieldDefinitions, required: true),
+        BodyField("force", .bool),
+    ])
+}
