@@ -115,8 +115,13 @@ public func builtProductPath(_ name: String) -> String {
 
 /// Kills `process` with SIGKILL and reaps it if it still runs: for a `defer` right
 /// after `run()`, so that a test that fails half-way leaves no child behind.
+///
+/// The wait has a deadline (10 s) instead of `waitUntilExit`: Foundation learns of
+/// the exit through SIGCHLD, which under ThreadSanitizer was seen to never arrive,
+/// and a wait without end would hold a thread of the concurrency pool for ever.
 public func killIfRunning(_ process: Process) {
     guard process.isRunning else { return }
     kill(process.processIdentifier, SIGKILL)
-    process.waitUntilExit()
+    let deadline = ContinuousClock.now + .seconds(10)
+    while process.isRunning && ContinuousClock.now < deadline { usleep(10_000) }
 }
