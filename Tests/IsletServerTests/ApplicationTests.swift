@@ -1,4 +1,5 @@
 import Foundation
+import IsletCore
 import IsletLog
 import IsletServer
 import IsletTesting
@@ -79,6 +80,25 @@ struct ApplicationTests {
             let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
             #expect(object["route"] as? String == "/healthz")
             #expect(object["status"] as? Int == 200)
+        }
+    }
+}
+
+@Suite("An embedded APNs comes from the caller")
+struct EmbeddedAPNsTests {
+    @Test func theSimulatorWithoutAFactoryStopsWithOneClearError() async {
+        await withTemporaryDirectory { dir in
+            var config = Configuration()
+            config.port = 0
+            config.dataDirectory = dir.path
+            config.simulator = true
+            do throws(ConfigurationError) {
+                _ = try buildApplication(config, logger: Logger(level: .error, format: .json, sink: MemoryLogSink()))
+                Issue.record("an application with --simulator and no embedded APNs was built")
+            } catch {
+                #expect(error.setting == "--simulator (ISLET_SIMULATOR)")
+                #expect("\(error)".contains("no embedded simulator"))
+            }
         }
     }
 }

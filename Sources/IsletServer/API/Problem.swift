@@ -1,5 +1,6 @@
 import Foundation
 public import HTTPServer
+import IsletService
 
 /// An error answer in the one shape every route uses: RFC 9457
 /// `application/problem+json`.
@@ -51,20 +52,7 @@ public struct Problem: Error, Sendable, Encodable {
     /// The standard reason phrase of an HTTP status.
     public static func reasonPhrase(_ status: Int) -> String { HTTPResponse.reasonPhrase(status) }
 
-    /// A message as the end of a sentence: with a full stop, unless it already ends
-    /// with one (or with a question mark, as "did you mean name?" does).
-    static func sentence(_ message: String) -> String {
-        guard let last = message.last, !".?!".contains(last) else { return message }
-        return message + "."
-    }
-}
-
-/// Encodes a value as a JSON response body.
-func jsonResponse(status: Int = 200, _ value: some Encodable) -> HTTPResponse {
-    let encoder = JSONEncoder()
-    encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-    guard let body = try? encoder.encode(value) else {
-        return Problem(status: 500, detail: "The response could not be encoded.").response
-    }
-    return HTTPResponse(status: status, contentType: "application/json", body: body)
+    /// A message as the end of a sentence (the domain's rule, so that both layers
+    /// word their details alike).
+    static func sentence(_ message: String) -> String { ServiceError.sentence(message) }
 }

@@ -1,5 +1,4 @@
 import Foundation
-import IsletService
 import IsletCore
 
 /// The request bodies, field by field: the routes read their bodies through these

@@ -73,7 +73,7 @@ public struct ServiceError: Error, Sendable, CustomStringConvertible {
 
     /// A message as the end of a sentence: with a full stop, unless it already ends
     /// with one (or with a question mark, as "did you mean name?" does).
-    static func sentence(_ message: String) -> String {
+    public static func sentence(_ message: String) -> String {
         guard let last = message.last, !".?!".contains(last) else { return message }
         return message + "."
     }
