@@ -61,6 +61,18 @@ final class EVPKey: @unchecked Sendable {
         return String(decoding: buffer.prefix(length).map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
+    /// Whether the key is whole: its public point on the curve, its private scalar in
+    /// range, and the one made from the other. A PEM private key carries both halves,
+    /// and nothing in its syntax ties them together; a key whose halves disagree signs
+    /// with its scalar while it verifies (and tells APNs it is) with the other point.
+    var isConsistent: Bool {
+        guard let context = EVP_PKEY_CTX_new_from_pkey(nil, pointer, nil) else { return false }
+        defer { EVP_PKEY_CTX_free(context) }
+        let verdict = EVP_PKEY_check(context)
+        if verdict != 1 { _ = drainOpenSSLErrors() }
+        return verdict == 1
+    }
+
     /// The PKCS#8 PEM form of the private key (`-----BEGIN PRIVATE KEY-----`).
     func privateKeyPEM() -> String {
         writePEM { bio in PEM_write_bio_PKCS8PrivateKey(bio, pointer, nil, nil, 0, nil, nil) }

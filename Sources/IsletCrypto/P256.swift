@@ -10,7 +10,7 @@ public enum P256 {
         let key: EVPKey
 
         /// Reads a PEM private key (PKCS#8, as in an Apple `.p8` file, or SEC1) and
-        /// checks that it is on P-256.
+        /// checks that it is on P-256 and that its two halves belong together.
         public init(pemRepresentation pem: String) throws(CryptoError) {
             let key = try EVPKey.privateKey(pem: pem)
             guard let curve = key.curveName else {
@@ -18,6 +18,9 @@ public enum P256 {
             }
             guard curve == "prime256v1" else {
                 throw CryptoError(.unsupportedKey, "the key is on curve \(curve); APNs needs P-256 (prime256v1)")
+            }
+            guard key.isConsistent else {
+                throw CryptoError(.invalidKey, "the key's public half does not belong to its private half; the file is damaged")
             }
             self.key = key
         }

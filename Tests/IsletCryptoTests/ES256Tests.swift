@@ -64,6 +64,28 @@ struct ES256Tests {
         #expect(garbage?.code == .invalidKey)
     }
 
+    /// A PEM private key holds its public point beside its scalar, and nothing in the
+    /// syntax ties the two together. One whose halves disagree would sign with the
+    /// scalar and verify with the point: it is refused when read.
+    @Test func refusesAKeyWhosePublicHalfBelongsToAnotherKey() throws {
+        // Key A's scalar with key B's public point (SEC1, as `openssl ec` writes it).
+        let mismatched = """
+            -----BEGIN EC PRIVATE KEY-----
+            MHcCAQEEIHi6p/jN+UQHKpQ+Z6XZNqcKqAFF5iah+9Xb5aNHnzX4oAoGCCqGSM49
+            AwEHoUQDQgAED3XEVE//xCgAJ7gSaOUGilFVXLwmNThm7CcKJcr+DBayVZDUCJ0G
+            S7ajLNzUpvcsV2NxTOygr4d2Z/KMMKvddQ==
+            -----END EC PRIVATE KEY-----
+            """
+        let error = #expect(throws: CryptoError.self) { try P256.SigningKey(pemRepresentation: mismatched) }
+        #expect(error?.code == .invalidKey)
+        #expect(error?.reason.contains("public half") == true)
+        // The same key with its own point reads and verifies what it signs.
+        let whole = try P256.SigningKey.generate()
+        let again = try P256.SigningKey(pemRepresentation: whole.pemRepresentation)
+        let signature = try again.signature(for: Data("m".utf8))
+        #expect(whole.publicKey.isValidSignature(signature, for: Data("m".utf8)))
+    }
+
     /// An encrypted key is refused as such, at once: OpenSSL's own fallback would
     /// have asked for a passphrase on the process's terminal and waited there.
     @Test func refusesEncryptedKeysWithoutAskingForAPassphrase() throws {
