@@ -54,11 +54,13 @@ let package = Package(
         .target(name: "IsletCrypto", dependencies: ["IsletCore", "COpenSSL"], swiftSettings: swiftSettings),
         // The storage boundary, backend-neutral pure Swift: the store protocols, their records and errors, SQL with bound values.
         .target(name: "Storage", dependencies: ["IsletCore"], swiftSettings: swiftSettings),
+        // The store's statements, written once in SQL for every SQL backend.
+        .target(name: "SQLStorage", dependencies: ["Storage", "IsletCore"], swiftSettings: swiftSettings),
         // The SQLite store: connection, statements, database thread, checkpointer, migrations, Islet's schema.
         .target(
-            name: "SQLiteStorage", dependencies: ["Storage", "IsletSync", "IsletCore", "CSQLite"], swiftSettings: swiftSettings),
-        // PostgreSQL over libpq: for now only the library's version (the store comes later).
-        .target(name: "PostgreSQLStorage", dependencies: ["Storage", "CPostgres"], swiftSettings: swiftSettings),
+            name: "SQLiteStorage", dependencies: ["Storage", "SQLStorage", "IsletSync", "IsletCore", "CSQLite"], swiftSettings: swiftSettings),
+        // The PostgreSQL store over libpq: connections, a pool, migrations under an advisory lock, the notice listener.
+        .target(name: "PostgreSQLStorage", dependencies: ["Storage", "SQLStorage", "IsletSync", "IsletCore", "CPostgres"], swiftSettings: swiftSettings),
         // HTTP/2 over TLS on libnghttp2 and OpenSSL.
         .target(name: "HTTP2", dependencies: ["IsletSync", "CNGHTTP2", "COpenSSL", "CLinux"], swiftSettings: hotPathSettings),
         // HTTP/1.1 API server over libmicrohttpd.
@@ -146,7 +148,7 @@ let package = Package(
         .testTarget(name: "IsletLogTests", dependencies: ["IsletLog"], swiftSettings: swiftSettings),
         .testTarget(name: "IsletCryptoTests", dependencies: ["IsletCrypto", "IsletTesting"], swiftSettings: swiftSettings),
         .testTarget(
-            name: "StorageTests", dependencies: ["Storage", "SQLiteStorage", "PostgreSQLStorage", "IsletCore", "IsletTesting"],
+            name: "StorageTests", dependencies: ["Storage", "SQLiteStorage", "PostgreSQLStorage", "IsletCore", "IsletSync", "IsletTesting"],
             swiftSettings: swiftSettings),
         .testTarget(name: "APNsSimulatorTests", dependencies: ["IsletSync", "APNsSimulator", "HTTP2", "IsletTesting"], swiftSettings: swiftSettings),
         .testTarget(name: "APNsTests", dependencies: ["APNs", "APNsSimulator", "HTTP2", "IsletTesting"], swiftSettings: swiftSettings),

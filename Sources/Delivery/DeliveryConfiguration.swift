@@ -21,6 +21,14 @@ public struct DeliveryConfiguration: Sendable {
     public var idempotencyRetention: TimeInterval = 24 * 3600
     /// The lifecycle windows, for the sweep.
     public var lifecycle = LifecycleWindows()
+    /// This node's id: the holder of the pushes it claims, and its heartbeat row.
+    public var nodeID = "local"
+    /// How long a claim on a push lasts unless renewed: when its node dies, another
+    /// node takes the push over this long after the last renewal at most.
+    public var lease: TimeInterval = 30
+    /// How often the heartbeat beats and leases are renewed: a third of the lease,
+    /// so that two renewals may fail before a live node's pushes are taken over.
+    public var renewInterval: TimeInterval { lease / 3 }
 
     /// The defaults.
     public init() {}

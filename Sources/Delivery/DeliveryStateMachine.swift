@@ -6,8 +6,8 @@ public import Foundation
 ///
 /// One turn of the loop: wait (for a wake, answers, a stop, or a time); let a few more
 /// answers arrive when many are in flight; record the answers in one transaction; when
-/// stopping, wait for what is in flight up to the deadline, then exit; sweep when the
-/// interval has passed; claim (when woken, when nothing is in flight, or when at least
+/// stopping, wait for what is in flight up to the deadline, then exit; renew the
+/// node's heartbeat and leases, then sweep, each when its interval has passed; claim (when woken, when nothing is in flight, or when at least
 /// a batch of slots is free) and send; then wait until the next push is due, a quarter
 /// second at most (so that an injected clock moved forward is noticed).
 ///
@@ -66,6 +66,9 @@ public struct DeliveryStateMachine: Sendable {
         /// After `sweep` (whether or not it succeeded: a sweep is tried again on the
         /// next interval).
         case swept(Observation)
+        /// After `renew` (whether or not it succeeded: the next interval tries again,
+        /// well before the lease runs out).
+        case renewed(Observation)
         /// After `claim`: how many pushes were claimed and handed to the transport.
         case claimed(count: Int, Observation)
         /// After `claim`: the store refused.
@@ -88,6 +91,9 @@ public struct DeliveryStateMachine: Sendable {
         case pause(seconds: TimeInterval)
         /// End activities by the clock and purge old idempotency records.
         case sweep(now: Date)
+        /// Beat the node's heartbeat, renew the lease of its pushes in flight, and take
+        /// back into the queue pushes whose lease ran out.
+        case renew(now: Date)
         /// Claim up to `limit` due pushes and hand them to the transport.
         case claim(limit: Int, now: Date)
         /// Read when the next queued push is due.
@@ -107,10 +113,13 @@ public struct DeliveryStateMachine: Sendable {
     public let maxInFlight: Int
     /// How often the sweep runs (injected-clock seconds).
     public let sweepInterval: TimeInterval
+    /// How often the heartbeat and lease renewal run (injected-clock seconds).
+    public let renewInterval: TimeInterval
     /// Answers worth one transaction, and free slots worth one claim.
     public let batch: Int
 
     private var nextSweep = Date.distantPast
+    private var nextRenewal = Date.distantPast
     private var stopping = false
     // This turn's wakeup.
     private var woken = false
@@ -123,6 +132,7 @@ public struct DeliveryStateMachine: Sendable {
     public init(configuration: DeliveryConfiguration) {
         maxInFlight = configuration.maxInFlight
         sweepInterval = configuration.sweepInterval
+        renewInterval = configuration.renewInterval
         batch = max(1, configuration.maxInFlight / 8)
     }
 
@@ -160,6 +170,8 @@ public struct DeliveryStateMachine: Sendable {
             return .wait(until: .distantPast, stopping: stopping)
         case .swept(let observation):
             return claimOrWait(observation)
+        case .renewed(let observation):
+            return sweepOrClaim(observation)
         case .claimed(let count, let observation):
             // With every slot just filled, answers (which signal) come before
             // anything else is due.
@@ -186,6 +198,15 @@ public struct DeliveryStateMachine: Sendable {
             // Wait for the answers still out (each one signals), or the deadline.
             return .wait(until: stopDeadline, stopping: true)
         }
+        if observation.now >= nextRenewal {
+            nextRenewal = observation.now.addingTimeInterval(renewInterval)
+            return .renew(now: observation.now)
+        }
+        return sweepOrClaim(observation)
+    }
+
+    /// Sweep when the interval has passed, else claim or wait.
+    private mutating func sweepOrClaim(_ observation: Observation) -> Action {
         if observation.now >= nextSweep {
             nextSweep = observation.now.addingTimeInterval(sweepInterval)
             return .sweep(now: observation.now)

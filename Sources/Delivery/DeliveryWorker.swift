@@ -31,6 +31,8 @@ public final class DeliveryWorker: Sendable {
     /// Draws the retry jitter: the system's random device would cost a system call
     /// per push.
     private let random: Lock<any RandomSource>
+    /// When this worker started, as its heartbeat row says.
+    private let startedAt: Lock<Date?> = Lock(nil)
 
     private struct Answer: Sendable {
         let push: ClaimedPush
@@ -77,8 +79,10 @@ public final class DeliveryWorker: Sendable {
             clock: clock, random: random, logger: logger)
     }
 
-    /// Puts pushes left in flight by an earlier process back in the queue, and starts
-    /// the worker's thread.
+    /// Puts pushes left in flight by an earlier run of this node back in the queue
+    /// (on a database only this process uses, every push marked in flight; on a
+    /// shared one, only those this node's id holds: another live node's are its own),
+    /// beats the first heartbeat, and starts the worker's thread.
     public func start() throws {
         guard state.withLock({ state -> Bool in
             defer { state.started = true }
@@ -86,7 +90,14 @@ public final class DeliveryWorker: Sendable {
         }) else { return }
         let requeued: Int
         do {
-            requeued = try store.writeNow { try $0.requeueInFlight(.requeueAll, now: clock.now()) }
+            let now = clock.now()
+            let nodeID = configuration.nodeID
+            let policy: InFlightPolicy = store.isShared ? .heldBy(nodeID: nodeID) : .requeueAll
+            requeued = try store.writeNow { session in
+                try session.recordHeartbeat(nodeID: nodeID, startedAt: now, now: now)
+                return try session.requeueInFlight(policy, now: now)
+            }
+            startedAt.withLock { $0 = now }
         } catch {
             state.withLock { $0.started = false }
             throw error
@@ -180,6 +191,9 @@ public final class DeliveryWorker: Sendable {
             case .sweep(let now):
                 sweep(now: now)
                 action = machine.handle(.swept(observe()))
+            case .renew(let now):
+                if renew(now: now) { signal { $0.wakeRequested = true } }
+                action = machine.handle(.renewed(observe()))
             case .claim(let limit, let now):
                 if let claimed = claimAndSend(limit: limit, now: now, sends: &sends) {
                     action = machine.handle(.claimed(count: claimed, observe()))
@@ -193,6 +207,7 @@ public final class DeliveryWorker: Sendable {
                 break loop
             }
         }
+        handBack()
         let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
             state.exited = true
             defer { state.exitWaiters = [] }
@@ -201,12 +216,19 @@ public final class DeliveryWorker: Sendable {
         for waiter in waiters { waiter.resume() }
     }
 
+    /// Ends activities by the clock and purges old records: once across the nodes of
+    /// a shared database (the node whose transaction takes the job; the others skip
+    /// this turn).
     private func sweep(now: Date) {
         do {
-            let (expired, purged) = try store.writeNow { session in
-                (try session.expireActivities(startedBefore: now.addingTimeInterval(-configuration.lifecycle.total),
-                                              total: configuration.lifecycle.total, now: now),
-                 try session.purgeIdempotentAnswers(before: now.addingTimeInterval(-configuration.idempotencyRetention)))
+            let (expired, purged) = try store.writeNow { session -> (Int, Int) in
+                guard try session.claimPeriodicJob("sweep") else { return (0, 0) }
+                let expired = try session.expireActivities(
+                    startedBefore: now.addingTimeInterval(-configuration.lifecycle.total),
+                    total: configuration.lifecycle.total, now: now)
+                let purged = try session.purgeIdempotentAnswers(before: now.addingTimeInterval(-configuration.idempotencyRetention))
+                try session.forgetNodes(seenBefore: now.addingTimeInterval(-Self.nodeMemory))
+                return (expired, purged)
             }
             if expired > 0 { logger.info("activities ended by the clock", ("count", .int(expired))) }
             if purged > 0 { logger.debug("idempotency records purged", ("count", .int(purged))) }
@@ -215,12 +237,53 @@ public final class DeliveryWorker: Sendable {
         }
     }
 
+    /// How long a node that stopped beating stays listed.
+    static let nodeMemory: TimeInterval = 24 * 3600
+
+    /// Beats the heartbeat, renews the lease of the pushes this node holds, and (on a
+    /// shared database) takes back into the queue the pushes of nodes whose lease
+    /// ran out. Answers whether any were taken back (they are due now).
+    private func renew(now: Date) -> Bool {
+        let nodeID = configuration.nodeID
+        let started = startedAt.withLock { $0 } ?? now
+        do {
+            let takenOver = try store.writeNow(durable: false) { session -> Int in
+                try session.recordHeartbeat(nodeID: nodeID, startedAt: started, now: now)
+                try session.renewLeases(nodeID: nodeID, until: now.addingTimeInterval(configuration.lease))
+                return store.isShared ? try session.requeueInFlight(.leaseExpired, now: now) : 0
+            }
+            if takenOver > 0 {
+                logger.notice("taking over pushes whose node stopped renewing them", ("count", .int(takenOver)))
+            }
+            return takenOver > 0
+        } catch {
+            logger.error("cannot renew the node's heartbeat and leases", ("error", .string("\(error)")))
+            return false
+        }
+    }
+
+    /// On exit, hands back to the queue the pushes this node still holds unanswered,
+    /// for this or another node to send (with the same `apns-id`).
+    private func handBack() {
+        do {
+            let handed = try store.writeNow { try $0.requeueInFlight(.heldBy(nodeID: configuration.nodeID), now: clock.now()) }
+            if handed > 0 { logger.notice("handed back pushes still in flight", ("count", .int(handed))) }
+        } catch {
+            logger.warning(
+                "cannot hand back pushes in flight; they are taken over when their lease runs out",
+                ("error", .string("\(error)")))
+        }
+    }
+
     /// Claims up to `limit` pushes due at `now` and hands them to the transport;
     /// answers how many, or nil when the store could not be read.
     private func claimAndSend(limit: Int, now: Date, sends: inout [Int64: SendContent]) -> Int? {
         let claimed: [ClaimedPush]
         do {
-            claimed = try store.writeNow(durable: false) { try $0.claimDuePushes(now: now, limit: limit, sends: &sends) }
+            let lease = PushLease(nodeID: configuration.nodeID, until: now.addingTimeInterval(configuration.lease))
+            claimed = try store.writeNow(durable: false) {
+                try $0.claimDuePushes(now: now, limit: limit, lease: lease, sends: &sends)
+            }
         } catch {
             logger.error("cannot claim pushes", ("error", .string("\(error)")))
             return nil
@@ -245,13 +308,19 @@ public final class DeliveryWorker: Sendable {
     private func record(_ answers: [Answer]) -> Bool {
         let now = clock.now()
         var counted: [(String, String?, Double?)] = []
-        counted.reserveCapacity(answers.count)
         do {
-            try store.writeNow(durable: false) { session in
+            // The store may run the transaction again (after a lost connection or a
+            // conflict): it starts from nothing each time.
+            counted = try store.writeNow(durable: false) { session in
+                var counted: [(String, String?, Double?)] = []
+                counted.reserveCapacity(answers.count)
                 // By index: each answer is read in place, not copied field by field.
+                var sent: [SentPush] = []
                 for index in answers.indices {
-                    counted.append(try apply(answers[index], session: session, now: now))
+                    counted.append(try apply(answers[index], session: session, now: now, sent: &sent))
                 }
+                try session.recordSent(sent, now: now)
+                return counted
             }
         } catch {
             logger.error("cannot record push results; retrying", ("error", .string("\(error)")), ("count", .int(answers.count)))
@@ -261,8 +330,11 @@ public final class DeliveryWorker: Sendable {
         return true
     }
 
-    /// Records one answer and acts on it; answers what to count.
-    private func apply(_ answer: Answer, session: any StoreSession, now: Date) throws -> (String, String?, Double?) {
+    /// Records one answer and acts on it; answers what to count. A plain success is
+    /// added to `sent`, recorded with the others in one statement.
+    private func apply(
+        _ answer: Answer, session: any StoreSession, now: Date, sent: inout [SentPush]
+    ) throws -> (String, String?, Double?) {
         let push = answer.push
         let settlement = try policy.settle(
             push, result: answer.result, now: now, jitter: random.withLock { Double.random(in: 0...1, using: &$0) },
@@ -273,7 +345,16 @@ public final class DeliveryWorker: Sendable {
         if let action = settlement.deadToken {
             try actOnDeadToken(push, action, session: session, now: now)
         }
-        try session.recordOutcome(pushID: push.id, settlement.outcome, now: now)
+        let outcome = settlement.outcome
+        if outcome.status == .sent, outcome.environment == nil, outcome.nextAttemptAt == nil,
+            settlement.correctEnvironment == nil, settlement.deadToken == nil
+        {
+            sent.append(SentPush(
+                pushID: push.id, attempts: outcome.attempts, apnsStatus: outcome.apnsStatus,
+                apnsUniqueID: outcome.apnsUniqueID))
+        } else {
+            try session.recordOutcome(pushID: push.id, outcome, now: now)
+        }
         return (settlement.counted, settlement.reason, settlement.latency)
     }
 

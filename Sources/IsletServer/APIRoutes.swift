@@ -8,13 +8,14 @@ enum APIRoutes {
     static func all(services: Services, delivery: DeliveryWorker?, requestMetrics: RequestMetrics?) -> [APIRoute] {
         let document = Lock<JSONValue>(.null)
         let system = SystemRoutes(
-            store: services.store, delivery: delivery, requestMetrics: requestMetrics,
+            store: services.store, nodeID: services.nodes.nodeID, delivery: delivery, requestMetrics: requestMetrics,
             document: { document.withLock { $0 } })
         let routes = system.routes + AppRoutes(apps: services.apps).routes
             + DeviceRoutes(devices: services.devices).routes
             + ActivityTypeRoutes(activityTypes: services.activityTypes).routes
             + ActivityRoutes(activities: services.activities).routes
             + NotificationRoutes(notifications: services.notifications).routes
+            + NodeRoutes(nodes: services.nodes).routes
         document.withLock { $0 = OpenAPIDocument.make(routes: routes) }
         return routes
     }

@@ -5,6 +5,7 @@ public import IsletCore
 import IsletCrypto
 public import IsletLog
 import IsletService
+import PostgreSQLStorage
 import SQLiteStorage
 import Storage
 
@@ -27,12 +28,13 @@ public func buildApplication(
     let created = try configuration.prepareFilesystem()
     let store: any Store
     do {
-        store = try SQLiteStore(path: configuration.resolvedDatabasePath)
+        store = try openStore(configuration)
     } catch {
         // Nothing of a start that failed stays behind: the folders it made go again.
         Configuration.removeFolders(created)
-        let reason = (error as? StoreError)?.message ?? "\(error)"
-        throw ConfigurationError(.unusable, setting: "--database (ISLET_DATABASE)", message: "\(configuration.resolvedDatabasePath): \(reason)")
+        let reason = Configuration.redactingPassword((error as? StoreError)?.message ?? "\(error)")
+        let shown = Configuration.redactingPassword(configuration.resolvedDatabasePath)
+        throw ConfigurationError(.unusable, setting: "--database (ISLET_DATABASE)", message: "\(shown): \(reason)")
     }
     do throws(ConfigurationError) {
         return try assemble(configuration, logger: logger, clock: clock, store: store, embeddedAPNs: embeddedAPNs)
@@ -40,6 +42,15 @@ public func buildApplication(
         store.close()
         throw error
     }
+}
+
+/// The store `--database` names: PostgreSQL for a `postgres://` URL, else SQLite.
+private func openStore(_ configuration: Configuration) throws -> any Store {
+    if let url = configuration.postgresURL {
+        return try PostgreSQLStore(
+            url: url, poolSize: configuration.databasePoolSize, applicationName: "islet " + configuration.resolvedNodeID)
+    }
+    return try SQLiteStore(path: configuration.resolvedDatabasePath)
 }
 
 /// The rest of `buildApplication`, once the store is open.
@@ -82,14 +93,28 @@ private func assemble(
     var deliveryConfiguration = DeliveryConfiguration()
     deliveryConfiguration.lifecycle = configuration.lifecycleWindows
     deliveryConfiguration.maxInFlight = configuration.deliveryMaxInFlight
+    deliveryConfiguration.nodeID = configuration.resolvedNodeID
+    deliveryConfiguration.lease = configuration.pushLeaseSeconds
     let delivery = DeliveryWorker(store: store, client: client, configuration: deliveryConfiguration, clock: clock, logger: logger)
 
     let trust: @Sendable (APNsCredentials) -> Void = { [embedded] credentials in embedded?.apns.trust(credentials) }
     let environment = ServiceEnvironment(
         store: store, clock: clock, lifecycle: ActivityLifecycle(windows: configuration.lifecycleWindows), logger: logger,
         idempotencyWindow: deliveryConfiguration.idempotencyRetention, pushesQueued: { [delivery] in delivery.wake() },
-        credentialsChanged: trust)
+        credentialsChanged: trust, nodeID: configuration.resolvedNodeID)
     let services = Services(environment: environment, adminToken: adminToken)
+    // What other nodes of a shared database tell this one.
+    store.subscribe { [delivery, services] notice in
+        switch notice {
+        case .pushesQueued:
+            delivery.wake()
+        case .appChanged:
+            services.apps.appChangedElsewhere()
+        case .resync:
+            services.apps.appChangedElsewhere()
+            delivery.wake()
+        }
+    }
 
     var demo: DemoApp?
     if embedded != nil {

@@ -12,8 +12,16 @@ public struct Configuration: Sendable, Equatable {
     public var port = 8080
     /// Folder for the database and other state; created when missing.
     public var dataDirectory = "data"
-    /// The SQLite database file; `nil` means `islet.sqlite` in the data folder.
+    /// The database: an SQLite file, or a `postgres://` URL; `nil` means
+    /// `islet.sqlite` in the data folder.
     public var databasePath: String?
+    /// Connections to PostgreSQL, at most.
+    public var databasePoolSize = 8
+    /// This node's id among those sharing a database; `nil` means the host name and
+    /// the API's port.
+    public var nodeID: String?
+    /// Seconds a node's claim on a push lasts unless renewed.
+    public var pushLeaseSeconds = 30.0
     /// Lowest log level written.
     public var logLevel: LogLevel = .info
     /// Log line format.
@@ -49,9 +57,30 @@ public struct Configuration: Sendable, Equatable {
     /// The defaults.
     public init() {}
 
-    /// The database file actually used.
+    /// The database actually used: the SQLite file, or the PostgreSQL URL.
     public var resolvedDatabasePath: String {
         databasePath ?? (dataDirectory as NSString).appendingPathComponent("islet.sqlite")
+    }
+
+    /// The PostgreSQL URL, when the database is one.
+    public var postgresURL: String? {
+        guard let databasePath, Self.isPostgresURL(databasePath) else { return nil }
+        return databasePath
+    }
+
+    /// Whether `value` names a PostgreSQL database (`postgres://` or
+    /// `postgresql://`) rather than an SQLite file.
+    public static func isPostgresURL(_ value: String) -> Bool {
+        let lowered = value.lowercased()
+        return lowered.hasPrefix("postgres://") || lowered.hasPrefix("postgresql://")
+    }
+
+    /// This node's id: the one given, else the host name and the API's port (the
+    /// process id when the port is picked at start).
+    public var resolvedNodeID: String {
+        if let nodeID { return nodeID }
+        let host = ProcessInfo.processInfo.hostName
+        return port == 0 ? "\(host):pid\(getpid())" : "\(host):\(port)"
     }
 
     /// One setting: its flag, its environment variable, its default and how a value
@@ -107,9 +136,34 @@ public struct Configuration: Sendable, Equatable {
             return nil
         },
         Setting(flag: "--database", environment: "ISLET_DATABASE", defaultText: "<data-dir>/islet.sqlite",
-                help: "SQLite database file (WAL mode); created if missing.") { config, value in
-            guard !value.isEmpty else { return "a file path is required" }
+                help: "SQLite database file (WAL mode; created if missing), or a postgres:// URL (libpq's rules; PGPASSWORD and ~/.pgpass work).") { config, value in
+            guard !value.isEmpty else { return "a file path or a postgres:// URL is required" }
+            if value.contains("://") && !isPostgresURL(value) {
+                return "neither a file path nor a postgres:// or postgresql:// URL"
+            }
             config.databasePath = value
+            return nil
+        },
+        Setting(flag: "--database-pool-size", environment: "ISLET_DATABASE_POOL_SIZE", defaultText: "8",
+                help: "Connections to PostgreSQL, at most (each used by one thread at a time).") { config, value in
+            guard let count = Int(value), (1...200).contains(count) else { return "not a count from 1 to 200" }
+            config.databasePoolSize = count
+            return nil
+        },
+        Setting(flag: "--node-id", environment: "ISLET_NODE_ID", defaultText: "<host name>:<port>",
+                help: "This node's id among the nodes sharing one database: the holder of the pushes it claims.") { config, value in
+            guard (1...128).contains(value.count), value.allSatisfy({ $0.isASCII && !$0.isWhitespace && !$0.isNewline && $0.asciiValue! >= 0x21 }) else {
+                return "not an id of 1 to 128 printable characters without spaces"
+            }
+            config.nodeID = value
+            return nil
+        },
+        Setting(flag: "--push-lease-seconds", environment: "ISLET_PUSH_LEASE_SECONDS", defaultText: "30",
+                help: "Seconds a node's claim on a push lasts unless renewed; a dead node's pushes go to another after it.") { config, value in
+            guard let seconds = Double(value), seconds.isFinite, (1...3_600).contains(seconds) else {
+                return "not a number of seconds from 1 to 3600"
+            }
+            config.pushLeaseSeconds = seconds
             return nil
         },
         Setting(flag: "--log-level", environment: "ISLET_LOG_LEVEL", defaultText: "info",
@@ -224,6 +278,29 @@ public struct Configuration: Sendable, Equatable {
         },
     ]
 
+    /// A value as an error may show it: a URL's password hidden.
+    static func shownValue(_ value: String) -> String {
+        redactingPassword(value)
+    }
+
+    /// `text` with the password of a URL in it (`scheme://user:password@host`, or a
+    /// `password=` parameter) replaced by `***`.
+    public static func redactingPassword(_ text: String) -> String {
+        var result = text
+        if let scheme = result.range(of: "://") {
+            let rest = result[scheme.upperBound...]
+            let authority = rest[..<(rest.firstIndex(where: { $0 == "/" || $0 == "?" }) ?? rest.endIndex)]
+            if let at = authority.lastIndex(of: "@"), let colon = authority[..<at].firstIndex(of: ":") {
+                result.replaceSubrange(rest.index(after: colon)..<at, with: "***")
+            }
+        }
+        if let range = result.range(of: "password=", options: .caseInsensitive) {
+            let end = result[range.upperBound...].firstIndex(where: { $0 == "&" || $0 == " " }) ?? result.endIndex
+            result.replaceSubrange(range.upperBound..<end, with: "***")
+        }
+        return result
+    }
+
     /// An IPv4 or IPv6 address literal, or `localhost`: what the API can bind
     /// without asking a name server.
     static func isListeningAddress(_ value: String) -> Bool {
@@ -306,14 +383,14 @@ public struct Configuration: Sendable, Equatable {
             guard let value = environment[setting.environment] else { continue }
             if let problem = setting.apply(&config, value) {
                 let shown = setting.flag == "--admin-token"
-                    ? "the value of \(setting.environment)" : "the value of \(setting.environment), \(quoted(value)),"
+                    ? "the value of \(setting.environment)" : "the value of \(setting.environment), \(quoted(shownValue(value))),"
                 throw ConfigurationError(
                     .invalidValue, setting: "\(setting.flag) (\(setting.environment))", message: "\(shown) is \(problem)")
             }
         }
         for (setting, value) in flags {
             if let problem = setting.apply(&config, value) {
-                let shown = setting.flag == "--admin-token" ? "the value given to \(setting.flag)" : quoted(value)
+                let shown = setting.flag == "--admin-token" ? "the value given to \(setting.flag)" : quoted(shownValue(value))
                 throw ConfigurationError(
                     .invalidValue, setting: "\(setting.flag) (\(setting.environment))", message: "\(shown) is \(problem)")
             }
@@ -334,7 +411,7 @@ public struct Configuration: Sendable, Equatable {
             throw ConfigurationError(.unusable, setting: "--data-dir (ISLET_DATA_DIR)", message: "\(dataDirectory) exists and is not a folder")
         }
         let database = resolvedDatabasePath
-        if files.fileExists(atPath: database, isDirectory: &isDirectory), isDirectory.boolValue {
+        if postgresURL == nil, files.fileExists(atPath: database, isDirectory: &isDirectory), isDirectory.boolValue {
             throw ConfigurationError(.unusable, setting: "--database (ISLET_DATABASE)", message: "\(database) is a folder, not a database file")
         }
         var created: [String] = []
@@ -344,7 +421,7 @@ public struct Configuration: Sendable, Equatable {
                 throw ConfigurationError(.unusable, setting: "--data-dir (ISLET_DATA_DIR)", message: "\(dataDirectory) is not writable")
             }
             let parent = (database as NSString).deletingLastPathComponent
-            if !parent.isEmpty {
+            if postgresURL == nil, !parent.isEmpty {
                 created = try Self.makeFolder(parent, setting: "--database (ISLET_DATABASE)") + created
             }
         } catch {

@@ -15,6 +15,8 @@ public struct Services: Sendable {
     public let activities: ActivityService
     /// Ordinary alerts.
     public let notifications: NotificationService
+    /// The nodes sharing the database.
+    public let nodes: NodeService
 
     /// Builds the services; `adminToken` is the token that manages apps.
     public init(environment: ServiceEnvironment, adminToken: String) {
@@ -24,6 +26,7 @@ public struct Services: Sendable {
         activityTypes = ActivityTypeService(environment: environment)
         activities = ActivityService(environment: environment)
         notifications = NotificationService(environment: environment)
+        nodes = NodeService(environment: environment)
     }
 
     /// The store they use.

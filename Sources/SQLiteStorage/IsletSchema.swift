@@ -171,5 +171,15 @@ public enum IsletSchema {
             ALTER TABLE activities ADD COLUMN end_at INTEGER;
             CREATE INDEX activities_end_at ON activities(end_at) WHERE end_at IS NOT NULL AND status != 'ended';
             """),
+        Migration(version: 6, name: "nodes and leases", sql: """
+            ALTER TABLE pushes ADD COLUMN claimed_by TEXT;
+            ALTER TABLE pushes ADD COLUMN lease_until INTEGER;
+            CREATE INDEX pushes_claimed_by ON pushes(claimed_by) WHERE status = 'sending';
+            CREATE TABLE nodes (
+                node_id TEXT PRIMARY KEY,
+                started_at INTEGER NOT NULL,
+                last_heartbeat_at INTEGER NOT NULL
+            ) STRICT, WITHOUT ROWID;
+            """),
     ]
 }

@@ -1,10 +1,11 @@
 import Foundation
+import SQLStorage
 public import Storage
 
 /// Islet's registry and delivery queue on SQLite: apps, devices and their three
 /// kinds of tokens, activities and their per-device copies, sends and pushes, and
 /// idempotency records. Every method is one or a few SQL statements on a
-/// ``SQLiteSession``; callers compose them in one transaction with ``write(_:)``.
+/// ``SQLSession`` (the shared SQL) on an SQLite connection; callers compose them in one transaction with ``write(_:)``.
 ///
 /// Every error it throws that comes from SQLite is a `StoreError` (see
 /// `SQLiteError.storeError`); an error thrown by the caller's closure passes through
@@ -14,6 +15,8 @@ public final class SQLiteStore: Store {
     public let database: SQLiteDatabase
 
     public var backend: String { "sqlite" }
+    /// One process holds the file's only writer: no other node shares it.
+    public var isShared: Bool { false }
     public var location: String { database.path }
 
     /// Opens (creating and migrating) the store at `path`.
@@ -28,7 +31,7 @@ public final class SQLiteStore: Store {
     /// Runs `body` on the database's thread.
     public func read<T: Sendable>(_ body: @escaping @Sendable (any StoreSession) throws -> T) async throws -> T {
         do {
-            return try await database.read { try body(SQLiteSession(connection: $0)) }
+            return try await database.read { try body(SQLSession(executor: SQLiteExecutor(connection: $0))) }
         } catch let error as SQLiteError {
             throw error.storeError
         }
@@ -38,7 +41,7 @@ public final class SQLiteStore: Store {
     /// committed (and synced to disk) before this returns, or nothing is.
     public func write<T: Sendable>(_ body: @escaping @Sendable (any StoreSession) throws -> T) async throws -> T {
         do {
-            return try await database.write { try body(SQLiteSession(connection: $0)) }
+            return try await database.write { try body(SQLSession(executor: SQLiteExecutor(connection: $0))) }
         } catch let error as SQLiteError {
             throw error.storeError
         }
@@ -52,18 +55,21 @@ public final class SQLiteStore: Store {
     public func writeNow<T: Sendable>(durable: Bool, _ body: (any StoreSession) throws -> T) throws -> T {
         try mappingSQLiteErrors {
             if durable {
-                return try database.write { try body(SQLiteSession(connection: $0)) }
+                return try database.write { try body(SQLSession(executor: SQLiteExecutor(connection: $0))) }
             }
-            return try database.writeWithoutSync { try body(SQLiteSession(connection: $0)) }
+            return try database.writeWithoutSync { try body(SQLSession(executor: SQLiteExecutor(connection: $0))) }
         }
     }
 
     /// Runs `body` on the calling thread.
     public func readNow<T: Sendable>(_ body: (any StoreSession) throws -> T) throws -> T {
         try mappingSQLiteErrors {
-            try database.withConnection { try body(SQLiteSession(connection: $0)) }
+            try database.withConnection { try body(SQLSession(executor: SQLiteExecutor(connection: $0))) }
         }
     }
+
+    /// One node, nothing to hear from others: the handler is never called.
+    public func subscribe(_ handler: @escaping @Sendable (StoreNotice) -> Void) {}
 
     /// Closes the database; later calls fail with `unavailable`.
     public func close() {

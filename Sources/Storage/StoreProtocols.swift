@@ -64,6 +64,11 @@ public protocol DeviceStore {
 public protocol ActivityStore {
     /// The activity `activityID` of `appID`.
     func activity(appID: String, activityID: String) throws -> ActivityRecord?
+    /// The activity `activityID` of `appID`, locked for the rest of the transaction:
+    /// another transaction that changes it (on this node or another) waits, and then
+    /// reads what this one wrote. Read before every change that depends on what the
+    /// activity holds (its status, its last timestamp).
+    func lockedActivity(appID: String, activityID: String) throws -> ActivityRecord?
     /// Activities of `appID`, newest first.
     func activities(appID: String, filter: ActivityFilter) throws -> [ActivityRecord]
     /// Adds an activity; with `replacing`, first removes an ended one of the same id
@@ -153,22 +158,104 @@ public protocol PushQueue {
     @discardableResult
     func requeueInFlight(_ policy: InFlightPolicy, now: Date) throws -> Int
     /// Takes up to `limit` pushes that are due, oldest first, and marks them in
-    /// flight, atomically. `sends` caches what each send says.
-    func claimDuePushes(now: Date, limit: Int, sends: inout [Int64: SendContent]) throws -> [ClaimedPush]
+    /// flight under `lease`, atomically; a push another transaction is claiming is
+    /// skipped, not waited for. `sends` caches what each send says.
+    func claimDuePushes(now: Date, limit: Int, lease: PushLease, sends: inout [Int64: SendContent]) throws -> [ClaimedPush]
+    /// Extends to `until` the lease of every push `nodeID` holds in flight. Answers how
+    /// many.
+    @discardableResult
+    func renewLeases(nodeID: String, until: Date) throws -> Int
     /// Records what became of a push.
     func recordOutcome(pushID: Int64, _ outcome: PushOutcome, now: Date) throws
+    /// Records, in one statement, pushes APNs accepted at the first try of a round and
+    /// that change nothing else: the common outcome, by far.
+    func recordSent(_ pushes: [SentPush], now: Date) throws
     /// The earliest time a queued push is due, if any is queued.
     func nextDueTime() throws -> Date?
     /// Pushes waiting to be sent or in flight.
     func queueDepth() throws -> Int
 }
 
-/// What a worker does, on start, with pushes marked in flight.
+/// Which pushes marked in flight go back to the queue.
 public enum InFlightPolicy: Sendable, Hashable {
-    /// Every push marked in flight goes back to the queue: right when this process
-    /// is the only one that ever claims pushes from the database (SQLite, one node),
-    /// so that any push still marked was left by an earlier run of it.
+    /// Every push marked in flight: right when this process is the only one that
+    /// ever claims pushes from the database (SQLite, one node), so that any push
+    /// still marked was left by an earlier run of it.
     case requeueAll
+    /// The pushes node `nodeID` holds: when it starts (an earlier run of it left
+    /// them) and when it stops (it hands them back).
+    case heldBy(nodeID: String)
+    /// The pushes whose lease ran out: their node stopped renewing it (it died, or
+    /// lost the database for longer than a lease).
+    case leaseExpired
+}
+
+/// The claim a node holds on pushes it is sending: whose, and until when unless it
+/// renews it.
+public struct PushLease: Sendable, Hashable {
+    /// The node sending them.
+    public var nodeID: String
+    /// When another node may take them over.
+    public var until: Date
+
+    /// A lease of `nodeID` until `until`.
+    public init(nodeID: String, until: Date) {
+        self.nodeID = nodeID
+        self.until = until
+    }
+}
+
+/// A push APNs accepted, as ``PushQueue/recordSent(_:now:)`` records it.
+public struct SentPush: Sendable, Hashable {
+    /// The push.
+    public var pushID: Int64
+    /// Requests made for it in this round.
+    public var attempts: Int
+    /// APNs's HTTP status (200), when it answered.
+    public var apnsStatus: Int?
+    /// The `apns-unique-id` APNs answered (the sandbox gives one).
+    public var apnsUniqueID: String?
+
+    /// A push sent after `attempts` requests.
+    public init(pushID: Int64, attempts: Int, apnsStatus: Int?, apnsUniqueID: String?) {
+        self.pushID = pushID
+        self.attempts = attempts
+        self.apnsStatus = apnsStatus
+        self.apnsUniqueID = apnsUniqueID
+    }
+}
+
+/// The Islet nodes sharing the database.
+public protocol NodeStore {
+    /// Records that `nodeID`, started at `startedAt`, is alive at `now`.
+    func recordHeartbeat(nodeID: String, startedAt: Date, now: Date) throws
+    /// Every node seen since `since`, by id, with how many pushes each holds.
+    func nodes(seenSince since: Date) throws -> [NodeRecord]
+    /// Forgets nodes not seen since `before`. Answers how many.
+    @discardableResult
+    func forgetNodes(seenBefore before: Date) throws -> Int
+}
+
+/// Work shared by the nodes of one database.
+public protocol NodeCoordination {
+    /// Takes, until the transaction ends, the periodic job `name` (expiring
+    /// activities, scheduled ends): true when no other node's transaction holds it
+    /// now, and the job is this transaction's to run. Another node that asks at the
+    /// same time is answered false and skips its turn; a node that dies lets it go.
+    func claimPeriodicJob(_ name: String) throws -> Bool
+    /// Tells every node of the database, once this transaction commits, of `notice`.
+    func notifyNodes(_ notice: StoreNotice) throws
+}
+
+/// What one node tells the others through the database.
+public enum StoreNotice: Sendable, Hashable {
+    /// Pushes were queued: a worker waiting for the next due time looks now.
+    case pushesQueued
+    /// An app's keys, credentials or settings changed: caches of it are stale.
+    case appChanged(appID: String)
+    /// Notices may have been missed (the listening connection was lost and came
+    /// back): everything a notice would have refreshed is refreshed.
+    case resync
 }
 
 /// The first answer to each `Idempotency-Key`.
@@ -184,7 +271,9 @@ public protocol IdempotencyStore {
 }
 
 /// Everything one transaction can do.
-public protocol StoreSession: AppStore, DeviceStore, ActivityStore, ActivityTypeStore, PushQueue, IdempotencyStore {
+public protocol StoreSession:
+    AppStore, DeviceStore, ActivityStore, ActivityTypeStore, PushQueue, IdempotencyStore, NodeStore, NodeCoordination
+{
     /// Answers when the database does (a health check).
     func ping() throws
     /// The version of the database's schema.
@@ -194,14 +283,19 @@ public protocol StoreSession: AppStore, DeviceStore, ActivityStore, ActivityType
 /// A database holding Islet's state: transactions, async for request handlers and
 /// on the calling thread for the delivery worker (which has a thread of its own).
 public protocol Store: Sendable {
-    /// `sqlite` (or, later, another backend's name).
+    /// `sqlite` or `postgresql`.
     var backend: String { get }
+    /// Whether several nodes may share the database: claims then hold leases, and
+    /// a node hands back only its own.
+    var isShared: Bool { get }
     /// Where the data is, for logs (a file path; never a password).
     var location: String { get }
     /// Runs `body` as a read.
     func read<T: Sendable>(_ body: @escaping @Sendable (any StoreSession) throws -> T) async throws -> T
     /// Runs `body` in one transaction: everything it does is committed (durably)
-    /// before this returns, or nothing is.
+    /// before this returns, or nothing is. A backend may run `body` again from the
+    /// start after a transaction it had to roll back (a lost connection, two
+    /// transactions deadlocked): `body` keeps no state of its own across runs.
     func write<T: Sendable>(_ body: @escaping @Sendable (any StoreSession) throws -> T) async throws -> T
     /// Runs `body` as a read on the calling thread.
     func readNow<T: Sendable>(_ body: (any StoreSession) throws -> T) throws -> T
@@ -209,6 +303,10 @@ public protocol Store: Sendable {
     /// commit without waiting for the disk: for what a restart redoes safely (pushes
     /// marked in flight, or their answers).
     func writeNow<T: Sendable>(durable: Bool, _ body: (any StoreSession) throws -> T) throws -> T
+    /// Calls `handler`, on a thread of the store's, with every notice sent by
+    /// ``NodeCoordination/notifyNodes(_:)`` on any node of the database (this one
+    /// included). A database only one node uses sends none.
+    func subscribe(_ handler: @escaping @Sendable (StoreNotice) -> Void)
     /// Closes the database; later calls fail with `unavailable`.
     func close()
 }

@@ -9,9 +9,12 @@ struct DeliveryStateMachineTests {
     let now = Date(timeIntervalSince1970: 1_800_000_000)
     let real = Date(timeIntervalSince1970: 1_700_000_000)
 
-    /// 2,000 slots, batches of 250, a sweep a minute.
+    /// 2,000 slots, batches of 250, a sweep a minute, leases renewed every hour (the
+    /// renewal has a test of its own).
     func machine() -> DeliveryStateMachine {
-        DeliveryStateMachine(configuration: DeliveryConfiguration())
+        var configuration = DeliveryConfiguration()
+        configuration.lease = 3 * 3600
+        return DeliveryStateMachine(configuration: configuration)
     }
 
     func seen(inFlight: Int = 0, after seconds: TimeInterval = 0) -> DeliveryStateMachine.Observation {
@@ -24,10 +27,11 @@ struct DeliveryStateMachineTests {
         .waited(.init(woken: woken, answers: answers, stopDeadline: stop, observation: seen(inFlight: inFlight, after: seconds)))
     }
 
-    /// A machine past its first sweep.
+    /// A machine past its first renewal and sweep.
     func swept() -> DeliveryStateMachine {
         var machine = machine()
-        #expect(machine.handle(waited()) == .sweep(now: now))
+        #expect(machine.handle(waited()) == .renew(now: now))
+        #expect(machine.handle(.renewed(seen())) == .sweep(now: now))
         return machine
     }
 
@@ -94,11 +98,29 @@ struct DeliveryStateMachineTests {
 
     @Test func sweepsOnItsInterval() {
         var machine = machine()
-        #expect(machine.handle(waited()) == .sweep(now: now))
+        #expect(machine.handle(waited()) == .renew(now: now))
+        #expect(machine.handle(.renewed(seen())) == .sweep(now: now))
         #expect(machine.handle(.swept(seen(inFlight: 2_000))) == .wait(until: real.addingTimeInterval(0.25), stopping: false))
         #expect(machine.handle(waited(inFlight: 2_000, after: 59)) == .wait(until: real.addingTimeInterval(59.25), stopping: false))
         #expect(machine.handle(waited(inFlight: 2_000, after: 60)) == .sweep(now: now.addingTimeInterval(60)))
         #expect(machine.handle(waited(inFlight: 2_000, after: 61)) == .wait(until: real.addingTimeInterval(61.25), stopping: false))
+    }
+
+    /// The heartbeat and lease renewal come first, on their own interval (a third of
+    /// the lease), each followed by the sweep when that is due too.
+    @Test func renewsLeasesOnAThirdOfTheLease() {
+        var configuration = DeliveryConfiguration()
+        configuration.lease = 30
+        var machine = DeliveryStateMachine(configuration: configuration)
+        #expect(machine.renewInterval == 10)
+        #expect(machine.handle(waited()) == .renew(now: now))
+        #expect(machine.handle(.renewed(seen())) == .sweep(now: now))
+        #expect(machine.handle(.swept(seen(inFlight: 2_000))) == .wait(until: real.addingTimeInterval(0.25), stopping: false))
+        #expect(machine.handle(waited(inFlight: 2_000, after: 9)) == .wait(until: real.addingTimeInterval(9.25), stopping: false))
+        #expect(machine.handle(waited(inFlight: 2_000, after: 10)) == .renew(now: now.addingTimeInterval(10)))
+        #expect(machine.handle(.renewed(seen(inFlight: 2_000, after: 10))) == .wait(until: real.addingTimeInterval(10.25), stopping: false))
+        #expect(machine.handle(waited(inFlight: 2_000, after: 60)) == .renew(now: now.addingTimeInterval(60)))
+        #expect(machine.handle(.renewed(seen(inFlight: 2_000, after: 60))) == .sweep(now: now.addingTimeInterval(60)))
     }
 
     @Test func stopWaitsForAnswersInFlightThenExits() {

@@ -50,8 +50,8 @@ struct HTTPDetailsTests {
             #expect(try await h.call("DELETE", "/v1/apps/app_00000000000000000000", key: nil).status == 405)
             #expect(try await h.call("GET", "/no/such/route", key: nil).status == 404)
             let text = try #require(try await h.call("GET", "/metrics", key: nil).json.stringValue)
-            #expect(text.contains(#"islet_http_requests_total{route="/v1/apps/{app_id}",method="DELETE",status="405"} 1"#), "\(text)")
-            #expect(text.contains(#"islet_http_requests_total{route="unmatched",method="GET",status="404"} 1"#))
+            #expect(text.contains(#"islet_http_requests_total{node="\#(h.nodeID)",route="/v1/apps/{app_id}",method="DELETE",status="405"} 1"#), "\(text)")
+            #expect(text.contains(#"islet_http_requests_total{node="\#(h.nodeID)",route="unmatched",method="GET",status="404"} 1"#))
         }
     }
 

@@ -91,6 +91,9 @@ struct ServerHarness: Sendable {
         }
     }
 
+    /// The node id the server runs as (on every metric).
+    var nodeID: String { application.configuration.resolvedNodeID }
+
     func stop() async {
         await application.shutdown()
         await sandbox.shutdown()

@@ -12,6 +12,8 @@ import Storage
 /// `GET /openapi.json`.
 struct SystemRoutes: Sendable {
     let store: any Store
+    /// This node's id, in the health answer and on every metric.
+    let nodeID: String
     let delivery: DeliveryWorker?
     let requestMetrics: RequestMetrics?
     /// The whole route list, for the OpenAPI document (set once the list is built).
@@ -20,7 +22,7 @@ struct SystemRoutes: Sendable {
     var routes: [APIRoute] {
         [
             APIRoute("GET", "/healthz", summary: "Health: the database answers.", access: .open,
-                     responses: [(200, "Healthy"), (503, "The database does not answer")]) { _ in await health() },
+                     responses: [(200, "Healthy: the node, its backend, and the database's answer"), (503, "The database does not answer")]) { _ in await health() },
             APIRoute("GET", "/v1/version", summary: "Version of Islet, its schema and its libraries.", access: .open,
                      responses: [(200, "Versions")]) { _ in await version() },
             APIRoute("GET", "/metrics", summary: "Prometheus metrics.", access: .open,
@@ -33,9 +35,14 @@ struct SystemRoutes: Sendable {
     func health() async -> HTTPResponse {
         do {
             try await store.read { try $0.ping() }
-            return APIJSON.response(["status": "ok", "checks": ["database": "ok"]])
+            return APIJSON.response([
+                "status": "ok", "checks": ["database": "ok"], "node_id": .string(nodeID), "backend": .string(store.backend),
+            ])
         } catch {
-            return APIJSON.response(status: 503, ["status": "unavailable", "checks": ["database": .string("\(error)")]])
+            return APIJSON.response(status: 503, [
+                "status": "unavailable", "checks": ["database": .string("\(error)")], "node_id": .string(nodeID),
+                "backend": .string(store.backend),
+            ])
         }
     }
 
@@ -52,35 +59,37 @@ struct SystemRoutes: Sendable {
     }
 
     func metrics() async -> HTTPResponse {
+        // Every series carries the node first, so that one scrape per node sums.
+        let node = "node=\(label(nodeID))"
         var text = ""
         text += "# HELP islet_http_requests_total API requests by route pattern, method and status.\n"
         text += "# TYPE islet_http_requests_total counter\n"
         for (key, count) in (requestMetrics?.snapshot() ?? [:]).sorted(by: { $0.key < $1.key }) {
-            text += "islet_http_requests_total{route=\(label(key.route)),method=\(label(key.method)),status=\"\(key.status)\"} \(count)\n"
+            text += "islet_http_requests_total{\(node),route=\(label(key.route)),method=\(label(key.method)),status=\"\(key.status)\"} \(count)\n"
         }
         if let delivery {
             let snapshot = delivery.metrics.snapshot()
             text += "# HELP islet_pushes_total Pushes settled by APNs, by result and reason.\n"
             text += "# TYPE islet_pushes_total counter\n"
             for (key, count) in snapshot.pushes.sorted(by: { $0.key < $1.key }) {
-                text += "islet_pushes_total{result=\(label(key.result)),reason=\(label(key.reason))} \(count)\n"
+                text += "islet_pushes_total{\(node),result=\(label(key.result)),reason=\(label(key.reason))} \(count)\n"
             }
             text += "# HELP islet_push_send_seconds Time from handing a push to the APNs client to its settled answer.\n"
             text += "# TYPE islet_push_send_seconds histogram\n"
             for (index, bound) in DeliveryMetrics.latencyBuckets.enumerated() {
-                text += "islet_push_send_seconds_bucket{le=\"\(bound)\"} \(snapshot.latencyCounts[index])\n"
+                text += "islet_push_send_seconds_bucket{\(node),le=\"\(bound)\"} \(snapshot.latencyCounts[index])\n"
             }
-            text += "islet_push_send_seconds_bucket{le=\"+Inf\"} \(snapshot.latencyCounts.last ?? 0)\n"
-            text += "islet_push_send_seconds_sum \(snapshot.latencySum)\n"
-            text += "islet_push_send_seconds_count \(snapshot.latencyCount)\n"
+            text += "islet_push_send_seconds_bucket{\(node),le=\"+Inf\"} \(snapshot.latencyCounts.last ?? 0)\n"
+            text += "islet_push_send_seconds_sum{\(node)} \(snapshot.latencySum)\n"
+            text += "islet_push_send_seconds_count{\(node)} \(snapshot.latencyCount)\n"
             text += "# HELP islet_push_in_flight Pushes handed to APNs and not yet answered.\n"
             text += "# TYPE islet_push_in_flight gauge\n"
-            text += "islet_push_in_flight \(delivery.inFlight)\n"
+            text += "islet_push_in_flight{\(node)} \(delivery.inFlight)\n"
         }
         let depth = (try? await store.read { try $0.queueDepth() }) ?? -1
         text += "# HELP islet_push_queue_depth Pushes queued or in flight.\n"
         text += "# TYPE islet_push_queue_depth gauge\n"
-        text += "islet_push_queue_depth \(depth)\n"
+        text += "islet_push_queue_depth{\(node)} \(depth)\n"
         return HTTPResponse(status: 200, contentType: "text/plain; version=0.0.4; charset=utf-8", body: Data(text.utf8))
     }
 

@@ -89,7 +89,7 @@ public struct ActivityService: Sendable {
         return try await environment.idempotentWrite(appID: app.id, idempotency: command.idempotency, now: now) { session in
             let appID = app.id
             let activityID = command.activityID
-            let activity = try SendRules.activity(session, appID: appID, activityID: activityID)
+            let activity = try SendRules.lockedActivity(session, appID: appID, activityID: activityID)
             switch lifecycle.check(.update, status: activity.status, startedAt: activity.startedAt, now: now) {
             case .allowed:
                 break
@@ -152,6 +152,8 @@ public struct ActivityService: Sendable {
             // Most ticks find nothing: look with a read before taking the writer.
             guard try await !environment.store.read({ try $0.dueScheduledEnds(now: now, limit: 1) }).isEmpty else { return 0 }
             let ended = try await environment.store.write { session -> Int in
+                // Once across nodes: another node ending them now skips its turn.
+                guard try session.claimPeriodicJob("scheduled-ends") else { return 0 }
                 var ended = 0
                 for (appID, activityID) in try session.dueScheduledEnds(now: now, limit: 500) {
                     guard let app = try session.app(id: appID) else { continue }
@@ -190,7 +192,7 @@ public struct ActivityService: Sendable {
         let app = command.app
         let appID = app.id
         let activityID = command.activityID
-        let activity = try SendRules.activity(session, appID: appID, activityID: activityID)
+        let activity = try SendRules.lockedActivity(session, appID: appID, activityID: activityID)
         switch lifecycle.check(.end, status: activity.status, startedAt: activity.startedAt, now: now) {
         case .ended, .expired:
             return ActivitySendResult(activityID: activityID, targets: 0, superseded: 0, warnings: [], alreadyEnded: true)

@@ -21,6 +21,17 @@ enum SendRules {
         return activity
     }
 
+    /// The activity, locked until the transaction ends, or `notFound`: for a change
+    /// that depends on its status or last timestamp, so that two nodes changing it at
+    /// once take turns (each update's timestamp above the one before it, nothing
+    /// after an end).
+    static func lockedActivity(_ session: any ActivityStore, appID: String, activityID: String) throws -> ActivityRecord {
+        guard let activity = try session.lockedActivity(appID: appID, activityID: activityID) else {
+            throw ServiceError(.notFound, "There is no activity \(activityID).")
+        }
+        return activity
+    }
+
     /// An end time must lie ahead, and within the activity's lifecycle window.
     static func checkEndAt(_ endAt: Date, startedAt: Date, lifecycle: ActivityLifecycle, now: Date) throws(ServiceError) {
         let expiry = lifecycle.expiry(startedAt: startedAt)

@@ -3,8 +3,8 @@ import IsletSync
 import Storage
 
 /// Apps by the hash of their keys, for a few seconds: the key check of every app
-/// request would otherwise take a turn on the database. Every change to an app on
-/// this node empties it.
+/// request would otherwise take a turn on the database. Every change to an app, on
+/// this node or (told through the database) another, empties it.
 final class AppKeyCache: Sendable {
     private struct Entry {
         let app: AppRecord
@@ -12,26 +12,42 @@ final class AppKeyCache: Sendable {
         let expires: ContinuousClock.Instant
     }
 
-    private let entries = Lock<[Data: Entry]>([:])
+    private struct State {
+        var entries: [Data: Entry] = [:]
+        /// Moves on at every invalidation: an app read before one is not cached after it.
+        var generation: UInt64 = 0
+    }
+
+    private let state = Lock(State())
     private let lifetime: Duration = .seconds(5)
+
+    /// The current generation: read it before reading an app from the store, and
+    /// give it to `store`.
+    var generation: UInt64 { state.withLock { $0.generation } }
 
     func lookup(_ hash: Data) -> (app: AppRecord, kind: AppKeyKind)? {
         let now = ContinuousClock.now
-        return entries.withLock { entries in
-            guard let entry = entries[hash], entry.expires > now else { return nil }
+        return state.withLock { state in
+            guard let entry = state.entries[hash], entry.expires > now else { return nil }
             return (entry.app, entry.kind)
         }
     }
 
-    func store(_ hash: Data, app: AppRecord, kind: AppKeyKind) {
+    /// Caches an app read while the cache was at `generation`; nothing when it was
+    /// invalidated since (the app read may be the one that changed).
+    func store(_ hash: Data, app: AppRecord, kind: AppKeyKind, readAt generation: UInt64) {
         let expires = ContinuousClock.now + lifetime
-        entries.withLock { entries in
-            if entries.count > 10_000 { entries.removeAll(keepingCapacity: true) }
-            entries[hash] = Entry(app: app, kind: kind, expires: expires)
+        state.withLock { state in
+            guard state.generation == generation else { return }
+            if state.entries.count > 10_000 { state.entries.removeAll(keepingCapacity: true) }
+            state.entries[hash] = Entry(app: app, kind: kind, expires: expires)
         }
     }
 
     func invalidate() {
-        entries.withLock { $0.removeAll(keepingCapacity: true) }
+        state.withLock { state in
+            state.entries.removeAll(keepingCapacity: true)
+            state.generation &+= 1
+        }
     }
 }

@@ -18,6 +18,13 @@ public final class AppService: Sendable {
         self.adminTokenHash = AppKeys.hash(adminToken)
     }
 
+    /// An app changed on another node (its keys rotated, its credentials replaced):
+    /// what this node cached of apps is dropped, so that an old key stops working
+    /// here at once.
+    public func appChangedElsewhere() {
+        keys.invalidate()
+    }
+
     // MARK: - Apps
 
     /// Creates an app with fresh keys.
@@ -145,8 +152,9 @@ public final class AppService: Sendable {
             throw ServiceError(.forbidden, "The admin token manages apps; this route takes the app's \(kind.rawValue) key.")
         }
         var match = keys.lookup(hashed)
+        let generation = keys.generation
         if match == nil, let stored = try await environment.read({ try $0.app(keyHash: hashed) }) {
-            keys.store(hashed, app: stored.app, kind: stored.kind)
+            keys.store(hashed, app: stored.app, kind: stored.kind, readAt: generation)
             match = stored
         }
         guard let (app, found) = match,

@@ -76,7 +76,7 @@ public struct DeviceService: Sendable {
         let created = try await environment.write { session -> Bool in
             let environment = try Self.registeredEnvironment(session: session, appID: appID, deviceID: deviceID)
             try Self.refuseCrossedKind(session: session, appID: appID, token: token, kind: .liveActivityUpdate, field: "token")
-            if let activity = try session.activity(appID: appID, activityID: activityID) {
+            if let activity = try session.lockedActivity(appID: appID, activityID: activityID) {
                 guard activity.activityType == activityType else {
                     throw ServiceError.invalid(
                         "Activity \(activityID) is of type \(activity.activityType).", field: "activity_type",

@@ -21,13 +21,16 @@ public struct ServiceEnvironment: Sendable {
     public let pushesQueued: @Sendable () -> Void
     /// Called with credentials an app was given (an embedded APNs may trust them).
     public let credentialsChanged: @Sendable (APNsCredentials) -> Void
+    /// This node's id among the nodes sharing the database.
+    public let nodeID: String
 
     /// Creates an environment.
     public init(
         store: any Store, clock: any WallClock, lifecycle: ActivityLifecycle, logger: Logger,
         idempotencyWindow: TimeInterval, pushesQueued: @escaping @Sendable () -> Void = {},
-        credentialsChanged: @escaping @Sendable (APNsCredentials) -> Void = { _ in }
+        credentialsChanged: @escaping @Sendable (APNsCredentials) -> Void = { _ in }, nodeID: String = "local"
     ) {
+        self.nodeID = nodeID
         self.store = store
         self.clock = clock
         self.lifecycle = lifecycle

@@ -65,7 +65,7 @@ public struct ServiceError: Error, Sendable, CustomStringConvertible {
         case .conflict:
             self.init(.conflict, "The change collides with one made at the same time; send it again.")
         case .busy, .unavailable:
-            self.init(.unavailable, "The database is unavailable; try again shortly.")
+            self.init(.unavailable, "database unavailable: try again shortly (a request with an Idempotency-Key is safe to send again).")
         default:
             self.init(.failed, "The server failed to answer; the failure is logged.")
         }

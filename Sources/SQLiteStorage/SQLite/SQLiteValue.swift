@@ -78,6 +78,9 @@ public struct SQLiteRow: Sendable {
     /// a few columns: a scan finds a name sooner than hashing it would.
     private let names: [String]
 
+    /// The column names, in order.
+    public var columnNames: [String] { names }
+
     init(values: [SQLiteValue], names: [String]) {
         self.values = values
         self.names = names

@@ -30,7 +30,7 @@ struct PushQueueContractTests {
             var sends: [Int64: SendContent] = [:]
             let batch = try store.writeNow(durable: false) { session throws in
                 var cache: [Int64: SendContent] = [:]
-                let claimed = try session.claimDuePushes(now: Fixture.at(5), limit: 2, sends: &cache)
+                let claimed = try session.claimDuePushes(now: Fixture.at(5), limit: 2, lease: Fixture.lease, sends: &cache)
                 return (claimed, cache)
             }
             sends = batch.1
@@ -58,7 +58,7 @@ struct PushQueueContractTests {
             #expect(try store.readNow { try $0.nextDueTime() } == Fixture.t0)
             let rest = try store.writeNow(durable: false) { session throws in
                 var cache = sends
-                return try session.claimDuePushes(now: Fixture.at(5), limit: 10, sends: &cache)
+                return try session.claimDuePushes(now: Fixture.at(5), limit: 10, lease: Fixture.lease, sends: &cache)
             }
             #expect(rest.map(\.apnsID) == ["id-3"])
             #expect(rest.first?.environment == .production)
@@ -66,7 +66,7 @@ struct PushQueueContractTests {
             #expect(try store.readNow { try $0.nextDueTime() } == Fixture.at(10))
             let start = try store.writeNow(durable: false) { session throws in
                 var cache: [Int64: SendContent] = [:]
-                return try session.claimDuePushes(now: Fixture.at(10), limit: 10, sends: &cache)
+                return try session.claimDuePushes(now: Fixture.at(10), limit: 10, lease: Fixture.lease, sends: &cache)
             }
             #expect(start.map(\.apnsID) == ["id-4"])
             #expect(start.first?.activityType == "Match")
@@ -75,7 +75,7 @@ struct PushQueueContractTests {
             #expect(try store.readNow { try $0.nextDueTime() } == nil)
             #expect(try store.writeNow { session throws in
                 var cache: [Int64: SendContent] = [:]
-                return try session.claimDuePushes(now: Fixture.at(100), limit: 10, sends: &cache).count
+                return try session.claimDuePushes(now: Fixture.at(100), limit: 10, lease: Fixture.lease, sends: &cache).count
             } == 0)
         }
     }
@@ -91,7 +91,7 @@ struct PushQueueContractTests {
             func claim(at seconds: Double) throws -> [ClaimedPush] {
                 try store.writeNow(durable: false) { session throws in
                     var cache: [Int64: SendContent] = [:]
-                    return try session.claimDuePushes(now: Fixture.at(seconds), limit: 10, sends: &cache)
+                    return try session.claimDuePushes(now: Fixture.at(seconds), limit: 10, lease: Fixture.lease, sends: &cache)
                 }
             }
             func history() throws -> [PushHistoryItem] {
@@ -181,7 +181,7 @@ struct PushQueueContractTests {
                 try session.insertApp(Fixture.app())
                 try session.queue(.update, activityID: "a1", targets: [Fixture.target("d1", "u1")], minter: minter)
                 var cache: [Int64: SendContent] = [:]
-                let push = try #require(try session.claimDuePushes(now: Fixture.at(1), limit: 1, sends: &cache).first)
+                let push = try #require(try session.claimDuePushes(now: Fixture.at(1), limit: 1, lease: Fixture.lease, sends: &cache).first)
                 try session.recordOutcome(
                     pushID: push.id,
                     PushOutcome(status: .queued, attempts: 1, apnsStatus: 400, reason: "BadDeviceToken", nextAttemptAt: Fixture.at(1), environment: .production),
@@ -189,7 +189,7 @@ struct PushQueueContractTests {
                 let item = try #require(try session.pushes(appID: "app_1", activityID: "a1", since: Fixture.t0).first)
                 #expect(item.environment == .production)
                 #expect(item.environmentSwitched)
-                let again = try #require(try session.claimDuePushes(now: Fixture.at(1), limit: 1, sends: &cache).first)
+                let again = try #require(try session.claimDuePushes(now: Fixture.at(1), limit: 1, lease: Fixture.lease, sends: &cache).first)
                 #expect(again.environment == .production)
                 #expect(again.environmentSwitched)
                 #expect(again.apnsID == push.apnsID)
@@ -205,7 +205,7 @@ struct PushQueueContractTests {
                 try session.insertApp(Fixture.app())
                 try session.queue(.update, activityID: "a1", targets: targets, minter: minter)
                 var cache: [Int64: SendContent] = [:]
-                return try session.claimDuePushes(now: Fixture.at(1), limit: 2, sends: &cache)
+                return try session.claimDuePushes(now: Fixture.at(1), limit: 2, lease: Fixture.lease, sends: &cache)
             }
             #expect(claimed.count == 2)
             #expect(try store.writeNow { try $0.requeueInFlight(.requeueAll, now: Fixture.at(9)) } == 2)
@@ -213,7 +213,7 @@ struct PushQueueContractTests {
             #expect(try store.readNow { try $0.nextDueTime() } == Fixture.t0)
             let again = try store.writeNow { session throws in
                 var cache: [Int64: SendContent] = [:]
-                return try session.claimDuePushes(now: Fixture.at(9), limit: 10, sends: &cache)
+                return try session.claimDuePushes(now: Fixture.at(9), limit: 10, lease: Fixture.lease, sends: &cache)
             }
             #expect(again.map(\.apnsID) == ["id-1", "id-2", "id-3"])
             #expect(Set(again.map(\.id)).isSuperset(of: claimed.map(\.id)))
@@ -256,7 +256,7 @@ struct PushQueueContractTests {
                 try session.insertApp(Fixture.app())
                 try session.queue(.alert, activityID: nil, targets: [Fixture.target("d1", "t1")], kind: .device, minter: minter)
                 var cache: [Int64: SendContent] = [:]
-                return try session.claimDuePushes(now: Fixture.t0, limit: 10, sends: &cache)
+                return try session.claimDuePushes(now: Fixture.t0, limit: 10, lease: Fixture.lease, sends: &cache)
             }
             #expect(claimed.count == 1)
             #expect(claimed.first?.activityID == nil)

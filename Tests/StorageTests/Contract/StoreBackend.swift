@@ -1,36 +1,51 @@
 import Foundation
 import IsletCore
 import IsletTesting
+import PostgreSQLStorage
 import SQLiteStorage
 import Storage
 import Testing
 
 /// A store backend the contract suites run against: each test opens a fresh store of
-/// it in a temporary folder. A new backend joins `all` and every suite runs on it.
+/// it (SQLite in a temporary folder, PostgreSQL in a schema of its own on the test
+/// server). A new backend joins `all` and every suite runs on it.
 struct StoreBackend: Sendable, CustomTestStringConvertible {
+    enum Kind: Sendable { case sqlite, postgresql }
+
     /// The backend's name, as `Store.backend` reports it.
     let name: String
-    /// Opens an empty store whose files (if any) live in the folder given.
-    let open: @Sendable (URL) throws -> any Store
+    let kind: Kind
 
     var testDescription: String { name }
 
-    /// SQLite, in a file of the folder.
-    static let sqlite = StoreBackend(name: "sqlite") { folder in
-        try SQLiteStore(path: folder.appendingPathComponent("islet.sqlite").path)
-    }
+    /// SQLite, in a file of a temporary folder.
+    static let sqlite = StoreBackend(name: "sqlite", kind: .sqlite)
+    /// PostgreSQL, in a fresh schema of the test server (`ISLET_TEST_POSTGRES_URL`),
+    /// on a pool of two connections.
+    static let postgresql = StoreBackend(name: "postgresql", kind: .postgresql)
 
     /// Every backend the contract suites run against.
-    static let all: [StoreBackend] = [.sqlite]
+    static let all: [StoreBackend] = [.sqlite, .postgresql]
 }
 
-/// Runs `body` with a fresh store of `backend`, closed afterwards.
+/// Runs `body` with a fresh store of `backend`, closed (and its schema dropped)
+/// afterwards.
 func withStore<T>(_ backend: StoreBackend, _ body: (any Store) async throws -> T) async throws -> T {
-    try await withTemporaryDirectory { folder in
-        let store = try backend.open(folder)
-        defer { store.close() }
-        #expect(store.backend == backend.name)
-        return try await body(store)
+    switch backend.kind {
+    case .sqlite:
+        return try await withTemporaryDirectory { folder in
+            let store = try SQLiteStore(path: folder.appendingPathComponent("islet.sqlite").path)
+            defer { store.close() }
+            #expect(store.backend == backend.name)
+            return try await body(store)
+        }
+    case .postgresql:
+        return try await TestPostgres.withSchema { url in
+            let store = try PostgreSQLStore(url: url, poolSize: 2, applicationName: "islet-tests")
+            defer { store.close() }
+            #expect(store.backend == backend.name)
+            return try await body(store)
+        }
     }
 }
 
@@ -38,6 +53,9 @@ func withStore<T>(_ backend: StoreBackend, _ body: (any Store) async throws -> T
 enum Fixture {
     /// A fixed start of time, in whole milliseconds.
     static let t0 = Date(unixMilliseconds: 1_700_000_000_000)
+
+    /// The lease claims in the suites hold: node `node-1`'s, for an hour.
+    static let lease = PushLease(nodeID: "node-1", until: at(3600))
 
     /// `seconds` after `t0`.
     static func at(_ seconds: Double) -> Date {

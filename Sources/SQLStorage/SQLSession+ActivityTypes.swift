@@ -2,7 +2,7 @@ public import Foundation
 public import IsletCore
 public import Storage
 
-extension SQLiteSession {
+extension SQLSession {
     /// The activity type `name` of `appID`.
     public func activityType(appID: String, name: String) throws -> ActivityTypeRecord? {
         try query(
@@ -62,7 +62,7 @@ extension SQLiteSession {
         ).first?.int64("n") ?? 0)
     }
 
-    private static func activityTypeRecord(_ row: SQLiteRow) throws -> ActivityTypeRecord {
+    private static func activityTypeRecord(_ row: SQLRow) throws -> ActivityTypeRecord {
         guard let json = try row.json("schema"), let schema = ActivityTypeSchema(stored: json) else {
             throw StoreError(.corrupt, "activity type schema does not parse")
         }

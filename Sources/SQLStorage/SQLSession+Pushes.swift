@@ -2,7 +2,7 @@ public import Foundation
 public import IsletCore
 public import Storage
 
-extension SQLiteSession {
+extension SQLSession {
     /// Stores what a send says, once for all its targets. Answers its id.
     public func insertSend(appID: String, activityID: String?, content: SendContent, now: Date) throws -> Int64 {
         guard let row = try query(
@@ -35,6 +35,7 @@ extension SQLiteSession {
                 \(millis), \(millis))
             """
         }
+        if !targets.isEmpty { try notifyNodes(.pushesQueued) }
         return targets.count
     }
 
@@ -87,29 +88,41 @@ extension SQLiteSession {
     }
 
     /// Puts pushes left in flight back in the queue, to be sent again with the same
-    /// `apns-id`. Answers how many. SQLite serves one process (it holds the file's
-    /// only writer), so every push still marked in flight when the worker starts was
-    /// left by an earlier run that stopped: `.requeueAll` is right for it.
+    /// `apns-id`, by `policy`. Answers how many.
     @discardableResult
     public func requeueInFlight(_ policy: InFlightPolicy, now: Date) throws -> Int {
+        let millis = now.unixMilliseconds
+        let which: SQL
         switch policy {
-        case .requeueAll:
-            let millis = now.unixMilliseconds
-            return try run(
-                "UPDATE pushes SET status = 'queued', next_attempt_at = \(millis), updated_at = \(millis) WHERE status = 'sending'")
+        case .requeueAll: which = ""
+        case .heldBy(let nodeID): which = " AND claimed_by = \(nodeID)"
+        case .leaseExpired: which = " AND lease_until < \(millis)"
         }
+        return try run(
+            """
+            UPDATE pushes SET status = 'queued', claimed_by = NULL, lease_until = NULL, next_attempt_at = \(millis),
+                updated_at = \(millis)
+            WHERE status = 'sending'\(sql: which)
+            """)
     }
 
     /// Takes up to `limit` pushes that are due, oldest first, and marks them in
-    /// flight, in one statement. `sends` caches what each send says (shared by all
-    /// its pushes): only sends not in it are read, and it is trimmed when large.
-    public func claimDuePushes(now: Date, limit: Int, sends: inout [Int64: SendContent]) throws -> [ClaimedPush] {
+    /// flight under `lease`, in one statement. On PostgreSQL the rows are locked as
+    /// they are chosen and a row another node is claiming is skipped (`FOR UPDATE SKIP
+    /// LOCKED`), so that two nodes claiming at once never take the same push. `sends`
+    /// caches what each send says (shared by all its pushes): only sends not in it
+    /// are read, and it is trimmed when large.
+    public func claimDuePushes(
+        now: Date, limit: Int, lease: PushLease, sends: inout [Int64: SendContent]
+    ) throws -> [ClaimedPush] {
         let millis = now.unixMilliseconds
+        let skipLocked: SQL = dialect == .postgresql ? " FOR UPDATE SKIP LOCKED" : ""
         let rows = try query(
             """
-            UPDATE pushes SET status = 'sending', updated_at = \(millis)
+            UPDATE pushes SET status = 'sending', claimed_by = \(lease.nodeID), lease_until = \(lease.until.unixMilliseconds),
+                updated_at = \(millis)
             WHERE id IN (SELECT id FROM pushes WHERE status = 'queued' AND next_attempt_at <= \(millis)
-                ORDER BY next_attempt_at, id LIMIT \(limit))
+                ORDER BY next_attempt_at, id LIMIT \(limit)\(sql: skipLocked))
             RETURNING id, send_id, app_id, activity_id, activity_type, device_id, token_kind, token, environment,
                 environment_switched, apns_id, attempts, rounds, created_at
             """)
@@ -139,6 +152,16 @@ extension SQLiteSession {
         return claimed
     }
 
+    /// Extends to `until` the lease of every push `nodeID` holds in flight. Answers
+    /// how many.
+    @discardableResult
+    public func renewLeases(nodeID: String, until: Date) throws -> Int {
+        try run(
+            """
+            UPDATE pushes SET lease_until = \(until.unixMilliseconds) WHERE status = 'sending' AND claimed_by = \(nodeID)
+            """)
+    }
+
     /// What send `id` says.
     func send(id: Int64) throws -> SendContent {
         guard let row = try query(
@@ -154,6 +177,37 @@ extension SQLiteSession {
             payload: row["payload"].blob ?? Data())
     }
 
+    /// Records, in one statement on PostgreSQL (one round trip for the whole batch),
+    /// pushes APNs accepted that change nothing else.
+    public func recordSent(_ pushes: [SentPush], now: Date) throws {
+        guard !pushes.isEmpty else { return }
+        let millis = now.unixMilliseconds
+        switch dialect {
+        case .postgresql:
+            try run(
+                """
+                UPDATE pushes AS p SET status = 'sent', attempts = p.attempts + v.attempts, rounds = p.rounds + 1,
+                    apns_status = v.apns_status, reason = NULL, apns_unique_id = v.unique_id, claimed_by = NULL,
+                    lease_until = NULL, updated_at = \(millis), sent_at = \(millis)
+                FROM unnest(\(SQLValue.array(pushes.map { .integer($0.pushID) }))::int8[],
+                    \(SQLValue.array(pushes.map { .integer(Int64($0.attempts)) }))::int8[],
+                    \(SQLValue.array(pushes.map { $0.apnsStatus.map { .integer(Int64($0)) } ?? .null }))::int8[],
+                    \(SQLValue.array(pushes.map { $0.apnsUniqueID.map(SQLValue.text) ?? .null }))::text[])
+                    AS v(id, attempts, apns_status, unique_id)
+                WHERE p.id = v.id
+                """)
+        case .sqlite:
+            try runEach(pushes) { push in
+                """
+                UPDATE pushes SET status = 'sent', attempts = attempts + \(push.attempts), rounds = rounds + 1,
+                    apns_status = \(push.apnsStatus), reason = NULL, apns_unique_id = \(push.apnsUniqueID),
+                    claimed_by = NULL, lease_until = NULL, updated_at = \(millis), sent_at = \(millis)
+                WHERE id = \(push.pushID)
+                """
+            }
+        }
+    }
+
     /// Records what became of a push. Only what the outcome gives is written: an
     /// APNs status, an `apns-unique-id`, a next attempt or an environment it lacks
     /// leaves the stored one; a new environment that differs from the stored one
@@ -166,14 +220,14 @@ extension SQLiteSession {
                 """
                 UPDATE pushes SET status = 'sent', attempts = attempts + \(outcome.attempts), rounds = rounds + 1,
                     apns_status = \(outcome.apnsStatus), reason = NULL, apns_unique_id = \(outcome.apnsUniqueID),
-                    updated_at = \(millis), sent_at = \(millis)
+                    claimed_by = NULL, lease_until = NULL, updated_at = \(millis), sent_at = \(millis)
                 WHERE id = \(pushID)
                 """)
             return
         }
         var changes: SQL = """
             status = \(outcome.status.rawValue), attempts = attempts + \(outcome.attempts), rounds = rounds + 1, \
-            reason = \(outcome.reason), updated_at = \(millis)
+            reason = \(outcome.reason), claimed_by = NULL, lease_until = NULL, updated_at = \(millis)
             """
         if let apnsStatus = outcome.apnsStatus {
             changes.append(", apns_status = \(apnsStatus)")

@@ -2,7 +2,7 @@ public import Foundation
 public import IsletCore
 public import Storage
 
-extension SQLiteSession {
+extension SQLSession {
     /// The device `deviceID` of `appID`.
     public func device(appID: String, deviceID: String) throws -> DeviceRecord? {
         guard let row = try query(
@@ -74,7 +74,7 @@ extension SQLiteSession {
             parts.append(
                 "SELECT 'live_activity_update' FROM activity_instances WHERE app_id = \(appID) AND update_token = \(token)")
         }
-        let rows = try query(SQL.joined(parts.map { "SELECT * FROM (\(sql: $0) LIMIT 1)" }, separator: " UNION ALL "))
+        let rows = try query(SQL.joined(parts.map { "SELECT * FROM (\(sql: $0) LIMIT 1) AS found" }, separator: " UNION ALL "))
         return Set(rows.compactMap { $0[0].text.flatMap(PushTokenKind.init(rawValue:)) })
     }
 
@@ -162,7 +162,7 @@ extension SQLiteSession {
         ).map(Self.target)
     }
 
-    static func target(_ row: SQLiteRow) throws -> PushTarget {
+    static func target(_ row: SQLRow) throws -> PushTarget {
         PushTarget(
             deviceID: try row.string("device_id"), token: try row.string("token"),
             environment: try row.enumValue("environment", as: APNsEnvironment.self))

@@ -1,7 +1,7 @@
 public import Foundation
 public import Storage
 
-extension SQLiteSession {
+extension SQLSession {
     private static let appColumns: SQL = """
         id, name, bundle_id, apns_team_id, apns_key_id, apns_private_key, server_key_hash, device_key_hash,
         created_at, updated_at, strict_activity_types
@@ -18,7 +18,8 @@ extension SQLiteSession {
             """)
     }
 
-    /// Replaces an app's name, bundle id, credentials, settings and key hashes.
+    /// Replaces an app's name, bundle id, credentials, settings and key hashes, and
+    /// tells the other nodes.
     public func updateApp(_ app: AppRecord) throws {
         try run(
             """
@@ -28,9 +29,11 @@ extension SQLiteSession {
                 updated_at = \(app.updatedAt.unixMilliseconds), strict_activity_types = \(app.strictActivityTypes)
             WHERE id = \(app.id)
             """)
+        try notifyNodes(.appChanged(appID: app.id))
     }
 
-    /// Replaces an app's name, bundle id, credentials and settings, leaving its keys.
+    /// Replaces an app's name, bundle id, credentials and settings, leaving its keys,
+    /// and tells the other nodes.
     public func updateAppSettings(_ app: AppRecord) throws {
         try run(
             """
@@ -39,6 +42,7 @@ extension SQLiteSession {
                 updated_at = \(app.updatedAt.unixMilliseconds), strict_activity_types = \(app.strictActivityTypes)
             WHERE id = \(app.id)
             """)
+        try notifyNodes(.appChanged(appID: app.id))
     }
 
     /// Replaces an app's two key hashes. Answers whether the app exists. Its
@@ -46,12 +50,15 @@ extension SQLiteSession {
     /// copy of the app is seen to be stale.
     public func replaceKeys(appID: String, serverKeyHash: Data, deviceKeyHash: Data, now: Date) throws -> Bool {
         let millis = now.unixMilliseconds
-        return try run(
+        let replaced = try run(
             """
             UPDATE apps SET server_key_hash = \(serverKeyHash), device_key_hash = \(deviceKeyHash),
                 updated_at = CASE WHEN updated_at + 1 > \(millis) THEN updated_at + 1 ELSE \(millis) END
             WHERE id = \(appID)
             """) > 0
+        // The old keys must stop working on every node now, not when caches expire.
+        if replaced { try notifyNodes(.appChanged(appID: appID)) }
+        return replaced
     }
 
     /// The app `id`.
@@ -73,7 +80,7 @@ extension SQLiteSession {
         try query("SELECT \(sql: Self.appColumns) FROM apps ORDER BY created_at, id").map(Self.appRecord)
     }
 
-    private static func appRecord(_ row: SQLiteRow) throws -> AppRecord {
+    private static func appRecord(_ row: SQLRow) throws -> AppRecord {
         var credentials: APNsCredentials?
         if let team = row.optionalString("apns_team_id"), let key = row.optionalString("apns_key_id"),
             let pem = row.optionalString("apns_private_key")

@@ -2,7 +2,7 @@ public import Foundation
 public import IsletCore
 public import Storage
 
-extension SQLiteSession {
+extension SQLSession {
     private static let activityColumns: SQL = """
         seq, activity_id, activity_type, origin, status, attributes, content_state, last_timestamp, started_at,
         updated_at, ended_at, end_cause, end_at
@@ -16,6 +16,19 @@ extension SQLiteSession {
     public func activity(appID: String, activityID: String) throws -> ActivityRecord? {
         try query(
             "SELECT \(sql: Self.activityColumns) FROM activities WHERE app_id = \(appID) AND activity_id = \(activityID)"
+        ).first.map(Self.activityRecord)
+    }
+
+    /// The activity `activityID` of `appID`, its row locked until the transaction
+    /// ends (`FOR UPDATE` on PostgreSQL; SQLite has one writer, whose transaction
+    /// holds the whole file).
+    public func lockedActivity(appID: String, activityID: String) throws -> ActivityRecord? {
+        let lock: SQL = dialect == .postgresql ? " FOR UPDATE" : ""
+        return try query(
+            """
+            SELECT \(sql: Self.activityColumns) FROM activities WHERE app_id = \(appID) AND activity_id = \(activityID)\
+            \(sql: lock)
+            """
         ).first.map(Self.activityRecord)
     }
 
@@ -250,7 +263,7 @@ extension SQLiteSession {
         ).map(Self.target)
     }
 
-    private static func activityRecord(_ row: SQLiteRow) throws -> ActivityRecord {
+    private static func activityRecord(_ row: SQLRow) throws -> ActivityRecord {
         ActivityRecord(
             sequence: try row.int64("seq"), activityID: try row.string("activity_id"),
             activityType: try row.string("activity_type"),
@@ -262,7 +275,7 @@ extension SQLiteSession {
             endAt: row.optionalDate("end_at"))
     }
 
-    private static func instanceRecord(_ row: SQLiteRow) throws -> InstanceRecord {
+    private static func instanceRecord(_ row: SQLRow) throws -> InstanceRecord {
         InstanceRecord(
             deviceID: try row.string("device_id"), status: try row.enumValue("status", as: InstanceStatus.self),
             updateToken: row.optionalString("update_token"),

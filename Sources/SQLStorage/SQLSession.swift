@@ -2,14 +2,20 @@ import Foundation
 import IsletCore
 public import Storage
 
-/// The store's operations on one SQLite connection, inside a `read` or `write`.
-/// Each statement is an ``SQL`` rendered for SQLite; a failure is thrown as a
-/// `StoreError`.
-public struct SQLiteSession: StoreSession {
-    let connection: SQLiteConnection
+/// The store's operations in SQL, on one connection of any SQL backend inside a
+/// transaction: every statement is an ``SQL`` that the connection (an
+/// ``SQLExecutor``) renders for its own dialect. Written once, so that SQLite and
+/// PostgreSQL keep the same rules; where the two must differ (claiming pushes from
+/// several nodes at once, notifying other nodes) the session asks its dialect.
+public struct SQLSession: StoreSession {
+    /// The connection, in a transaction.
+    let executor: any SQLExecutor
+    /// Which SQL it speaks.
+    var dialect: SQLDialect { executor.dialect }
 
-    init(connection: SQLiteConnection) {
-        self.connection = connection
+    /// A session on `executor`.
+    public init(executor: any SQLExecutor) {
+        self.executor = executor
     }
 
     /// Answers when the database does (a health check).
@@ -18,54 +24,29 @@ public struct SQLiteSession: StoreSession {
     }
 
     public func schemaVersion() throws -> Int {
-        try mappingSQLiteErrors { try Migrator.currentVersion(connection) }
+        try executor.schemaVersion()
     }
 
     /// Runs `sql` and answers its rows.
-    func query(_ sql: SQL) throws -> [SQLiteRow] {
-        do {
-            return try connection.query(sql)
-        } catch {
-            throw error.storeError
-        }
+    func query(_ sql: SQL) throws -> [SQLRow] {
+        try executor.query(sql)
     }
 
     /// Runs `sql` and answers how many rows it changed.
     @discardableResult
     func run(_ sql: SQL) throws -> Int {
-        do {
-            return try connection.run(sql)
-        } catch {
-            throw error.storeError
-        }
+        try executor.run(sql)
     }
 
-    /// Runs `sql` once per element of `rows`, each time with the values of
-    /// `statement(row)`: the text is rendered and prepared once, from the first
-    /// (every element must give the same text). Answers the rows changed.
+    /// Runs `sql` once per element of `rows`, prepared once (every element gives the
+    /// same text). Answers the rows changed.
     @discardableResult
     func runEach<Row>(_ rows: some Sequence<Row>, _ statement: (Row) -> SQL) throws -> Int {
-        do {
-            var prepared: SQLiteStatement?
-            var changed = 0
-            for row in rows {
-                let sql = statement(row)
-                if let prepared {
-                    changed += try prepared.run(values: sql.values(for: .sqlite))
-                } else {
-                    let (first, values) = try connection.statement(for: sql)
-                    prepared = first
-                    changed += try first.run(values: values)
-                }
-            }
-            return changed
-        } catch {
-            throw error.storeError
-        }
+        try executor.runEach(rows, statement)
     }
 }
 
-extension SQLiteRow {
+extension SQLRow {
     func string(_ name: String) throws -> String {
         guard let text = self[name].text else { throw StoreError(.corrupt, "column \(name) is not text") }
         return text
@@ -80,7 +61,10 @@ extension SQLiteRow {
 
     func optionalInt64(_ name: String) -> Int64? { self[name].integer }
 
-    func bool(_ name: String) throws -> Bool { try int64(name) != 0 }
+    func bool(_ name: String) throws -> Bool {
+        guard let flag = self[name].bool else { throw StoreError(.corrupt, "column \(name) is not a boolean") }
+        return flag
+    }
 
     func date(_ name: String) throws -> Date { Date(unixMilliseconds: try int64(name)) }
 

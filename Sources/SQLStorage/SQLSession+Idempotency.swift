@@ -1,7 +1,7 @@
 public import Foundation
 public import Storage
 
-extension SQLiteSession {
+extension SQLSession {
     /// The answer stored for `key`, if it is younger than `since`.
     public func idempotentAnswer(appID: String, key: String, since: Date) throws -> IdempotentAnswer? {
         guard let row = try query(

@@ -1,0 +1,164 @@
+import Foundation
+import IsletSync
+import SQLStorage
+public import Storage
+
+/// Islet's registry and delivery queue on PostgreSQL, shared by every node that
+/// names the same database: the statements are the shared ones (`SQLSession`),
+/// run on a pool of connections.
+///
+/// Transactions run at PostgreSQL's default isolation (read committed); what
+/// depends on a row read first locks it (`lockedActivity`), claims skip the rows
+/// another node is claiming, and idempotency answers are inserted once (a second
+/// insert is a `conflict` the service answers by reading the first). Reads run at
+/// repeatable read, one snapshot for all their statements.
+///
+/// A transaction PostgreSQL rolled back on a deadlock or a serialization failure,
+/// or one whose connection was lost before it was committed, is run again (up to
+/// three times); a connection lost while committing is `unavailable` (the commit
+/// may or may not have happened; an `Idempotency-Key` makes the retry safe).
+public final class PostgreSQLStore: Store {
+    public var backend: String { "postgresql" }
+    /// Several nodes may share the database.
+    public var isShared: Bool { true }
+    /// The URL, its password hidden.
+    public let location: String
+
+    private let pool: ConnectionPool
+    private let workers: WorkerThreads
+    private let listener: NoticeListener
+    private let closed = Lock(false)
+
+    /// Connects to `url` (checking that the server answers and the password is
+    /// accepted), brings the schema up to date under an advisory lock, and starts
+    /// the pool (`poolSize` connections at most) and the notice listener.
+    /// `applicationName` names the connections in `pg_stat_activity`.
+    public init(url text: String, poolSize: Int = 8, applicationName: String = "islet") throws {
+        let url = try PostgresURL(text)
+        location = url.description
+        pool = ConnectionPool(url: url, size: poolSize, applicationName: applicationName)
+        let schema: String
+        do {
+            schema = try pool.withConnection { connection -> String in
+                try PostgresMigrator.migrate(connection, migrations: PostgresSchema.migrations)
+                guard let name = try connection.query("SELECT current_schema() AS name").first?["name"].text else {
+                    throw StoreError(.unavailable, "the connection has no schema to create Islet's tables in (check search_path)")
+                }
+                return name
+            }
+        } catch {
+            pool.close()
+            throw error
+        }
+        workers = WorkerThreads(count: pool.size, name: "islet-pg")
+        listener = NoticeListener(url: url, channel: Self.channel(schema: schema), applicationName: applicationName)
+    }
+
+    /// The `LISTEN` channel of a schema: `islet_` and the schema's name, as
+    /// `SQLSession.notifyNodes` names it.
+    static func channel(schema: String) -> String { "islet_" + schema }
+
+    public func read<T: Sendable>(_ body: @escaping @Sendable (any StoreSession) throws -> T) async throws -> T {
+        try await onWorker { try self.transaction(.read, body) }
+    }
+
+    public func write<T: Sendable>(_ body: @escaping @Sendable (any StoreSession) throws -> T) async throws -> T {
+        try await onWorker { try self.transaction(.write(durable: true), body) }
+    }
+
+    public func readNow<T: Sendable>(_ body: (any StoreSession) throws -> T) throws -> T {
+        try transaction(.read, body)
+    }
+
+    /// `durable: false` commits without waiting for the server's disk
+    /// (`synchronous_commit = off` for the transaction).
+    public func writeNow<T: Sendable>(durable: Bool, _ body: (any StoreSession) throws -> T) throws -> T {
+        try transaction(.write(durable: durable), body)
+    }
+
+    public func subscribe(_ handler: @escaping @Sendable (StoreNotice) -> Void) {
+        listener.subscribe(handler)
+    }
+
+    public func close() {
+        let wasClosed = closed.withLock { closed -> Bool in
+            defer { closed = true }
+            return closed
+        }
+        guard !wasClosed else { return }
+        listener.stop()
+        workers.stop()
+        pool.close()
+    }
+
+    deinit {
+        close()
+    }
+
+    // MARK: - Transactions
+
+    private enum Kind {
+        case read
+        case write(durable: Bool)
+
+        var begin: String {
+            switch self {
+            case .read: "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+            case .write(durable: true): "BEGIN"
+            case .write(durable: false): "BEGIN; SET LOCAL synchronous_commit = off"
+            }
+        }
+    }
+
+    /// Runs `body` on a worker thread and answers its result.
+    private func onWorker<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            workers.submit { continuation.resume(with: Result { try body() }) }
+        }
+    }
+
+    /// Attempts of one transaction, at most.
+    private static let attempts = 3
+
+    private func transaction<T>(_ kind: Kind, _ body: (any StoreSession) throws -> T) throws -> T {
+        var attempt = 0
+        while true {
+            attempt += 1
+            var committing = false
+            do {
+                return try pool.withConnection { connection -> T in
+                    try connection.execute(kind.begin)
+                    do {
+                        let result = try body(SQLSession(executor: connection))
+                        committing = true
+                        try connection.execute("COMMIT")
+                        return result
+                    } catch {
+                        if !connection.isBroken && connection.inTransaction { try? connection.execute("ROLLBACK") }
+                        throw error
+                    }
+                }
+            } catch let error as StoreError {
+                switch error.code {
+                case .busy where attempt < Self.attempts:
+                    // Rolled back by a deadlock or serialization failure: run it again
+                    // after a short pause (each attempt waits longer).
+                    usleep(UInt32(attempt) * 2_000)
+                    continue
+                case .unavailable where committing:
+                    throw StoreError(
+                        .unavailable,
+                        "database unavailable: the connection was lost while committing, so the change may or may not have been made (\(error.message))")
+                case .unavailable where attempt < Self.attempts && !isClosed:
+                    // Lost before the commit: nothing was made; run it again on a
+                    // fresh connection.
+                    continue
+                default:
+                    throw error
+                }
+            }
+        }
+    }
+
+    private var isClosed: Bool { closed.withLock { $0 } }
+}

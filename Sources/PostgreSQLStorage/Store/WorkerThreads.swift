@@ -1,0 +1,56 @@
+import Foundation
+import IsletSync
+
+/// Threads of their own that run database work for async callers, so that a
+/// request never blocks the cooperative thread pool on a round trip to PostgreSQL.
+/// As many threads as the pool has connections: each job takes one.
+final class WorkerThreads: Sendable {
+    private struct State {
+        var jobs: [@Sendable () -> Void] = []
+        var stopping = false
+        var running = 0
+    }
+
+    private let state = ConditionLock(State())
+
+    init(count: Int, name: String) {
+        state.withLock { $0.running = count }
+        for _ in 0..<count {
+            let thread = Thread { [self] in
+                // Named from inside: on Linux a name given before `start` never
+                // reaches the system; it takes at most 15 bytes.
+                nameCurrentThread(name)
+                self.loop()
+            }
+            thread.start()
+        }
+    }
+
+    /// Runs `job` on one of the threads. After `stop`, it runs on the caller's
+    /// thread (and fails there on the closed pool) rather than never.
+    func submit(_ job: @escaping @Sendable () -> Void) {
+        let accepted = state.withLockBroadcasting { state -> Bool in
+            guard !state.stopping else { return false }
+            state.jobs.append(job)
+            return true
+        }
+        if !accepted { job() }
+    }
+
+    /// Lets the threads finish the jobs they have, and waits for them to exit.
+    func stop() {
+        state.withLockBroadcasting { $0.stopping = true }
+        state.wait(until: { $0.running == 0 }) { _ in }
+    }
+
+    private func loop() {
+        while true {
+            let job = state.wait(until: { !$0.jobs.isEmpty || $0.stopping }) { state -> (@Sendable () -> Void)? in
+                state.jobs.isEmpty ? nil : state.jobs.removeFirst()
+            }
+            guard let job else { break }
+            job()
+        }
+        state.withLockBroadcasting { $0.running -= 1 }
+    }
+}

@@ -1,0 +1,136 @@
+import Foundation
+import IsletCore
+import Storage
+import Testing
+
+/// Leases, heartbeats and the other rules that let several nodes share a queue.
+@Suite("Store contract: nodes and leases")
+struct NodeContractTests {
+    let targets = [Fixture.target("d1", "u1"), Fixture.target("d2", "u2"), Fixture.target("d3", "u3")]
+
+    private func claim(
+        _ store: any Store, at seconds: Double, limit: Int = 10, node: String = "node-1", leaseSeconds: Double = 30
+    ) throws -> [ClaimedPush] {
+        try store.writeNow { session in
+            var cache: [Int64: SendContent] = [:]
+            return try session.claimDuePushes(
+                now: Fixture.at(seconds), limit: limit,
+                lease: PushLease(nodeID: node, until: Fixture.at(seconds + leaseSeconds)), sends: &cache)
+        }
+    }
+
+    @Test(arguments: StoreBackend.all)
+    func aNodeHandsBackOnlyThePushesItHolds(_ backend: StoreBackend) async throws {
+        try await withStore(backend) { store in
+            let minter = IDMinter()
+            try store.writeNow { session in
+                try session.insertApp(Fixture.app())
+                try session.queue(.update, activityID: "a1", targets: targets, minter: minter)
+            }
+            #expect(try claim(store, at: 1, limit: 2, node: "node-1").map(\.apnsID) == ["id-1", "id-2"])
+            #expect(try claim(store, at: 1, limit: 2, node: "node-2").map(\.apnsID) == ["id-3"])
+            #expect(try store.writeNow { try $0.requeueInFlight(.heldBy(nodeID: "node-1"), now: Fixture.at(2)) } == 2)
+            #expect(try store.writeNow { try $0.requeueInFlight(.heldBy(nodeID: "node-1"), now: Fixture.at(2)) } == 0)
+            // node-2's push stays in flight; node-1's are due again, with their apns-ids.
+            #expect(try store.readNow { try $0.queueDepth() } == 3)
+            #expect(try claim(store, at: 2, node: "node-3").map(\.apnsID) == ["id-1", "id-2"])
+        }
+    }
+
+    @Test(arguments: StoreBackend.all)
+    func pushesWhoseLeaseRanOutAreTakenOverAndRenewedLeasesAreNot(_ backend: StoreBackend) async throws {
+        try await withStore(backend) { store in
+            let minter = IDMinter()
+            try store.writeNow { session in
+                try session.insertApp(Fixture.app())
+                try session.queue(.update, activityID: "a1", targets: targets, minter: minter)
+            }
+            _ = try claim(store, at: 1, limit: 1, node: "dead", leaseSeconds: 10)
+            _ = try claim(store, at: 1, limit: 1, node: "alive", leaseSeconds: 10)
+            // At 9 s the live node renews to 19 s; the dead one never does.
+            #expect(try store.writeNow { try $0.renewLeases(nodeID: "alive", until: Fixture.at(19)) } == 1)
+            #expect(try store.writeNow { try $0.renewLeases(nodeID: "nobody", until: Fixture.at(19)) } == 0)
+            #expect(try store.writeNow { try $0.requeueInFlight(.leaseExpired, now: Fixture.at(10)) } == 0)
+            #expect(try store.writeNow { try $0.requeueInFlight(.leaseExpired, now: Fixture.at(12)) } == 1)
+            let taken = try claim(store, at: 12, node: "alive")
+            #expect(taken.map(\.apnsID) == ["id-1", "id-3"])
+            #expect(try store.writeNow { try $0.requeueInFlight(.leaseExpired, now: Fixture.at(20)) } == 0)
+        }
+    }
+
+    @Test(arguments: StoreBackend.all)
+    func heartbeatsListNodesWithThePushesTheyHold(_ backend: StoreBackend) async throws {
+        try await withStore(backend) { store in
+            let minter = IDMinter()
+            try store.writeNow { session in
+                try session.insertApp(Fixture.app())
+                try session.queue(.update, activityID: "a1", targets: targets, minter: minter)
+                try session.recordHeartbeat(nodeID: "node-b", startedAt: Fixture.at(0), now: Fixture.at(1))
+                try session.recordHeartbeat(nodeID: "node-a", startedAt: Fixture.at(0), now: Fixture.at(1))
+                try session.recordHeartbeat(nodeID: "node-a", startedAt: Fixture.at(0), now: Fixture.at(5))
+                try session.recordHeartbeat(nodeID: "old", startedAt: Fixture.at(-100), now: Fixture.at(-50))
+            }
+            _ = try claim(store, at: 2, limit: 2, node: "node-a")
+            let nodes = try store.readNow { try $0.nodes(seenSince: Fixture.at(0)) }
+            #expect(nodes.map(\.nodeID) == ["node-a", "node-b"])
+            #expect(nodes.map(\.claimedPushes) == [2, 0])
+            #expect(nodes[0].lastHeartbeatAt == Fixture.at(5))
+            #expect(nodes[0].startedAt == Fixture.at(0))
+            #expect(try store.writeNow { try $0.forgetNodes(seenBefore: Fixture.at(0)) } == 1)
+            #expect(try store.readNow { try $0.nodes(seenSince: Fixture.at(-1000)) }.count == 2)
+        }
+    }
+
+    @Test(arguments: StoreBackend.all)
+    func sentPushesAreRecordedTogetherAndLeaveTheQueue(_ backend: StoreBackend) async throws {
+        try await withStore(backend) { store in
+            let minter = IDMinter()
+            try store.writeNow { session in
+                try session.insertApp(Fixture.app())
+                try session.queue(.update, activityID: "a1", targets: targets, minter: minter)
+            }
+            let claimed = try claim(store, at: 1, node: "node-1")
+            try store.writeNow { session in
+                try session.recordSent(
+                    [
+                        SentPush(pushID: claimed[0].id, attempts: 1, apnsStatus: 200, apnsUniqueID: "unique-1"),
+                        SentPush(pushID: claimed[1].id, attempts: 2, apnsStatus: 200, apnsUniqueID: nil),
+                    ], now: Fixture.at(3))
+                try session.recordSent([], now: Fixture.at(3))
+            }
+            let items = try store.readNow { try $0.pushes(appID: "app_1", activityID: "a1", since: Fixture.t0) }
+            #expect(items.map(\.status) == [.sent, .sent, .queued])
+            #expect(items.map(\.attempts) == [1, 2, 0])
+            #expect(items.map(\.apnsUniqueID) == ["unique-1", nil, nil])
+            #expect(items.map(\.apnsStatus) == [200, 200, nil])
+            #expect(items[0].sentAt == Fixture.at(3))
+            // Recorded pushes are no longer the node's: only the third is counted.
+            #expect(try store.readNow { try $0.nodes(seenSince: Fixture.t0) }.isEmpty)
+            try store.writeNow { try $0.recordHeartbeat(nodeID: "node-1", startedAt: Fixture.t0, now: Fixture.at(3)) }
+            #expect(try store.readNow { try $0.nodes(seenSince: Fixture.t0) }.first?.claimedPushes == 1)
+            #expect(try store.readNow { try $0.queueDepth() } == 1)
+        }
+    }
+
+    @Test(arguments: StoreBackend.all)
+    func aPeriodicJobIsTakenByOneTransactionAtATime(_ backend: StoreBackend) async throws {
+        try await withStore(backend) { store in
+            #expect(try store.writeNow { try $0.claimPeriodicJob("sweep") })
+            // Ended with its transaction: the next one takes it again.
+            #expect(try store.writeNow { try $0.claimPeriodicJob("sweep") })
+        }
+    }
+
+    @Test(arguments: StoreBackend.all)
+    func theLockedActivityReadsLikeTheActivity(_ backend: StoreBackend) async throws {
+        try await withStore(backend) { store in
+            try store.writeNow { session in
+                try session.insertApp(Fixture.app())
+                try session.startActivity("a1")
+                #expect(try session.lockedActivity(appID: "app_1", activityID: "a1")
+                    == session.activity(appID: "app_1", activityID: "a1"))
+                #expect(try session.lockedActivity(appID: "app_1", activityID: "nope") == nil)
+            }
+        }
+    }
+}

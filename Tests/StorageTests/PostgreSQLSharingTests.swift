@@ -1,0 +1,229 @@
+import Foundation
+import IsletCore
+import IsletSync
+import IsletTesting
+import PostgreSQLStorage
+import Storage
+import Testing
+
+/// Several stores on one PostgreSQL schema, as several nodes share one database:
+/// what one writer made true must hold with many.
+@Suite("PostgreSQL shared by several nodes")
+struct PostgreSQLSharingTests {
+    /// Runs `body` with `count` stores on one fresh schema, all closed afterwards.
+    func withNodes<T>(_ count: Int, poolSize: Int = 2, _ body: ([PostgreSQLStore], String) async throws -> T) async throws -> T {
+        try await TestPostgres.withSchema { url in
+            var stores: [PostgreSQLStore] = []
+            defer { for store in stores { store.close() } }
+            for index in 0..<count {
+                stores.append(try PostgreSQLStore(url: url, poolSize: poolSize, applicationName: "islet-node-\(index)"))
+            }
+            return try await body(stores, url)
+        }
+    }
+
+    /// A gate one transaction waits at until the test opens it.
+    final class Gate: Sendable {
+        private let state = ConditionLock((reached: false, open: false))
+        func wait() {
+            state.withLockBroadcasting { $0.reached = true }
+            state.wait(until: { $0.open }, timeout: .seconds(60)) { _ in }
+        }
+        func open() { state.withLockBroadcasting { $0.open = true } }
+        var reached: Bool { state.withLock { $0.reached } }
+    }
+
+    @Test func nodesStartingTogetherMigrateOnce() async throws {
+        try await TestPostgres.withSchema { url in
+            let stores = try await withThrowingTaskGroup(of: PostgreSQLStore.self) { group in
+                for index in 0..<3 {
+                    group.addTask { try PostgreSQLStore(url: url, poolSize: 1, applicationName: "islet-start-\(index)") }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            defer { for store in stores { store.close() } }
+            #expect(try TestPostgres.psql(url, "SELECT count(*) FROM islet_migrations") == "1")
+            for store in stores { #expect(try store.readNow { try $0.schemaVersion() } == 6) }
+        }
+    }
+
+    @Test func aDatabaseFromANewerIsletIsRefused() async throws {
+        try await TestPostgres.withSchema { url in
+            try PostgreSQLStore(url: url, poolSize: 1).close()
+            try TestPostgres.psql(url, "INSERT INTO islet_migrations VALUES (99, 'future', 'later')")
+            let error = #expect(throws: StoreError.self) { try PostgreSQLStore(url: url, poolSize: 1) }
+            #expect(error?.message.contains("newer than this Islet knows") == true)
+        }
+    }
+
+    @Test func twoNodesClaimingAtOnceNeverTakeTheSamePush() async throws {
+        try await withNodes(2) { stores, _ in
+            let targets = (0..<600).map { Fixture.target("d\($0)", "t\($0)") }
+            let minter = IDMinter()
+            try stores[0].writeNow { session in
+                try session.insertApp(Fixture.app())
+                try session.queue(.update, activityID: "a1", targets: targets, minter: minter)
+            }
+            let taken = try await withThrowingTaskGroup(of: [Int64].self) { group in
+                for (index, store) in stores.enumerated() {
+                    group.addTask {
+                        var mine: [Int64] = []
+                        while true {
+                            let claimed = try store.writeNow(durable: false) { session in
+                                var cache: [Int64: SendContent] = [:]
+                                return try session.claimDuePushes(
+                                    now: Fixture.at(1), limit: 25, lease: PushLease(nodeID: "node-\(index)", until: Fixture.at(60)),
+                                    sends: &cache)
+                            }
+                            if claimed.isEmpty { return mine }
+                            mine += claimed.map(\.id)
+                        }
+                    }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(taken[0].count + taken[1].count == 600)
+            #expect(Set(taken[0]).isDisjoint(with: taken[1]))
+            let nodes = try stores[1].writeNow { session in
+                try session.recordHeartbeat(nodeID: "node-0", startedAt: Fixture.t0, now: Fixture.at(1))
+                try session.recordHeartbeat(nodeID: "node-1", startedAt: Fixture.t0, now: Fixture.at(1))
+                return try session.nodes(seenSince: Fixture.t0)
+            }
+            #expect(nodes.map(\.claimedPushes) == [taken[0].count, taken[1].count])
+        }
+    }
+
+    @Test func theSecondAnswerToAnIdempotencyKeyIsAConflictOnceTheFirstCommits() async throws {
+        try await withNodes(2) { stores, _ in
+            try stores[0].writeNow { try $0.insertApp(Fixture.app()) }
+            let answer = { (body: String) in
+                IdempotentAnswer(requestHash: Data("hash".utf8), status: 202, body: Data(body.utf8), createdAt: Fixture.at(1))
+            }
+            let gate = Gate()
+            async let first: Void = stores[0].write { session in
+                #expect(try session.idempotentAnswer(appID: "app_1", key: "k", since: Fixture.t0) == nil)
+                try session.saveIdempotentAnswer(appID: "app_1", key: "k", answer("first"), replacingBefore: Fixture.t0)
+                gate.wait()
+            }
+            #expect(await eventually { gate.reached })
+            async let second: Void = stores[1].write { session in
+                // Reads before the first commits: no answer yet, so it saves one too,
+                // and waits on the first's row.
+                #expect(try session.idempotentAnswer(appID: "app_1", key: "k", since: Fixture.t0) == nil)
+                try session.saveIdempotentAnswer(appID: "app_1", key: "k", answer("second"), replacingBefore: Fixture.t0)
+            }
+            try await Task.sleep(for: .milliseconds(100))
+            gate.open()
+            try await first
+            let error = await #expect(throws: StoreError.self) { try await second }
+            #expect(error?.code == .conflict)
+            let stored = try stores[1].readNow { try $0.idempotentAnswer(appID: "app_1", key: "k", since: Fixture.t0) }
+            #expect(stored?.body == Data("first".utf8))
+        }
+    }
+
+    @Test func aLockedActivityMakesTheNextWriterReadWhatTheFirstWrote() async throws {
+        try await withNodes(2) { stores, _ in
+            try stores[0].writeNow { session in
+                try session.insertApp(Fixture.app())
+                try session.startActivity("a1")
+            }
+            let gate = Gate()
+            async let first: Void = stores[0].write { session in
+                let activity = try #require(try session.lockedActivity(appID: "app_1", activityID: "a1"))
+                gate.wait()
+                try session.recordUpdate(
+                    appID: "app_1", activityID: "a1", contentState: .object(["score": .integer(1)]),
+                    timestamp: (activity.lastTimestamp ?? 0) + 1, now: Fixture.at(1))
+            }
+            #expect(await eventually { gate.reached })
+            async let second: Int64? = stores[1].write { session in
+                try session.lockedActivity(appID: "app_1", activityID: "a1")?.lastTimestamp
+            }
+            try await Task.sleep(for: .milliseconds(100))
+            gate.open()
+            try await first
+            // The fixture starts at timestamp 1; the first writer made it 2 while the
+            // second waited for the row.
+            #expect(try await second == 2)
+        }
+    }
+
+    @Test func aPeriodicJobRunsOnOneNodeAtATime() async throws {
+        try await withNodes(2) { stores, _ in
+            let gate = Gate()
+            async let first: Bool = stores[0].write { session in
+                let taken = try session.claimPeriodicJob("sweep")
+                gate.wait()
+                return taken
+            }
+            #expect(await eventually { gate.reached })
+            #expect(try await stores[1].write { try $0.claimPeriodicJob("sweep") } == false)
+            #expect(try await stores[1].write { try $0.claimPeriodicJob("scheduled-ends") })
+            gate.open()
+            #expect(try await first)
+            #expect(try await stores[1].write { try $0.claimPeriodicJob("sweep") })
+        }
+    }
+
+    @Test func noticesReachEveryNodeWhenTheTransactionCommits() async throws {
+        try await withNodes(2) { stores, _ in
+            let heard = Lock<[StoreNotice]>([])
+            stores[1].subscribe { notice in heard.withLock { $0.append(notice) } }
+            // The listener connects in its own time: send until one is heard.
+            #expect(await eventually {
+                try? stores[0].writeNow { try $0.notifyNodes(.resync) }
+                return heard.withLock { $0.contains(.resync) }
+            })
+            let minter = IDMinter()
+            try stores[0].writeNow { session in
+                try session.insertApp(Fixture.app())
+                try session.queue(.update, activityID: "a1", targets: [Fixture.target("d1", "t1")], minter: minter)
+                _ = try session.replaceKeys(appID: "app_1", serverKeyHash: Data("s2".utf8), deviceKeyHash: Data("d2".utf8), now: Fixture.at(1))
+            }
+            #expect(await eventually { heard.withLock { $0.contains(.pushesQueued) && $0.contains(.appChanged(appID: "app_1")) } })
+            // A rolled-back transaction tells nobody.
+            heard.withLock { $0.removeAll() }
+            struct Abandon: Error {}
+            #expect(throws: Abandon.self) {
+                try stores[0].writeNow { session in
+                    try session.notifyNodes(.appChanged(appID: "rolled-back"))
+                    throw Abandon()
+                }
+            }
+            try stores[0].writeNow { try $0.notifyNodes(.appChanged(appID: "after")) }
+            #expect(await eventually { heard.withLock { $0.contains(.appChanged(appID: "after")) } })
+            #expect(!heard.withLock { $0.contains(.appChanged(appID: "rolled-back")) })
+        }
+    }
+
+    @Test func aLostConnectionIsReplacedAndTheTransactionRunsAgain() async throws {
+        try await withNodes(1, poolSize: 1) { stores, url in
+            let store = stores[0]
+            try store.writeNow { try $0.insertApp(Fixture.app()) }
+            // Every connection of the pool dies under it.
+            let killed = try TestPostgres.psql(
+                url,
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = 'islet-node-0' AND pid <> pg_backend_pid()")
+            #expect(Int(killed) ?? 0 >= 1)
+            try store.writeNow { try $0.insertApp(Fixture.app("app_2")) }
+            #expect(try await store.read { try $0.apps().map(\.id) } == ["app_1", "app_2"])
+        }
+    }
+
+    @Test func anUnreachableServerOrARefusedPasswordIsUnavailableWithoutThePassword() async throws {
+        let port = try ReservedPort()
+        let unreachable = #expect(throws: StoreError.self) {
+            try PostgreSQLStore(url: "postgresql://islet:hunter2secret@127.0.0.1:\(port.port)/postgres?connect_timeout=5")
+        }
+        #expect(unreachable?.code == .unavailable)
+        #expect(unreachable?.message.contains("hunter2secret") == false)
+        let serverPort = try #require(TestPostgres.port)
+        let refused = #expect(throws: StoreError.self) {
+            try PostgreSQLStore(url: "postgresql://islet_password:wrong-secret-123@127.0.0.1:\(serverPort)/postgres")
+        }
+        #expect(refused?.code == .unavailable)
+        #expect(refused?.message.contains("wrong-secret-123") == false)
+        #expect(refused?.message.contains("password") == true)
+    }
+}
