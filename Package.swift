@@ -57,7 +57,7 @@ let package = Package(
         // The SQLite store: connection, statements, database thread, checkpointer, migrations, Islet's schema.
         .target(
             name: "SQLiteStorage", dependencies: ["Storage", "IsletSync", "IsletCore", "CSQLite"], swiftSettings: swiftSettings),
-        // PostgreSQL over libpq: for now only the library's version (the store comes later).
+        // PostgreSQL over libpq: connection URLs and connections (the store comes later).
         .target(name: "PostgreSQLStorage", dependencies: ["Storage", "CPostgres"], swiftSettings: swiftSettings),
         // HTTP/2 over TLS on libnghttp2 and OpenSSL.
         .target(name: "HTTP2", dependencies: ["IsletSync", "CNGHTTP2", "COpenSSL", "CLinux"], swiftSettings: hotPathSettings),
@@ -147,6 +147,10 @@ let package = Package(
         .testTarget(name: "IsletCryptoTests", dependencies: ["IsletCrypto", "IsletTesting"], swiftSettings: swiftSettings),
         .testTarget(
             name: "StorageTests", dependencies: ["Storage", "SQLiteStorage", "PostgreSQLStorage", "IsletCore", "IsletTesting"],
+            swiftSettings: swiftSettings),
+        // PostgreSQL connections against the server ISLET_TEST_POSTGRES_URL names (scripts/with-postgres.sh starts one).
+        .testTarget(
+            name: "PostgreSQLStorageTests", dependencies: ["PostgreSQLStorage", "Storage", "IsletCore", "IsletTesting"],
             swiftSettings: swiftSettings),
         .testTarget(name: "APNsSimulatorTests", dependencies: ["IsletSync", "APNsSimulator", "HTTP2", "IsletTesting"], swiftSettings: swiftSettings),
         .testTarget(name: "APNsTests", dependencies: ["APNs", "APNsSimulator", "HTTP2", "IsletTesting"], swiftSettings: swiftSettings),
