@@ -58,7 +58,7 @@ struct PostgresURLTests {
         let queryPassword = #expect(throws: StoreError.self) { try PostgresURL("postgresql://db/islet?password=top%zzsecret") }
         #expect(queryPassword?.message.contains("secret") == false)
 
-        let notPostgres = #expect(throws: StoreError.self) { try PostgresURL("mysql://u:topsecret@db/islet") }
+        let notPostgres = #expect(throws: StoreError.self) { try PostgresURL("host=db password=topsecret") }
         #expect(notPostgres?.message.contains("not a PostgreSQL URL") == true)
         #expect(notPostgres?.message.contains("topsecret") == false)
     }

@@ -26,7 +26,8 @@ public struct PostgresURL: Sendable, Hashable, CustomStringConvertible {
     /// password.
     public init(_ text: String) throws(StoreError) {
         guard Self.isPostgresURL(text) else {
-            throw StoreError(.unavailable, "\(Self.redact(text)) is not a PostgreSQL URL (postgres:// or postgresql://)")
+            // Not echoed: text in another form (`host=… password=…`) is not redacted.
+            throw StoreError(.unavailable, "the database is not a PostgreSQL URL (postgres:// or postgresql://)")
         }
         var failure: UnsafeMutablePointer<CChar>?
         guard let options = PQconninfoParse(text, &failure) else {
