@@ -1,4 +1,5 @@
-# Islet: `make run` starts the server, `make test` runs every test.
+# Islet: `make run` starts the server, `make test` runs every test (against a
+# throwaway PostgreSQL server that scripts/with-postgres.sh starts and removes).
 SHELL := /bin/bash
 SWIFT ?= swift
 # WERROR=1 turns compiler warnings into errors (CI sets it).
@@ -22,9 +23,10 @@ run: build
 test: deps
 	./scripts/test-tools.sh
 	$(SWIFT) build --build-tests $(SWIFT_FLAGS)
-	$(SWIFT) test --skip-build
-	# Alone in a process of its own, where counting the process's threads is exact.
-	ISLET_THREAD_CENSUS=1 $(SWIFT) test --skip-build --filter ThreadCensusTests
+	# Both runs share one throwaway PostgreSQL server (ISLET_TEST_POSTGRES_URL); the
+	# second is alone in a process of its own, where counting the process's threads is exact.
+	./scripts/with-postgres.sh bash -c '$(SWIFT) test --skip-build && \
+	  ISLET_THREAD_CENSUS=1 $(SWIFT) test --skip-build --filter ThreadCensusTests'
 
 # The whole suite under AddressSanitizer, then under ThreadSanitizer, each in a
 # build folder of its own; suppressions (each with its proof) in scripts/sanitizers/.

@@ -150,6 +150,10 @@ let package = Package(
         .testTarget(
             name: "StorageTests", dependencies: ["Storage", "SQLiteStorage", "PostgreSQLStorage", "IsletCore", "IsletSync", "IsletTesting"],
             swiftSettings: swiftSettings),
+        // PostgreSQL connections against the server ISLET_TEST_POSTGRES_URL names (scripts/with-postgres.sh starts one).
+        .testTarget(
+            name: "PostgreSQLStorageTests", dependencies: ["PostgreSQLStorage", "Storage", "IsletCore", "IsletTesting"],
+            swiftSettings: swiftSettings),
         .testTarget(name: "APNsSimulatorTests", dependencies: ["IsletSync", "APNsSimulator", "HTTP2", "IsletTesting"], swiftSettings: swiftSettings),
         .testTarget(name: "APNsTests", dependencies: ["APNs", "APNsSimulator", "HTTP2", "IsletTesting"], swiftSettings: swiftSettings),
         .testTarget(

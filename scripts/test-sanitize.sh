@@ -37,12 +37,17 @@ show_reports() {
 }
 status=0
 echo "test-sanitize: running the suite under the $sanitizer sanitizer"
-# A deadline, so that a stuck process fails the run instead of stalling it.
-timeout --kill-after=30 1500 swift test --skip-build --sanitize="$sanitizer" --build-path "$build" || status=$?
-if [ "$status" -eq 0 ]; then
-  ISLET_THREAD_CENSUS=1 timeout --kill-after=30 300 \
-    swift test --skip-build --sanitize="$sanitizer" --build-path "$build" --filter ThreadCensusTests || status=$?
-fi
+# Both runs share one throwaway PostgreSQL server. Deadlines, so that a stuck
+# process fails the run instead of stalling it.
+./scripts/with-postgres.sh bash -c '
+  sanitizer=$1 build=$2 status=0
+  timeout --kill-after=30 1500 swift test --skip-build --sanitize="$sanitizer" --build-path "$build" || status=$?
+  if [ "$status" -eq 0 ]; then
+    ISLET_THREAD_CENSUS=1 timeout --kill-after=30 300 \
+      swift test --skip-build --sanitize="$sanitizer" --build-path "$build" --filter ThreadCensusTests || status=$?
+  fi
+  exit "$status"
+' test-sanitize "$sanitizer" "$build" || status=$?
 show_reports || status=1
 if [ "$status" -ne 0 ]; then echo "test-sanitize: the $sanitizer run failed (status $status)" >&2; fi
 exit "$status"
