@@ -65,14 +65,14 @@ extension SQLSession {
             try run("DELETE FROM activity_instances WHERE app_id = \(appID) AND activity_id = \(activityID)")
             try run("DELETE FROM activities WHERE app_id = \(appID) AND activity_id = \(activityID)")
         }
-        guard let row = try query(
+        guard let row = try recoveringFromConflict({ try query(
             """
             INSERT INTO activities (app_id, activity_id, activity_type, origin, status, attributes, content_state,
                 last_timestamp, started_at, end_at)
             VALUES (\(appID), \(activityID), \(activityType), \(origin.rawValue), 'started', \(attributes?.jsonText),
                 \(contentState?.jsonText), \(lastTimestamp), \(now.unixMilliseconds), \(endAt?.unixMilliseconds))
             RETURNING seq
-            """).first
+            """) }).first
         else { throw StoreError(.corrupt, "the activity's insert returned no sequence") }
         return try row.int64("seq")
     }

@@ -9,13 +9,13 @@ extension SQLSession {
 
     /// Adds an app; `conflict` when the id (or a key hash) is taken.
     public func insertApp(_ app: AppRecord) throws {
-        try run(
+        try recoveringFromConflict { try run(
             """
             INSERT INTO apps (\(sql: Self.appColumns))
             VALUES (\(app.id), \(app.name), \(app.bundleID), \(app.credentials?.teamID), \(app.credentials?.keyID),
                 \(app.credentials?.privateKeyPEM), \(app.serverKeyHash), \(app.deviceKeyHash),
                 \(app.createdAt.unixMilliseconds), \(app.updatedAt.unixMilliseconds), \(app.strictActivityTypes))
-            """)
+            """) }
     }
 
     /// Replaces an app's name, bundle id, credentials, settings and key hashes, and

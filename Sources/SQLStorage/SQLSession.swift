@@ -38,6 +38,24 @@ public struct SQLSession: StoreSession {
         try executor.run(sql)
     }
 
+    /// Runs `body`, whose statements may break a unique key, so that a `conflict` it
+    /// throws leaves the rest of the transaction usable, as on SQLite: on PostgreSQL,
+    /// where a failed statement would abort the whole transaction, inside a savepoint
+    /// rolled back on the conflict.
+    func recoveringFromConflict<T>(_ body: () throws -> T) throws -> T {
+        guard dialect == .postgresql else { return try body() }
+        try run("SAVEPOINT islet_conflict")
+        do {
+            let result = try body()
+            try run("RELEASE SAVEPOINT islet_conflict")
+            return result
+        } catch let error as StoreError where error.code == .conflict {
+            try run("ROLLBACK TO SAVEPOINT islet_conflict")
+            try run("RELEASE SAVEPOINT islet_conflict")
+            throw error
+        }
+    }
+
     /// Runs `sql` once per element of `rows`, prepared once (every element gives the
     /// same text). Answers the rows changed.
     @discardableResult

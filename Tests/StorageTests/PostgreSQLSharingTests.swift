@@ -12,11 +12,13 @@ import Testing
 struct PostgreSQLSharingTests {
     /// Runs `body` with `count` stores on one fresh schema, all closed afterwards.
     func withNodes<T>(_ count: Int, poolSize: Int = 2, _ body: ([PostgreSQLStore], String) async throws -> T) async throws -> T {
-        try await TestPostgres.withSchema { url in
+        // Named apart from every other test's connections, which this suite may end.
+        let tag = String(UInt32.random(in: 0...UInt32.max), radix: 16)
+        return try await TestPostgres.withSchema { url in
             var stores: [PostgreSQLStore] = []
             defer { for store in stores { store.close() } }
             for index in 0..<count {
-                stores.append(try PostgreSQLStore(url: url, poolSize: poolSize, applicationName: "islet-node-\(index)"))
+                stores.append(try PostgreSQLStore(url: url, poolSize: poolSize, applicationName: "islet-node-\(tag)-\(index)"))
             }
             return try await body(stores, url)
         }
@@ -30,6 +32,8 @@ struct PostgreSQLSharingTests {
             state.wait(until: { $0.open }, timeout: .seconds(60)) { _ in }
         }
         func open() { state.withLockBroadcasting { $0.open = true } }
+        /// Notes that the point was reached, without waiting.
+        func mark() { state.withLockBroadcasting { $0.reached = true } }
         var reached: Bool { state.withLock { $0.reached } }
     }
 
@@ -64,7 +68,7 @@ struct PostgreSQLSharingTests {
                 try session.insertApp(Fixture.app())
                 try session.queue(.update, activityID: "a1", targets: targets, minter: minter)
             }
-            let taken = try await withThrowingTaskGroup(of: [Int64].self) { group in
+            let taken = try await withThrowingTaskGroup(of: (Int, [Int64]).self) { group in
                 for (index, store) in stores.enumerated() {
                     group.addTask {
                         var mine: [Int64] = []
@@ -75,12 +79,14 @@ struct PostgreSQLSharingTests {
                                     now: Fixture.at(1), limit: 25, lease: PushLease(nodeID: "node-\(index)", until: Fixture.at(60)),
                                     sends: &cache)
                             }
-                            if claimed.isEmpty { return mine }
+                            if claimed.isEmpty { return (index, mine) }
                             mine += claimed.map(\.id)
                         }
                     }
                 }
-                return try await group.reduce(into: []) { $0.append($1) }
+                var byNode: [[Int64]] = [[], []]
+                for try await (index, ids) in group { byNode[index] = ids }
+                return byNode
             }
             #expect(taken[0].count + taken[1].count == 600)
             #expect(Set(taken[0]).isDisjoint(with: taken[1]))
@@ -96,7 +102,7 @@ struct PostgreSQLSharingTests {
     @Test func theSecondAnswerToAnIdempotencyKeyIsAConflictOnceTheFirstCommits() async throws {
         try await withNodes(2) { stores, _ in
             try stores[0].writeNow { try $0.insertApp(Fixture.app()) }
-            let answer = { (body: String) in
+            @Sendable func answer(_ body: String) -> IdempotentAnswer {
                 IdempotentAnswer(requestHash: Data("hash".utf8), status: 202, body: Data(body.utf8), createdAt: Fixture.at(1))
             }
             let gate = Gate()
@@ -106,16 +112,21 @@ struct PostgreSQLSharingTests {
                 gate.wait()
             }
             #expect(await eventually { gate.reached })
-            async let second: Void = stores[1].write { session in
+            let read = Gate()
+            let second = Task { try await stores[1].write { session -> Bool in
                 // Reads before the first commits: no answer yet, so it saves one too,
                 // and waits on the first's row.
-                #expect(try session.idempotentAnswer(appID: "app_1", key: "k", since: Fixture.t0) == nil)
+                let sawNone = try session.idempotentAnswer(appID: "app_1", key: "k", since: Fixture.t0) == nil
+                read.mark()
                 try session.saveIdempotentAnswer(appID: "app_1", key: "k", answer("second"), replacingBefore: Fixture.t0)
-            }
+                return sawNone
+            } }
+            #expect(await eventually { read.reached })
+            // Let the second's insert reach the first's row and wait there.
             try await Task.sleep(for: .milliseconds(100))
             gate.open()
             try await first
-            let error = await #expect(throws: StoreError.self) { try await second }
+            let error = await #expect(throws: StoreError.self) { try await second.value }
             #expect(error?.code == .conflict)
             let stored = try stores[1].readNow { try $0.idempotentAnswer(appID: "app_1", key: "k", since: Fixture.t0) }
             #expect(stored?.body == Data("first".utf8))
@@ -143,9 +154,10 @@ struct PostgreSQLSharingTests {
             try await Task.sleep(for: .milliseconds(100))
             gate.open()
             try await first
+            let seen = try await second
             // The fixture starts at timestamp 1; the first writer made it 2 while the
             // second waited for the row.
-            #expect(try await second == 2)
+            #expect(seen == 2)
         }
     }
 
@@ -158,11 +170,15 @@ struct PostgreSQLSharingTests {
                 return taken
             }
             #expect(await eventually { gate.reached })
-            #expect(try await stores[1].write { try $0.claimPeriodicJob("sweep") } == false)
-            #expect(try await stores[1].write { try $0.claimPeriodicJob("scheduled-ends") })
+            let whileHeld = try await stores[1].write { try $0.claimPeriodicJob("sweep") }
+            let another = try await stores[1].write { try $0.claimPeriodicJob("scheduled-ends") }
+            #expect(!whileHeld)
+            #expect(another)
             gate.open()
-            #expect(try await first)
-            #expect(try await stores[1].write { try $0.claimPeriodicJob("sweep") })
+            let firstTook = try await first
+            #expect(firstTook)
+            let afterwards = try await stores[1].write { try $0.claimPeriodicJob("sweep") }
+            #expect(afterwards)
         }
     }
 
@@ -198,13 +214,15 @@ struct PostgreSQLSharingTests {
     }
 
     @Test func aLostConnectionIsReplacedAndTheTransactionRunsAgain() async throws {
-        try await withNodes(1, poolSize: 1) { stores, url in
-            let store = stores[0]
+        let name = "islet-lost-" + String(UInt32.random(in: 0...UInt32.max), radix: 16)
+        try await TestPostgres.withSchema { url in
+            let store = try PostgreSQLStore(url: url, poolSize: 1, applicationName: name)
+            defer { store.close() }
             try store.writeNow { try $0.insertApp(Fixture.app()) }
-            // Every connection of the pool dies under it.
+            // Every connection of the store dies under it, the listener's too.
             let killed = try TestPostgres.psql(
                 url,
-                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = 'islet-node-0' AND pid <> pg_backend_pid()")
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = '\(name)' AND pid <> pg_backend_pid()")
             #expect(Int(killed) ?? 0 >= 1)
             try store.writeNow { try $0.insertApp(Fixture.app("app_2")) }
             #expect(try await store.read { try $0.apps().map(\.id) } == ["app_1", "app_2"])

@@ -11,7 +11,7 @@ enum PostgresMigrator {
     @discardableResult
     static func migrate(_ connection: PostgresConnection, migrations: [PostgresMigration]) throws -> [Int] {
         let lock: SQL = "SELECT pg_advisory_lock(hashtext(current_schema() || ':islet-migrations'))"
-        try connection.query(lock)
+        _ = try connection.query(lock)
         defer { _ = try? connection.query("SELECT pg_advisory_unlock(hashtext(current_schema() || ':islet-migrations'))") }
         try connection.execute("""
             CREATE TABLE IF NOT EXISTS islet_migrations (
