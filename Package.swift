@@ -139,7 +139,7 @@ let package = Package(
         .executableTarget(name: "FuzzCredentials", dependencies: ["FuzzTargets", "CLibFuzzer"], path: "Fuzz/Entry/FuzzCredentials", swiftSettings: swiftSettings),
 
         // Helpers shared by the test targets: a raw-socket HTTP client, temporary folders.
-        .target(name: "IsletTesting", dependencies: ["IsletSync", "CLinux"], path: "Tests/IsletTesting", swiftSettings: swiftSettings),
+        .target(name: "IsletTesting", dependencies: ["IsletSync", "CLinux", "Storage"], path: "Tests/IsletTesting", swiftSettings: swiftSettings),
 
         .testTarget(name: "IsletSyncTests", dependencies: ["IsletSync"], swiftSettings: swiftSettings),
         .testTarget(name: "IsletCoreTests", dependencies: ["IsletCore"], swiftSettings: swiftSettings),
@@ -158,11 +158,11 @@ let package = Package(
         .testTarget(name: "APNsTests", dependencies: ["APNs", "APNsSimulator", "HTTP2", "IsletTesting"], swiftSettings: swiftSettings),
         .testTarget(
             name: "IsletServiceTests",
-            dependencies: ["IsletService", "IsletCore", "IsletCrypto", "IsletLog", "IsletSync", "Storage", "SQLiteStorage", "IsletTesting"],
+            dependencies: ["IsletService", "IsletCore", "IsletCrypto", "IsletLog", "IsletSync", "Storage", "SQLiteStorage", "PostgreSQLStorage", "IsletTesting"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "DeliveryTests",
-            dependencies: ["Delivery", "APNs", "IsletCore", "IsletLog", "IsletSync", "Storage", "SQLiteStorage", "IsletTesting"],
+            dependencies: ["Delivery", "APNs", "IsletCore", "IsletLog", "IsletSync", "Storage", "SQLiteStorage", "PostgreSQLStorage", "IsletTesting"],
             swiftSettings: swiftSettings),
         .testTarget(name: "HTTP2Tests", dependencies: ["IsletSync", "HTTP2", "IsletCrypto", "IsletTesting"], swiftSettings: swiftSettings),
         .testTarget(name: "HTTPServerTests", dependencies: ["IsletSync", "HTTPServer", "IsletTesting"], swiftSettings: swiftSettings),

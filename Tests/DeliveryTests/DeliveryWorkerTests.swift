@@ -5,13 +5,19 @@ import IsletCore
 import IsletLog
 import IsletSync
 import IsletTesting
+import PostgreSQLStorage
 import SQLiteStorage
 import Storage
 import Testing
 
-/// The store these tests run on. The one place that names the SQLite backend.
+/// The store these tests run on: SQLite in `folder`, or a fresh PostgreSQL schema
+/// when the suites run on PostgreSQL (dropped when the store closes).
 func makeStore(in folder: URL) throws -> any Store {
-    try SQLiteStore(path: folder.appendingPathComponent("islet.sqlite").path)
+    guard TestPostgres.suitesUsePostgreSQL else {
+        return try SQLiteStore(path: folder.appendingPathComponent("islet.sqlite").path)
+    }
+    let (url, drop) = try TestPostgres.makeSchema()
+    return DroppingStore(try PostgreSQLStore(url: url, poolSize: 2, applicationName: "islet-delivery-tests"), drop: drop)
 }
 
 /// A transport that answers every push at once, from another thread, with what

@@ -11,20 +11,23 @@ func withApplication(
     _ body: (Application, MemoryLogSink) async throws -> Void
 ) async throws {
     try await withTemporaryDirectory { dir in
-        var config = Configuration()
-        config.port = 0
-        config.dataDirectory = dir.path
-        config.maxBodyBytes = maxBodyBytes
-        let sink = MemoryLogSink()
-        let application = try buildApplication(config, logger: Logger(level: .debug, format: .json, sink: sink))
-        try application.start()
-        do {
-            try await body(application, sink)
-        } catch {
+        try await TestPostgres.withSuiteDatabase { database in
+            var config = Configuration()
+            config.port = 0
+            config.dataDirectory = dir.path
+            config.databasePath = database
+            config.maxBodyBytes = maxBodyBytes
+            let sink = MemoryLogSink()
+            let application = try buildApplication(config, logger: Logger(level: .debug, format: .json, sink: sink))
+            try application.start()
+            do {
+                try await body(application, sink)
+            } catch {
+                await application.shutdown()
+                throw error
+            }
             await application.shutdown()
-            throw error
         }
-        await application.shutdown()
     }
 }
 
@@ -37,6 +40,8 @@ struct ApplicationTests {
             #expect(response.headers["content-type"] == "application/json")
             #expect(response.json?["status"] as? String == "ok")
             #expect((response.json?["checks"] as? [String: String])?["database"] == "ok")
+            #expect(response.json?["backend"] as? String == app.store.backend)
+            #expect(response.json?["node_id"] as? String == app.configuration.resolvedNodeID)
         }
     }
 
@@ -45,7 +50,7 @@ struct ApplicationTests {
             let response = try await httpRequest(port: app.port, path: "/v1/version")
             let json = try #require(response.json)
             #expect(json["name"] as? String == "islet")
-            #expect(json["schema_version"] as? Int == 5)
+            #expect(json["schema_version"] as? Int == 6)
             let libraries = try #require(json["libraries"] as? [String: String])
             #expect(Set(libraries.keys) == ["openssl", "nghttp2", "libmicrohttpd", "sqlite", "libpq"])
         }

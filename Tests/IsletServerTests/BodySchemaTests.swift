@@ -16,7 +16,7 @@ struct BodySchemaTests {
     ]
 
     static let formats: [(String, TextFormat)] = [
-        ("identifier", .identifier), ("activityType", .activityType), ("bundleID", .bundleID), ("appleID", .appleID),
+        ("plain", .text(max: 100)), ("identifier", .identifier), ("activityType", .activityType), ("bundleID", .bundleID), ("appleID", .appleID),
         ("token", .token), ("idempotencyKey", .idempotencyKey), ("appID", PathParameter.appID),
     ]
 

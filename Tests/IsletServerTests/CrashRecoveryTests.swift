@@ -41,7 +41,7 @@ struct CrashRecoveryTests {
 
     @Test func aKilledServerLosesNothingMidFanOut() async throws {
         try #require(FileManager.default.isExecutableFile(atPath: executable), "islet not built at \(executable)")
-        try await withTemporaryDirectory { dir in
+        try await withTemporaryDirectory { dir in try await TestPostgres.withSuiteDatabase { database in
             let signingKey = try P256.SigningKey.generate()
             var options = APNsSimulatorOptions()
             options.port = 0
@@ -57,7 +57,9 @@ struct CrashRecoveryTests {
                 "--apns-sandbox-url", "https://127.0.0.1:\(simulator.port)",
                 "--apns-production-url", "https://127.0.0.1:\(simulator.port)", "--apns-ca-file", caFile.path,
                 "--delivery-max-in-flight", "20",
-            ]
+                // The same node after the restart: it takes back what it held.
+                "--node-id", "crash-test-node",
+            ] + (database.map { ["--database", $0] } ?? [])
 
             var (process, port, _) = try await launch(arguments)
             defer { killIfRunning(process) }
@@ -123,6 +125,6 @@ struct CrashRecoveryTests {
             #expect(recorded.count == devices)
             #expect(received == recorded)
             #expect(Set(simulator.engine.pushes().compactMap(\.token)).count == devices)
-        }
+        } }
     }
 }

@@ -46,7 +46,7 @@ struct ServerHarness: Sendable {
         simulators: @Sendable (inout APNsSimulatorOptions) -> Void = { _ in },
         _ body: (ServerHarness) async throws -> Void
     ) async throws {
-        try await withTemporaryDirectory { directory in
+        try await withTemporaryDirectory { directory in try await TestPostgres.withSuiteDatabase { database in
             let clock = ManualWallClock(start: Date())
             let signingKey = try P256.SigningKey.generate()
             let authority = try LocalCertificateAuthority.generate(commonName: "Islet test CA")
@@ -70,6 +70,7 @@ struct ServerHarness: Sendable {
             var config = Configuration()
             config.port = 0
             config.dataDirectory = directory.path
+            config.databasePath = database
             config.adminToken = adminToken
             config.apnsSandboxURL = "https://127.0.0.1:\(sandbox.port)"
             config.apnsProductionURL = "https://127.0.0.1:\(production.port)"
@@ -88,7 +89,7 @@ struct ServerHarness: Sendable {
                 throw error
             }
             await harness.stop()
-        }
+        } }
     }
 
     /// The node id the server runs as (on every metric).

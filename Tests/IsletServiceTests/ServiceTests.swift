@@ -5,6 +5,7 @@ import IsletLog
 import IsletService
 import IsletSync
 import IsletTesting
+import PostgreSQLStorage
 import SQLiteStorage
 import Storage
 import Testing
@@ -52,7 +53,7 @@ struct ServiceTests {
 
     func withRig(_ body: (Rig) async throws -> Void) async throws {
         try await withTemporaryDirectory { dir in
-            let store = try SQLiteStore(path: dir.appendingPathComponent("islet.sqlite").path)
+            let store = try openSuiteStore(in: dir)
             let clock = ManualWallClock()
             let woken = Lock(0)
             let environment = ServiceEnvironment(
@@ -197,4 +198,14 @@ struct ServiceTests {
         #expect(ServiceError(StoreError(.unavailable, "x")).code == .unavailable)
         #expect(ServiceError(StoreError(.corrupt, "x")).code == .failed)
     }
+}
+
+/// The store the service suites run on: SQLite in `folder`, or a fresh PostgreSQL
+/// schema when the suites run on PostgreSQL (dropped when the store closes).
+func openSuiteStore(in folder: URL) throws -> any Store {
+    guard TestPostgres.suitesUsePostgreSQL else {
+        return try SQLiteStore(path: folder.appendingPathComponent("islet.sqlite").path)
+    }
+    let (url, drop) = try TestPostgres.makeSchema()
+    return DroppingStore(try PostgreSQLStore(url: url, poolSize: 2, applicationName: "islet-service-tests"), drop: drop)
 }

@@ -23,18 +23,52 @@ public enum TestPostgres {
         ProcessInfo.processInfo.environment["ISLET_TEST_POSTGRES_PORT"].flatMap { Int($0) }
     }
 
+    /// The backend the service, API and end-to-end suites run on: `postgresql` when
+    /// `ISLET_TEST_BACKEND` says so (`make test` runs them once on each), else
+    /// `sqlite`. The store contract suites run on both in every run.
+    public static var suiteBackend: String {
+        ProcessInfo.processInfo.environment["ISLET_TEST_BACKEND"] == "postgresql" ? "postgresql" : "sqlite"
+    }
+
+    /// Whether the suites run on PostgreSQL.
+    public static var suitesUsePostgreSQL: Bool { suiteBackend == "postgresql" }
+
+    /// Runs `body` with the `--database` a suite's server uses: on SQLite `nil` (the
+    /// data folder's own file), on PostgreSQL the URL of a fresh schema, dropped
+    /// afterwards.
+    public static func withSuiteDatabase<T>(_ body: (String?) async throws -> T) async throws -> T {
+        guard suitesUsePostgreSQL else { return try await body(nil) }
+        return try await withSchema { try await body($0) }
+    }
+
+    /// A fresh schema, for a store whose life a test does not scope with a closure:
+    /// its URL, and the call that drops it.
+    public static func makeSchema() throws -> (url: String, drop: @Sendable () -> Void) {
+        let server = try url()
+        let schema = newSchemaName()
+        try psql(server, "CREATE SCHEMA \(schema)")
+        return (scoped(server, schema), { _ = try? psql(server, "DROP SCHEMA \(schema) CASCADE") })
+    }
+
+    private static func newSchemaName() -> String {
+        "t_" + (0..<8).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
+    }
+
+    private static func scoped(_ server: String, _ schema: String) -> String {
+        let separator = server.contains("?") ? "&" : "?"
+        return server + separator + "options=-csearch_path%3D\(schema)"
+    }
+
     /// Runs `body` with the URL of a fresh, empty schema of its own (`t_` and random
     /// hex): the URL's `options` put it first on the `search_path`, so that every
     /// table `body` makes lands there. The schema is dropped, with all it holds,
     /// when `body` returns or throws.
     public static func withSchema<T>(_ body: (String) async throws -> T) async throws -> T {
         let server = try url()
-        let schema = "t_" + (0..<8).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
+        let schema = newSchemaName()
         try psql(server, "CREATE SCHEMA \(schema)")
-        let separator = server.contains("?") ? "&" : "?"
-        let scoped = server + separator + "options=-csearch_path%3D\(schema)"
         do {
-            let result = try await body(scoped)
+            let result = try await body(scoped(server, schema))
             try psql(server, "DROP SCHEMA \(schema) CASCADE")
             return result
         } catch {

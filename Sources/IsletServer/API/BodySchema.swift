@@ -42,7 +42,7 @@ enum TextRule: Sendable, Equatable {
     /// The ECMA-262 pattern of the rule (anchored), without the length limits.
     var pattern: String? {
         switch self {
-        case .plain: nil
+        case .plain: "^[^\\u0000]*$"
         case .identifier: "^[^" + TextRule.identifierForbidden.map(TextRule.patternRange).joined() + "]+$"
         case .activityType: "^[A-Za-z_.][A-Za-z0-9_.]*$"
         case .bundleID: "^[A-Za-z0-9-]+(\\.[A-Za-z0-9-]+)*$"
@@ -58,7 +58,9 @@ enum TextRule: Sendable, Equatable {
         let scalars = text.unicodeScalars
         switch self {
         case .plain:
-            return nil
+            // No text Islet stores may hold U+0000: PostgreSQL's text cannot, and
+            // nothing a person or an app writes has a use for it.
+            return scalars.contains("\u{0}") ? "must not contain the NUL character (U+0000)" : nil
         case .identifier:
             if scalars.contains(where: { $0 == "/" }) { return "must not contain /" }
             if scalars.contains(where: { scalar in TextRule.identifierForbidden.contains { $0.contains(scalar.value) } }) {
