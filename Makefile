@@ -7,6 +7,9 @@ SWIFT_FLAGS := $(if $(filter 1,$(WERROR)),-Xswiftc -warnings-as-errors,)
 # Extra arguments for `islet serve --simulator`, e.g. make run ARGS="--port 9000".
 ARGS ?=
 
+# The suites that run a second time with every store on PostgreSQL.
+POSTGRES_SUITES := IsletServiceTests|DeliveryTests|IsletServerTests
+
 .PHONY: all deps build run test test-sanitize bench bench-quick clean
 
 all: build
@@ -23,9 +26,13 @@ run: build
 test: deps
 	./scripts/test-tools.sh
 	$(SWIFT) build --build-tests $(SWIFT_FLAGS)
-	# Both runs share one throwaway PostgreSQL server (ISLET_TEST_POSTGRES_URL); the
-	# second is alone in a process of its own, where counting the process's threads is exact.
+	# Every run shares one throwaway PostgreSQL server (ISLET_TEST_POSTGRES_URL). The
+	# whole suite runs the store contracts on both backends and the rest on SQLite;
+	# the second run puts the service, delivery, API and end-to-end suites on
+	# PostgreSQL; the third is alone in a process of its own, where counting the
+	# process's threads is exact.
 	./scripts/with-postgres.sh bash -c '$(SWIFT) test --skip-build && \
+	  ISLET_TEST_BACKEND=postgresql $(SWIFT) test --skip-build --filter "$(POSTGRES_SUITES)" && \
 	  ISLET_THREAD_CENSUS=1 $(SWIFT) test --skip-build --filter ThreadCensusTests'
 
 # The whole suite under AddressSanitizer, then under ThreadSanitizer, each in a
