@@ -8,12 +8,14 @@ Measures: (1) the APNs client against `islet sim` beside h2load (the limit) and
 aioapns (a peer); (2) `islet sim` beside nghttpd; (3) one update fanned out to N
 devices end to end; (4) the API under wrk, and latency at half the maximum rate;
 (5) the server's memory with many registered tokens and during a fan-out; (6)
-recovery from SIGKILL in the middle of a fan-out.
+recovery from SIGKILL in the middle of a fan-out; (7) PostgreSQL beside SQLite:
+registration rate and p99, fan-out, SIGKILL recovery, and two nodes beside one.
 
 Writes bench/results/results.json, bench/results/report.md and PNG plots.
 Usage: bench.py [--quick]
 """
 import argparse
+import glob
 import json
 import os
 import re
@@ -243,20 +245,54 @@ def wrk(port, seconds, script=None, path="/"):
 
 
 class Server:
-    """`islet serve` as a process, sending to the rig's simulator."""
+    """`islet serve` as a process, sending to the rig's simulator; on SQLite in
+    `data`, or on the PostgreSQL `database` URL."""
 
-    def __init__(self, rig, data):
+    def __init__(self, rig, data, database=None):
         self.port = free_port()
         self.process = subprocess.Popen(
             [ISLET, "serve", "--port", str(self.port), "--data-dir", data, "--admin-token", ADMIN,
              "--apns-sandbox-url", f"https://localhost:{rig.sim_port}",
              "--apns-production-url", f"https://localhost:{rig.sim_port}", "--apns-ca-file", rig.cert,
-             "--log-level", "warning"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+             "--log-level", "warning"] + (["--database", database] if database else []),
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         wait_port(self.port)
 
     def stop(self):
         self.process.terminate()
         self.process.wait(timeout=30)
+
+
+def registration_script(rig, app_id, device_key, round_number, tag="r"):
+    """A wrk script registering activities and tokens of its own for each round: a
+    token already registered would measure a cheaper re-registration."""
+    path = os.path.join(rig.work, f"register-{tag}{round_number}.lua")
+    with open(path, "w") as f:
+        f.write(f"""
+local threadid = 0
+function setup(thread) thread:set("id", threadid); threadid = threadid + 1 end
+function init(args) n = 0 end
+request = function()
+  n = n + 1
+  local path = "/v1/apps/{app_id}/devices/w" .. ((n % 8) + id * 8) .. "/activities/{tag}{round_number}a" .. id .. "-" .. n
+  local body = '{{"activity_type":"MatchAttributes","token":"' .. string.format("%064x", ({round_number} * 100 + id) * 100000000 + n) .. '"}}'
+  return wrk.format("PUT", path, {{["Authorization"] = "Bearer {device_key}", ["Content-Type"] = "application/json"}}, body)
+end
+""")
+    return path
+
+
+def bench_app(rig, server):
+    """An app with sixteen devices on `server`; answers its id and keys."""
+    with open(rig.key) as f:
+        pem = f.read()
+    app = http("POST", server.port, "/v1/apps", ADMIN, {
+        "name": "Bench", "bundle_id": "com.example.bench",
+        "apns": {"team_id": TEAM_ID, "key_id": KEY_ID, "private_key": pem}})
+    for i in range(16):
+        http("PUT", server.port, f"/v1/apps/{app['id']}/devices/w{i}", app["device_key"],
+             {"platform": "ios", "environment": "sandbox"})
+    return app
 
 
 def api(rig, quick, results, progress):
@@ -277,22 +313,7 @@ def api(rig, quick, results, progress):
     http("PUT", server.port, f"/v1/apps/{app_id}/devices/w0/activities/bench-update", device_key,
          {"activity_type": "MatchAttributes", "token": "cd" * 32})
     def register_script(round_number):
-        # Every round registers activities and tokens of its own: a token already
-        # registered would measure a cheaper re-registration.
-        path = os.path.join(rig.work, f"register-{round_number}.lua")
-        with open(path, "w") as f:
-            f.write(f"""
-local threadid = 0
-function setup(thread) thread:set("id", threadid); threadid = threadid + 1 end
-function init(args) n = 0 end
-request = function()
-  n = n + 1
-  local path = "/v1/apps/{app_id}/devices/w" .. ((n % 8) + id * 8) .. "/activities/r{round_number}a" .. id .. "-" .. n
-  local body = '{{"activity_type":"MatchAttributes","token":"' .. string.format("%064x", ({round_number} * 100 + id) * 100000000 + n) .. '"}}'
-  return wrk.format("PUT", path, {{["Authorization"] = "Bearer {device_key}", ["Content-Type"] = "application/json"}}, body)
-end
-""")
-        return path
+        return registration_script(rig, app_id, device_key, round_number)
 
     update = os.path.join(rig.work, "update.lua")
     with open(update, "w") as f:
@@ -374,6 +395,78 @@ def recovery(quick, results, progress):
                   f"sent twice {row['sent_twice']}, finished {row['recovery_seconds']:.1f} s after restart")
 
 
+def psql(url, statement):
+    """Runs one statement with Debian's psql on `url`."""
+    binary = sorted(glob.glob("/usr/lib/postgresql/*/bin/psql"))[-1]
+    return run([binary, "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-d", url, "-c", statement]).strip()
+
+
+DATABASES = iter(range(1, 1_000_000))
+
+
+def new_database():
+    """A fresh database on the bench's PostgreSQL server (ISLET_TEST_POSTGRES_URL,
+    started durable by `Benchmarks/run.sh`); answers its URL."""
+    server = os.environ["ISLET_TEST_POSTGRES_URL"]
+    name = f"bench_{next(DATABASES)}"
+    psql(server, f"CREATE DATABASE {name}")
+    return server.rsplit("/", 1)[0] + "/" + name
+
+
+def postgres(rig, quick, results, progress):
+    """PostgreSQL beside SQLite, taking turns: registration, fan-out, SIGKILL
+    recovery; and two nodes on PostgreSQL beside one."""
+    seconds = 6 if quick else 15
+    rounds = 1 if quick else 3
+    table = {"server": psql(os.environ["ISLET_TEST_POSTGRES_URL"], "SHOW server_version")}
+    # Registration: one server of each, taking turns round after round.
+    servers = {"sqlite": Server(rig, os.path.join(rig.work, "pg-sqlite-data")),
+               "postgresql": Server(rig, os.path.join(rig.work, "pg-data"), database=new_database())}
+    apps = {name: bench_app(rig, server) for name, server in servers.items()}
+    samples = {name: [] for name in servers}
+    for round_number in range(rounds):
+        for name, server in servers.items():
+            script = registration_script(rig, apps[name]["id"], apps[name]["device_key"], round_number, tag=f"p{name[0]}")
+            samples[name].append(wrk(server.port, max(2, seconds // rounds), script))
+    for name, server in servers.items():
+        ordered = sorted(samples[name], key=lambda sample: sample["rps"])
+        table[f"register_{name}"] = dict(ordered[len(ordered) // 2], rounds=[x["rps"] for x in samples[name]])
+        table[f"{name}_peak_rss_mb"] = rss_mb(server.process.pid)
+        server.stop()
+    table["register_ratio"] = table["register_postgresql"]["rps"] / table["register_sqlite"]["rps"]
+    progress.note(f"register: SQLite {table['register_sqlite']['rps']:.0f}/s p99 {table['register_sqlite']['p99_ms']:.1f} ms, "
+                  f"PostgreSQL {table['register_postgresql']['rps']:.0f}/s p99 {table['register_postgresql']['p99_ms']:.1f} ms")
+
+    def fan(devices, database=None, nodes=1, kill_at=None):
+        cmd = [BENCH, "fanout", "--islet", ISLET, "--devices", str(devices), "--connections", "8"]
+        if database:
+            cmd += ["--database", database, "--nodes", str(nodes)]
+        if kill_at:
+            cmd += ["--kill-at", str(kill_at)]
+        out = kv(run(cmd))
+        return {key: (value == "true" if key == "finished" else float(value)) for key, value in out.items()}
+
+    for devices in ([10_000] if quick else [10_000, 100_000]):
+        lite = fan(devices)
+        pg = fan(devices, new_database())
+        two = fan(devices, new_database(), nodes=2)
+        row = {"sqlite": lite, "postgresql": pg, "postgresql_two_nodes": two,
+               "ratio": pg["fanout_pushes_per_second"] / lite["fanout_pushes_per_second"],
+               "two_nodes_over_one": two["fanout_pushes_per_second"] / pg["fanout_pushes_per_second"]}
+        table[f"fanout_{devices}"] = row
+        progress.note(f"fan-out {devices:,}: SQLite {lite['fanout_pushes_per_second']:.0f}/s "
+                      f"({lite['server_cpu_seconds']:.1f} s CPU), PostgreSQL {pg['fanout_pushes_per_second']:.0f}/s "
+                      f"({pg['server_cpu_seconds']:.1f} s CPU), two nodes {two['fanout_pushes_per_second']:.0f}/s "
+                      f"({two['server_cpu_seconds']:.1f} s CPU in both)")
+    devices = 10_000 if quick else 100_000
+    recovered = fan(devices, new_database(), kill_at=0.3)
+    table["recovery"] = {"devices": devices, "lost": int(recovered["lost"]), "sent_twice": int(recovered["sent_twice"]),
+                         "recovery_seconds": recovered["recovery_seconds"], "finished": recovered["finished"]}
+    progress.note(f"recovery on PostgreSQL, {devices:,} devices: lost {int(recovered['lost'])}, "
+                  f"sent twice {int(recovered['sent_twice'])}, finished {recovered['recovery_seconds']:.1f} s after restart")
+    results["postgres"] = table
+
+
 def targets(results):
     """Each target with the figure measured and whether it was met."""
     rows = []
@@ -402,6 +495,16 @@ def targets(results):
     r = results.get("recovery")
     if r:
         rows.append(("pushes lost after SIGKILL", r["lost"], 0, "="))
+    p = results.get("postgres")
+    if p:
+        rows.append(("PostgreSQL ÷ SQLite, token registration", p["register_ratio"], 0.5, "≥"))
+        rows.append(("PostgreSQL registration p99 (ms)", p["register_postgresql"]["p99_ms"], 20, "<"))
+        for key, row in sorted(p.items()):
+            if key.startswith("fanout_"):
+                devices = int(key.split("_")[1])
+                rows.append((f"PostgreSQL ÷ SQLite, fan-out {devices:,}", row["ratio"], 0.5, "≥"))
+                rows.append((f"two nodes ÷ one on PostgreSQL, fan-out {devices:,} (2 cores)", row["two_nodes_over_one"], 0.5, "≥"))
+        rows.append(("pushes lost after SIGKILL on PostgreSQL", p["recovery"]["lost"], 0, "="))
     out = []
     for name, value, target, op in rows:
         met = value >= target if op == "≥" else value < target if op == "<" else value == target
@@ -480,7 +583,7 @@ def report(results, images, quick):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller runs; under five minutes")
-    parser.add_argument("--only", help="comma-separated steps: transport,simulator,fanout,api,memory,recovery")
+    parser.add_argument("--only", help="comma-separated steps: transport,simulator,fanout,api,memory,recovery,postgres")
     args = parser.parse_args()
     os.makedirs(RESULTS, exist_ok=True)
     results = {"started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "quick": args.quick,
@@ -490,7 +593,9 @@ def main():
              ("fanout", "fan-out end to end", lambda: fanout(args.quick, results, progress)),
              ("api", "HTTP API under wrk", lambda: api(rig, args.quick, results, progress)),
              ("memory", "memory with registered tokens", lambda: memory(rig, args.quick, results, progress)),
-             ("recovery", "recovery after SIGKILL mid fan-out", lambda: recovery(args.quick, results, progress))]
+             ("recovery", "recovery after SIGKILL mid fan-out", lambda: recovery(args.quick, results, progress)),
+             ("postgres", "PostgreSQL beside SQLite, two nodes beside one",
+              lambda: postgres(rig, args.quick, results, progress))]
     if args.only:
         wanted = set(args.only.split(","))
         steps = [step for step in steps if step[0] in wanted]

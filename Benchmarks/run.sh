@@ -11,4 +11,5 @@ swift build -c release --product islet-bench >/dev/null
 venv=.build/bench-venv
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
 "$venv/bin/pip" install -q aioapns==4.0 matplotlib >/dev/null
-exec "$venv/bin/python" Benchmarks/bench.py "$@"
+# A PostgreSQL server of its own for the run, durable like SQLite's FULL sync.
+ISLET_POSTGRES_DURABLE=1 exec ./scripts/with-postgres.sh "$venv/bin/python" Benchmarks/bench.py "$@"

@@ -9,7 +9,8 @@
 # The server trusts every local and 127.0.0.1 connection except the role
 # `islet_password` (password `islet-secret`), which must give its password
 # (scram-sha-256) over TCP, so that tests can check a refused password.
-# It is tuned for speed, not durability: fsync and synchronous commits are off.
+# It is tuned for speed, not durability: fsync and synchronous commits are off,
+# unless ISLET_POSTGRES_DURABLE=1 (the benchmarks) keeps PostgreSQL's defaults.
 set -euo pipefail
 if [ $# -eq 0 ]; then
   echo "usage: with-postgres.sh CMD [ARGS…]" >&2
@@ -54,12 +55,18 @@ EOF
 cat >>"$data/postgresql.conf" <<EOF
 listen_addresses = '127.0.0.1'
 unix_socket_directories = '$folder'
-fsync = off
-synchronous_commit = off
-full_page_writes = off
 max_connections = 400
 shared_buffers = 128MB
 EOF
+# For tests, speed; for benchmarks (ISLET_POSTGRES_DURABLE=1), every commit synced,
+# as SQLite's FULL sync does.
+if [ -z "${ISLET_POSTGRES_DURABLE:-}" ]; then
+  cat >>"$data/postgresql.conf" <<EOF
+fsync = off
+synchronous_commit = off
+full_page_writes = off
+EOF
+fi
 
 # A port found free may be taken before the server binds it: try a few.
 port=""

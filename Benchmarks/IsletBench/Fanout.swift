@@ -27,13 +27,16 @@ struct FanoutRig {
     let counter: AnswerCounter
     let serverArguments: [String]
     let islet: String
+    /// Node 1, which takes the update.
     var server: ServerProcess
+    /// Nodes 2…N on the same database.
+    var others: [ServerProcess] = []
     var serverKey = ""
     var deviceKey = ""
     var appID = ""
     static let adminToken = "bench-admin-token-0123456789"
 
-    init(islet: String, extraArguments: [String] = []) throws {
+    init(islet: String, extraArguments: [String] = [], nodes: Int = 1) throws {
         self.islet = islet
         work = NSTemporaryDirectory() + "islet-bench-\(getpid())-\(Int.random(in: 0..<1_000_000))"
         try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
@@ -57,7 +60,13 @@ struct FanoutRig {
             "--apns-sandbox-url", "https://127.0.0.1:\(simulator.port)",
             "--apns-production-url", "https://127.0.0.1:\(simulator.port)", "--apns-ca-file", work + "/ca.pem",
         ] + extraArguments
-        server = try ServerProcess(islet: islet, arguments: serverArguments, logPath: work + "/serve.log")
+        server = try ServerProcess(
+            islet: islet, arguments: serverArguments + ["--node-id", "bench-node-1"], logPath: work + "/serve.log")
+        for node in 1..<max(1, nodes) {
+            others.append(try ServerProcess(
+                islet: islet, arguments: serverArguments + ["--node-id", "bench-node-\(node + 1)"],
+                logPath: work + "/serve-\(node + 1).log"))
+        }
         let http = try BenchHTTP(port: server.port)
         let body = JSONValue.object([
             "name": "Bench", "bundle_id": "com.example.bench",
@@ -69,8 +78,11 @@ struct FanoutRig {
         deviceKey = created["device_key"]?.stringValue ?? ""
     }
 
+    /// Starts node 1 again, under its node id: it takes back what it held.
     mutating func restart() throws {
-        server = try ServerProcess(islet: islet, arguments: serverArguments, logPath: work + "/serve-\(Int.random(in: 0..<1_000_000)).log")
+        server = try ServerProcess(
+            islet: islet, arguments: serverArguments + ["--node-id", "bench-node-1"],
+            logPath: work + "/serve-\(Int.random(in: 0..<1_000_000)).log")
     }
 
     /// Registers `count` devices, each with an update token for `activityID`, over
@@ -123,6 +135,7 @@ struct FanoutRig {
 
     func cleanUp() async {
         server.stop()
+        for other in others { other.stop() }
         await simulator.shutdown()
         try? FileManager.default.removeItem(atPath: work)
     }
@@ -138,7 +151,11 @@ func fanout(_ arguments: [String]) async throws {
     let devices = Int(value("--devices", in: arguments) ?? "10000") ?? 10_000
     let connections = Int(value("--connections", in: arguments) ?? "4") ?? 4
     let killAt = value("--kill-at", in: arguments).flatMap(Double.init)
-    var rig = try FanoutRig(islet: islet)
+    // `--database URL`: every node on that database (PostgreSQL); `--nodes N`: N
+    // nodes on it, node 1 taking the update.
+    let database = value("--database", in: arguments)
+    let nodes = Int(value("--nodes", in: arguments) ?? "1") ?? 1
+    var rig = try FanoutRig(islet: islet, extraArguments: database.map { ["--database", $0] } ?? [], nodes: nodes)
     let registrations = try rig.registerHolders(count: devices, activityID: "final", connections: connections)
     emit("registration_requests_per_second=\(Int(registrations))")
     let started = Date()
@@ -166,6 +183,7 @@ func fanout(_ arguments: [String]) async throws {
         emit("finished=\(finished)")
     }
     emit("server_peak_rss_mb=\(String(format: "%.1f", rig.server.peakRSSMegabytes))")
+    emit("server_cpu_seconds=\(String(format: "%.2f", ([rig.server] + rig.others).map(\.cpuSeconds).reduce(0, +)))")
     await rig.cleanUp()
 }
 
