@@ -77,6 +77,19 @@ extension SQLSession {
         return try row.int64("seq")
     }
 
+    /// Adds an activity the app started on a device, unless one of that id exists,
+    /// in one statement. Answers whether it was added.
+    @discardableResult
+    public func insertLocalActivity(appID: String, activityID: String, activityType: String, now: Date) throws -> Bool {
+        try run(
+            """
+            INSERT INTO activities (app_id, activity_id, activity_type, origin, status, started_at)
+            VALUES (\(appID), \(activityID), \(activityType), \(ActivityRecord.Origin.local.rawValue), 'started',
+                \(now.unixMilliseconds))
+            ON CONFLICT (app_id, activity_id) DO NOTHING
+            """) > 0
+    }
+
     /// Sets when Islet ends the activity.
     public func setEndAt(appID: String, activityID: String, endAt: Date) throws {
         try run(

@@ -78,6 +78,11 @@ public protocol ActivityStore {
         appID: String, activityID: String, activityType: String, origin: ActivityRecord.Origin,
         attributes: JSONValue?, contentState: JSONValue?, lastTimestamp: Int64?, endAt: Date?, replacing: Bool, now: Date
     ) throws -> Int64
+    /// Adds an activity the app started on a device (no attributes, no state yet),
+    /// unless one of that id exists: another node may add it at the same moment.
+    /// Answers whether it was added.
+    @discardableResult
+    func insertLocalActivity(appID: String, activityID: String, activityType: String, now: Date) throws -> Bool
     /// Sets when Islet ends the activity.
     func setEndAt(appID: String, activityID: String, endAt: Date) throws
     /// Activities whose end time has come and that have not ended, oldest first.

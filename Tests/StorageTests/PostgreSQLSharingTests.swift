@@ -161,6 +161,32 @@ struct PostgreSQLSharingTests {
         }
     }
 
+    @Test func twoNodesAddingTheSameLocalActivityBothSucceedAndOneAddsIt() async throws {
+        try await withNodes(2) { stores, _ in
+            try stores[0].writeNow { try $0.insertApp(Fixture.app()) }
+            let gate = Gate()
+            async let first: Bool = stores[0].write { session in
+                let added = try session.insertLocalActivity(appID: "app_1", activityID: "a1", activityType: "Match", now: Fixture.t0)
+                gate.wait()
+                return added
+            }
+            #expect(await eventually { gate.reached })
+            let second = Task {
+                try await stores[1].write { session in
+                    try session.insertLocalActivity(appID: "app_1", activityID: "a1", activityType: "Match", now: Fixture.t0)
+                }
+            }
+            try await Task.sleep(for: .milliseconds(100))
+            gate.open()
+            let firstAdded = try await first
+            let secondAdded = try await second.value
+            #expect(firstAdded && !secondAdded)
+            let activity = try stores[1].readNow { try $0.activity(appID: "app_1", activityID: "a1") }
+            #expect(activity?.origin == .local)
+            #expect(activity?.activityType == "Match")
+        }
+    }
+
     @Test func aPeriodicJobRunsOnOneNodeAtATime() async throws {
         try await withNodes(2) { stores, _ in
             let gate = Gate()

@@ -76,7 +76,15 @@ public struct DeviceService: Sendable {
         let created = try await environment.write { session -> Bool in
             let environment = try Self.registeredEnvironment(session: session, appID: appID, deviceID: deviceID)
             try Self.refuseCrossedKind(session: session, appID: appID, token: token, kind: .liveActivityUpdate, field: "token")
-            if let activity = try session.lockedActivity(appID: appID, activityID: activityID) {
+            // An activity Islet has not seen is one the app started locally: added
+            // unless another request (on any node) adds it first, then read locked,
+            // whoever added it.
+            var found = try session.lockedActivity(appID: appID, activityID: activityID)
+            if found == nil {
+                try session.insertLocalActivity(appID: appID, activityID: activityID, activityType: activityType, now: now)
+                found = try session.lockedActivity(appID: appID, activityID: activityID)
+            }
+            if let activity = found {
                 guard activity.activityType == activityType else {
                     throw ServiceError.invalid(
                         "Activity \(activityID) is of type \(activity.activityType).", field: "activity_type",
@@ -100,10 +108,6 @@ public struct DeviceService: Sendable {
                     throw ServiceError(
                         .conflict, "Device \(deviceID) has ended activity \(activityID); its copy can never be updated again.")
                 }
-            } else {
-                try session.insertActivity(
-                    appID: appID, activityID: activityID, activityType: activityType, origin: .local, attributes: nil,
-                    contentState: nil, lastTimestamp: nil, endAt: nil, replacing: false, now: now)
             }
             return try session.registerUpdateToken(
                 appID: appID, activityID: activityID, deviceID: deviceID, token: token, environment: environment, now: now)
