@@ -410,6 +410,10 @@ def new_database():
     server = os.environ["ISLET_TEST_POSTGRES_URL"]
     name = f"bench_{next(DATABASES)}"
     psql(server, f"CREATE DATABASE {name}")
+    socket_url = os.environ.get("ISLET_TEST_POSTGRES_SOCKET_URL")
+    if socket_url and not os.environ.get("ISLET_BENCH_POSTGRES_TCP"):
+        # The nodes run on the database's machine: over its Unix socket.
+        return socket_url.replace("@/postgres?", f"@/{name}?")
     return server.rsplit("/", 1)[0] + "/" + name
 
 

@@ -95,6 +95,9 @@ echo "with-postgres: PostgreSQL $version on 127.0.0.1:$port" >&2
 
 export ISLET_TEST_POSTGRES_URL="postgresql://islet@127.0.0.1:$port/postgres"
 export ISLET_TEST_POSTGRES_PORT="$port"
+# The same server over its Unix socket, as a node on the database's own machine
+# would reach it.
+export ISLET_TEST_POSTGRES_SOCKET_URL="postgresql://islet@/postgres?host=$folder&port=$port"
 status=0
 "$@" || status=$?
 exit "$status"

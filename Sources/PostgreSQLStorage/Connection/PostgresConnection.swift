@@ -23,6 +23,8 @@ public final class PostgresConnection: SQLExecutor, @unchecked Sendable {
     private var handle: OpaquePointer?
     /// The statements prepared on this connection.
     private var statements = PostgresStatementCache()
+    /// The start of a transaction not yet sent (see `begin`).
+    var pendingBegin: [String]?
     /// What no message may show: the URL's passwords.
     private let secrets: [String]
 
@@ -133,6 +135,7 @@ public final class PostgresConnection: SQLExecutor, @unchecked Sendable {
     /// migrations, `BEGIN`, `COMMIT`, `ROLLBACK`, `SET`. Any rows are dropped.
     public func execute(_ text: String) throws(StoreError) {
         let connection = try open()
+        try flushPendingBegin()
         let result = PQexec(connection, text)
         defer { PQclear(result) }
         try check(result)
@@ -209,6 +212,7 @@ public final class PostgresConnection: SQLExecutor, @unchecked Sendable {
         let key = PostgresStatementCache.Key(text: text, types: types)
         if let name = statements.name(for: key) { return name }
         let connection = try open()
+        try flushPendingBegin()
         if statements.isFull {
             try execute("DEALLOCATE ALL")
             statements.removeAll()
@@ -229,8 +233,14 @@ public final class PostgresConnection: SQLExecutor, @unchecked Sendable {
         _ name: String, _ parameters: PostgresParameters, _ read: (OpaquePointer) throws(StoreError) -> Value
     ) throws(StoreError) -> Value {
         let connection = try open()
-        let result = try parameters.withPointers { values, lengths, formats in
-            PQexecPrepared(connection, name, parameters.count, values, lengths, formats, 0)
+        let result: OpaquePointer?
+        if let begin = pendingBegin {
+            pendingBegin = nil
+            result = try executePipelined(connection, begin: begin, name: name, parameters)
+        } else {
+            result = try parameters.withPointers { values, lengths, formats throws(StoreError) in
+                PQexecPrepared(connection, name, parameters.count, values, lengths, formats, 0)
+            }
         }
         defer { PQclear(result) }
         try check(result)

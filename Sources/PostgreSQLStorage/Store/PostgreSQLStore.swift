@@ -101,11 +101,11 @@ public final class PostgreSQLStore: Store {
         case read
         case write(durable: Bool)
 
-        var begin: String {
+        var begin: [String] {
             switch self {
-            case .read: "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
-            case .write(durable: true): "BEGIN"
-            case .write(durable: false): "BEGIN; SET LOCAL synchronous_commit = off"
+            case .read: ["BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"]
+            case .write(durable: true): ["BEGIN"]
+            case .write(durable: false): ["BEGIN", "SET LOCAL synchronous_commit = off"]
             }
         }
     }
@@ -127,14 +127,15 @@ public final class PostgreSQLStore: Store {
             var committing = false
             do {
                 return try pool.withConnection { connection -> T in
-                    try connection.execute(kind.begin)
+                    // Sent with the first statement, in one round trip.
+                    connection.begin(kind.begin)
                     do {
                         let result = try body(SQLSession(executor: connection))
                         committing = true
-                        try connection.execute("COMMIT")
+                        try connection.commit()
                         return result
                     } catch {
-                        if !connection.isBroken && connection.inTransaction { try? connection.execute("ROLLBACK") }
+                        connection.rollback()
                         throw error
                     }
                 }
