@@ -76,7 +76,21 @@ public struct DeviceService: Sendable {
         let created = try await environment.write { session -> Bool in
             let environment = try Self.registeredEnvironment(session: session, appID: appID, deviceID: deviceID)
             try Self.refuseCrossedKind(session: session, appID: appID, token: token, kind: .liveActivityUpdate, field: "token")
-            if let activity = try session.lockedActivity(appID: appID, activityID: activityID) {
+            var activity = try session.lockedActivity(appID: appID, activityID: activityID)
+            if activity == nil {
+                do {
+                    try session.insertActivity(
+                        appID: appID, activityID: activityID, activityType: activityType, origin: .local, attributes: nil,
+                        contentState: nil, lastTimestamp: nil, endAt: nil, replacing: false, now: now)
+                } catch let error as StoreError where error.code == .conflict {
+                    // Another device's registration created it meanwhile (a transaction
+                    // of a shared database's pool, here or on another node): take it
+                    // as found, checks and all.
+                    guard let created = try session.lockedActivity(appID: appID, activityID: activityID) else { throw error }
+                    activity = created
+                }
+            }
+            if let activity {
                 guard activity.activityType == activityType else {
                     throw ServiceError.invalid(
                         "Activity \(activityID) is of type \(activity.activityType).", field: "activity_type",
@@ -100,10 +114,6 @@ public struct DeviceService: Sendable {
                     throw ServiceError(
                         .conflict, "Device \(deviceID) has ended activity \(activityID); its copy can never be updated again.")
                 }
-            } else {
-                try session.insertActivity(
-                    appID: appID, activityID: activityID, activityType: activityType, origin: .local, attributes: nil,
-                    contentState: nil, lastTimestamp: nil, endAt: nil, replacing: false, now: now)
             }
             return try session.registerUpdateToken(
                 appID: appID, activityID: activityID, deviceID: deviceID, token: token, environment: environment, now: now)
