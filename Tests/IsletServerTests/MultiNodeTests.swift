@@ -173,7 +173,7 @@ struct MultiNodeTests {
             }
             #expect(Set(stamps.map(\.n)).count == stamps.count, "an update reached the device twice: \(stamps)")
             stamps.sort { $0.n < $1.n }
-            print("MultiNodeTests: \(stamps.count) of \(updates) updates reached the device, the rest superseded")
+            print("MultiNodeTests: \(stamps.count) of \(updates) updates reached the device (the others were superseded while queued)")
             #expect(stamps.last?.n == Int64(updates - 1))
             for (earlier, later) in zip(stamps, stamps.dropFirst()) {
                 #expect(later.timestamp > earlier.timestamp, "update \(later.n) is stamped \(later.timestamp), update \(earlier.n) \(earlier.timestamp)")
