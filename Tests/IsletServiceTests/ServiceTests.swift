@@ -192,6 +192,42 @@ struct ServiceTests {
         }
     }
 
+    /// Devices registering their update tokens for an activity Islet has not seen,
+    /// at the same moment: one of them creates it, none is told to try again.
+    @Test func updateTokensForANewActivityRegisteredAtOnceAreAllTaken() async throws {
+        try await withRig { rig in
+            let app = try await rig.appWithDevice()
+            let devices = 8
+            for index in 0..<devices {
+                _ = try await rig.services.devices.register(
+                    appID: app.id, deviceID: "fan-\(index)",
+                    DeviceRegistration(platform: "ios", environment: .sandbox, apnsToken: nil, userID: nil, tags: nil))
+            }
+            for round in 0..<10 {
+                let registered = try await withThrowingTaskGroup(of: Bool.self) { group in
+                    for index in 0..<devices {
+                        group.addTask {
+                            let token = String(format: "%02x%02x", round, index) + String(repeating: "ef", count: 30)
+                            return try await rig.services.devices.putUpdateToken(
+                                appID: app.id, deviceID: "fan-\(index)", activityID: "match-\(round)",
+                                activityType: "MatchAttributes", token: token
+                            ).created
+                        }
+                    }
+                    return try await group.reduce(into: 0) { count, created in count += created ? 1 : 0 }
+                }
+                #expect(registered == devices)
+            }
+            // A device registering for the activity with another type than the one it
+            // was created with is still refused.
+            #expect(await code {
+                _ = try await rig.services.devices.putUpdateToken(
+                    appID: app.id, deviceID: "fan-0", activityID: "match-0", activityType: "OtherAttributes",
+                    token: String(repeating: "fe", count: 32))
+            } == .invalid)
+        }
+    }
+
     @Test func aStoreErrorIsADomainError() {
         #expect(ServiceError(StoreError(.conflict, "x")).code == .conflict)
         #expect(ServiceError(StoreError(.busy, "x")).code == .unavailable)
