@@ -86,6 +86,18 @@ public final class ConditionLock<Value>: @unchecked Sendable {
         return body(&value)
     }
 
+    /// Runs `body` with the value under the lock, then wakes one waiter: for a queue
+    /// whose waiters are all alike (worker threads), where waking every one for one
+    /// job would only send the others back to sleep.
+    public func withLockSignaling<Result>(_ body: (inout sending Value) -> sending Result) -> sending Result {
+        pthread_mutex_lock(mutex)
+        defer {
+            pthread_cond_signal(condition)
+            pthread_mutex_unlock(mutex)
+        }
+        return body(&value)
+    }
+
     /// Waits until `ready` holds for the value, or until `timeout` has passed when one
     /// is given, then runs `body` with the value under the lock (whether `ready` held
     /// or the time ran out; `body` can tell from the value).

@@ -23,13 +23,15 @@ extension SQLSession {
     /// ends (`FOR UPDATE` on PostgreSQL; SQLite has one writer, whose transaction
     /// holds the whole file).
     public func lockedActivity(appID: String, activityID: String) throws -> ActivityRecord? {
+        try query(lockedActivitySQL(appID: appID, activityID: activityID)).first.map(Self.activityRecord)
+    }
+
+    func lockedActivitySQL(appID: String, activityID: String) -> SQL {
         let lock: SQL = dialect == .postgresql ? " FOR UPDATE" : ""
-        return try query(
-            """
+        return """
             SELECT \(sql: Self.activityColumns) FROM activities WHERE app_id = \(appID) AND activity_id = \(activityID)\
             \(sql: lock)
             """
-        ).first.map(Self.activityRecord)
     }
 
     /// Activities of `appID`, newest first.
@@ -78,16 +80,20 @@ extension SQLSession {
     }
 
     /// Adds an activity the app started on a device, unless one of that id exists,
-    /// in one statement. Answers whether it was added.
+    /// in one statement. Answers the activity added, or nil when one existed.
     @discardableResult
-    public func insertLocalActivity(appID: String, activityID: String, activityType: String, now: Date) throws -> Bool {
-        try run(
+    public func insertLocalActivity(
+        appID: String, activityID: String, activityType: String, now: Date
+    ) throws -> ActivityRecord? {
+        try query(
             """
             INSERT INTO activities (app_id, activity_id, activity_type, origin, status, started_at)
             VALUES (\(appID), \(activityID), \(activityType), \(ActivityRecord.Origin.local.rawValue), 'started',
                 \(now.unixMilliseconds))
             ON CONFLICT (app_id, activity_id) DO NOTHING
-            """) > 0
+            RETURNING \(sql: Self.activityColumns)
+            """
+        ).first.map(Self.activityRecord)
     }
 
     /// Sets when Islet ends the activity.
@@ -276,7 +282,7 @@ extension SQLSession {
         ).map(Self.target)
     }
 
-    private static func activityRecord(_ row: SQLRow) throws -> ActivityRecord {
+    static func activityRecord(_ row: SQLRow) throws -> ActivityRecord {
         ActivityRecord(
             sequence: try row.int64("seq"), activityID: try row.string("activity_id"),
             activityType: try row.string("activity_type"),

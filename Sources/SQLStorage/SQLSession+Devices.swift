@@ -63,6 +63,10 @@ extension SQLSession {
     /// The kinds other than `except` under which `token` is registered anywhere in
     /// the app, so that a token of one kind is never stored as another. One query.
     public func registeredKinds(appID: String, token: String, except: PushTokenKind?) throws -> Set<PushTokenKind> {
+        Self.kinds(try query(Self.registeredKindsSQL(appID: appID, token: token, except: except)))
+    }
+
+    static func registeredKindsSQL(appID: String, token: String, except: PushTokenKind?) -> SQL {
         var parts: [SQL] = []
         if except != .device {
             parts.append("SELECT 'device' AS kind FROM devices WHERE app_id = \(appID) AND apns_token = \(token)")
@@ -74,14 +78,36 @@ extension SQLSession {
             parts.append(
                 "SELECT 'live_activity_update' FROM activity_instances WHERE app_id = \(appID) AND update_token = \(token)")
         }
-        let rows = try query(SQL.joined(parts.map { "SELECT * FROM (\(sql: $0) LIMIT 1) AS found" }, separator: " UNION ALL "))
-        return Set(rows.compactMap { $0[0].text.flatMap(PushTokenKind.init(rawValue:)) })
+        return SQL.joined(parts.map { "SELECT * FROM (\(sql: $0) LIMIT 1) AS found" }, separator: " UNION ALL ")
+    }
+
+    static func kinds(_ rows: [SQLRow]) -> Set<PushTokenKind> {
+        Set(rows.compactMap { $0[0].text.flatMap(PushTokenKind.init(rawValue:)) })
+    }
+
+    /// What a device's update token for an activity is checked against, read at
+    /// once (one round trip on PostgreSQL): the device's environment, the kinds
+    /// the token is registered under other than an update token, and the activity,
+    /// locked.
+    public func updateTokenChecks(appID: String, deviceID: String, activityID: String, token: String) throws -> UpdateTokenChecks {
+        let results = try executor.queryAll([
+            Self.deviceEnvironmentSQL(appID: appID, deviceID: deviceID),
+            Self.registeredKindsSQL(appID: appID, token: token, except: .liveActivityUpdate),
+            lockedActivitySQL(appID: appID, activityID: activityID),
+        ])
+        return UpdateTokenChecks(
+            environment: results[0].first?.optionalString("environment").flatMap(APNsEnvironment.init(rawValue:)),
+            otherKinds: Self.kinds(results[1]), activity: try results[2].first.map(Self.activityRecord))
     }
 
     /// The environment of a registered device, or `nil` when there is no such device.
     public func deviceEnvironment(appID: String, deviceID: String) throws -> APNsEnvironment? {
-        try query("SELECT environment FROM devices WHERE app_id = \(appID) AND device_id = \(deviceID)")
+        try query(Self.deviceEnvironmentSQL(appID: appID, deviceID: deviceID))
             .first?.optionalString("environment").flatMap(APNsEnvironment.init(rawValue:))
+    }
+
+    static func deviceEnvironmentSQL(appID: String, deviceID: String) -> SQL {
+        "SELECT environment FROM devices WHERE app_id = \(appID) AND device_id = \(deviceID)"
     }
 
     /// Stores the push-to-start token of one device and activity type. Answers

@@ -42,6 +42,7 @@ public struct SQLSession: StoreSession {
     /// throws leaves the rest of the transaction usable, as on SQLite: on PostgreSQL,
     /// where a failed statement would abort the whole transaction, inside a savepoint
     /// rolled back on the conflict.
+    @discardableResult
     func recoveringFromConflict<T>(_ body: () throws -> T) throws -> T {
         guard dialect == .postgresql else { return try body() }
         try run("SAVEPOINT islet_conflict")

@@ -34,6 +34,10 @@ public protocol DeviceStore {
     /// The kinds other than `except` under which `token` is registered anywhere in
     /// the app.
     func registeredKinds(appID: String, token: String, except: PushTokenKind?) throws -> Set<PushTokenKind>
+    /// What a device's update token for an activity is checked against, read
+    /// together: the device's environment, the other kinds the token is registered
+    /// under, and the activity, locked for the rest of the transaction.
+    func updateTokenChecks(appID: String, deviceID: String, activityID: String, token: String) throws -> UpdateTokenChecks
     /// The environment of a registered device, or `nil` when there is no such device.
     func deviceEnvironment(appID: String, deviceID: String) throws -> APNsEnvironment?
     /// Stores the push-to-start token of one device and activity type, atomically.
@@ -80,9 +84,10 @@ public protocol ActivityStore {
     ) throws -> Int64
     /// Adds an activity the app started on a device (no attributes, no state yet),
     /// unless one of that id exists: another node may add it at the same moment.
-    /// Answers whether it was added.
+    /// Answers the activity added (locked, as the transaction's own new row), or nil
+    /// when one existed.
     @discardableResult
-    func insertLocalActivity(appID: String, activityID: String, activityType: String, now: Date) throws -> Bool
+    func insertLocalActivity(appID: String, activityID: String, activityType: String, now: Date) throws -> ActivityRecord?
     /// Sets when Islet ends the activity.
     func setEndAt(appID: String, activityID: String, endAt: Date) throws
     /// Activities whose end time has come and that have not ended, oldest first.

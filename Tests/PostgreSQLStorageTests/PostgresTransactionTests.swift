@@ -68,4 +68,30 @@ struct PostgresTransactionTests {
             #expect(try connection.query("SELECT count(*) AS c FROM t").first?["c"].integer == 0)
         }
     }
+
+    @Test func independentStatementsRunTogetherAndAFailureIsTheirs() async throws {
+        try await withConnection { connection, _ in
+            try connection.execute("CREATE TABLE t (n bigint PRIMARY KEY, s text)")
+            try connection.run("INSERT INTO t VALUES (\(1), \("one")), (\(2), \("two"))")
+            connection.begin(["BEGIN"])
+            let rows = try connection.queryAll([
+                "SELECT s FROM t WHERE n = \(1)", "SELECT s FROM t WHERE n = \(3)", "SELECT count(*) AS c FROM t",
+                "SELECT n FROM t WHERE n = \(2) FOR UPDATE",
+            ])
+            #expect(connection.inTransaction)
+            #expect(rows.count == 4)
+            #expect(rows[0].first?["s"].text == "one")
+            #expect(rows[1].isEmpty)
+            #expect(rows[2].first?["c"].integer == 2)
+            #expect(rows[3].first?["n"].integer == 2)
+            try connection.commit()
+            // A failing statement fails the lot, and the connection goes on.
+            let error = #expect(throws: StoreError.self) {
+                try connection.queryAll(["SELECT \(1) AS a", "SELECT n / \(0) FROM t", "SELECT \(2) AS b"])
+            }
+            #expect(error?.message.contains("division by zero") == true)
+            #expect(!connection.isBroken)
+            #expect(try connection.queryAll(["SELECT \(7) AS x"]).first?.first?["x"].integer == 7)
+        }
+    }
 }

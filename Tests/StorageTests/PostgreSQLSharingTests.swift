@@ -168,12 +168,12 @@ struct PostgreSQLSharingTests {
             async let first: Bool = stores[0].write { session in
                 let added = try session.insertLocalActivity(appID: "app_1", activityID: "a1", activityType: "Match", now: Fixture.t0)
                 gate.wait()
-                return added
+                return added?.origin == .local
             }
             #expect(await eventually { gate.reached })
             let second = Task {
                 try await stores[1].write { session in
-                    try session.insertLocalActivity(appID: "app_1", activityID: "a1", activityType: "Match", now: Fixture.t0)
+                    try session.insertLocalActivity(appID: "app_1", activityID: "a1", activityType: "Match", now: Fixture.t0) != nil
                 }
             }
             try await Task.sleep(for: .milliseconds(100))

@@ -74,17 +74,27 @@ public struct DeviceService: Sendable {
         let now = environment.clock.now()
         let lifecycle = environment.lifecycle
         let created = try await environment.write { session -> Bool in
-            let environment = try Self.registeredEnvironment(session: session, appID: appID, deviceID: deviceID)
-            try Self.refuseCrossedKind(session: session, appID: appID, token: token, kind: .liveActivityUpdate, field: "token")
+            // The device, the token's other kinds and the activity, read together.
+            let checks = try session.updateTokenChecks(appID: appID, deviceID: deviceID, activityID: activityID, token: token)
+            guard let environment = checks.environment else { throw Self.noDevice(appID: appID, deviceID: deviceID) }
+            try Self.refuseCrossedKind(checks.otherKinds, kind: .liveActivityUpdate, field: "token")
             // An activity Islet has not seen is one the app started locally: added
-            // unless another request (on any node) adds it first, then read locked,
-            // whoever added it.
-            var found = try session.lockedActivity(appID: appID, activityID: activityID)
+            // unless another request (on any node) adds it first, whose activity is
+            // then read locked and checked like any other. One just added has no
+            // copies yet, and nothing to check.
+            var found = checks.activity
+            var added = false
             if found == nil {
-                try session.insertLocalActivity(appID: appID, activityID: activityID, activityType: activityType, now: now)
-                found = try session.lockedActivity(appID: appID, activityID: activityID)
+                if let inserted = try session.insertLocalActivity(
+                    appID: appID, activityID: activityID, activityType: activityType, now: now)
+                {
+                    found = inserted
+                    added = true
+                } else {
+                    found = try session.lockedActivity(appID: appID, activityID: activityID)
+                }
             }
-            if let activity = found {
+            if let activity = found, !added {
                 guard activity.activityType == activityType else {
                     throw ServiceError.invalid(
                         "Activity \(activityID) is of type \(activity.activityType).", field: "activity_type",
@@ -137,18 +147,26 @@ public struct DeviceService: Sendable {
         session: any StoreSession, appID: String, deviceID: String
     ) throws -> APNsEnvironment {
         guard let environment = try session.deviceEnvironment(appID: appID, deviceID: deviceID) else {
-            throw ServiceError(
-                .notFound,
-                "There is no device \(deviceID); register it with PUT /v1/apps/\(appID)/devices/\(deviceID) first.")
+            throw noDevice(appID: appID, deviceID: deviceID)
         }
         return environment
+    }
+
+    /// The refusal of a token for a device not registered.
+    private static func noDevice(appID: String, deviceID: String) -> ServiceError {
+        ServiceError(
+            .notFound, "There is no device \(deviceID); register it with PUT /v1/apps/\(appID)/devices/\(deviceID) first.")
     }
 
     /// Refuses a token already registered under another kind.
     static func refuseCrossedKind(
         session: any StoreSession, appID: String, token: String, kind: PushTokenKind, field: String
     ) throws {
-        let others = try session.registeredKinds(appID: appID, token: token, except: kind)
+        try refuseCrossedKind(try session.registeredKinds(appID: appID, token: token, except: kind), kind: kind, field: field)
+    }
+
+    /// Refuses a token registered under `others`, kinds other than `kind`.
+    static func refuseCrossedKind(_ others: Set<PushTokenKind>, kind: PushTokenKind, field: String) throws {
         guard let other = others.sorted(by: { $0.rawValue < $1.rawValue }).first else { return }
         throw ServiceError.invalid(
             "This token is already registered as a \(other.rawValue) token; the three kinds of token never mix.",

@@ -39,25 +39,42 @@ extension PostgresConnection {
     }
 
     /// Runs the prepared statement `name`, after the pending start of a transaction
-    /// when there is one, in one pipeline: the start's statements, the statement, a
-    /// sync; then reads every result in order. Answers the statement's result (the
-    /// caller clears it).
+    /// when there is one, in one pipeline (see ``executePipelined(_:begin:statements:)``).
+    /// Answers the statement's result (the caller clears it).
     func executePipelined(
         _ connection: OpaquePointer, begin: [String], name: String, _ parameters: PostgresParameters
     ) throws(StoreError) -> OpaquePointer {
+        try executePipelined(connection, begin: begin, statements: [(name, parameters)])[0]
+    }
+
+    /// Runs the prepared `statements`, after `begin` (the start of a transaction, or
+    /// nothing), in one pipeline: every query sent, then a sync, then every result
+    /// read in order; one round trip in all. Answers each statement's result (the
+    /// caller clears them); the first failure is thrown, after every result was
+    /// read, and the connection left out of pipeline mode.
+    func executePipelined(
+        _ connection: OpaquePointer, begin: [String], statements: [(name: String, parameters: PostgresParameters)]
+    ) throws(StoreError) -> [OpaquePointer] {
         guard PQenterPipelineMode(connection) == 1 else {
             for statement in begin { try execute(statement) }
-            let result = try parameters.withPointers { values, lengths, formats throws(StoreError) in
-                PQexecPrepared(connection, name, parameters.count, values, lengths, formats, 0)
+            var results: [OpaquePointer] = []
+            for (name, parameters) in statements {
+                let result = try parameters.withPointers { values, lengths, formats throws(StoreError) in
+                    PQexecPrepared(connection, name, parameters.count, values, lengths, formats, 0)
+                }
+                guard let result else {
+                    results.forEach { PQclear($0) }
+                    throw failure(nil)
+                }
+                results.append(result)
             }
-            guard let result else { throw failure(nil) }
-            return result
+            return results
         }
         var sent = true
         for statement in begin where sent {
             sent = PQsendQueryParams(connection, statement, 0, nil, nil, nil, nil, 0) == 1
         }
-        if sent {
+        for (name, parameters) in statements where sent {
             sent = try parameters.withPointers { values, lengths, formats throws(StoreError) in
                 PQsendQueryPrepared(connection, name, parameters.count, values, lengths, formats, 0) == 1
             }
@@ -66,30 +83,51 @@ extension PostgresConnection {
         guard sent else { throw failure(nil) }
         // Each query's result, then a NULL; then the sync's own result.
         var failed: StoreError?
-        for _ in begin {
+        var results: [OpaquePointer] = []
+        for index in 0..<(begin.count + statements.count) {
             let result = PQgetResult(connection)
+            guard let result else {
+                results.forEach { PQclear($0) }
+                throw failed ?? failure(nil)
+            }
             if failed == nil {
                 do throws(StoreError) { try check(result) } catch { failed = error }
             }
-            PQclear(result)
-            guard result != nil else { throw failed ?? failure(nil) }
+            if index >= begin.count { results.append(result) } else { PQclear(result) }
             while let extra = PQgetResult(connection) { PQclear(extra) }
         }
-        let statement = PQgetResult(connection)
-        guard let statement else { throw failed ?? failure(nil) }
-        while let extra = PQgetResult(connection) { PQclear(extra) }
         // The sync: the pipeline is idle again, and may be left.
         let sync = PQgetResult(connection)
         let synced = sync.map { PQresultStatus($0) == PGRES_PIPELINE_SYNC } ?? false
         PQclear(sync)
-        guard synced, PQexitPipelineMode(connection) == 1 else {
-            PQclear(statement)
+        guard synced, PQexitPipelineMode(connection) == 1, failed == nil else {
+            results.forEach { PQclear($0) }
             throw failed ?? failure(nil)
         }
-        if let failed {
-            PQclear(statement)
-            throw failed
+        return results
+    }
+
+    /// Runs `statements`, which do not depend on one another, and answers each one's
+    /// rows: in one round trip (with the pending start of the transaction, if any).
+    public func queryAll(_ statements: [SQL]) throws(StoreError) -> [[SQLRow]] {
+        guard statements.count > 1 || pendingBegin != nil else {
+            var rows: [[SQLRow]] = []
+            for statement in statements { rows.append(try query(statement)) }
+            return rows
         }
-        return statement
+        let connection = try open()
+        var prepared: [(name: String, parameters: PostgresParameters)] = []
+        for statement in statements {
+            let rendered = statement.rendered(for: .postgresql)
+            let parameters = try PostgresParameters(rendered.values)
+            prepared.append((try preparedName(rendered.text, types: parameters.types), parameters))
+        }
+        let begin = pendingBegin ?? []
+        pendingBegin = nil
+        let results = try executePipelined(connection, begin: begin, statements: prepared)
+        defer { results.forEach { PQclear($0) } }
+        var rows: [[SQLRow]] = []
+        for result in results { rows.append(try PostgresResultReader.rows(of: result)) }
+        return rows
     }
 }

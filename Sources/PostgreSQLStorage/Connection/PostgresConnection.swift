@@ -208,7 +208,7 @@ public final class PostgresConnection: SQLExecutor, @unchecked Sendable {
 
     /// The name `text` with parameters of `types` is prepared under, preparing it
     /// first if this connection has not yet.
-    private func preparedName(_ text: String, types: [Oid]) throws(StoreError) -> String {
+    func preparedName(_ text: String, types: [Oid]) throws(StoreError) -> String {
         let key = PostgresStatementCache.Key(text: text, types: types)
         if let name = statements.name(for: key) { return name }
         let connection = try open()

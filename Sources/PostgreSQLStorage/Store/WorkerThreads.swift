@@ -29,7 +29,8 @@ final class WorkerThreads: Sendable {
     /// Runs `job` on one of the threads. After `stop`, it runs on the caller's
     /// thread (and fails there on the closed pool) rather than never.
     func submit(_ job: @escaping @Sendable () -> Void) {
-        let accepted = state.withLockBroadcasting { state -> Bool in
+        // One job wakes one thread; until `stop`, only the threads wait here.
+        let accepted = state.withLockSignaling { state -> Bool in
             guard !state.stopping else { return false }
             state.jobs.append(job)
             return true

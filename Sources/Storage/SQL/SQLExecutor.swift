@@ -19,4 +19,15 @@ public protocol SQLExecutor {
     func runEach<Row>(_ rows: some Sequence<Row>, _ statement: (Row) -> SQL) throws -> Int
     /// The version of Islet's schema in the database.
     func schemaVersion() throws -> Int
+    /// Runs statements that do not depend on one another and answers each one's
+    /// rows, in order: in one round trip where the backend can (PostgreSQL's
+    /// pipeline), else one after another.
+    func queryAll(_ statements: [SQL]) throws -> [[SQLRow]]
+}
+
+extension SQLExecutor {
+    /// One after another.
+    public func queryAll(_ statements: [SQL]) throws -> [[SQLRow]] {
+        try statements.map { try query($0) }
+    }
 }

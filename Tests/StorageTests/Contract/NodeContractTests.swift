@@ -136,4 +136,24 @@ struct NodeContractTests {
             }
         }
     }
+
+    @Test(arguments: StoreBackend.all)
+    func anUpdateTokenIsCheckedAgainstItsDeviceItsOtherKindsAndItsActivity(_ backend: StoreBackend) async throws {
+        try await withStore(backend) { store in
+            let checks = try store.writeNow { session -> (UpdateTokenChecks, UpdateTokenChecks) in
+                try session.insertApp(Fixture.app())
+                _ = try session.upsertDevice(appID: "app_1", deviceID: "d1", Fixture.registration(token: "aa", environment: .production), now: Fixture.t0)
+                try session.startActivity("a1")
+                let known = try session.updateTokenChecks(appID: "app_1", deviceID: "d1", activityID: "a1", token: "aa")
+                let unknown = try session.updateTokenChecks(appID: "app_1", deviceID: "d2", activityID: "a2", token: "bb")
+                return (known, unknown)
+            }
+            #expect(checks.0.environment == .production)
+            #expect(checks.0.otherKinds == [.device])
+            #expect(checks.0.activity?.activityID == "a1")
+            #expect(checks.1.environment == nil)
+            #expect(checks.1.otherKinds.isEmpty)
+            #expect(checks.1.activity == nil)
+        }
+    }
 }

@@ -1,0 +1,18 @@
+public import IsletCore
+
+/// What a device's update token for an activity is checked against.
+public struct UpdateTokenChecks: Sendable {
+    /// The device's environment, or nil when there is no such device.
+    public var environment: APNsEnvironment?
+    /// The kinds other than an update token under which the token is registered.
+    public var otherKinds: Set<PushTokenKind>
+    /// The activity, locked, or nil when Islet has not seen it.
+    public var activity: ActivityRecord?
+
+    /// The three answers.
+    public init(environment: APNsEnvironment?, otherKinds: Set<PushTokenKind>, activity: ActivityRecord?) {
+        self.environment = environment
+        self.otherKinds = otherKinds
+        self.activity = activity
+    }
+}
