@@ -155,7 +155,9 @@ func fanout(_ arguments: [String]) async throws {
     // nodes on it, node 1 taking the update.
     let database = value("--database", in: arguments)
     let nodes = Int(value("--nodes", in: arguments) ?? "1") ?? 1
-    var rig = try FanoutRig(islet: islet, extraArguments: database.map { ["--database", $0] } ?? [], nodes: nodes)
+    let pool = value("--database-pool-size", in: arguments)
+    let extra = (database.map { ["--database", $0] } ?? []) + (pool.map { ["--database-pool-size", $0] } ?? [])
+    var rig = try FanoutRig(islet: islet, extraArguments: extra, nodes: nodes)
     let registrations = try rig.registerHolders(count: devices, activityID: "final", connections: connections)
     emit("registration_requests_per_second=\(Int(registrations))")
     let started = Date()

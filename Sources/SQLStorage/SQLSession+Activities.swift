@@ -215,6 +215,24 @@ extension SQLSession {
     /// keeps it).
     public func insertPendingInstances(appID: String, activityID: String, targets: [PushTarget], now: Date) throws {
         let millis = now.unixMilliseconds
+        if dialect == .postgresql {
+            // Bound as arrays, a few thousand targets a statement.
+            var start = targets.startIndex
+            while start < targets.endIndex {
+                let chunk = targets[start..<min(start + Self.chunk, targets.endIndex)]
+                start = chunk.endIndex
+                try run(
+                    """
+                    INSERT INTO activity_instances (app_id, activity_id, device_id, status, environment, created_at, updated_at)
+                    SELECT \(appID)::text, \(activityID)::text, t.device_id, 'pending', t.environment, \(millis)::int8,
+                        \(millis)::int8
+                    FROM unnest(\(SQLValue.array(chunk.map { .text($0.deviceID) }))::text[],
+                        \(SQLValue.array(chunk.map { .text($0.environment.rawValue) }))::text[]) AS t(device_id, environment)
+                    ON CONFLICT (app_id, activity_id, device_id) DO NOTHING
+                    """)
+            }
+            return
+        }
         try runEach(targets) { target in
             """
             INSERT INTO activity_instances (app_id, activity_id, device_id, status, environment, created_at, updated_at)
