@@ -79,7 +79,10 @@ public struct Configuration: Sendable, Equatable {
     /// process id when the port is picked at start).
     public var resolvedNodeID: String {
         if let nodeID { return nodeID }
-        let host = ProcessInfo.processInfo.hostName
+        // The kernel's host name, without asking a name server for a longer one.
+        var buffer = [CChar](repeating: 0, count: 256)
+        let host = gethostname(&buffer, buffer.count - 1) == 0
+            ? String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) : "islet"
         return port == 0 ? "\(host):pid\(getpid())" : "\(host):\(port)"
     }
 

@@ -56,6 +56,47 @@ struct ConfigurationTests {
         #expect(error?.description.hasPrefix("invalid setting \(setting): ") == true)
     }
 
+    @Test func theClusterSettingsAreReadAndChecked() throws {
+        let config = try load(
+            ["--database", "postgresql://islet:s3cret@db.example:5432/islet?sslmode=require", "--node-id", "node-a",
+             "--push-lease-seconds", "12"],
+            ["ISLET_DATABASE_POOL_SIZE": "4"])
+        #expect(config.postgresURL == "postgresql://islet:s3cret@db.example:5432/islet?sslmode=require")
+        #expect(config.databasePoolSize == 4)
+        #expect(config.resolvedNodeID == "node-a")
+        #expect(config.pushLeaseSeconds == 12)
+        #expect(try load(["--database", "/var/lib/islet/islet.sqlite"]).postgresURL == nil)
+        #expect(try load(["--database", "POSTGRES://h/db"]).postgresURL == "POSTGRES://h/db")
+        // The default node id is the host name and the port.
+        var defaults = try load(["--port", "9001"])
+        #expect(defaults.resolvedNodeID.hasSuffix(":9001"))
+        defaults.port = 0
+        #expect(defaults.resolvedNodeID.hasSuffix(":pid\(getpid())"))
+        for (arguments, setting) in [
+            (["--database", "mysql://h/db"], "--database (ISLET_DATABASE)"),
+            (["--database-pool-size", "0"], "--database-pool-size (ISLET_DATABASE_POOL_SIZE)"),
+            (["--node-id", "a b"], "--node-id (ISLET_NODE_ID)"),
+            (["--node-id", ""], "--node-id (ISLET_NODE_ID)"),
+            (["--push-lease-seconds", "0"], "--push-lease-seconds (ISLET_PUSH_LEASE_SECONDS)"),
+        ] {
+            let error = #expect(throws: ConfigurationError.self) { try load(arguments) }
+            #expect(error?.setting == setting)
+        }
+    }
+
+    @Test func aRefusedDatabaseURLNeverShowsItsPassword() throws {
+        let flag = #expect(throws: ConfigurationError.self) { try load(["--database", "mysql://islet:hunter2pw@h/db"]) }
+        #expect(flag?.message.contains("hunter2pw") == false)
+        #expect(flag?.message.contains("***") == true)
+        let variable = #expect(throws: ConfigurationError.self) {
+            try load([], ["ISLET_DATABASE": "mysql://islet:hunter2pw@h/db?password=again"])
+        }
+        #expect(variable?.message.contains("hunter2pw") == false)
+        #expect(variable?.message.contains("again") == false)
+        #expect(Configuration.redactingPassword("postgresql://u:p%40ss@h:1/d?application_name=a@b")
+            == "postgresql://u:***@h:1/d?application_name=a@b")
+    }
+
     @Test func aFlagWinsOverABadEnvironmentValue() throws {
         // The environment's value is never read when a flag gives the setting.
         #expect(try load(["--port", "0"], ["ISLET_PORT": "99999"]).port == 0)

@@ -186,6 +186,31 @@ struct ServeProcessTests {
         }
     }
 
+    /// A PostgreSQL server that refuses the password, or none at all: exit status 2
+    /// and one line naming the setting and the cause, never the password.
+    @Test func aRefusedOrUnreachableDatabaseStopsTheStartWithoutItsPassword() async throws {
+        try #require(FileManager.default.isExecutableFile(atPath: executable))
+        let serverPort = try #require(TestPostgres.port, "run through make test or scripts/with-postgres.sh")
+        let nothing = try ReservedPort()
+        try await withTemporaryDirectory { dir in
+            for (url, cause) in [
+                ("postgresql://islet_password:wrong-pw-7781@127.0.0.1:\(serverPort)/postgres", "password"),
+                ("postgresql://islet:other-pw-7781@127.0.0.1:\(nothing.port)/postgres?connect_timeout=5", "127.0.0.1"),
+                ("postgresql://islet@127.0.0.1:\(serverPort)/postgres?sslmode=bogus", "sslmode"),
+            ] {
+                let result = try runCommand(
+                    executable, ["serve", "--port", "0", "--data-dir", dir.appendingPathComponent("data").path, "--database", url])
+                #expect(result.status == 2, "\(result.error)")
+                let lines = result.error.split(separator: "\n")
+                #expect(lines.count == 1, "\(result.error)")
+                #expect(result.error.hasPrefix("islet: "), "\(result.error)")
+                #expect(result.error.contains("--database (ISLET_DATABASE)"), "\(result.error)")
+                #expect(result.error.contains(cause), "\(result.error)")
+                #expect(!result.error.contains("-pw-7781"), "\(result.error)")
+            }
+        }
+    }
+
     @Test func aFlagOverridesABadEnvironmentValue() async throws {
         try #require(FileManager.default.isExecutableFile(atPath: executable))
         try await withTemporaryDirectory { dir in
