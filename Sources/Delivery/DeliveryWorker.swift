@@ -319,7 +319,7 @@ public final class DeliveryWorker: Sendable {
                 for index in answers.indices {
                     counted.append(try apply(answers[index], session: session, now: now, sent: &sent))
                 }
-                try session.recordSent(sent, now: now)
+                try session.recordSent(sent, by: configuration.nodeID, now: now)
                 return counted
             }
         } catch {
@@ -339,12 +339,6 @@ public final class DeliveryWorker: Sendable {
         let settlement = try policy.settle(
             push, result: answer.result, now: now, jitter: random.withLock { Double.random(in: 0...1, using: &$0) },
             activityEnded: { try session.activityHasEnded(appID: push.appID, activityID: push.activityID ?? "") })
-        if let environment = settlement.correctEnvironment {
-            try session.correctEnvironment(appID: push.appID, token: push.token, kind: push.tokenKind, environment: environment)
-        }
-        if let action = settlement.deadToken {
-            try actOnDeadToken(push, action, session: session, now: now)
-        }
         let outcome = settlement.outcome
         if outcome.status == .sent, outcome.environment == nil, outcome.nextAttemptAt == nil,
             settlement.correctEnvironment == nil, settlement.deadToken == nil
@@ -352,8 +346,21 @@ public final class DeliveryWorker: Sendable {
             sent.append(SentPush(
                 pushID: push.id, attempts: outcome.attempts, apnsStatus: outcome.apnsStatus,
                 apnsUniqueID: outcome.apnsUniqueID))
-        } else {
-            try session.recordOutcome(pushID: push.id, outcome, now: now)
+            return (settlement.counted, settlement.reason, settlement.latency)
+        }
+        // Recorded only while this node still holds the push: one whose lease ran
+        // out belongs to the node that took it over, and this answer changes nothing.
+        guard try session.recordOutcome(pushID: push.id, outcome, by: configuration.nodeID, now: now) else {
+            logger.info(
+                "answer for a push another node took over, not recorded", ("app", .string(push.appID)),
+                ("apns_id", .string(push.apnsID)))
+            return (settlement.counted, settlement.reason, settlement.latency)
+        }
+        if let environment = settlement.correctEnvironment {
+            try session.correctEnvironment(appID: push.appID, token: push.token, kind: push.tokenKind, environment: environment)
+        }
+        if let action = settlement.deadToken {
+            try actOnDeadToken(push, action, session: session, now: now)
         }
         return (settlement.counted, settlement.reason, settlement.latency)
     }

@@ -292,7 +292,9 @@ public struct Configuration: Sendable, Equatable {
         var result = text
         if let scheme = result.range(of: "://") {
             let rest = result[scheme.upperBound...]
-            let authority = rest[..<(rest.firstIndex(where: { $0 == "/" || $0 == "?" }) ?? rest.endIndex)]
+            // As libpq reads it: the user part ends at the first "/" only (a "?" may
+            // stand in a password).
+            let authority = rest[..<(rest.firstIndex(of: "/") ?? rest.endIndex)]
             if let at = authority.lastIndex(of: "@"), let colon = authority[..<at].firstIndex(of: ":") {
                 result.replaceSubrange(rest.index(after: colon)..<at, with: "***")
             }

@@ -49,13 +49,18 @@ extension SQLSession {
         }
     }
 
+    /// The `NOTIFY` channel of the connection's schema, as SQL: `islet_` and 16 hex
+    /// digits of the schema name's MD5, a valid channel name whatever the schema is
+    /// called.
+    public static let channelSQL = "'islet_' || left(md5(current_schema()), 16)"
+
     /// Tells every node of the database of `notice` when the transaction commits:
-    /// `pg_notify` on the channel of this schema (`islet_<schema>`), which
+    /// `pg_notify` on the channel of this schema (see ``channelSQL``), which
     /// PostgreSQL delivers at commit, once per distinct payload. SQLite has one
     /// node, and nothing to tell.
     public func notifyNodes(_ notice: StoreNotice) throws {
         guard dialect == .postgresql else { return }
-        _ = try query("SELECT pg_notify('islet_' || current_schema(), \(notice.payload))")
+        _ = try query("SELECT pg_notify(\(raw: Self.channelSQL), \(notice.payload))")
     }
 }
 

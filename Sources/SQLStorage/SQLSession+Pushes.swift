@@ -207,7 +207,7 @@ extension SQLSession {
 
     /// Records, in one statement on PostgreSQL (one round trip for the whole batch),
     /// pushes APNs accepted that change nothing else.
-    public func recordSent(_ pushes: [SentPush], now: Date) throws {
+    public func recordSent(_ pushes: [SentPush], by nodeID: String, now: Date) throws {
         guard !pushes.isEmpty else { return }
         let millis = now.unixMilliseconds
         switch dialect {
@@ -222,7 +222,7 @@ extension SQLSession {
                     \(SQLValue.array(pushes.map { $0.apnsStatus.map { .integer(Int64($0)) } ?? .null }))::int8[],
                     \(SQLValue.array(pushes.map { $0.apnsUniqueID.map(SQLValue.text) ?? .null }))::text[])
                     AS v(id, attempts, apns_status, unique_id)
-                WHERE p.id = v.id
+                WHERE p.id = v.id AND p.status = 'sending' AND p.claimed_by = \(nodeID)
                 """)
         case .sqlite:
             try runEach(pushes) { push in
@@ -230,28 +230,29 @@ extension SQLSession {
                 UPDATE pushes SET status = 'sent', attempts = attempts + \(push.attempts), rounds = rounds + 1,
                     apns_status = \(push.apnsStatus), reason = NULL, apns_unique_id = \(push.apnsUniqueID),
                     claimed_by = NULL, lease_until = NULL, updated_at = \(millis), sent_at = \(millis)
-                WHERE id = \(push.pushID)
+                WHERE id = \(push.pushID) AND status = 'sending' AND claimed_by = \(nodeID)
                 """
             }
         }
     }
 
-    /// Records what became of a push. Only what the outcome gives is written: an
+    /// Records what became of a push, if node `nodeID` still holds it in flight
+    /// (answers whether it did). Only what the outcome gives is written: an
     /// APNs status, an `apns-unique-id`, a next attempt or an environment it lacks
     /// leaves the stored one; a new environment that differs from the stored one
     /// marks the push as switched.
-    public func recordOutcome(pushID: Int64, _ outcome: PushOutcome, now: Date) throws {
+    @discardableResult
+    public func recordOutcome(pushID: Int64, _ outcome: PushOutcome, by nodeID: String, now: Date) throws -> Bool {
         let millis = now.unixMilliseconds
         if outcome.status == .sent && outcome.environment == nil && outcome.nextAttemptAt == nil {
             // The common case, in a statement of its own.
-            try run(
+            return try run(
                 """
                 UPDATE pushes SET status = 'sent', attempts = attempts + \(outcome.attempts), rounds = rounds + 1,
                     apns_status = \(outcome.apnsStatus), reason = NULL, apns_unique_id = \(outcome.apnsUniqueID),
                     claimed_by = NULL, lease_until = NULL, updated_at = \(millis), sent_at = \(millis)
-                WHERE id = \(pushID)
-                """)
-            return
+                WHERE id = \(pushID) AND status = 'sending' AND claimed_by = \(nodeID)
+                """) > 0
         }
         var changes: SQL = """
             status = \(outcome.status.rawValue), attempts = attempts + \(outcome.attempts), rounds = rounds + 1, \
@@ -277,7 +278,8 @@ extension SQLSession {
         if outcome.status == .sent {
             changes.append(", sent_at = \(millis)")
         }
-        try run("UPDATE pushes SET \(sql: changes) WHERE id = \(pushID)")
+        return try run(
+            "UPDATE pushes SET \(sql: changes) WHERE id = \(pushID) AND status = 'sending' AND claimed_by = \(nodeID)") > 0
     }
 
     /// The earliest time a queued push is due, if any is queued.

@@ -175,11 +175,14 @@ public protocol PushQueue {
     /// many.
     @discardableResult
     func renewLeases(nodeID: String, until: Date) throws -> Int
-    /// Records what became of a push.
-    func recordOutcome(pushID: Int64, _ outcome: PushOutcome, now: Date) throws
-    /// Records, in one statement, pushes APNs accepted at the first try of a round and
-    /// that change nothing else: the common outcome, by far.
-    func recordSent(_ pushes: [SentPush], now: Date) throws
+    /// Records what became of a push, if node `nodeID` still holds it in flight.
+    /// Answers whether it did: a node whose lease ran out (and whose push another
+    /// node took over) records nothing.
+    @discardableResult
+    func recordOutcome(pushID: Int64, _ outcome: PushOutcome, by nodeID: String, now: Date) throws -> Bool
+    /// Records, in one statement, pushes APNs accepted that change nothing else (the
+    /// common outcome, by far), those node `nodeID` still holds.
+    func recordSent(_ pushes: [SentPush], by nodeID: String, now: Date) throws
     /// The earliest time a queued push is due, if any is queued.
     func nextDueTime() throws -> Date?
     /// Pushes waiting to be sent or in flight.

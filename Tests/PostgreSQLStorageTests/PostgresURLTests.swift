@@ -77,4 +77,10 @@ struct PostgresURLTests {
         #expect(renamed.description.components(separatedBy: "application_name").count == 2)
         #expect(throws: StoreError.self) { try url.setting("colour", "blue") }
     }
+
+    @Test func aPasswordWithAQuestionMarkIsHiddenToo() throws {
+        let url = try PostgresURL("postgresql://islet:se?cr3t@db.example/islet")
+        #expect(!url.description.contains("se?cr3t"))
+        #expect(!url.description.contains("cr3t"))
+    }
 }

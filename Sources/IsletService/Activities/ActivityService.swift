@@ -163,6 +163,10 @@ public struct ActivityService: Sendable {
                                 app: app, activityID: activityID, contentState: nil, dismissalDate: nil, cause: .scheduled,
                                 idempotency: nil),
                             session: session, lifecycle: lifecycle, now: now)
+                    } catch let error as StoreError {
+                        // The database's own failure ends the transaction (it is
+                        // run again, or the next tick tries again).
+                        throw error
                     } catch {
                         // A payload that can no longer be built still ends the
                         // activity, so that it is not tried again every tick.

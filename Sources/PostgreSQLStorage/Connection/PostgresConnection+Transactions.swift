@@ -17,7 +17,11 @@ extension PostgresConnection {
             pendingBegin = nil
             return
         }
-        try execute("COMMIT")
+        // PostgreSQL answers the COMMIT of a failed transaction with ROLLBACK, and no
+        // error: that is no commit.
+        guard try execute(returningTag: "COMMIT") == "COMMIT" else {
+            throw StoreError(.corrupt, "the transaction had failed, and was rolled back instead of committed")
+        }
     }
 
     /// Rolls the transaction back (nothing to do for one never started, or on a
@@ -62,11 +66,14 @@ extension PostgresConnection {
                 let result = try parameters.withPointers { values, lengths, formats throws(StoreError) in
                     PQexecPrepared(connection, name, parameters.count, values, lengths, formats, 0)
                 }
-                guard let result else {
+                do throws(StoreError) {
+                    try check(result)
+                } catch {
+                    PQclear(result)
                     results.forEach { PQclear($0) }
-                    throw failure(nil)
+                    throw error
                 }
-                results.append(result)
+                results.append(result!)
             }
             return results
         }
@@ -80,7 +87,7 @@ extension PostgresConnection {
             }
         }
         if sent { sent = PQpipelineSync(connection) == 1 }
-        guard sent else { throw failure(nil) }
+        guard sent else { throw abandonPipeline(failure(nil)) }
         // Each query's result, then a NULL; then the sync's own result.
         var failed: StoreError?
         var results: [OpaquePointer] = []
@@ -88,7 +95,7 @@ extension PostgresConnection {
             let result = PQgetResult(connection)
             guard let result else {
                 results.forEach { PQclear($0) }
-                throw failed ?? failure(nil)
+                throw abandonPipeline(failed ?? failure(nil))
             }
             if failed == nil {
                 do throws(StoreError) { try check(result) } catch { failed = error }
@@ -100,11 +107,23 @@ extension PostgresConnection {
         let sync = PQgetResult(connection)
         let synced = sync.map { PQresultStatus($0) == PGRES_PIPELINE_SYNC } ?? false
         PQclear(sync)
-        guard synced, PQexitPipelineMode(connection) == 1, failed == nil else {
+        guard synced, PQexitPipelineMode(connection) == 1 else {
             results.forEach { PQclear($0) }
-            throw failed ?? failure(nil)
+            throw abandonPipeline(failed ?? failure(nil))
+        }
+        if let failed {
+            results.forEach { PQclear($0) }
+            throw failed
         }
         return results
+    }
+
+    /// A pipeline left half-read cannot be used again (every later call would fail
+    /// as if the statement were wrong): the connection is closed, so that the pool
+    /// opens another, and the transaction, which never committed, may run again.
+    private func abandonPipeline(_ error: StoreError) -> StoreError {
+        close()
+        return StoreError(.unavailable, "database unavailable: the connection's pipeline failed (\(error.message))")
     }
 
     /// Runs `statements`, which do not depend on one another, and answers each one's
@@ -116,6 +135,9 @@ extension PostgresConnection {
             return rows
         }
         let connection = try open()
+        // Room for every statement first: the cache clears itself when full, which
+        // would drop statements prepared earlier in this same call.
+        try makeRoomForStatements(statements.count)
         var prepared: [(name: String, parameters: PostgresParameters)] = []
         for statement in statements {
             let rendered = statement.rendered(for: .postgresql)

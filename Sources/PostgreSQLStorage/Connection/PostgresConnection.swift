@@ -141,6 +141,24 @@ public final class PostgresConnection: SQLExecutor, @unchecked Sendable {
         try check(result)
     }
 
+    /// Runs `text` (no parameters) and answers the command tag (`COMMIT`, `ROLLBACK`,
+    /// …).
+    func execute(returningTag text: String) throws(StoreError) -> String {
+        let connection = try open()
+        try flushPendingBegin()
+        let result = PQexec(connection, text)
+        defer { PQclear(result) }
+        try check(result)
+        return String(cString: PQcmdStatus(result))
+    }
+
+    /// Clears the statement cache now when `count` more statements might not fit.
+    func makeRoomForStatements(_ count: Int) throws(StoreError) {
+        guard statements.count + count > statements.capacity else { return }
+        try execute("DEALLOCATE ALL")
+        statements.removeAll()
+    }
+
     /// Runs `sql` and answers its rows (values read as ``PostgresResultReader`` says).
     public func query(_ sql: SQL) throws(StoreError) -> [SQLRow] {
         let rendered = sql.rendered(for: .postgresql)

@@ -24,7 +24,7 @@ enum PostgresFailure {
     static func code(for sqlState: String) -> StoreError.Code {
         switch sqlState {
         case "40001", "40P01", "55P03", "57014": return .busy
-        case "57P01", "57P02", "57P03", "25006": return .unavailable
+        case "57P01", "57P02", "57P03", "25006", "40003": return .unavailable
         case "40002": return .conflict
         default: break
         }

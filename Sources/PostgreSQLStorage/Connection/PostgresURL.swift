@@ -104,7 +104,7 @@ public struct PostgresURL: Sendable, Hashable, CustomStringConvertible {
     private static func userPassword(in text: String) -> Range<String.Index>? {
         guard let scheme = text.range(of: "://") else { return nil }
         let rest = text[scheme.upperBound...]
-        let authorityEnd = rest.firstIndex(where: { $0 == "/" || $0 == "?" }) ?? rest.endIndex
+        let authorityEnd = rest.firstIndex(of: "/") ?? rest.endIndex
         let authority = rest[..<authorityEnd]
         guard let at = authority.firstIndex(of: "@") else { return nil }
         let user = authority[..<at]

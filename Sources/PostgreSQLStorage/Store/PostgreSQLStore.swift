@@ -37,26 +37,24 @@ public final class PostgreSQLStore: Store {
         let url = try PostgresURL(text)
         location = url.description
         pool = ConnectionPool(url: url, size: poolSize, applicationName: applicationName)
-        let schema: String
+        let channel: String
         do {
-            schema = try pool.withConnection { connection -> String in
-                try PostgresMigrator.migrate(connection, migrations: PostgresSchema.migrations)
-                guard let name = try connection.query("SELECT current_schema() AS name").first?["name"].text else {
+            channel = try pool.withConnection { connection -> String in
+                guard try connection.query("SELECT current_schema() AS name").first?["name"].text != nil else {
                     throw StoreError(.unavailable, "the connection has no schema to create Islet's tables in (check search_path)")
                 }
-                return name
+                try PostgresMigrator.migrate(connection, migrations: PostgresSchema.migrations)
+                guard let channel = try connection.query("SELECT \(raw: SQLSession.channelSQL) AS channel").first?["channel"].text
+                else { throw StoreError(.corrupt, "the server named no notice channel") }
+                return channel
             }
         } catch {
             pool.close()
             throw error
         }
         workers = WorkerThreads(count: pool.size, name: "islet-pg")
-        listener = NoticeListener(url: url, channel: Self.channel(schema: schema), applicationName: applicationName)
+        listener = NoticeListener(url: url, channel: channel, applicationName: applicationName)
     }
-
-    /// The `LISTEN` channel of a schema: `islet_` and the schema's name, as
-    /// `SQLSession.notifyNodes` names it.
-    static func channel(schema: String) -> String { "islet_" + schema }
 
     public func read<T: Sendable>(_ body: @escaping @Sendable (any StoreSession) throws -> T) async throws -> T {
         try await onWorker { try self.transaction(.read, body) }
@@ -89,10 +87,6 @@ public final class PostgreSQLStore: Store {
         listener.stop()
         workers.stop()
         pool.close()
-    }
-
-    deinit {
-        close()
     }
 
     // MARK: - Transactions

@@ -97,8 +97,8 @@ struct NodeContractTests {
                     [
                         SentPush(pushID: claimed[0].id, attempts: 1, apnsStatus: 200, apnsUniqueID: "unique-1"),
                         SentPush(pushID: claimed[1].id, attempts: 2, apnsStatus: 200, apnsUniqueID: nil),
-                    ], now: Fixture.at(3))
-                try session.recordSent([], now: Fixture.at(3))
+                    ], by: "node-1", now: Fixture.at(3))
+                try session.recordSent([], by: "node-1", now: Fixture.at(3))
             }
             let items = try store.readNow { try $0.pushes(appID: "app_1", activityID: "a1", since: Fixture.t0) }
             #expect(items.map(\.status) == [.sent, .sent, .queued])
@@ -154,6 +154,43 @@ struct NodeContractTests {
             #expect(checks.1.environment == nil)
             #expect(checks.1.otherKinds.isEmpty)
             #expect(checks.1.activity == nil)
+        }
+    }
+
+    /// A node whose lease ran out, and whose push another node took over, records
+    /// nothing when its late answer comes.
+    @Test(arguments: StoreBackend.all)
+    func aLateAnswerForAPushTakenOverChangesNothing(_ backend: StoreBackend) async throws {
+        try await withStore(backend) { store in
+            let minter = IDMinter()
+            try store.writeNow { session in
+                try session.insertApp(Fixture.app())
+                try session.queue(.update, activityID: "a1", targets: [Fixture.target("d1", "u1")], minter: minter)
+            }
+            let slow = try #require(try claim(store, at: 1, node: "slow", leaseSeconds: 5).first)
+            #expect(try store.writeNow { try $0.requeueInFlight(.leaseExpired, now: Fixture.at(10)) } == 1)
+            let taken = try #require(try claim(store, at: 10, node: "fast").first)
+            #expect(taken.id == slow.id && taken.apnsID == slow.apnsID)
+            let late = try store.writeNow { session in
+                try session.recordOutcome(
+                    pushID: slow.id, PushOutcome(status: .queued, attempts: 1, apnsStatus: 429, reason: "TooManyRequests",
+                                                 nextAttemptAt: Fixture.at(11)), by: "slow", now: Fixture.at(11))
+            }
+            #expect(!late)
+            try store.writeNow { session in
+                try session.recordSent([SentPush(pushID: slow.id, attempts: 1, apnsStatus: 200, apnsUniqueID: nil)], by: "slow", now: Fixture.at(11))
+            }
+            // Still the fast node's, in flight: the late answers changed nothing.
+            let item = try #require(try store.readNow { try $0.pushes(appID: "app_1", activityID: "a1", since: Fixture.t0) }.first)
+            #expect(item.attempts == 0)
+            #expect(item.sentAt == nil)
+            try store.writeNow { try $0.recordHeartbeat(nodeID: "fast", startedAt: Fixture.t0, now: Fixture.at(11)) }
+            #expect(try store.readNow { try $0.nodes(seenSince: Fixture.t0) }.first?.claimedPushes == 1)
+            let recorded = try store.writeNow { session in
+                try session.recordOutcome(
+                    pushID: taken.id, PushOutcome(status: .sent, attempts: 1, apnsStatus: 200), by: "fast", now: Fixture.at(12))
+            }
+            #expect(recorded)
         }
     }
 }

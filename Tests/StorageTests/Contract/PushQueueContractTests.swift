@@ -102,15 +102,15 @@ struct PushQueueContractTests {
             try store.writeNow(durable: false) { session throws in
                 try session.recordOutcome(
                     pushID: pushes[0].id, PushOutcome(status: .sent, attempts: 1, apnsStatus: 200, apnsUniqueID: "unique-1"),
-                    now: Fixture.at(2))
+                    by: "node-1", now: Fixture.at(2))
                 try session.recordOutcome(
                     pushID: pushes[1].id,
                     PushOutcome(status: .queued, attempts: 2, apnsStatus: 503, reason: "ServiceUnavailable", nextAttemptAt: Fixture.at(30)),
-                    now: Fixture.at(2))
+                    by: "node-1", now: Fixture.at(2))
                 try session.recordOutcome(
                     pushID: pushes[2].id,
                     PushOutcome(status: .queued, attempts: 1, apnsStatus: 400, reason: "BadDeviceToken", nextAttemptAt: Fixture.at(2), environment: .sandbox),
-                    now: Fixture.at(2))
+                    by: "node-1", now: Fixture.at(2))
             }
             var items = try history()
             #expect(items[0].status == .sent)
@@ -140,12 +140,13 @@ struct PushQueueContractTests {
             #expect(again[0].attempts == 1)
             #expect(again[0].rounds == 1)
             // Another environment given that is the one it has: still switched once.
-            try store.writeNow(durable: false) { session throws in
+            let recorded = try store.writeNow(durable: false) { session throws in
                 try session.recordOutcome(
                     pushID: again[0].id,
                     PushOutcome(status: .failed, attempts: 1, apnsStatus: 410, reason: "Unregistered", environment: .sandbox),
-                    now: Fixture.at(6))
+                    by: "node-1", now: Fixture.at(6))
             }
+            #expect(recorded)
             items = try history()
             #expect(items[2].status == .failed)
             #expect(items[2].attempts == 2)
@@ -159,10 +160,12 @@ struct PushQueueContractTests {
             #expect(again[0].attempts == 2)
             #expect(again[0].rounds == 1)
             // Sent after a retry, by the general statement: what the outcome lacks is kept.
-            try store.writeNow(durable: false) { session throws in
+            let recordedAgain = try store.writeNow(durable: false) { session throws in
                 try session.recordOutcome(
-                    pushID: again[0].id, PushOutcome(status: .sent, attempts: 1, nextAttemptAt: Fixture.at(31)), now: Fixture.at(31))
+                    pushID: again[0].id, PushOutcome(status: .sent, attempts: 1, nextAttemptAt: Fixture.at(31)), by: "node-1",
+                    now: Fixture.at(31))
             }
+            #expect(recordedAgain)
             items = try history()
             #expect(items[1].status == .sent)
             #expect(items[1].attempts == 3)
@@ -185,7 +188,7 @@ struct PushQueueContractTests {
                 try session.recordOutcome(
                     pushID: push.id,
                     PushOutcome(status: .queued, attempts: 1, apnsStatus: 400, reason: "BadDeviceToken", nextAttemptAt: Fixture.at(1), environment: .production),
-                    now: Fixture.at(1))
+                    by: "node-1", now: Fixture.at(1))
                 let item = try #require(try session.pushes(appID: "app_1", activityID: "a1", since: Fixture.t0).first)
                 #expect(item.environment == .production)
                 #expect(item.environmentSwitched)
