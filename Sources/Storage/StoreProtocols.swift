@@ -218,7 +218,7 @@ public struct PushLease: Sendable, Hashable {
     }
 }
 
-/// A push APNs accepted, as ``PushQueue/recordSent(_:now:)`` records it.
+/// A push APNs accepted, as ``PushQueue/recordSent(_:by:now:)`` records it.
 public struct SentPush: Sendable, Hashable {
     /// The push.
     public var pushID: Int64
