@@ -73,7 +73,9 @@ struct PostgreSQLSharingTests {
                     group.addTask {
                         var mine: [Int64] = []
                         while true {
-                            let claimed = try store.writeNow(durable: false) { session in
+                            // On the store's own threads: a claim loop on the
+                            // concurrency pool's would hold up every other test.
+                            let claimed = try await store.write { session in
                                 var cache: [Int64: SendContent] = [:]
                                 return try session.claimDuePushes(
                                     now: Fixture.at(1), limit: 25, lease: PushLease(nodeID: "node-\(index)", until: Fixture.at(60)),
