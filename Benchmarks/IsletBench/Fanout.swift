@@ -158,6 +158,17 @@ func fanout(_ arguments: [String]) async throws {
     let pool = value("--database-pool-size", in: arguments)
     let extra = (database.map { ["--database", $0] } ?? []) + (pool.map { ["--database-pool-size", $0] } ?? [])
     var rig = try FanoutRig(islet: islet, extraArguments: extra, nodes: nodes)
+    do {
+        try await measure(&rig, devices: devices, connections: connections, killAt: killAt)
+    } catch {
+        // The servers go with the run, whatever ends it.
+        await rig.cleanUp()
+        throw error
+    }
+}
+
+/// The fan-out `fanout` times, on a started rig; cleans it up when done.
+private func measure(_ rig: inout FanoutRig, devices: Int, connections: Int, killAt: Double?) async throws {
     let registrations = try rig.registerHolders(count: devices, activityID: "final", connections: connections)
     emit("registration_requests_per_second=\(Int(registrations))")
     let started = Date()
