@@ -217,10 +217,7 @@ extension SQLSession {
         let millis = now.unixMilliseconds
         if dialect == .postgresql {
             // Bound as arrays, a few thousand targets a statement.
-            var start = targets.startIndex
-            while start < targets.endIndex {
-                let chunk = targets[start..<min(start + Self.chunk, targets.endIndex)]
-                start = chunk.endIndex
+            try forEachChunk(of: targets) { chunk in
                 try run(
                     """
                     INSERT INTO activity_instances (app_id, activity_id, device_id, status, environment, created_at, updated_at)

@@ -29,10 +29,7 @@ extension SQLSession {
         if dialect == .postgresql {
             // One statement per 5,000 targets, their values bound as arrays: a
             // round trip per push would cost more than the push.
-            var start = targets.startIndex
-            while start < targets.endIndex {
-                let chunk = targets[start..<min(start + Self.chunk, targets.endIndex)]
-                start = chunk.endIndex
+            try forEachChunk(of: targets) { chunk in
                 try run(
                     """
                     INSERT INTO pushes (send_id, app_id, activity_id, activity_type, event, device_id, token_kind, token,
@@ -63,9 +60,6 @@ extension SQLSession {
         if !targets.isEmpty { try notifyNodes(.pushesQueued) }
         return targets.count
     }
-
-    /// Targets per statement when a list is bound as arrays.
-    static let chunk = 5_000
 
     /// Drops the queued updates of an activity that a newer update or end replaces:
     /// the device shows only the newest content. Answers how many.

@@ -57,6 +57,20 @@ public struct SQLSession: StoreSession {
         }
     }
 
+    /// Targets per statement when a list is bound as arrays.
+    static let chunk = 5_000
+
+    /// Runs `body` on consecutive slices of `targets`, at most ``chunk`` each: for
+    /// statements that bind a whole slice as arrays.
+    func forEachChunk<Element>(of targets: [Element], _ body: (ArraySlice<Element>) throws -> Void) throws {
+        var start = targets.startIndex
+        while start < targets.endIndex {
+            let chunk = targets[start..<min(start + Self.chunk, targets.endIndex)]
+            start = chunk.endIndex
+            try body(chunk)
+        }
+    }
+
     /// Runs `sql` once per element of `rows`, prepared once (every element gives the
     /// same text). Answers the rows changed.
     @discardableResult
