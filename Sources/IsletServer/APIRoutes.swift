@@ -13,8 +13,10 @@ enum APIRoutes {
         let routes = system.routes + AppRoutes(apps: services.apps).routes
             + DeviceRoutes(devices: services.devices).routes
             + ActivityTypeRoutes(activityTypes: services.activityTypes).routes
-            + ActivityRoutes(activities: services.activities).routes
-            + NotificationRoutes(notifications: services.notifications).routes
+            + ActivityRoutes(activities: services.activities, schedules: services.schedules).routes
+            + TimelineRoutes(timelines: services.timelines).routes
+            + ScheduleRoutes(schedules: services.schedules).routes
+            + NotificationRoutes(notifications: services.notifications, schedules: services.schedules).routes
             + NodeRoutes(nodes: services.nodes).routes
         document.withLock { $0 = OpenAPIDocument.make(routes: routes) }
         return routes

@@ -33,7 +33,7 @@ public final class Application: Sendable {
     /// The demo app of `--simulator`, with fresh keys.
     public let demo: DemoApp?
     let server: HTTPServer
-    let scheduledEnds: ScheduledEnds
+    let timekeeper: Timekeeper
     private let stopState = Lock(StopState())
 
     private struct StopState {
@@ -56,7 +56,7 @@ public final class Application: Sendable {
         self.embeddedAPNs = embeddedAPNs
         self.generatedAdminToken = generatedAdminToken
         self.demo = demo
-        self.scheduledEnds = ScheduledEnds(activities: services.activities)
+        self.timekeeper = Timekeeper(services: services)
         var http = HTTPServerConfiguration()
         http.host = configuration.host
         http.port = configuration.port
@@ -82,7 +82,7 @@ public final class Application: Sendable {
             return !state.started
         }) else { return server.port }
         try delivery.start()
-        scheduledEnds.start()
+        timekeeper.start()
         let port = try server.start()
         if let generatedAdminToken {
             try AdminToken.save(generatedAdminToken, configuration)
@@ -131,7 +131,7 @@ public final class Application: Sendable {
     public func shutdown() async {
         let grace = configuration.shutdownGraceSeconds
         await server.shutdown(gracePeriod: .milliseconds(Int(grace * 1000)))
-        await scheduledEnds.stop()
+        await timekeeper.stop()
         await delivery.shutdown(grace: grace)
         await client.shutdown()
         await embeddedAPNs?.apns.shutdown()

@@ -101,7 +101,7 @@ private func assemble(
     let environment = ServiceEnvironment(
         store: store, clock: clock, lifecycle: ActivityLifecycle(windows: configuration.lifecycleWindows), logger: logger,
         idempotencyWindow: deliveryConfiguration.idempotencyRetention, pushesQueued: { [delivery] in delivery.wake() },
-        credentialsChanged: trust, nodeID: configuration.resolvedNodeID)
+        credentialsChanged: trust, nodeID: configuration.resolvedNodeID, renewLead: configuration.renewLeadMinutes * 60)
     let services = Services(environment: environment, adminToken: adminToken)
     // What other nodes of a shared database tell this one.
     store.subscribe { [delivery, services] notice in

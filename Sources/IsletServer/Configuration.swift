@@ -22,6 +22,9 @@ public struct Configuration: Sendable, Equatable {
     public var nodeID: String?
     /// Seconds a node's claim on a push lasts unless renewed.
     public var pushLeaseSeconds = 30.0
+    /// Minutes before an activity's update window closes that a timeline with
+    /// `renew` starts its successor.
+    public var renewLeadMinutes = 15.0
     /// Lowest log level written.
     public var logLevel: LogLevel = .info
     /// Log line format.
@@ -167,6 +170,14 @@ public struct Configuration: Sendable, Equatable {
                 return "not a number of seconds from 1 to 3600"
             }
             config.pushLeaseSeconds = seconds
+            return nil
+        },
+        Setting(flag: "--renew-lead-minutes", environment: "ISLET_RENEW_LEAD_MINUTES", defaultText: "15",
+                help: "Minutes before an activity's update window closes that a timeline with renew starts its successor.") { config, value in
+            guard let minutes = Double(value), minutes.isFinite, (1...240).contains(minutes) else {
+                return "not a number of minutes from 1 to 240"
+            }
+            config.renewLeadMinutes = minutes
             return nil
         },
         Setting(flag: "--log-level", environment: "ISLET_LOG_LEVEL", defaultText: "info",

@@ -17,6 +17,10 @@ public struct Services: Sendable {
     public let notifications: NotificationService
     /// The nodes sharing the database.
     public let nodes: NodeService
+    /// Sends held for their time.
+    public let schedules: ScheduleService
+    /// Activities' timelines.
+    public let timelines: TimelineService
 
     /// Builds the services; `adminToken` is the token that manages apps.
     public init(environment: ServiceEnvironment, adminToken: String) {
@@ -27,6 +31,8 @@ public struct Services: Sendable {
         activities = ActivityService(environment: environment)
         notifications = NotificationService(environment: environment)
         nodes = NodeService(environment: environment)
+        schedules = ScheduleService(environment: environment)
+        timelines = TimelineService(environment: environment)
     }
 
     /// The store they use.

@@ -5,7 +5,7 @@ public import Storage
 extension SQLSession {
     private static let activityColumns: SQL = """
         seq, activity_id, activity_type, origin, status, attributes, content_state, last_timestamp, started_at,
-        updated_at, ended_at, end_cause, end_at
+        updated_at, ended_at, end_cause, end_at, start_alert, renewed_to, renewed_from, not_renewed
         """
 
     private static let instanceColumns: SQL = """
@@ -306,7 +306,37 @@ extension SQLSession {
             contentState: try row.json("content_state"), lastTimestamp: row.optionalInt64("last_timestamp"),
             startedAt: try row.date("started_at"), updatedAt: row.optionalDate("updated_at"),
             endedAt: row.optionalDate("ended_at"), endCause: row.optionalString("end_cause").flatMap(EndCause.init),
-            endAt: row.optionalDate("end_at"))
+            endAt: row.optionalDate("end_at"), startAlert: try row.json("start_alert"),
+            renewal: RenewalLinks(
+                renewedTo: row.optionalString("renewed_to"), renewedFrom: row.optionalString("renewed_from"),
+                notRenewed: try row.json("not_renewed").flatMap { value -> [String]? in
+                    guard case .array(let items) = value else { return nil }
+                    return items.compactMap(\.stringValue)
+                } ?? []))
+    }
+
+    /// Stores the alert an activity was started with.
+    public func setStartAlert(appID: String, activityID: String, alert: JSONValue) throws {
+        try run(
+            """
+            UPDATE activities SET start_alert = \(alert.jsonText) WHERE app_id = \(appID) AND activity_id = \(activityID)
+            """)
+    }
+
+    /// Links an activity to its successor (and the successor back to it).
+    public func recordRenewal(appID: String, from activityID: String, to successorID: String?, notRenewed: [String]) throws {
+        let devices = JSONValue.array(notRenewed.map(JSONValue.string)).jsonText
+        try run(
+            """
+            UPDATE activities SET renewed_to = \(successorID), not_renewed = \(devices)
+            WHERE app_id = \(appID) AND activity_id = \(activityID)
+            """)
+        if let successorID {
+            try run(
+                """
+                UPDATE activities SET renewed_from = \(activityID) WHERE app_id = \(appID) AND activity_id = \(successorID)
+                """)
+        }
     }
 
     private static func instanceRecord(_ row: SQLRow) throws -> InstanceRecord {

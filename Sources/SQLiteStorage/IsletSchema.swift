@@ -181,5 +181,43 @@ public enum IsletSchema {
                 last_heartbeat_at INTEGER NOT NULL
             ) STRICT, WITHOUT ROWID;
             """),
+        Migration(version: 7, name: "schedules and timelines", sql: """
+            CREATE TABLE schedules (
+                seq INTEGER PRIMARY KEY,
+                schedule_id TEXT NOT NULL UNIQUE,
+                app_id TEXT NOT NULL REFERENCES apps(id),
+                kind TEXT NOT NULL,
+                activity_id TEXT,
+                send_at INTEGER NOT NULL,
+                status TEXT NOT NULL,
+                reason TEXT,
+                detail TEXT,
+                targets INTEGER,
+                command TEXT NOT NULL,
+                created_at INTEGER NOT NULL,
+                fired_at INTEGER,
+                timeline_generation INTEGER,
+                entry_index INTEGER
+            ) STRICT;
+            CREATE INDEX schedules_due ON schedules(send_at, seq) WHERE status = 'scheduled';
+            CREATE INDEX schedules_by_app ON schedules(app_id, send_at, seq);
+            CREATE INDEX schedules_by_activity ON schedules(app_id, activity_id, send_at);
+            CREATE TABLE timelines (
+                app_id TEXT NOT NULL REFERENCES apps(id),
+                activity_id TEXT NOT NULL,
+                generation INTEGER NOT NULL,
+                end_at INTEGER,
+                renew INTEGER NOT NULL,
+                renew_at INTEGER,
+                start_alert TEXT,
+                updated_at INTEGER NOT NULL,
+                PRIMARY KEY (app_id, activity_id)
+            ) STRICT, WITHOUT ROWID;
+            CREATE INDEX timelines_renew_at ON timelines(renew_at) WHERE renew_at IS NOT NULL;
+            ALTER TABLE activities ADD COLUMN start_alert TEXT;
+            ALTER TABLE activities ADD COLUMN renewed_to TEXT;
+            ALTER TABLE activities ADD COLUMN renewed_from TEXT;
+            ALTER TABLE activities ADD COLUMN not_renewed TEXT;
+            """),
     ]
 }

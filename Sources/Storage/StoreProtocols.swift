@@ -126,6 +126,11 @@ public protocol ActivityStore {
     func endRefusedInstance(appID: String, activityID: String, token: String, refusedAt: Date?, now: Date) throws -> Bool
     /// The update tokens of every copy of an activity that has not ended.
     func updateTargets(appID: String, activityID: String) throws -> [PushTarget]
+    /// Stores the alert an activity was started with (a successor starts with it).
+    func setStartAlert(appID: String, activityID: String, alert: JSONValue) throws
+    /// Links an activity to the successor that renews it (nil when none could be
+    /// started), listing the devices left without it.
+    func recordRenewal(appID: String, from activityID: String, to successorID: String?, notRenewed: [String]) throws
 }
 
 /// Registered activity types and their schemas.
@@ -283,9 +288,60 @@ public protocol IdempotencyStore {
     func purgeIdempotentAnswers(before: Date) throws -> Int
 }
 
+/// Sends held for their time, and activities' timelines: the items stay in the
+/// database (a million pending cost the server no memory), and each fires once.
+public protocol ScheduleStore {
+    /// Adds schedule items of `appID`, in order, all created at `now`.
+    func insertSchedules(appID: String, _ items: [NewSchedule], now: Date) throws
+    /// The item `scheduleID` of `appID`.
+    func schedule(appID: String, scheduleID: String) throws -> ScheduleRecord?
+    /// Items of `appID` by `filter`, soonest first (by time, then creation).
+    func schedules(appID: String, filter: ScheduleFilter) throws -> [ScheduleRecord]
+    /// Cancels an item, if it is still scheduled: one statement, so that an item
+    /// being fired at that moment is either cancelled or fired, never both. Answers
+    /// whether this call cancelled it.
+    func cancelSchedule(appID: String, scheduleID: String, now: Date) throws -> Bool
+    /// Settles every item still scheduled of the activity's timelines (entries and
+    /// ends) as `status` with `reason`. Answers how many.
+    @discardableResult
+    func settlePendingTimeline(
+        appID: String, activityID: String, status: ScheduleStatus, reason: String, now: Date
+    ) throws -> Int
+    /// The items still scheduled of `kind` for the activity, soonest first.
+    func pendingSchedules(appID: String, activityID: String, kind: ScheduleKind) throws -> [ScheduleRecord]
+    /// The earliest time an item is due, if any is scheduled.
+    func nextScheduleTime() throws -> Date?
+    /// Drops, as superseded, every timeline entry due at `now` that a newer entry of
+    /// the same activity, also due, replaces. Answers how many.
+    @discardableResult
+    func skipSupersededEntries(now: Date) throws -> Int
+    /// Up to `limit` items due at `now`, soonest first, locked for the rest of the
+    /// transaction (an item another transaction holds is skipped).
+    func claimDueSchedules(now: Date, limit: Int) throws -> [ScheduleRecord]
+    /// Records what became of a claimed item.
+    func settleSchedule(
+        sequence: Int64, status: ScheduleStatus, reason: String?, detail: String?, targets: Int?, at: Date
+    ) throws
+    /// Moves the items still scheduled of an activity's timeline to its successor.
+    /// Answers how many.
+    @discardableResult
+    func moveTimeline(appID: String, from activityID: String, to successorID: String) throws -> Int
+    /// The activity's timeline settings.
+    func timeline(appID: String, activityID: String) throws -> TimelineRecord?
+    /// Stores (or replaces) an activity's timeline settings.
+    func putTimeline(_ timeline: TimelineRecord) throws
+    /// The items of one generation of an activity's timeline, in order.
+    func timelineItems(appID: String, activityID: String, generation: Int64) throws -> [ScheduleRecord]
+    /// Timelines whose renewal has come, oldest first.
+    func dueRenewals(now: Date, limit: Int) throws -> [TimelineRecord]
+    /// Items still scheduled, in every app.
+    func pendingScheduleCount() throws -> Int
+}
+
 /// Everything one transaction can do.
 public protocol StoreSession:
-    AppStore, DeviceStore, ActivityStore, ActivityTypeStore, PushQueue, IdempotencyStore, NodeStore, NodeCoordination
+    AppStore, DeviceStore, ActivityStore, ActivityTypeStore, PushQueue, IdempotencyStore, NodeStore, NodeCoordination,
+    ScheduleStore
 {
     /// Answers when the database does (a health check).
     func ping() throws

@@ -47,7 +47,7 @@ struct PostgreSQLSharingTests {
             }
             defer { for store in stores { store.close() } }
             #expect(try TestPostgres.psql(url, "SELECT count(*) FROM islet_migrations") == "1")
-            for store in stores { #expect(try store.readNow { try $0.schemaVersion() } == 6) }
+            for store in stores { #expect(try store.readNow { try $0.schemaVersion() } == 7) }
         }
     }
 

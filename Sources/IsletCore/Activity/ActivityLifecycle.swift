@@ -34,6 +34,8 @@ public enum EndCause: String, Sendable, Hashable, CaseIterable, Codable {
     case scheduled
     /// APNs refused the update token.
     case tokenRejected = "token_rejected"
+    /// Its timeline ran past the 8 hours: Islet ended it and started its successor.
+    case renewed
 }
 
 /// How long an activity may be updated and ended. ActivityKit keeps an activity

@@ -180,6 +180,8 @@ indirect enum FieldType: Sendable {
     case anyObject
     /// A nested object with fields of its own.
     case object(BodySchema)
+    /// An array of objects, each with the fields of `schema`.
+    case objects(BodySchema, maxCount: Int)
     /// Field definitions of an activity type (`{name: Field}`).
     case fieldDefinitions
 }
@@ -312,6 +314,8 @@ extension FieldType {
             return ["type": "object", "minProperties": 1]
         case .object(let schema):
             return schema.jsonSchema
+        case .objects(let schema, let maxCount):
+            return ["type": "array", "items": schema.jsonSchema, "maxItems": .integer(Int64(maxCount))]
         case .fieldDefinitions:
             return [
                 "type": "object", "propertyNames": ["minLength": 1],

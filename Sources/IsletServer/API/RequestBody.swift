@@ -314,6 +314,32 @@ final class ObjectReader {
         return child
     }
 
+    /// An array of objects, each read by the definition's schema as `key[i]`.
+    func objects(_ key: String) -> [ObjectReader]? {
+        guard let (definition, value) = take(key) else { return nil }
+        guard case .objects(let schema, let maxCount) = definition.type else { return mismatch(key) }
+        guard case .array(let elements) = value else {
+            fail(key, "must be an array of objects")
+            return nil
+        }
+        if elements.count > maxCount {
+            fail(key, "must have at most \(maxCount) entries (it has \(elements.count))")
+            return nil
+        }
+        var readers: [ObjectReader] = []
+        for (index, element) in elements.enumerated() {
+            guard case .object(let members) = element else {
+                owner?.fail("\(field(key))[\(index)]", "must be a JSON object")
+                return nil
+            }
+            let child = ObjectReader(path: "\(field(key))[\(index)]", schema: schema, members: members)
+            child.body = owner
+            children.append(child)
+            readers.append(child)
+        }
+        return readers
+    }
+
     /// The one field of the schema's `exactlyOne` given a value; when none or
     /// several are, a fault at this object itself.
     func chosen() -> String? {

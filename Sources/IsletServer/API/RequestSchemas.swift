@@ -55,6 +55,22 @@ enum RequestSchemas {
         ],
         exactlyOne: ["user_ids", "device_ids", "tags"])
     private static let priority = BodyField("priority", .integer(allowed: [5, 10]))
+    private static let sendAt = BodyField(
+        "send_at", .date,
+        description: "When to send: ahead, the answer is 202 {schedule_id, send_at, status}; up to 60 s ago, at once.")
+    static let timelineEntry = BodySchema([
+        BodyField("at", .date, required: true),
+        BodyField("content_state", .anyObject, required: true),
+        BodyField("alert", .object(alert)),
+        BodyField("stale_date", .date),
+        BodyField("relevance_score", .number),
+        priority,
+    ])
+    static let timeline = BodySchema([
+        BodyField("entries", .objects(timelineEntry, maxCount: 1_440), required: true, description: "In strictly increasing at."),
+        BodyField("end_at", .date, description: "Ends the activity then, with the last entry's state."),
+        BodyField("renew", .bool, description: "Run past the 8 hours by starting a successor (id~2, ~3, …)."),
+    ])
     static let startActivity = BodySchema([
         BodyField("activity_id", .string(.identifier), required: true),
         BodyField("activity_type", .string(.activityType), required: true),
@@ -66,6 +82,8 @@ enum RequestSchemas {
         BodyField("relevance_score", .number),
         priority,
         BodyField("end_at", .date),
+        sendAt,
+        BodyField("timeline", .object(timeline), description: "Entries pushed after the start, then the end."),
     ])
     static let updateActivity = BodySchema([
         BodyField("content_state", .anyObject, required: true),
@@ -74,14 +92,17 @@ enum RequestSchemas {
         BodyField("relevance_score", .number),
         priority,
         BodyField("end_at", .date),
+        sendAt,
     ])
     static let endActivity = BodySchema([
         BodyField("content_state", .anyObject),
         BodyField("dismissal_date", .date),
+        sendAt,
     ])
     static let notification = BodySchema([
         BodyField("audience", .object(audience), required: true),
         BodyField("alert", .object(alert), required: true),
+        sendAt,
     ])
     static let activityType = BodySchema([
         BodyField("format", .enumeration(ActivityTypeSchema.Format.allCases.map(\.rawValue))),

@@ -1,4 +1,6 @@
+import Foundation
 import IsletCore
+import IsletService
 
 /// The fields the send routes share, read into domain values.
 enum SendFields {
@@ -20,6 +22,35 @@ enum SendFields {
         case "user_ids": return .userIDs(values)
         case "device_ids": return .deviceIDs(values)
         default: return .tags(values)
+        }
+    }
+
+    /// A timeline object (`{entries, end_at?, renew?}`), by `RequestSchemas.timeline`.
+    static func timeline(_ object: ObjectReader) -> TimelinePlan? {
+        let readers = object.objects("entries")
+        let endAt = object.date("end_at")
+        let renew = object.bool("renew") ?? false
+        var entries: [TimelineEntry] = []
+        for reader in readers ?? [] {
+            let at = reader.date("at")
+            let state = reader.jsonObject("content_state")
+            let alert = alert(reader)
+            let stale = reader.date("stale_date")
+            let relevance = reader.double("relevance_score")
+            let priority = reader.integer("priority")
+            guard let at else { continue }
+            entries.append(TimelineEntry(
+                at: at, contentState: state, alert: alert, staleDate: stale, relevanceScore: relevance, priority: priority))
+        }
+        guard let readers, entries.count == readers.count else { return nil }
+        return TimelinePlan(entries: entries, endAt: endAt, renew: renew)
+    }
+
+    /// The JSON answer of a send that may have been scheduled.
+    static func scheduledStatus<R>(_ answer: Replayable<Scheduling<R>>, immediate: (R) -> Int) -> Int {
+        switch answer.result {
+        case .scheduled: 202
+        case .immediate(let result): immediate(result)
         }
     }
 }

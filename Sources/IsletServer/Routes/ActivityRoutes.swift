@@ -9,6 +9,7 @@ import Storage
 /// pushes back. Each handler parses, calls the activity service, and renders.
 struct ActivityRoutes: Sendable {
     let activities: ActivityService
+    let schedules: ScheduleService
 
     var routes: [APIRoute] {
         [
@@ -16,19 +17,19 @@ struct ActivityRoutes: Sendable {
                 "POST", "/v1/apps/{app_id}/activities",
                 summary: "Start an activity remotely: a push-to-start to every device of the audience holding a token for its type.",
                 access: .server, body: RequestSchemas.startActivity, idempotent: true,
-                responses: [(202, "Queued: {activity_id, targets}"), (409, "The activity id is in use, or the app has no APNs credentials"), (422, "A field is invalid, or no device of the audience can be started")]
+                responses: [(202, "Queued: {activity_id, targets}; with a send_at ahead, scheduled: {schedule_id, send_at, status}"), (409, "The activity id is in use (or scheduled to start), or the app has no APNs credentials"), (422, "A field is invalid, or no device of the audience can be started")]
             ) { request in try await start(request) },
             APIRoute(
                 "POST", "/v1/apps/{app_id}/activities/{activity_id}/update",
                 summary: "Send the activity's new content state to every device holding it.",
                 access: .server, body: RequestSchemas.updateActivity, idempotent: true,
-                responses: [(202, "Queued: {targets}"), (404, "No such activity"), (409, "Ended, or past its update window, or the app has no APNs credentials"), (422, "A field is invalid")]
+                responses: [(202, "Queued: {targets}; with a send_at ahead, scheduled: {schedule_id, send_at, status}"), (404, "No such activity"), (409, "Ended, or past its update window, or the app has no APNs credentials"), (422, "A field is invalid (send_at after the update window, say)")]
             ) { request in try await update(request) },
             APIRoute(
                 "POST", "/v1/apps/{app_id}/activities/{activity_id}/end",
                 summary: "End the activity on every device holding it; without a content state the last one is sent.",
                 access: .server, body: RequestSchemas.endActivity, idempotent: true,
-                responses: [(202, "Queued: {targets}"), (200, "Already ended; nothing sent"), (404, "No such activity"), (409, "The app has no APNs credentials"), (422, "A field is invalid")]
+                responses: [(202, "Queued: {targets}; with a send_at ahead, scheduled: {schedule_id, send_at, status}"), (200, "Already ended; nothing sent"), (404, "No such activity"), (409, "The app has no APNs credentials"), (422, "A field is invalid (send_at after the end window, say)")]
             ) { request in try await end(request) },
             APIRoute(
                 "GET", "/v1/apps/{app_id}/activities", summary: "List activities, newest first.", access: .server,
@@ -63,15 +64,23 @@ struct ActivityRoutes: Sendable {
         let staleDate = root.date("stale_date")
         let relevance = root.double("relevance_score")
         let priority = root.integer("priority")
+        let sendAt = root.date("send_at")
+        let timelineReader = root.object("timeline")
+        let timeline = timelineReader.flatMap(SendFields.timeline)
         if let activityID, let given = attributes?["islet_activity_id"], given != .string(activityID) {
             root.fail("attributes.islet_activity_id", "is set by Islet to the activity id; leave it out")
         }
         try body.finish()
-        let answer = try await activities.start(StartActivity(
+        let command = StartActivity(
             app: request.app, activityID: activityID!, activityType: activityType!, attributes: attributes,
             contentState: contentState, alert: alert, audience: try body.required(audience, "audience"), endAt: endAt,
             staleDate: staleDate, relevanceScore: relevance, priority: priority,
-            idempotency: IdempotencyHeader.key(request.http)))
+            idempotency: IdempotencyHeader.key(request.http))
+        guard sendAt != nil || timelineReader != nil else {
+            return IdempotencyHeader.response(try await activities.start(command), status: 202)
+        }
+        let answer = try await schedules.start(
+            command, sendAt: sendAt, timeline: timelineReader == nil ? nil : try body.required(timeline, "timeline"))
         return IdempotencyHeader.response(answer, status: 202)
     }
 
@@ -85,12 +94,14 @@ struct ActivityRoutes: Sendable {
         let staleDate = root.date("stale_date")
         let relevance = root.double("relevance_score")
         let priority = root.integer("priority")
+        let sendAt = root.date("send_at")
         try body.finish()
-        let answer = try await activities.update(UpdateActivity(
+        let command = UpdateActivity(
             app: request.app, activityID: activityID, contentState: contentState, alert: alert, endAt: endAt,
             staleDate: staleDate, relevanceScore: relevance, priority: priority,
-            idempotency: IdempotencyHeader.key(request.http)))
-        return IdempotencyHeader.response(answer, status: 202)
+            idempotency: IdempotencyHeader.key(request.http))
+        guard let sendAt else { return IdempotencyHeader.response(try await activities.update(command), status: 202) }
+        return IdempotencyHeader.response(try await schedules.update(command, sendAt: sendAt), status: 202)
     }
 
     private func end(_ request: RouteRequest) async throws -> HTTPResponse {
@@ -98,11 +109,18 @@ struct ActivityRoutes: Sendable {
         let body = try RequestBody(request.http, schema: RequestSchemas.endActivity)
         let contentState = body.root.jsonObject("content_state")
         let dismissalDate = body.root.date("dismissal_date")
+        let sendAt = body.root.date("send_at")
         try body.finish()
-        let answer = try await activities.end(EndActivity(
+        let command = EndActivity(
             app: request.app, activityID: activityID, contentState: contentState, dismissalDate: dismissalDate,
-            idempotency: IdempotencyHeader.key(request.http)))
-        return IdempotencyHeader.response(answer, status: answer.result.alreadyEnded ? 200 : 202)
+            idempotency: IdempotencyHeader.key(request.http))
+        guard let sendAt else {
+            let answer = try await activities.end(command)
+            return IdempotencyHeader.response(answer, status: answer.result.alreadyEnded ? 200 : 202)
+        }
+        let answer = try await schedules.end(command, sendAt: sendAt)
+        return IdempotencyHeader.response(
+            answer, status: SendFields.scheduledStatus(answer) { $0.alreadyEnded ? 200 : 202 })
     }
 
     // MARK: - Reading
@@ -154,6 +172,12 @@ struct ActivityRoutes: Sendable {
         body["attributes"] = detail.activity.record.attributes ?? .null
         body["content_state"] = detail.activity.record.contentState ?? .null
         body["devices"] = .array(detail.devices.map { .object(InstanceJSON.json($0)) })
+        let renewal = detail.activity.record.renewal
+        body["renewed_to"] = APIJSON.optional(renewal.renewedTo)
+        body["renewed_from"] = APIJSON.optional(renewal.renewedFrom)
+        if renewal.renewedTo != nil || !renewal.notRenewed.isEmpty {
+            body["not_renewed"] = .array(renewal.notRenewed.map(JSONValue.string))
+        }
         return APIJSON.response(.object(body))
     }
 

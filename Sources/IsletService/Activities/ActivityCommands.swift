@@ -29,6 +29,9 @@ public struct StartActivity: Sendable {
     public var priority: Int?
     /// The idempotency key, if the command has one.
     public var idempotency: IdempotencyKey?
+    /// The attributes and content state were stored by Islet (already checked and
+    /// converted): a renewal starts its successor with them.
+    var storedContent = false
 
     /// Creates the command.
     public init(

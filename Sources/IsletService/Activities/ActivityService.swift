@@ -23,21 +23,35 @@ public struct ActivityService: Sendable {
     public func start(_ command: StartActivity) async throws(ServiceError) -> Replayable<StartResult> {
         let app = command.app
         try SendRules.requireCredentials(app)
-        var attributes = command.attributes
-        if case .object(var members)? = attributes {
-            members["islet_activity_id"] = .string(command.activityID)
-            attributes = .object(members)
-        }
-        let stamped = attributes
         let lifecycle = environment.lifecycle
         let now = environment.clock.now()
         return try await environment.idempotentWrite(appID: app.id, idempotency: command.idempotency, now: now) { session in
+            try Self.start(command, session: session, lifecycle: lifecycle, now: now)
+        }
+    }
+
+    /// The attributes of a start, with `islet_activity_id` set to its activity id.
+    static func stamped(_ attributes: JSONValue?, activityID: String) -> JSONValue? {
+        guard case .object(var members)? = attributes else { return attributes }
+        members["islet_activity_id"] = .string(activityID)
+        return .object(members)
+    }
+
+    /// Starts an activity in `session` (see `start(_:)`): for a request, and for a
+    /// scheduled start or a renewal when its time comes.
+    static func start(
+        _ command: StartActivity, session: any StoreSession, lifecycle: ActivityLifecycle, now: Date
+    ) throws -> StartResult {
+        let app = command.app
+        try SendRules.requireCredentials(app)
+        let stamped = Self.stamped(command.attributes, activityID: command.activityID)
+        do {
             let appID = app.id
             let activityID = command.activityID
             let activityType = command.activityType
             let prepared = try SchemaEnforcement.prepare(
                 session: session, app: app, activityType: activityType, attributes: stamped,
-                contentState: command.contentState, isStart: true)
+                contentState: command.contentState, isStart: true, storedState: command.storedContent)
             let push = LiveActivityPush(
                 event: .start, contentState: prepared.wireState, attributesType: prepared.attributesType,
                 attributes: prepared.attributes, alert: command.alert, staleDate: command.staleDate,
@@ -51,7 +65,8 @@ public struct ActivityService: Sendable {
             {
                 throw ServiceError(
                     .conflict,
-                    "Activity \(activityID) is already running (\(existing.status.rawValue)); end it first or use another id.")
+                    "Activity \(activityID) is already running (\(existing.status.rawValue)); end it first or use another id.",
+                    reason: ScheduleReason.activityRunning)
             }
             let audience = command.audience
             let targets = try session.startTargets(appID: appID, audience: audience, activityType: activityType)
@@ -61,7 +76,8 @@ public struct ActivityService: Sendable {
                     ? "The audience matches no registered device."
                     : "None of the \(size) device(s) in the audience holds a push-to-start token for \(activityType)."
                 throw ServiceError.invalid(
-                    detail, field: "audience.\(audience.field)", "names no device that can start \(activityType)")
+                    detail, field: "audience.\(audience.field)", "names no device that can start \(activityType)",
+                    reason: ScheduleReason.noTargets)
             }
             try session.insertActivity(
                 appID: appID, activityID: activityID, activityType: activityType, origin: .remote,
@@ -73,6 +89,9 @@ public struct ActivityService: Sendable {
             try session.enqueuePushes(
                 sendID: sendID, appID: appID, activityID: activityID, activityType: activityType, event: .start,
                 tokenKind: .pushToStart, targets: targets, now: now, mintID: APNsMessageID.mint)
+            if let alert = command.alert {
+                try session.setStartAlert(appID: appID, activityID: activityID, alert: ScheduledCommand.json(alert))
+            }
             return StartResult(activityID: activityID, targets: targets.count, warnings: prepared.warnings)
         }
     }
@@ -87,6 +106,17 @@ public struct ActivityService: Sendable {
         let lifecycle = environment.lifecycle
         let now = environment.clock.now()
         return try await environment.idempotentWrite(appID: app.id, idempotency: command.idempotency, now: now) { session in
+            try Self.update(command, session: session, lifecycle: lifecycle, now: now)
+        }
+    }
+
+    /// Updates an activity in `session` (see `update(_:)`).
+    static func update(
+        _ command: UpdateActivity, session: any StoreSession, lifecycle: ActivityLifecycle, now: Date
+    ) throws -> ActivitySendResult {
+        let app = command.app
+        try SendRules.requireCredentials(app)
+        do {
             let appID = app.id
             let activityID = command.activityID
             let activity = try SendRules.lockedActivity(session, appID: appID, activityID: activityID)
@@ -96,15 +126,18 @@ public struct ActivityService: Sendable {
             case .ended:
                 throw ServiceError(
                     .conflict,
-                    "Activity \(activityID) has ended (\(activity.endCause?.rawValue ?? "ended")); an ended activity can never be updated again.")
+                    "Activity \(activityID) has ended (\(activity.endCause?.rawValue ?? "ended")); an ended activity can never be updated again.",
+                    reason: ScheduleReason.activityEnded)
             case .expired(let at):
                 throw ServiceError(
                     .conflict,
-                    "Activity \(activityID) ended when its lifecycle window closed at \(RFC3339.string(at)); an ended activity can never be updated again.")
+                    "Activity \(activityID) ended when its lifecycle window closed at \(RFC3339.string(at)); an ended activity can never be updated again.",
+                    reason: ScheduleReason.activityEnded)
             case .pastUpdateWindow(let since):
                 throw ServiceError(
                     .conflict,
-                    "Activity \(activityID) is past its update window (it closed at \(RFC3339.string(since))); devices ignore updates now. It can still be ended.")
+                    "Activity \(activityID) is past its update window (it closed at \(RFC3339.string(since))); devices ignore updates now. It can still be ended.",
+                    reason: ScheduleReason.pastUpdateWindow)
             }
             let prepared = try SchemaEnforcement.prepare(
                 session: session, app: app, activityType: activity.activityType, attributes: nil,
@@ -190,7 +223,7 @@ public struct ActivityService: Sendable {
     }
 
     /// Ends an activity in `session` (see `end(_:)`).
-    private static func end(
+    static func end(
         _ command: EndActivity, session: any StoreSession, lifecycle: ActivityLifecycle, now: Date
     ) throws -> ActivitySendResult {
         let app = command.app

@@ -24,8 +24,8 @@ enum SchemaEnforcement {
     /// if the app registered one. `isStart`: with `strict_activity_types`, a start
     /// for an unregistered type is refused. A value the device could not decode is a
     /// 422 naming its path.
-    /// `storedState`: the content state was stored by an earlier send (already
-    /// checked and converted); it is only wrapped.
+    /// `storedState`: the content state (and attributes) were stored by an earlier
+    /// send (already checked and converted); they are only wrapped.
     static func prepare(
         session: any ActivityTypeStore, app: AppRecord, activityType: String, attributes: JSONValue?, contentState: JSONValue?,
         isStart: Bool, storedState: Bool = false
@@ -47,7 +47,7 @@ enum SchemaEnforcement {
             attributes: attributes, contentState: contentState,
             attributesType: schema.format == .expoWidgets ? ActivityTypeSchema.expoAttributesType : activityType,
             wireState: contentState, warnings: [])
-        if let attributes {
+        if let attributes, !storedState {
             let result = SchemaCheck.check(attributes, fields: schema.attributes, path: "attributes", mode: .prepare)
             violations += result.violations
             warnings += result.warnings.filter { $0.path != "attributes.islet_activity_id" }

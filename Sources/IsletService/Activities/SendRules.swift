@@ -9,14 +9,15 @@ enum SendRules {
     static func requireCredentials(_ app: AppRecord) throws(ServiceError) {
         guard app.credentials != nil else {
             throw ServiceError(
-                .conflict, "App \(app.id) has no APNs credentials; add them with PATCH /v1/apps/\(app.id) before sending.")
+                .conflict, "App \(app.id) has no APNs credentials; add them with PATCH /v1/apps/\(app.id) before sending.",
+                reason: ScheduleReason.noCredentials)
         }
     }
 
     /// The activity, or `notFound`.
     static func activity(_ session: any ActivityStore, appID: String, activityID: String) throws -> ActivityRecord {
         guard let activity = try session.activity(appID: appID, activityID: activityID) else {
-            throw ServiceError(.notFound, "There is no activity \(activityID).")
+            throw ServiceError(.notFound, "There is no activity \(activityID).", reason: ScheduleReason.activityEnded)
         }
         return activity
     }
@@ -27,7 +28,7 @@ enum SendRules {
     /// after an end).
     static func lockedActivity(_ session: any ActivityStore, appID: String, activityID: String) throws -> ActivityRecord {
         guard let activity = try session.lockedActivity(appID: appID, activityID: activityID) else {
-            throw ServiceError(.notFound, "There is no activity \(activityID).")
+            throw ServiceError(.notFound, "There is no activity \(activityID).", reason: ScheduleReason.activityEnded)
         }
         return activity
     }

@@ -1,3 +1,4 @@
+import Foundation
 public import IsletCore
 public import Storage
 
@@ -55,16 +56,20 @@ public struct NotificationService: Sendable {
     public func send(_ command: SendNotification) async throws(ServiceError) -> Replayable<NotificationResult> {
         let app = command.app
         try SendRules.requireCredentials(app)
-        let push = AlertPush(title: command.alert?.title, body: command.alert?.body, sound: command.alert?.sound)
         let now = environment.clock.now()
         return try await environment.idempotentWrite(appID: app.id, idempotency: command.idempotency, now: now) { session in
+            try Self.send(command, session: session, now: now)
+        }
+    }
+
+    /// Queues the alert in `session` (see `send(_:)`): for a request, and for a
+    /// scheduled alert when its time comes.
+    static func send(_ command: SendNotification, session: any StoreSession, now: Date) throws -> NotificationResult {
+        let app = command.app
+        try SendRules.requireCredentials(app)
+        let built = try check(command, now: now)
+        do {
             let appID = app.id
-            let built: BuiltPush
-            do {
-                built = try push.build(bundleID: app.bundleID, now: now)
-            } catch let error as PayloadError {
-                throw SendRules.payloadError(error)
-            }
             let audience = command.audience
             let targets = try session.alertTargets(appID: appID, audience: audience)
             guard !targets.isEmpty else {
@@ -73,7 +78,8 @@ public struct NotificationService: Sendable {
                     size == 0
                         ? "The audience matches no registered device."
                         : "None of the \(size) device(s) in the audience has a reachable device token.",
-                    field: "audience.\(audience.field)", "names no device with a reachable device token")
+                    field: "audience.\(audience.field)", "names no device with a reachable device token",
+                    reason: ScheduleReason.noTargets)
             }
             let sendID = try session.insertSend(
                 appID: appID, activityID: nil, content: SendRules.content(built, event: .alert), now: now)
@@ -81,6 +87,18 @@ public struct NotificationService: Sendable {
                 sendID: sendID, appID: appID, activityID: nil, activityType: nil, event: .alert, tokenKind: .device,
                 targets: targets, now: now, mintID: APNsMessageID.mint)
             return NotificationResult(targets: targets.count)
+        }
+    }
+}
+
+extension NotificationService {
+    /// Builds the alert's payload as of `now`; a broken rule names its field.
+    static func check(_ command: SendNotification, now: Date) throws(ServiceError) -> BuiltPush {
+        let push = AlertPush(title: command.alert?.title, body: command.alert?.body, sound: command.alert?.sound)
+        do throws(PayloadError) {
+            return try push.build(bundleID: command.app.bundleID, now: now)
+        } catch {
+            throw SendRules.payloadError(error)
         }
     }
 }

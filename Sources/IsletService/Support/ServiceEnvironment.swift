@@ -23,14 +23,19 @@ public struct ServiceEnvironment: Sendable {
     public let credentialsChanged: @Sendable (APNsCredentials) -> Void
     /// This node's id among the nodes sharing the database.
     public let nodeID: String
+    /// How long before an activity's update window closes a timeline with `renew`
+    /// starts its successor.
+    public let renewLead: TimeInterval
 
     /// Creates an environment.
     public init(
         store: any Store, clock: any WallClock, lifecycle: ActivityLifecycle, logger: Logger,
         idempotencyWindow: TimeInterval, pushesQueued: @escaping @Sendable () -> Void = {},
-        credentialsChanged: @escaping @Sendable (APNsCredentials) -> Void = { _ in }, nodeID: String = "local"
+        credentialsChanged: @escaping @Sendable (APNsCredentials) -> Void = { _ in }, nodeID: String = "local",
+        renewLead: TimeInterval = 15 * 60
     ) {
         self.nodeID = nodeID
+        self.renewLead = renewLead
         self.store = store
         self.clock = clock
         self.lifecycle = lifecycle

@@ -43,17 +43,31 @@ public struct ServiceError: Error, Sendable, CustomStringConvertible {
     public let detail: String
     /// The fields at fault, when the command had any.
     public let fields: [FieldError]?
+    /// Why, as a word a program can test (`activity_ended`, `no_targets`): what a
+    /// schedule that could not fire records as its reason.
+    public let reason: String?
 
     /// Creates an error.
-    public init(_ code: Code, _ detail: String, fields: [FieldError]? = nil) {
+    public init(_ code: Code, _ detail: String, fields: [FieldError]? = nil, reason: String? = nil) {
         self.code = code
         self.detail = detail
         self.fields = fields
+        self.reason = reason
+    }
+
+    /// The same error with every field at `prefix` (`entries[3].`, `timeline.`).
+    public func prefixingFields(_ prefix: String) -> ServiceError {
+        guard let fields, !fields.isEmpty else { return self }
+        let moved = fields.map { FieldError(field: prefix + $0.field, message: $0.message) }
+        let detail = moved.count == 1
+            ? "The field \(moved[0].field) is invalid: \(ServiceError.sentence(moved[0].message))"
+            : "\(moved.count) fields are invalid: \(moved.map(\.field).joined(separator: ", ")). \(self.detail)"
+        return ServiceError(code, detail, fields: moved, reason: reason)
     }
 
     /// A refusal naming one field.
-    public static func invalid(_ detail: String, field: String, _ message: String) -> ServiceError {
-        ServiceError(.invalid, detail, fields: [FieldError(field: field, message: message)])
+    public static func invalid(_ detail: String, field: String, _ message: String, reason: String? = nil) -> ServiceError {
+        ServiceError(.invalid, detail, fields: [FieldError(field: field, message: message)], reason: reason)
     }
 
     public var description: String { "\(code.rawValue): \(detail)" }

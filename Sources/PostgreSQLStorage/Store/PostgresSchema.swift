@@ -175,6 +175,44 @@ enum PostgresSchema {
                 last_heartbeat_at BIGINT NOT NULL
             );
             """),
+        PostgresMigration(version: 7, name: "schedules and timelines", sql: """
+            CREATE TABLE schedules (
+                seq BIGSERIAL PRIMARY KEY,
+                schedule_id TEXT NOT NULL UNIQUE,
+                app_id TEXT NOT NULL REFERENCES apps(id),
+                kind TEXT NOT NULL,
+                activity_id TEXT,
+                send_at BIGINT NOT NULL,
+                status TEXT NOT NULL,
+                reason TEXT,
+                detail TEXT,
+                targets BIGINT,
+                command TEXT NOT NULL,
+                created_at BIGINT NOT NULL,
+                fired_at BIGINT,
+                timeline_generation BIGINT,
+                entry_index BIGINT
+            );
+            CREATE INDEX schedules_due ON schedules(send_at, seq) WHERE status = 'scheduled';
+            CREATE INDEX schedules_by_app ON schedules(app_id, send_at, seq);
+            CREATE INDEX schedules_by_activity ON schedules(app_id, activity_id, send_at);
+            CREATE TABLE timelines (
+                app_id TEXT NOT NULL REFERENCES apps(id),
+                activity_id TEXT NOT NULL,
+                generation BIGINT NOT NULL,
+                end_at BIGINT,
+                renew BOOLEAN NOT NULL,
+                renew_at BIGINT,
+                start_alert TEXT,
+                updated_at BIGINT NOT NULL,
+                PRIMARY KEY (app_id, activity_id)
+            );
+            CREATE INDEX timelines_renew_at ON timelines(renew_at) WHERE renew_at IS NOT NULL;
+            ALTER TABLE activities ADD COLUMN start_alert TEXT;
+            ALTER TABLE activities ADD COLUMN renewed_to TEXT;
+            ALTER TABLE activities ADD COLUMN renewed_from TEXT;
+            ALTER TABLE activities ADD COLUMN not_renewed TEXT;
+            """),
     ]
 }
 

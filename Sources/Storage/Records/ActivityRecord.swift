@@ -38,12 +38,17 @@ public struct ActivityRecord: Sendable, Hashable {
     public var endCause: EndCause?
     /// When Islet ends it, if an end time was set.
     public var endAt: Date?
+    /// The alert it was started with, if Islet started it.
+    public var startAlert: JSONValue?
+    /// Its renewal past the 8 hours: what it was renewed to or from.
+    public var renewal: RenewalLinks
 
     /// Creates a record.
     public init(
         sequence: Int64, activityID: String, activityType: String, origin: Origin, status: ActivityStatus,
         attributes: JSONValue?, contentState: JSONValue?, lastTimestamp: Int64?, startedAt: Date, updatedAt: Date?,
-        endedAt: Date?, endCause: EndCause?, endAt: Date? = nil
+        endedAt: Date?, endCause: EndCause?, endAt: Date? = nil, startAlert: JSONValue? = nil,
+        renewal: RenewalLinks = RenewalLinks()
     ) {
         self.sequence = sequence
         self.activityID = activityID
@@ -58,5 +63,7 @@ public struct ActivityRecord: Sendable, Hashable {
         self.endedAt = endedAt
         self.endCause = endCause
         self.endAt = endAt
+        self.startAlert = startAlert
+        self.renewal = renewal
     }
 }

@@ -1,0 +1,123 @@
+import Foundation
+import HTTPServer
+import IsletCore
+import IsletService
+import Storage
+
+/// Schedule items (server key): sends held for their `send_at` and timeline
+/// entries, listed soonest first, read and cancelled.
+struct ScheduleRoutes: Sendable {
+    let schedules: ScheduleService
+
+    var routes: [APIRoute] {
+        [
+            APIRoute(
+                "GET", "/v1/apps/{app_id}/schedules", summary: "List schedule items, soonest first.", access: .server,
+                query: Self.listQuery,
+                responses: [(200, "{items, next_cursor}"), (422, "A query parameter is invalid")]
+            ) { request in try await list(request) },
+            APIRoute(
+                "GET", "/v1/apps/{app_id}/schedules/{schedule_id}", summary: "Read a schedule item.", access: .server,
+                responses: [(200, "The item"), (404, "No such schedule")]
+            ) { request in try await show(request) },
+            APIRoute(
+                "DELETE", "/v1/apps/{app_id}/schedules/{schedule_id}",
+                summary: "Cancel a schedule item not yet sent (again: nothing changes).", access: .server,
+                responses: [(200, "The item, cancelled"), (404, "No such schedule"), (409, "It was sent or dropped")]
+            ) { request in try await cancel(request) },
+        ]
+    }
+
+    private func list(_ request: RouteRequest) async throws -> HTTPResponse {
+        let http = request.http
+        var query = ScheduleQuery()
+        var errors: [Problem.FieldError] = []
+        let known: Set = ["activity_id", "status", "kind", "limit", "cursor"]
+        for (name, _) in http.query where !known.contains(name) {
+            errors.append(.init(field: name, message: "is not a query parameter of this route"))
+        }
+        if let activityID = http.queryValue("activity_id") {
+            if let problem = TextFormat.identifier.problem(activityID) {
+                errors.append(.init(field: "activity_id", message: problem))
+            } else {
+                query.activityID = activityID
+            }
+        }
+        if let status = http.queryValue("status") {
+            if let value = ScheduleStatus(rawValue: status) { query.status = value } else {
+                errors.append(.init(field: "status", message: "must be scheduled, sent, cancelled or dropped"))
+            }
+        }
+        if let kind = http.queryValue("kind") {
+            if let value = ScheduleKind(rawValue: kind) { query.kind = value } else {
+                errors.append(.init(field: "kind", message: "must be start, update, end, notification or timeline_entry"))
+            }
+        }
+        if let limit = http.queryValue("limit") {
+            if let value = Int(limit), (1...200).contains(value) { query.limit = value } else {
+                errors.append(.init(field: "limit", message: "must be a whole number from 1 to 200"))
+            }
+        }
+        if let cursor = http.queryValue("cursor") {
+            if let value = Self.cursor(cursor) { query.cursor = value } else {
+                errors.append(.init(field: "cursor", message: "must be the next_cursor of a previous page"))
+            }
+        }
+        guard errors.isEmpty else {
+            throw Problem(status: 422, detail: "The query has invalid parameters.", errors: errors)
+        }
+        let page = try await schedules.list(appID: request.app.id, query)
+        return APIJSON.response(.object([
+            "items": .array(page.items.map(Self.json)),
+            "next_cursor": page.nextCursor.map { .string("\($0.sendAt)-\($0.sequence)") } ?? .null,
+        ]))
+    }
+
+    private func show(_ request: RouteRequest) async throws -> HTTPResponse {
+        let scheduleID = try PathValues.identifier(request.parameters, "schedule_id")
+        return APIJSON.response(Self.json(try await schedules.show(appID: request.app.id, scheduleID: scheduleID)))
+    }
+
+    private func cancel(_ request: RouteRequest) async throws -> HTTPResponse {
+        let scheduleID = try PathValues.identifier(request.parameters, "schedule_id")
+        let outcome = try await schedules.cancel(appID: request.app.id, scheduleID: scheduleID)
+        return APIJSON.response(Self.json(outcome.schedule))
+    }
+
+    /// `<send_at ms>-<sequence>`, as `next_cursor` writes it.
+    static func cursor(_ text: String) -> ScheduleCursor? {
+        let parts = text.split(separator: "-", omittingEmptySubsequences: false)
+        guard parts.count == 2, let sendAt = Int64(parts[0]), let sequence = Int64(parts[1]), sendAt >= 0, sequence > 0
+        else { return nil }
+        return ScheduleCursor(sendAt: sendAt, sequence: sequence)
+    }
+
+    static let listQuery: [QueryParameter] = [
+        QueryParameter(name: "activity_id", description: "Only this activity's items.", schema: TextFormat.identifier.jsonSchema),
+        QueryParameter(
+            name: "status", description: "Only items of this status.",
+            schema: ["type": "string", "enum": .array(ScheduleStatus.allCases.map { .string($0.rawValue) })]),
+        QueryParameter(
+            name: "kind", description: "Only items of this kind.",
+            schema: ["type": "string", "enum": .array(ScheduleKind.allCases.map { .string($0.rawValue) })]),
+        QueryParameter(
+            name: "limit", description: "Items per page (default 50).",
+            schema: ["type": "integer", "minimum": 1, "maximum": 200]),
+        QueryParameter(
+            name: "cursor", description: "The next_cursor of the previous page.",
+            schema: ["type": "string", "pattern": "^[0-9]+-[0-9]+$"]),
+    ]
+
+    static func json(_ item: ScheduleRecord) -> JSONValue {
+        var body: [String: JSONValue] = [
+            "schedule_id": .string(item.scheduleID), "kind": .string(item.kind.rawValue),
+            "activity_id": APIJSON.optional(item.activityID), "send_at": APIJSON.date(item.sendAt),
+            "status": .string(item.status.rawValue), "reason": APIJSON.optional(item.reason),
+            "targets": item.targets.map { .integer(Int64($0)) } ?? .null, "created_at": APIJSON.date(item.createdAt),
+            "fired_at": APIJSON.date(item.firedAt),
+        ]
+        if let detail = item.detail { body["detail"] = .string(detail) }
+        if let index = item.entryIndex { body["entry_index"] = .integer(Int64(index)) }
+        return .object(body)
+    }
+}
