@@ -15,6 +15,9 @@ public struct HTTPServerConfiguration: Sendable {
     public var port: Int = 8080
     /// Largest request body accepted; larger ones get 413.
     public var maxBodyBytes: Int = 64 * 1024
+    /// The largest body of a request by method and path, when some routes take
+    /// more than `maxBodyBytes` (nil: `maxBodyBytes` for every request).
+    public var bodyLimit: (@Sendable (_ method: String, _ path: String) -> Int)?
     /// Threads that run libmicrohttpd's event loops.
     public var threads: Int = 2
     /// Connections held at once; more are refused.
@@ -53,8 +56,8 @@ public final class HTTPServer: Sendable {
     ) {
         self.configuration = configuration
         self.core = ServerCore(
-            handler: handler, maxBodyBytes: configuration.maxBodyBytes,
-            tooLargeResponse: bodyTooLarge(configuration.maxBodyBytes))
+            handler: handler, maxBodyBytes: configuration.maxBodyBytes, bodyLimit: configuration.bodyLimit,
+            tooLargeResponse: bodyTooLarge)
     }
 
     /// A plain-text 413 answer.
@@ -166,6 +169,8 @@ private struct ConnectionHandle: @unchecked Sendable {
 private final class RequestState: @unchecked Sendable {
     var request: HTTPRequest
     var tooLarge = false
+    /// The largest body this request may have.
+    var bodyLimit = 0
     var dispatched = false
     var response: HTTPResponse?
 
@@ -180,7 +185,8 @@ private final class RequestState: @unchecked Sendable {
 private final class ServerCore: @unchecked Sendable {
     let handler: HTTPHandler
     let maxBodyBytes: Int
-    let tooLargeResponse: HTTPResponse
+    let bodyLimit: (@Sendable (_ method: String, _ path: String) -> Int)?
+    let tooLargeResponse: @Sendable (_ limit: Int) -> HTTPResponse
     private let active = Atomic<Int>(0)
     /// Connections suspended while their handler runs: whoever takes one out of
     /// here (its handler's task, or `stop`) answers and resumes it, exactly once.
@@ -200,9 +206,14 @@ private final class ServerCore: @unchecked Sendable {
         status: 503, headers: ["Content-Type": "text/plain", "Retry-After": "1", "Connection": "close"],
         body: Data("The server is shutting down.\n".utf8))
 
-    init(handler: @escaping HTTPHandler, maxBodyBytes: Int, tooLargeResponse: HTTPResponse) {
+    init(
+        handler: @escaping HTTPHandler, maxBodyBytes: Int,
+        bodyLimit: (@Sendable (_ method: String, _ path: String) -> Int)?,
+        tooLargeResponse: @escaping @Sendable (_ limit: Int) -> HTTPResponse
+    ) {
         self.handler = handler
         self.maxBodyBytes = maxBodyBytes
+        self.bodyLimit = bodyLimit
         self.tooLargeResponse = tooLargeResponse
     }
 
@@ -278,9 +289,10 @@ private final class ServerCore: @unchecked Sendable {
             readValues(connection, state)
             active.add(1, ordering: .sequentiallyConsistent)
             requestContext.pointee = Unmanaged.passRetained(state).toOpaque()
-            if let length = state.request.headers["content-length"].flatMap(Int.init), length > maxBodyBytes {
+            state.bodyLimit = bodyLimit?(state.request.method, state.request.path) ?? maxBodyBytes
+            if let length = state.request.headers["content-length"].flatMap(Int.init), length > state.bodyLimit {
                 state.tooLarge = true
-                return queue(connection, tooLargeResponse)
+                return queue(connection, tooLargeResponse(state.bodyLimit))
             }
             return .YES
         }
@@ -288,7 +300,7 @@ private final class ServerCore: @unchecked Sendable {
         if uploadSize.pointee > 0 {
             let size = uploadSize.pointee
             if !state.tooLarge, let uploadData {
-                if state.request.body.count + size > maxBodyBytes {
+                if state.request.body.count + size > state.bodyLimit {
                     state.tooLarge = true
                     state.request.body = Data()
                 } else {
@@ -304,7 +316,7 @@ private final class ServerCore: @unchecked Sendable {
             return queue(connection, response)
         }
         if state.tooLarge {
-            return queue(connection, tooLargeResponse)
+            return queue(connection, tooLargeResponse(state.bodyLimit))
         }
         guard !state.dispatched else { return .YES }
         state.dispatched = true

@@ -61,6 +61,13 @@ public final class Application: Sendable {
         http.host = configuration.host
         http.port = configuration.port
         http.maxBodyBytes = configuration.maxBodyBytes
+        let timelineLimit = max(configuration.maxBodyBytes, configuration.maxTimelineBodyBytes)
+        http.bodyLimit = { method, path in
+            // A timeline of 1,440 entries is larger than any other body.
+            let takesTimeline = (method == "PUT" && path.hasSuffix("/timeline"))
+                || (method == "POST" && path.hasSuffix("/activities") && path.hasPrefix("/v1/apps/"))
+            return takesTimeline ? timelineLimit : configuration.maxBodyBytes
+        }
         http.threads = configuration.httpThreads
         self.server = HTTPServer(
             configuration: http,

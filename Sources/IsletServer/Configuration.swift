@@ -31,6 +31,8 @@ public struct Configuration: Sendable, Equatable {
     public var logFormat: LogFormat = .logfmt
     /// Largest accepted request body, in bytes.
     public var maxBodyBytes = 64 * 1024
+    /// Largest body of the routes that take a timeline (up to 1,440 entries), in bytes.
+    public var maxTimelineBodyBytes = 8 * 1024 * 1024
     /// Threads serving HTTP connections.
     public var httpThreads = 2
     /// Seconds that requests in flight get to finish on shutdown.

@@ -144,7 +144,11 @@ struct APIRulesTests {
             // Malformed JSON is 400; an oversized body 413.
             #expect(try await h.call("POST", start, key: app.serverKey, body: "{nope").status == 400)
             let huge = "{\"x\":\"" + String(repeating: "y", count: 70_000) + "\"}"
-            #expect(try await h.call("POST", start, key: app.serverKey, body: huge).status == 413)
+            let update = "/v1/apps/\(app.id)/activities/order-1/update"
+            #expect(try await h.call("POST", update, key: app.serverKey, body: huge).status == 413)
+            // A start may carry a timeline of 1,440 entries: its limit is 8 MiB, and
+            // the same body is read (and refused for its unknown field).
+            #expect(try await h.call("POST", start, key: app.serverKey, body: huge).status == 422)
 
             // Device routes and update.
             let device = "/v1/apps/\(app.id)/devices/phone-2"
@@ -239,6 +243,11 @@ struct APIRulesTests {
                 "POST /v1/apps/{app_id}/notifications",
                 "PUT /v1/apps/{app_id}/activity-types/{activity_type}", "GET /v1/apps/{app_id}/activity-types",
                 "GET /v1/apps/{app_id}/activity-types/{activity_type}", "DELETE /v1/apps/{app_id}/activity-types/{activity_type}",
+                "PUT /v1/apps/{app_id}/activities/{activity_id}/timeline",
+                "GET /v1/apps/{app_id}/activities/{activity_id}/timeline",
+                "DELETE /v1/apps/{app_id}/activities/{activity_id}/timeline",
+                "GET /v1/apps/{app_id}/schedules", "GET /v1/apps/{app_id}/schedules/{schedule_id}",
+                "DELETE /v1/apps/{app_id}/schedules/{schedule_id}",
             ]
             #expect(documented == contract)
             // Every documented route is served: none answers "no such route".

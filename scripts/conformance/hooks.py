@@ -46,8 +46,16 @@ RULES = [
     (r"end_at", r"^must (lie ahead|come before)"),
     # A stale date in the past.
     (r"stale_date", r"lies before now"),
-    # The whole payload over APNs's limit.
-    (r"(payload|content_state|attributes)", r"over the \d+-byte limit"),
+    # The whole payload over APNs's limit (of a send, or of a timeline entry).
+    (r"(((timeline\.)?entries\[\d+\]\.)?(payload|content_state|alert)|attributes)", r"over the \d+-byte limit"),
+    # A send_at long past, or after the activity's windows.
+    (r"send_at", r"^(lies more than \d+ s in the past|comes after the activity's)"),
+    # Timeline entries in increasing time, inside the window, after the start.
+    (r"(timeline\.)?entries\[\d+\]\.at", r"^(must come after entries|comes after the activity's update window|must not come before the start)"),
+    (r"(timeline\.)?entries\[\d+\]\.stale_date", r"lies before now"),
+    (r"(timeline\.)?end_at", r"^must (lie ahead|come before|not come before the last entry)"),
+    # Renewal starts the successor with the start's alert.
+    (r"renew", r"^needs an activity Islet started"),
     # The same Idempotency-Key with another request.
     (r"Idempotency-Key", r"^was used with a different request$"),
     # The key must parse as a P-256 private key.
@@ -155,7 +163,7 @@ def is_rule_refusal(response):
         return False
     for error in errors:
         field, message = error.get("field", ""), error.get("message", "")
-        if detail.startswith(DECODE_DETAIL) and re.match(r"(attributes|content_state)(\.|\[|$)", field):
+        if detail.startswith(DECODE_DETAIL) and re.match(r"(((timeline\.)?entries\[\d+\]\.)?content_state|attributes)(\.|\[|$)", field):
             continue
         if not any(re.fullmatch(f, field) and re.search(m, message) for f, m in RULES):
             return False

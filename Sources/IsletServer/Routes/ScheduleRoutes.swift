@@ -87,7 +87,7 @@ struct ScheduleRoutes: Sendable {
     /// `<send_at ms>-<sequence>`, as `next_cursor` writes it.
     static func cursor(_ text: String) -> ScheduleCursor? {
         let parts = text.split(separator: "-", omittingEmptySubsequences: false)
-        guard parts.count == 2, let sendAt = Int64(parts[0]), let sequence = Int64(parts[1]), sendAt >= 0, sequence > 0
+        guard parts.count == 2, let sendAt = Int64(parts[0]), let sequence = Int64(parts[1]), sendAt >= 0, sequence >= 0
         else { return nil }
         return ScheduleCursor(sendAt: sendAt, sequence: sequence)
     }
