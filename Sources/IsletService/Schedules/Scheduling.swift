@@ -1,6 +1,6 @@
 public import Foundation
 public import IsletCore
-public import Storage
+import Storage
 
 /// A send held for its time: what a command with a future `send_at` answers.
 public struct ScheduledSend: Sendable, Hashable {

@@ -1,5 +1,5 @@
 public import Foundation
-public import IsletCore
+import IsletCore
 public import Storage
 
 /// A timeline to put on a running activity.
