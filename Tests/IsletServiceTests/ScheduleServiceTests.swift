@@ -5,6 +5,7 @@ import IsletLog
 @testable import IsletService
 import IsletSync
 import IsletTesting
+import PostgreSQLStorage
 import Storage
 import Testing
 
@@ -469,5 +470,53 @@ struct ScheduleServiceTests {
         #expect(Firing.successorID(of: "day-1~2") == "day-1~3")
         #expect(Firing.successorID(of: "a~b") == "a~b~2")
         #expect(Firing.successorID(of: "x~1") == "x~1~2")
+    }
+}
+
+/// With two nodes on one PostgreSQL database firing at once, each due item fires
+/// once: one node fires per turn, and the transaction that queues an item's pushes
+/// marks it sent.
+@Suite("Schedules across two nodes")
+struct ScheduleTwoNodeTests {
+    @Test func twoNodesFiringAtOnceFireEachItemOnce() async throws {
+        guard TestPostgres.suitesUsePostgreSQL else { return }
+        let (url, drop) = try TestPostgres.makeSchema()
+        defer { drop() }
+        let clock = ManualWallClock()
+        func services(_ node: String) throws -> (Services, any Store) {
+            let store = try PostgreSQLStore(url: url, poolSize: 2, applicationName: "islet-schedule-\(node)")
+            let environment = ServiceEnvironment(
+                store: store, clock: clock, lifecycle: ActivityLifecycle(),
+                logger: Logger(level: .error, format: .logfmt, sink: MemoryLogSink()), idempotencyWindow: 3600, nodeID: node)
+            return (Services(environment: environment, adminToken: "islet_admin_schedule_tests_0123456789"), store)
+        }
+        let (first, firstStore) = try services("node-a")
+        let (second, secondStore) = try services("node-b")
+        defer {
+            firstStore.close()
+            secondStore.close()
+        }
+        let rig = ScheduleServiceTests.Rig(services: first, clock: clock, store: firstStore)
+        let app = try await rig.app()
+        try await rig.running(app)
+        for index in 0..<60 {
+            _ = try await rig.update(app, eta: index, at: clock.now().addingTimeInterval(60 + Double(index) * 0.001))
+        }
+        clock.advance(by: 61)
+        var pending = 60
+        let deadline = Date().addingTimeInterval(60)
+        while pending > 0 && Date() < deadline {
+            async let a = first.schedules.fireDue()
+            async let b = second.schedules.fireDue()
+            _ = await (a, b)
+            pending = try await firstStore.read { try $0.pendingScheduleCount() }
+        }
+        #expect(pending == 0)
+        var query = ScheduleQuery()
+        query.limit = 200
+        let items = try await first.schedules.list(appID: app.id, query).items
+        #expect(items.count == 60 && items.allSatisfy { $0.status == .sent })
+        let updates = try await rig.pushes(app, "day-1").filter { $0.event == .update }
+        #expect(updates.count == 60)
     }
 }
