@@ -491,8 +491,9 @@ class Client:
         self.port, self.connection = port, None
 
     def request(self, method, path, key, body=None):
-        """Answers (status, parsed body or None). Every request made through this is
-        idempotent (PUTs, GETs), so one broken connection is retried once."""
+        """Answers (status, body): parsed when JSON, the bytes otherwise. Every request
+        made through this is idempotent (PUT, GET, DELETE), so one broken connection
+        is retried once."""
         data = None if body is None else body if isinstance(body, bytes) else json.dumps(body, separators=(",", ":")).encode()
         headers = {"Authorization": f"Bearer {key}"}
         if data is not None:
