@@ -120,6 +120,24 @@ struct HTTPServerTests {
         await server.shutdown()
     }
 
+    @Test func aRouteMayTakeALargerBodyThanTheRest() async throws {
+        var configuration = HTTPServerConfiguration()
+        configuration.port = 0
+        configuration.maxBodyBytes = 100
+        configuration.bodyLimit = { method, path in method == "PUT" && path == "/large" ? 1_000 : 100 }
+        let server = HTTPServer(configuration: configuration, bodyTooLarge: { limit in
+            HTTPResponse(status: 413, contentType: "text/plain", body: Data("limit \(limit)".utf8))
+        }, handler: echo)
+        try server.start()
+        let large = try await httpRequest(port: server.port, method: "PUT", path: "/large", body: Data(count: 900))
+        #expect(large.status == 200)
+        let tooLarge = try await httpRequest(port: server.port, method: "PUT", path: "/large", body: Data(count: 1_001))
+        #expect(tooLarge.status == 413 && tooLarge.text == "limit 1000")
+        let elsewhere = try await httpRequest(port: server.port, method: "POST", path: "/large", body: Data(count: 101))
+        #expect(elsewhere.status == 413 && elsewhere.text == "limit 100")
+        await server.shutdown()
+    }
+
     @Test func keepAliveCarriesSeveralRequests() async throws {
         let server = try startServer()
         let connection = try RawHTTPConnection(port: server.port)

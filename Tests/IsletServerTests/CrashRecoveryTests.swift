@@ -127,4 +127,71 @@ struct CrashRecoveryTests {
             #expect(Set(simulator.engine.pushes().compactMap(\.token)).count == devices)
         } }
     }
+
+    /// A scheduled start accepted just before a SIGKILL is in the database: the
+    /// server started again fires it, once.
+    @Test func aKilledServerKeepsWhatItScheduled() async throws {
+        try #require(FileManager.default.isExecutableFile(atPath: executable), "islet not built at \(executable)")
+        try await withTemporaryDirectory { dir in try await TestPostgres.withSuiteDatabase { database in
+            let signingKey = try P256.SigningKey.generate()
+            var options = APNsSimulatorOptions()
+            options.port = 0
+            options.inspectPort = nil
+            options.engine.trustedKeys = [TrustedKey(keyID: "KEYID00001", teamID: "TEAMID0001", publicKey: signingKey.publicKey)]
+            let simulator = try APNsSimulator(options: options)
+            try simulator.start()
+            let caFile = dir.appendingPathComponent("ca.pem")
+            try #require(simulator.caCertificatePEM).write(to: caFile, atomically: true, encoding: .utf8)
+            let arguments = [
+                "--data-dir", dir.appendingPathComponent("data").path, "--admin-token", ServerHarness.adminToken,
+                "--apns-sandbox-url", "https://127.0.0.1:\(simulator.port)",
+                "--apns-production-url", "https://127.0.0.1:\(simulator.port)", "--apns-ca-file", caFile.path,
+                "--node-id", "crash-test-node",
+            ] + (database.map { ["--database", $0] } ?? [])
+            var (process, port, _) = try await launch(arguments)
+            defer { killIfRunning(process) }
+            func call(_ method: String, _ path: String, _ key: String, _ body: JSONValue? = nil) async throws -> JSONValue {
+                var headers = ["Authorization": "Bearer \(key)"]
+                if body != nil { headers["Content-Type"] = "application/json" }
+                let response = try await httpRequest(
+                    port: port, method: method, path: path, headers: headers, body: body.map { Data($0.jsonText.utf8) })
+                return (try? JSONValue(parsing: response.body)) ?? .null
+            }
+            let app = try await call("POST", "/v1/apps", ServerHarness.adminToken, [
+                "name": "Day", "bundle_id": "com.example.day",
+                "apns": ["team_id": "TEAMID0001", "key_id": "KEYID00001", "private_key": .string(signingKey.pemRepresentation)],
+            ])
+            let appID = try #require(app["id"]?.stringValue)
+            let serverKey = try #require(app["server_key"]?.stringValue)
+            let deviceKey = try #require(app["device_key"]?.stringValue)
+            let token = ServerHarness.token()
+            _ = try await call("PUT", "/v1/apps/\(appID)/devices/phone-1", deviceKey, ["platform": "ios", "environment": "sandbox"])
+            _ = try await call("PUT", "/v1/apps/\(appID)/devices/phone-1/push-to-start/DayAttributes", deviceKey, ["token": .string(token)])
+            let scheduled = try await call("POST", "/v1/apps/\(appID)/activities", serverKey, [
+                "activity_id": "day-1", "activity_type": "DayAttributes", "attributes": ["venue": "A"],
+                "content_state": ["now": "Doors"], "alert": ["title": "Today", "body": "Doors open"],
+                "audience": ["device_ids": ["phone-1"]], "send_at": .double(Date().timeIntervalSince1970 + 2),
+            ])
+            let scheduleID = try #require(scheduled["schedule_id"]?.stringValue)
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            #expect(simulator.engine.pushes().isEmpty)
+
+            (process, port, _) = try await launch(arguments)
+            var item: JSONValue = .null
+            let deadline = Date().addingTimeInterval(60)
+            while Date() < deadline {
+                item = try await call("GET", "/v1/apps/\(appID)/schedules/\(scheduleID)", serverKey)
+                if item["status"] == "sent", !simulator.engine.pushes().isEmpty { break }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            // A few ticks more: it does not fire again.
+            try await Task.sleep(for: .milliseconds(600))
+            process.terminate()
+            process.waitUntilExit()
+            await simulator.shutdown()
+            #expect(item["status"] == "sent" && item["targets"] == 1)
+            #expect(simulator.engine.pushes().map(\.token) == [token])
+        } }
+    }
 }

@@ -100,6 +100,9 @@ struct ScheduleAPITests {
             #expect(put["entries"]?.arrayValue?.map { $0["index"]?.int64Value } == [0, 1])
             let listed = try await h.call("GET", "/v1/apps/\(app.id)/schedules?kind=timeline_entry", key: app.serverKey)
             #expect(listed["items"]?.arrayValue?.count == 2)
+            // Two entries and the end wait.
+            let metrics = try await h.call("GET", "/metrics", key: nil)
+            #expect(metrics.json.stringValue?.contains(#"islet_schedules_pending{node="\#(h.nodeID)"} 3"#) == true)
 
             h.clock.advance(by: 60)
             #expect(try await h.eventually {

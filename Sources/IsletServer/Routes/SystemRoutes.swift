@@ -90,6 +90,10 @@ struct SystemRoutes: Sendable {
         text += "# HELP islet_push_queue_depth Pushes queued or in flight.\n"
         text += "# TYPE islet_push_queue_depth gauge\n"
         text += "islet_push_queue_depth{\(node)} \(depth)\n"
+        let pending = (try? await store.read { try $0.pendingScheduleCount() }) ?? -1
+        text += "# HELP islet_schedules_pending Schedule items and timeline entries waiting for their time (the whole database's).\n"
+        text += "# TYPE islet_schedules_pending gauge\n"
+        text += "islet_schedules_pending{\(node)} \(pending)\n"
         return HTTPResponse(status: 200, contentType: "text/plain; version=0.0.4; charset=utf-8", body: Data(text.utf8))
     }
 
