@@ -12,18 +12,39 @@ extension SQLSession {
         app_id, activity_id, generation, end_at, renew, renew_at, start_alert, updated_at
         """
 
-    /// Adds schedule items, in order.
+    /// Adds schedule items, in order: on PostgreSQL one statement per 5,000 items,
+    /// their values bound as arrays; on SQLite one prepared statement run per item.
     public func insertSchedules(appID: String, _ items: [NewSchedule], now: Date) throws {
         let created = now.unixMilliseconds
-        for item in items {
-            try run(
-                """
-                INSERT INTO schedules (schedule_id, app_id, kind, activity_id, send_at, status, command, created_at,
-                    timeline_generation, entry_index)
-                VALUES (\(item.scheduleID), \(appID), \(item.kind.rawValue), \(item.activityID),
-                    \(item.sendAt.unixMilliseconds), 'scheduled', \(item.command.jsonText), \(created),
-                    \(item.timelineGeneration), \(item.entryIndex))
-                """)
+        if dialect == .postgresql {
+            try forEachChunk(of: items) { chunk in
+                try run(
+                    """
+                    INSERT INTO schedules (schedule_id, app_id, kind, activity_id, send_at, status, command, created_at,
+                        timeline_generation, entry_index)
+                    SELECT t.schedule_id, \(appID)::text, t.kind, t.activity_id, t.send_at, 'scheduled', t.command,
+                        \(created)::int8, t.generation, t.entry_index
+                    FROM unnest(\(SQLValue.array(chunk.map { .text($0.scheduleID) }))::text[],
+                        \(SQLValue.array(chunk.map { .text($0.kind.rawValue) }))::text[],
+                        \(SQLValue.array(chunk.map { $0.activityID.map(SQLValue.text) ?? .null }))::text[],
+                        \(SQLValue.array(chunk.map { .integer($0.sendAt.unixMilliseconds) }))::int8[],
+                        \(SQLValue.array(chunk.map { .text($0.command.jsonText) }))::text[],
+                        \(SQLValue.array(chunk.map { $0.timelineGeneration.map(SQLValue.integer) ?? .null }))::int8[],
+                        \(SQLValue.array(chunk.map { $0.entryIndex.map { .integer(Int64($0)) } ?? .null }))::int8[])
+                        WITH ORDINALITY AS t(schedule_id, kind, activity_id, send_at, command, generation, entry_index, n)
+                    ORDER BY t.n
+                    """)
+            }
+            return
+        }
+        try runEach(items) { item in
+            """
+            INSERT INTO schedules (schedule_id, app_id, kind, activity_id, send_at, status, command, created_at,
+                timeline_generation, entry_index)
+            VALUES (\(item.scheduleID), \(appID), \(item.kind.rawValue), \(item.activityID),
+                \(item.sendAt.unixMilliseconds), 'scheduled', \(item.command.jsonText), \(created),
+                \(item.timelineGeneration), \(item.entryIndex))
+            """
         }
     }
 

@@ -30,7 +30,18 @@ enum SchemaEnforcement {
         session: any ActivityTypeStore, app: AppRecord, activityType: String, attributes: JSONValue?, contentState: JSONValue?,
         isStart: Bool, storedState: Bool = false
     ) throws -> PreparedContent {
-        guard let record = try session.activityType(appID: app.id, name: activityType) else {
+        try prepare(
+            registered: try session.activityType(appID: app.id, name: activityType), app: app, activityType: activityType,
+            attributes: attributes, contentState: contentState, isStart: isStart, storedState: storedState)
+    }
+
+    /// `prepare(session:…)` with the type's record already read (`nil`: not
+    /// registered): for many sends of one type at once, such as a timeline's entries.
+    static func prepare(
+        registered: ActivityTypeRecord?, app: AppRecord, activityType: String, attributes: JSONValue?,
+        contentState: JSONValue?, isStart: Bool, storedState: Bool = false
+    ) throws(ServiceError) -> PreparedContent {
+        guard let record = registered else {
             if isStart && app.strictActivityTypes {
                 throw ServiceError.invalid(
                     "\(activityType) is not a registered activity type, and this app has strict_activity_types on.",

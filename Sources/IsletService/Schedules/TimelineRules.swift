@@ -31,6 +31,7 @@ enum TimelineRules {
             throw combined(faults)
         }
         let deadline = lifecycle.updateDeadline(startedAt: startedAt)
+        let registered = try session.activityType(appID: app.id, name: activityType)
         for (index, entry) in plan.entries.enumerated() {
             let path = "entries[\(index)]."
             if index > 0, entry.at <= plan.entries[index - 1].at {
@@ -46,13 +47,13 @@ enum TimelineRules {
             }
             do {
                 let prepared = try SchemaEnforcement.prepare(
-                    session: session, app: app, activityType: activityType, attributes: nil,
+                    registered: registered, app: app, activityType: activityType, attributes: nil,
                     contentState: entry.contentState, isStart: false)
                 let push = LiveActivityPush(
                     event: .update, contentState: prepared.wireState, alert: entry.alert, staleDate: entry.staleDate,
                     relevanceScore: entry.relevanceScore, priority: entry.priority)
                 _ = try SendRules.build(push, bundleID: app.bundleID, now: max(entry.at, now), lastTimestamp: nil)
-            } catch let error as ServiceError {
+            } catch {
                 faults += error.prefixingFields(prefix + path).fields ?? []
             }
         }
