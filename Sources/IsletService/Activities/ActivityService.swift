@@ -45,55 +45,53 @@ public struct ActivityService: Sendable {
         let app = command.app
         try SendRules.requireCredentials(app)
         let stamped = Self.stamped(command.attributes, activityID: command.activityID)
-        do {
-            let appID = app.id
-            let activityID = command.activityID
-            let activityType = command.activityType
-            let prepared = try SchemaEnforcement.prepare(
-                session: session, app: app, activityType: activityType, attributes: stamped,
-                contentState: command.contentState, isStart: true, storedState: command.storedContent)
-            let push = LiveActivityPush(
-                event: .start, contentState: prepared.wireState, attributesType: prepared.attributesType,
-                attributes: prepared.attributes, alert: command.alert, staleDate: command.staleDate,
-                relevanceScore: command.relevanceScore, priority: command.priority)
-            let built = try SendRules.build(push, bundleID: app.bundleID, now: now, lastTimestamp: nil)
-            if let endAt = command.endAt {
-                try SendRules.checkEndAt(endAt, startedAt: now, lifecycle: lifecycle, now: now)
-            }
-            if let existing = try session.activity(appID: appID, activityID: activityID),
-                lifecycle.effectiveStatus(existing.status, startedAt: existing.startedAt, now: now) != .ended
-            {
-                throw ServiceError(
-                    .conflict,
-                    "Activity \(activityID) is already running (\(existing.status.rawValue)); end it first or use another id.",
-                    reason: ScheduleReason.activityRunning)
-            }
-            let audience = command.audience
-            let targets = try session.startTargets(appID: appID, audience: audience, activityType: activityType)
-            guard !targets.isEmpty else {
-                let size = try session.audienceSize(appID: appID, audience: audience)
-                let detail = size == 0
-                    ? "The audience matches no registered device."
-                    : "None of the \(size) device(s) in the audience holds a push-to-start token for \(activityType)."
-                throw ServiceError.invalid(
-                    detail, field: "audience.\(audience.field)", "names no device that can start \(activityType)",
-                    reason: ScheduleReason.noTargets)
-            }
-            try session.insertActivity(
-                appID: appID, activityID: activityID, activityType: activityType, origin: .remote,
-                attributes: prepared.attributes, contentState: prepared.contentState, lastTimestamp: built.timestamp,
-                endAt: command.endAt, replacing: true, now: now)
-            try session.insertPendingInstances(appID: appID, activityID: activityID, targets: targets, now: now)
-            let sendID = try session.insertSend(
-                appID: appID, activityID: activityID, content: SendRules.content(built, event: .start), now: now)
-            try session.enqueuePushes(
-                sendID: sendID, appID: appID, activityID: activityID, activityType: activityType, event: .start,
-                tokenKind: .pushToStart, targets: targets, now: now, mintID: APNsMessageID.mint)
-            if let alert = command.alert {
-                try session.setStartAlert(appID: appID, activityID: activityID, alert: ScheduledCommand.json(alert))
-            }
-            return StartResult(activityID: activityID, targets: targets.count, warnings: prepared.warnings)
+        let appID = app.id
+        let activityID = command.activityID
+        let activityType = command.activityType
+        let prepared = try SchemaEnforcement.prepare(
+            session: session, app: app, activityType: activityType, attributes: stamped,
+            contentState: command.contentState, isStart: true, storedState: command.storedContent)
+        let push = LiveActivityPush(
+            event: .start, contentState: prepared.wireState, attributesType: prepared.attributesType,
+            attributes: prepared.attributes, alert: command.alert, staleDate: command.staleDate,
+            relevanceScore: command.relevanceScore, priority: command.priority)
+        let built = try SendRules.build(push, bundleID: app.bundleID, now: now, lastTimestamp: nil)
+        if let endAt = command.endAt {
+            try SendRules.checkEndAt(endAt, startedAt: now, lifecycle: lifecycle, now: now)
         }
+        if let existing = try session.activity(appID: appID, activityID: activityID),
+            lifecycle.effectiveStatus(existing.status, startedAt: existing.startedAt, now: now) != .ended
+        {
+            throw ServiceError(
+                .conflict,
+                "Activity \(activityID) is already running (\(existing.status.rawValue)); end it first or use another id.",
+                reason: ScheduleReason.activityRunning)
+        }
+        let audience = command.audience
+        let targets = try session.startTargets(appID: appID, audience: audience, activityType: activityType)
+        guard !targets.isEmpty else {
+            let size = try session.audienceSize(appID: appID, audience: audience)
+            let detail = size == 0
+                ? "The audience matches no registered device."
+                : "None of the \(size) device(s) in the audience holds a push-to-start token for \(activityType)."
+            throw ServiceError.invalid(
+                detail, field: "audience.\(audience.field)", "names no device that can start \(activityType)",
+                reason: ScheduleReason.noTargets)
+        }
+        try session.insertActivity(
+            appID: appID, activityID: activityID, activityType: activityType, origin: .remote,
+            attributes: prepared.attributes, contentState: prepared.contentState, lastTimestamp: built.timestamp,
+            endAt: command.endAt, replacing: true, now: now)
+        try session.insertPendingInstances(appID: appID, activityID: activityID, targets: targets, now: now)
+        let sendID = try session.insertSend(
+            appID: appID, activityID: activityID, content: SendRules.content(built, event: .start), now: now)
+        try session.enqueuePushes(
+            sendID: sendID, appID: appID, activityID: activityID, activityType: activityType, event: .start,
+            tokenKind: .pushToStart, targets: targets, now: now, mintID: APNsMessageID.mint)
+        if let alert = command.alert {
+            try session.setStartAlert(appID: appID, activityID: activityID, alert: ScheduledCommand.json(alert))
+        }
+        return StartResult(activityID: activityID, targets: targets.count, warnings: prepared.warnings)
     }
 
     // MARK: - Update and end
@@ -116,48 +114,46 @@ public struct ActivityService: Sendable {
     ) throws -> ActivitySendResult {
         let app = command.app
         try SendRules.requireCredentials(app)
-        do {
-            let appID = app.id
-            let activityID = command.activityID
-            let activity = try SendRules.lockedActivity(session, appID: appID, activityID: activityID)
-            switch lifecycle.check(.update, status: activity.status, startedAt: activity.startedAt, now: now) {
-            case .allowed:
-                break
-            case .ended:
-                throw ServiceError(
-                    .conflict,
-                    "Activity \(activityID) has ended (\(activity.endCause?.rawValue ?? "ended")); an ended activity can never be updated again.",
-                    reason: ScheduleReason.activityEnded)
-            case .expired(let at):
-                throw ServiceError(
-                    .conflict,
-                    "Activity \(activityID) ended when its lifecycle window closed at \(RFC3339.string(at)); an ended activity can never be updated again.",
-                    reason: ScheduleReason.activityEnded)
-            case .pastUpdateWindow(let since):
-                throw ServiceError(
-                    .conflict,
-                    "Activity \(activityID) is past its update window (it closed at \(RFC3339.string(since))); devices ignore updates now. It can still be ended.",
-                    reason: ScheduleReason.pastUpdateWindow)
-            }
-            let prepared = try SchemaEnforcement.prepare(
-                session: session, app: app, activityType: activity.activityType, attributes: nil,
-                contentState: command.contentState, isStart: false)
-            let push = LiveActivityPush(
-                event: .update, contentState: prepared.wireState, alert: command.alert, staleDate: command.staleDate,
-                relevanceScore: command.relevanceScore, priority: command.priority)
-            let built = try SendRules.build(push, bundleID: app.bundleID, now: now, lastTimestamp: activity.lastTimestamp)
-            if let endAt = command.endAt {
-                try SendRules.checkEndAt(endAt, startedAt: activity.startedAt, lifecycle: lifecycle, now: now)
-            }
-            return try Self.sendToHolders(
-                built, event: .update, activity: activity, appID: appID, warnings: prepared.warnings, session: session,
-                now: now
-            ) {
-                if let endAt = command.endAt { try session.setEndAt(appID: appID, activityID: activityID, endAt: endAt) }
-                try session.recordUpdate(
-                    appID: appID, activityID: activityID, contentState: prepared.contentState!, timestamp: built.timestamp!,
-                    now: now)
-            }
+        let appID = app.id
+        let activityID = command.activityID
+        let activity = try SendRules.lockedActivity(session, appID: appID, activityID: activityID)
+        switch lifecycle.check(.update, status: activity.status, startedAt: activity.startedAt, now: now) {
+        case .allowed:
+            break
+        case .ended:
+            throw ServiceError(
+                .conflict,
+                "Activity \(activityID) has ended (\(activity.endCause?.rawValue ?? "ended")); an ended activity can never be updated again.",
+                reason: ScheduleReason.activityEnded)
+        case .expired(let at):
+            throw ServiceError(
+                .conflict,
+                "Activity \(activityID) ended when its lifecycle window closed at \(RFC3339.string(at)); an ended activity can never be updated again.",
+                reason: ScheduleReason.activityEnded)
+        case .pastUpdateWindow(let since):
+            throw ServiceError(
+                .conflict,
+                "Activity \(activityID) is past its update window (it closed at \(RFC3339.string(since))); devices ignore updates now. It can still be ended.",
+                reason: ScheduleReason.pastUpdateWindow)
+        }
+        let prepared = try SchemaEnforcement.prepare(
+            session: session, app: app, activityType: activity.activityType, attributes: nil,
+            contentState: command.contentState, isStart: false)
+        let push = LiveActivityPush(
+            event: .update, contentState: prepared.wireState, alert: command.alert, staleDate: command.staleDate,
+            relevanceScore: command.relevanceScore, priority: command.priority)
+        let built = try SendRules.build(push, bundleID: app.bundleID, now: now, lastTimestamp: activity.lastTimestamp)
+        if let endAt = command.endAt {
+            try SendRules.checkEndAt(endAt, startedAt: activity.startedAt, lifecycle: lifecycle, now: now)
+        }
+        return try Self.sendToHolders(
+            built, event: .update, activity: activity, appID: appID, warnings: prepared.warnings, session: session,
+            now: now
+        ) {
+            if let endAt = command.endAt { try session.setEndAt(appID: appID, activityID: activityID, endAt: endAt) }
+            try session.recordUpdate(
+                appID: appID, activityID: activityID, contentState: prepared.contentState!, timestamp: built.timestamp!,
+                now: now)
         }
     }
 

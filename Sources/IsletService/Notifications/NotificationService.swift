@@ -68,26 +68,24 @@ public struct NotificationService: Sendable {
         let app = command.app
         try SendRules.requireCredentials(app)
         let built = try check(command, now: now)
-        do {
-            let appID = app.id
-            let audience = command.audience
-            let targets = try session.alertTargets(appID: appID, audience: audience)
-            guard !targets.isEmpty else {
-                let size = try session.audienceSize(appID: appID, audience: audience)
-                throw ServiceError.invalid(
-                    size == 0
-                        ? "The audience matches no registered device."
-                        : "None of the \(size) device(s) in the audience has a reachable device token.",
-                    field: "audience.\(audience.field)", "names no device with a reachable device token",
-                    reason: ScheduleReason.noTargets)
-            }
-            let sendID = try session.insertSend(
-                appID: appID, activityID: nil, content: SendRules.content(built, event: .alert), now: now)
-            try session.enqueuePushes(
-                sendID: sendID, appID: appID, activityID: nil, activityType: nil, event: .alert, tokenKind: .device,
-                targets: targets, now: now, mintID: APNsMessageID.mint)
-            return NotificationResult(targets: targets.count)
+        let appID = app.id
+        let audience = command.audience
+        let targets = try session.alertTargets(appID: appID, audience: audience)
+        guard !targets.isEmpty else {
+            let size = try session.audienceSize(appID: appID, audience: audience)
+            throw ServiceError.invalid(
+                size == 0
+                    ? "The audience matches no registered device."
+                    : "None of the \(size) device(s) in the audience has a reachable device token.",
+                field: "audience.\(audience.field)", "names no device with a reachable device token",
+                reason: ScheduleReason.noTargets)
         }
+        let sendID = try session.insertSend(
+            appID: appID, activityID: nil, content: SendRules.content(built, event: .alert), now: now)
+        try session.enqueuePushes(
+            sendID: sendID, appID: appID, activityID: nil, activityType: nil, event: .alert, tokenKind: .device,
+            targets: targets, now: now, mintID: APNsMessageID.mint)
+        return NotificationResult(targets: targets.count)
     }
 }
 

@@ -77,7 +77,7 @@ public struct ScheduleService: Sendable {
             let answer: Scheduling<StartResult>
             if let when {
                 try Self.checkStart(command, at: when, session: session, lifecycle: lifecycle)
-                let scheduleID = ScheduleID.mint()
+                let scheduleID = ScheduleID.mint(at: now)
                 try session.insertSchedules(
                     appID: app.id,
                     [NewSchedule(
@@ -249,7 +249,7 @@ public struct ScheduleService: Sendable {
         _ kind: ScheduleKind, activityID: String?, at when: Date, command: JSONValue, appID: String,
         session: any StoreSession, now: Date
     ) throws -> ScheduledSend {
-        let scheduleID = ScheduleID.mint()
+        let scheduleID = ScheduleID.mint(at: now)
         try session.insertSchedules(
             appID: appID, [NewSchedule(scheduleID: scheduleID, kind: kind, activityID: activityID, sendAt: when, command: command)],
             now: now)

@@ -117,13 +117,15 @@ public struct TimelinePlan: Sendable, Hashable {
     public static let maximumEntries = 1_440
 }
 
-/// Schedule ids: `sch_` and 24 random hex digits.
+/// Schedule ids: `sch_`, the creation time (12 hex digits of Unix milliseconds) and
+/// 12 random hex digits. Ids made close in time sort close together, so a timeline's
+/// 1,440 new ids land on a few pages of the unique index instead of 1,440 random ones.
 enum ScheduleID {
-    static func mint() -> String {
+    static func mint(at now: Date) -> String {
         var generator = SystemRandomNumberGenerator()
-        let high = generator.next() as UInt64
-        let low = generator.next() as UInt32
-        return "sch_" + hex(high, digits: 16) + hex(UInt64(low), digits: 8)
+        let milliseconds = UInt64(max(0, now.unixMilliseconds)) & 0xFFFF_FFFF_FFFF
+        let random = (generator.next() as UInt64) & 0xFFFF_FFFF_FFFF
+        return "sch_" + hex(milliseconds, digits: 12) + hex(random, digits: 12)
     }
 
     private static func hex(_ value: UInt64, digits: Int) -> String {

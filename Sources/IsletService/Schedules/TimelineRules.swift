@@ -95,12 +95,12 @@ enum TimelineRules {
         try session.putTimeline(record)
         var items = plan.entries.enumerated().map { index, entry in
             NewSchedule(
-                scheduleID: ScheduleID.mint(), kind: .timelineEntry, activityID: activityID, sendAt: entry.at,
+                scheduleID: ScheduleID.mint(at: now), kind: .timelineEntry, activityID: activityID, sendAt: entry.at,
                 command: ScheduledCommand.json(entry), timelineGeneration: generation, entryIndex: index)
         }
         if let endAt = plan.endAt {
             items.append(NewSchedule(
-                scheduleID: ScheduleID.mint(), kind: .end, activityID: activityID, sendAt: endAt, command: .object([:]),
+                scheduleID: ScheduleID.mint(at: now), kind: .end, activityID: activityID, sendAt: endAt, command: .object([:]),
                 timelineGeneration: generation))
         }
         try session.insertSchedules(appID: appID, items, now: now)
