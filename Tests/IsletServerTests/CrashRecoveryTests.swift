@@ -98,7 +98,7 @@ struct CrashRecoveryTests {
                 try await Task.sleep(for: .milliseconds(2))
             }
             kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
+            #expect(await exited(process))
             #expect(process.terminationReason == .uncaughtSignal)
             let beforeRestart = simulator.engine.pushes().count
             #expect(beforeRestart > 0, "the kill came before any push was sent")
@@ -113,7 +113,7 @@ struct CrashRecoveryTests {
                 try await Task.sleep(for: .milliseconds(100))
             }
             process.terminate()
-            process.waitUntilExit()
+            await exited(process)
             await simulator.shutdown()
 
             #expect(items.count == devices)
@@ -174,7 +174,7 @@ struct CrashRecoveryTests {
             ])
             let scheduleID = try #require(scheduled["schedule_id"]?.stringValue)
             kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
+            await exited(process)
             #expect(simulator.engine.pushes().isEmpty)
 
             (process, port, _) = try await launch(arguments)
@@ -188,7 +188,7 @@ struct CrashRecoveryTests {
             // A few ticks more: it does not fire again.
             try await Task.sleep(for: .milliseconds(600))
             process.terminate()
-            process.waitUntilExit()
+            await exited(process)
             await simulator.shutdown()
             #expect(item["status"] == "sent" && item["targets"] == 1)
             #expect(simulator.engine.pushes().map(\.token) == [token])

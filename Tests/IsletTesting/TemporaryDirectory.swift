@@ -125,3 +125,16 @@ public func killIfRunning(_ process: Process) {
     let deadline = ContinuousClock.now + .seconds(10)
     while process.isRunning && ContinuousClock.now < deadline { usleep(10_000) }
 }
+
+/// Waits until `process` has exited (or `limit` passes), sleeping between looks
+/// instead of blocking: a graceful shutdown takes seconds under a sanitizer, and
+/// `waitUntilExit` would hold a thread of the concurrency pool all that time (other
+/// tests' servers answer on that pool). Answers whether it exited.
+@discardableResult
+public func exited(_ process: Process, within limit: Duration = .seconds(60)) async -> Bool {
+    let deadline = ContinuousClock.now + limit
+    while process.isRunning && ContinuousClock.now < deadline {
+        try? await Task.sleep(for: .milliseconds(20))
+    }
+    return !process.isRunning
+}
