@@ -61,12 +61,10 @@ public final class Application: Sendable {
         http.host = configuration.host
         http.port = configuration.port
         http.maxBodyBytes = configuration.maxBodyBytes
-        let timelineLimit = max(configuration.maxBodyBytes, configuration.maxTimelineBodyBytes)
+        let largeLimit = max(configuration.maxBodyBytes, configuration.maxTimelineBodyBytes)
+        let smallLimit = configuration.maxBodyBytes
         http.bodyLimit = { method, path in
-            // A timeline of 1,440 entries is larger than any other body.
-            let takesTimeline = (method == "PUT" && path.hasSuffix("/timeline"))
-                || (method == "POST" && path.hasSuffix("/activities") && path.hasPrefix("/v1/apps/"))
-            return takesTimeline ? timelineLimit : configuration.maxBodyBytes
+            dispatcher.takesLargeBody(method: method, path: path) ? largeLimit : smallLimit
         }
         http.threads = configuration.httpThreads
         self.server = HTTPServer(

@@ -135,5 +135,6 @@ private func assemble(
     return Application(
         configuration: configuration, logger: logger, store: store, services: services, delivery: delivery,
         client: client, embeddedAPNs: embedded, generatedAdminToken: generated ? adminToken : nil, demo: demo,
-        dispatcher: Dispatcher(router: router, logger: logger, metrics: requestMetrics))
+        dispatcher: Dispatcher(
+            router: router, logger: logger, metrics: requestMetrics, largeBodyRoutes: Dispatcher.largeBodyRoutes(routes)))
 }

@@ -39,44 +39,67 @@ struct CrashRecoveryTests {
         return (process, port, output)
     }
 
+    /// A simulator trusting a fresh key, and the arguments of an `islet serve` sending
+    /// to it (one node id across restarts: it takes back what it held).
+    struct Setup {
+        let simulator: APNsSimulator
+        let signingKey: P256.SigningKey
+        let arguments: [String]
+    }
+
+    func setUp(in dir: URL, database: String?, latency: Duration? = nil, extra: [String] = []) throws -> Setup {
+        let signingKey = try P256.SigningKey.generate()
+        var options = APNsSimulatorOptions()
+        options.port = 0
+        options.inspectPort = nil
+        if let latency { options.latency = latency }
+        options.engine.trustedKeys = [TrustedKey(keyID: "KEYID00001", teamID: "TEAMID0001", publicKey: signingKey.publicKey)]
+        let simulator = try APNsSimulator(options: options)
+        try simulator.start()
+        let caFile = dir.appendingPathComponent("ca.pem")
+        try #require(simulator.caCertificatePEM).write(to: caFile, atomically: true, encoding: .utf8)
+        let arguments = [
+            "--data-dir", dir.appendingPathComponent("data").path, "--admin-token", ServerHarness.adminToken,
+            "--apns-sandbox-url", "https://127.0.0.1:\(simulator.port)",
+            "--apns-production-url", "https://127.0.0.1:\(simulator.port)", "--apns-ca-file", caFile.path,
+            "--node-id", "crash-test-node",
+        ] + extra + (database.map { ["--database", $0] } ?? [])
+        return Setup(simulator: simulator, signingKey: signingKey, arguments: arguments)
+    }
+
+    /// A request to the API on `port`, its answer as JSON.
+    func call(_ port: Int, _ method: String, _ path: String, _ key: String, _ body: JSONValue? = nil) async throws -> JSONValue {
+        var headers = ["Authorization": "Bearer \(key)"]
+        if body != nil { headers["Content-Type"] = "application/json" }
+        let response = try await httpRequest(
+            port: port, method: method, path: path, headers: headers, body: body.map { Data($0.jsonText.utf8) })
+        return (try? JSONValue(parsing: response.body)) ?? .null
+    }
+
+    /// An app with the setup's credentials: its id, server key and device key.
+    func createApp(_ port: Int, _ setup: Setup, name: String) async throws -> (id: String, serverKey: String, deviceKey: String) {
+        let app = try await call(port, "POST", "/v1/apps", ServerHarness.adminToken, [
+            "name": .string(name), "bundle_id": "com.example.crash",
+            "apns": ["team_id": "TEAMID0001", "key_id": "KEYID00001", "private_key": .string(setup.signingKey.pemRepresentation)],
+        ])
+        return (
+            try #require(app["id"]?.stringValue), try #require(app["server_key"]?.stringValue),
+            try #require(app["device_key"]?.stringValue)
+        )
+    }
+
     @Test func aKilledServerLosesNothingMidFanOut() async throws {
         try #require(FileManager.default.isExecutableFile(atPath: executable), "islet not built at \(executable)")
         try await withTemporaryDirectory { dir in try await TestPostgres.withSuiteDatabase { database in
-            let signingKey = try P256.SigningKey.generate()
-            var options = APNsSimulatorOptions()
-            options.port = 0
-            options.inspectPort = nil
-            options.latency = .milliseconds(400)
-            options.engine.trustedKeys = [TrustedKey(keyID: "KEYID00001", teamID: "TEAMID0001", publicKey: signingKey.publicKey)]
-            let simulator = try APNsSimulator(options: options)
-            try simulator.start()
-            let caFile = dir.appendingPathComponent("ca.pem")
-            try #require(simulator.caCertificatePEM).write(to: caFile, atomically: true, encoding: .utf8)
-            let arguments = [
-                "--data-dir", dir.appendingPathComponent("data").path, "--admin-token", ServerHarness.adminToken,
-                "--apns-sandbox-url", "https://127.0.0.1:\(simulator.port)",
-                "--apns-production-url", "https://127.0.0.1:\(simulator.port)", "--apns-ca-file", caFile.path,
-                "--delivery-max-in-flight", "20",
-                // The same node after the restart: it takes back what it held.
-                "--node-id", "crash-test-node",
-            ] + (database.map { ["--database", $0] } ?? [])
-
-            var (process, port, _) = try await launch(arguments)
+            let setup = try setUp(
+                in: dir, database: database, latency: .milliseconds(400), extra: ["--delivery-max-in-flight", "20"])
+            let simulator = setup.simulator
+            var (process, port, _) = try await launch(setup.arguments)
             defer { killIfRunning(process) }
             func call(_ method: String, _ path: String, _ key: String, _ body: JSONValue? = nil) async throws -> JSONValue {
-                var headers = ["Authorization": "Bearer \(key)"]
-                if body != nil { headers["Content-Type"] = "application/json" }
-                let response = try await httpRequest(
-                    port: port, method: method, path: path, headers: headers, body: body.map { Data($0.jsonText.utf8) })
-                return (try? JSONValue(parsing: response.body)) ?? .null
+                try await self.call(port, method, path, key, body)
             }
-            let app = try await call("POST", "/v1/apps", ServerHarness.adminToken, [
-                "name": "Fans", "bundle_id": "com.example.fans",
-                "apns": ["team_id": "TEAMID0001", "key_id": "KEYID00001", "private_key": .string(signingKey.pemRepresentation)],
-            ])
-            let appID = try #require(app["id"]?.stringValue)
-            let serverKey = try #require(app["server_key"]?.stringValue)
-            let deviceKey = try #require(app["device_key"]?.stringValue)
+            let (appID, serverKey, deviceKey) = try await createApp(port, setup, name: "Fans")
             let devices = 120
             for index in 0..<devices {
                 _ = try await call("PUT", "/v1/apps/\(appID)/devices/phone-\(index)", deviceKey, [
@@ -104,7 +127,7 @@ struct CrashRecoveryTests {
             #expect(beforeRestart > 0, "the kill came before any push was sent")
             #expect(beforeRestart < devices, "the kill came after the fan-out finished")
 
-            (process, port, _) = try await launch(arguments)
+            (process, port, _) = try await launch(setup.arguments)
             var items: [JSONValue] = []
             let deadline = Date().addingTimeInterval(60)
             while Date() < deadline {
@@ -133,37 +156,14 @@ struct CrashRecoveryTests {
     @Test func aKilledServerKeepsWhatItScheduled() async throws {
         try #require(FileManager.default.isExecutableFile(atPath: executable), "islet not built at \(executable)")
         try await withTemporaryDirectory { dir in try await TestPostgres.withSuiteDatabase { database in
-            let signingKey = try P256.SigningKey.generate()
-            var options = APNsSimulatorOptions()
-            options.port = 0
-            options.inspectPort = nil
-            options.engine.trustedKeys = [TrustedKey(keyID: "KEYID00001", teamID: "TEAMID0001", publicKey: signingKey.publicKey)]
-            let simulator = try APNsSimulator(options: options)
-            try simulator.start()
-            let caFile = dir.appendingPathComponent("ca.pem")
-            try #require(simulator.caCertificatePEM).write(to: caFile, atomically: true, encoding: .utf8)
-            let arguments = [
-                "--data-dir", dir.appendingPathComponent("data").path, "--admin-token", ServerHarness.adminToken,
-                "--apns-sandbox-url", "https://127.0.0.1:\(simulator.port)",
-                "--apns-production-url", "https://127.0.0.1:\(simulator.port)", "--apns-ca-file", caFile.path,
-                "--node-id", "crash-test-node",
-            ] + (database.map { ["--database", $0] } ?? [])
-            var (process, port, _) = try await launch(arguments)
+            let setup = try setUp(in: dir, database: database)
+            let simulator = setup.simulator
+            var (process, port, _) = try await launch(setup.arguments)
             defer { killIfRunning(process) }
             func call(_ method: String, _ path: String, _ key: String, _ body: JSONValue? = nil) async throws -> JSONValue {
-                var headers = ["Authorization": "Bearer \(key)"]
-                if body != nil { headers["Content-Type"] = "application/json" }
-                let response = try await httpRequest(
-                    port: port, method: method, path: path, headers: headers, body: body.map { Data($0.jsonText.utf8) })
-                return (try? JSONValue(parsing: response.body)) ?? .null
+                try await self.call(port, method, path, key, body)
             }
-            let app = try await call("POST", "/v1/apps", ServerHarness.adminToken, [
-                "name": "Day", "bundle_id": "com.example.day",
-                "apns": ["team_id": "TEAMID0001", "key_id": "KEYID00001", "private_key": .string(signingKey.pemRepresentation)],
-            ])
-            let appID = try #require(app["id"]?.stringValue)
-            let serverKey = try #require(app["server_key"]?.stringValue)
-            let deviceKey = try #require(app["device_key"]?.stringValue)
+            let (appID, serverKey, deviceKey) = try await createApp(port, setup, name: "Day")
             let token = ServerHarness.token()
             _ = try await call("PUT", "/v1/apps/\(appID)/devices/phone-1", deviceKey, ["platform": "ios", "environment": "sandbox"])
             _ = try await call("PUT", "/v1/apps/\(appID)/devices/phone-1/push-to-start/DayAttributes", deviceKey, ["token": .string(token)])
@@ -177,7 +177,7 @@ struct CrashRecoveryTests {
             await exited(process)
             #expect(simulator.engine.pushes().isEmpty)
 
-            (process, port, _) = try await launch(arguments)
+            (process, port, _) = try await launch(setup.arguments)
             var item: JSONValue = .null
             let deadline = Date().addingTimeInterval(60)
             while Date() < deadline {

@@ -159,4 +159,27 @@ struct ScheduleAPITests {
             _ = try await h.simulatedUpdateToken(activityID: "day-1")
         }
     }
+
+    @Test func aRenewalShowsOnBothActivities() async throws {
+        try await ServerHarness.with { h in
+            let app = try await running(h)
+            let started = h.clock.now()
+            let put = try await h.call("PUT", "/v1/apps/\(app.id)/activities/order-1/timeline", key: app.serverKey, json: [
+                "renew": true,
+                "entries": [["at": .string(RFC3339.string(started.addingTimeInterval(9 * 3600))), "content_state": ["status": "late", "eta": 1]]],
+            ])
+            #expect(put.status == 200 && put["renew"] == true)
+            h.clock.set(started.addingTimeInterval(8 * 3600 - 15 * 60))
+            #expect(try await h.eventually {
+                try await h.call("GET", "/v1/apps/\(app.id)/activities/order-1", key: app.serverKey)["renewed_to"]?.stringValue == "order-1~2"
+            })
+            let original = try await h.call("GET", "/v1/apps/\(app.id)/activities/order-1", key: app.serverKey)
+            #expect(original["status"]?.stringValue == "ended" && original["end_cause"]?.stringValue == "renewed")
+            #expect(original["not_renewed"]?.arrayValue == [])
+            let successor = try await h.call("GET", "/v1/apps/\(app.id)/activities/order-1~2", key: app.serverKey)
+            #expect(successor["renewed_from"]?.stringValue == "order-1" && successor["renewed_to"] == .null)
+            let moved = try await h.call("GET", "/v1/apps/\(app.id)/schedules?activity_id=order-1~2", key: app.serverKey)
+            #expect(moved["items"]?.arrayValue?.map { $0["kind"]?.stringValue } == ["timeline_entry"])
+        }
+    }
 }

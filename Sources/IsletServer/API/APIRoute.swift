@@ -63,12 +63,16 @@ struct APIRoute: Sendable {
     let responses: [(status: Int, description: String)]
     /// The media type of the success answers.
     let contentType: String
+    /// Whether the body may be as large as a timeline of 1,440 entries
+    /// (`Configuration.maxTimelineBodyBytes`) rather than `maxBodyBytes`.
+    let largeBody: Bool
     let handler: Handler
 
     init(
         _ method: String, _ pattern: String, summary: String, access: RouteAccess, body: BodySchema? = nil,
-        idempotent: Bool = false, query: [QueryParameter] = [], responses: [(status: Int, description: String)],
-        contentType: String = "application/json", handler: @escaping Handler
+        idempotent: Bool = false, largeBody: Bool = false, query: [QueryParameter] = [],
+        responses: [(status: Int, description: String)], contentType: String = "application/json",
+        handler: @escaping Handler
     ) {
         self.method = method
         self.pattern = pattern
@@ -79,6 +83,7 @@ struct APIRoute: Sendable {
         self.query = query
         self.responses = responses
         self.contentType = contentType
+        self.largeBody = largeBody
         self.handler = handler
     }
 }

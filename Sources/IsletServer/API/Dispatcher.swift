@@ -16,11 +16,17 @@ struct Dispatcher: Sendable {
     let router: Router
     let logger: Logger
     let metrics: RequestMetrics?
+    /// The routes (`METHOD pattern`) that declare a large body.
+    let largeBodyRoutes: Set<String>
     /// Draws request ids.
     private let random: Lock<any RandomSource>
 
-    init(router: Router, logger: Logger, metrics: RequestMetrics?, random: any RandomSource = SeededRandomSource(seed: .random(in: .min ... .max))) {
+    init(
+        router: Router, logger: Logger, metrics: RequestMetrics?, largeBodyRoutes: Set<String> = [],
+        random: any RandomSource = SeededRandomSource(seed: .random(in: .min ... .max))
+    ) {
         self.router = router
+        self.largeBodyRoutes = largeBodyRoutes
         self.logger = logger
         self.metrics = metrics
         self.random = Lock(random)
@@ -44,6 +50,20 @@ struct Dispatcher: Sendable {
             }
         }
         return router
+    }
+
+    /// The routes of `routes` that declare a large body, as `largeBodyRoutes` holds them.
+    static func largeBodyRoutes(_ routes: [APIRoute]) -> Set<String> {
+        Set(routes.filter(\.largeBody).map { "\($0.method) \($0.pattern)" })
+    }
+
+    /// Whether the route a request reaches declares a large body: asked before the
+    /// body is read, so that the server knows how much of it to take.
+    func takesLargeBody(method: String, path: String) -> Bool {
+        guard !largeBodyRoutes.isEmpty, case .found(_, _, let pattern) = router.match(method: method, path: path) else {
+            return false
+        }
+        return largeBodyRoutes.contains("\(method) \(pattern)")
     }
 
     func handle(_ request: HTTPRequest) async -> HTTPResponse {

@@ -16,7 +16,7 @@ struct ActivityRoutes: Sendable {
             APIRoute(
                 "POST", "/v1/apps/{app_id}/activities",
                 summary: "Start an activity remotely: a push-to-start to every device of the audience holding a token for its type.",
-                access: .server, body: RequestSchemas.startActivity, idempotent: true,
+                access: .server, body: RequestSchemas.startActivity, idempotent: true, largeBody: true,
                 responses: [(202, "Queued: {activity_id, targets}; with a send_at ahead, scheduled: {schedule_id, send_at, status}"), (409, "The activity id is in use (or scheduled to start), or the app has no APNs credentials"), (422, "A field is invalid, or no device of the audience can be started")]
             ) { request in try await start(request) },
             APIRoute(

@@ -77,14 +77,9 @@ public struct ScheduleService: Sendable {
             let answer: Scheduling<StartResult>
             if let when {
                 try Self.checkStart(command, at: when, session: session, lifecycle: lifecycle)
-                let scheduleID = ScheduleID.mint(at: now)
-                try session.insertSchedules(
-                    appID: app.id,
-                    [NewSchedule(
-                        scheduleID: scheduleID, kind: .start, activityID: command.activityID, sendAt: when,
-                        command: ScheduledCommand.json(command))],
-                    now: now)
-                answer = .scheduled(ScheduledSend(scheduleID: scheduleID, sendAt: when))
+                answer = .scheduled(try Self.insert(
+                    .start, activityID: command.activityID, at: when, command: ScheduledCommand.json(command),
+                    appID: app.id, session: session, now: now))
             } else {
                 answer = .immediate(try ActivityService.start(command, session: session, lifecycle: lifecycle, now: now))
             }
@@ -101,14 +96,10 @@ public struct ScheduleService: Sendable {
     /// Updates an activity at `sendAt` (now, without one).
     public func update(_ command: UpdateActivity, sendAt: Date?) async throws(ServiceError) -> Replayable<Scheduling<ActivitySendResult>> {
         let app = command.app
-        try SendRules.requireCredentials(app)
         let lifecycle = environment.lifecycle
-        let now = environment.clock.now()
-        let when = try Self.when(sendAt, now: now)
-        return try await environment.idempotentWrite(appID: app.id, idempotency: command.idempotency, now: now) { session in
-            guard let when else {
-                return .immediate(try ActivityService.update(command, session: session, lifecycle: lifecycle, now: now))
-            }
+        return try await send(app: app, idempotency: command.idempotency, sendAt: sendAt) { session, now in
+            try ActivityService.update(command, session: session, lifecycle: lifecycle, now: now)
+        } schedule: { session, now, when in
             let activity = try SendRules.activity(session, appID: app.id, activityID: command.activityID)
             try Self.checkLifecycle(.update, activity: activity, at: when, lifecycle: lifecycle)
             let prepared = try SchemaEnforcement.prepare(
@@ -131,14 +122,10 @@ public struct ScheduleService: Sendable {
     /// already answers so, as an immediate end does, and nothing is scheduled.
     public func end(_ command: EndActivity, sendAt: Date?) async throws(ServiceError) -> Replayable<Scheduling<ActivitySendResult>> {
         let app = command.app
-        try SendRules.requireCredentials(app)
         let lifecycle = environment.lifecycle
-        let now = environment.clock.now()
-        let when = try Self.when(sendAt, now: now)
-        return try await environment.idempotentWrite(appID: app.id, idempotency: command.idempotency, now: now) { session in
-            guard let when else {
-                return .immediate(try ActivityService.end(command, session: session, lifecycle: lifecycle, now: now))
-            }
+        return try await send(app: app, idempotency: command.idempotency, sendAt: sendAt) { session, now in
+            try ActivityService.end(command, session: session, lifecycle: lifecycle, now: now)
+        } schedule: { session, now, when in
             let activity = try SendRules.activity(session, appID: app.id, activityID: command.activityID)
             switch lifecycle.check(.end, status: activity.status, startedAt: activity.startedAt, now: now) {
             case .ended, .expired:
@@ -162,16 +149,30 @@ public struct ScheduleService: Sendable {
 
     /// Sends an alert at `sendAt` (now, without one); its audience is resolved then.
     public func notify(_ command: SendNotification, sendAt: Date?) async throws(ServiceError) -> Replayable<Scheduling<NotificationResult>> {
-        let app = command.app
+        try await send(app: command.app, idempotency: command.idempotency, sendAt: sendAt) { session, now in
+            try NotificationService.send(command, session: session, now: now)
+        } schedule: { session, now, when in
+            _ = try NotificationService.check(command, now: when)
+            return .scheduled(try Self.insert(
+                .notification, activityID: nil, at: when, command: ScheduledCommand.json(command), appID: command.app.id,
+                session: session, now: now))
+        }
+    }
+
+    /// What every send with an optional `send_at` shares: the app's credentials, the
+    /// rule for `send_at`, and one transaction behind the idempotency key, which runs
+    /// `immediate` for a send now and `schedule` for one held until `when`.
+    private func send<R: ReplayableResult>(
+        app: AppRecord, idempotency: IdempotencyKey?, sendAt: Date?,
+        immediate: @escaping @Sendable (_ session: any StoreSession, _ now: Date) throws -> R,
+        schedule: @escaping @Sendable (_ session: any StoreSession, _ now: Date, _ when: Date) throws -> Scheduling<R>
+    ) async throws(ServiceError) -> Replayable<Scheduling<R>> {
         try SendRules.requireCredentials(app)
         let now = environment.clock.now()
         let when = try Self.when(sendAt, now: now)
-        if let when { _ = try NotificationService.check(command, now: when) }
-        return try await environment.idempotentWrite(appID: app.id, idempotency: command.idempotency, now: now) { session in
-            guard let when else { return .immediate(try NotificationService.send(command, session: session, now: now)) }
-            return .scheduled(try Self.insert(
-                .notification, activityID: nil, at: when, command: ScheduledCommand.json(command), appID: app.id,
-                session: session, now: now))
+        return try await environment.idempotentWrite(appID: app.id, idempotency: idempotency, now: now) { session in
+            guard let when else { return .immediate(try immediate(session, now)) }
+            return try schedule(session, now, when)
         }
     }
 
