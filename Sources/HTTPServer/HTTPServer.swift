@@ -7,6 +7,15 @@ import Synchronization
 /// Handles one complete request.
 public typealias HTTPHandler = @Sendable (HTTPRequest) async -> HTTPResponse
 
+/// Answers one complete request at once, on the event-loop thread that read it.
+public typealias ImmediateHTTPHandler = @Sendable (HTTPRequest) -> HTTPResponse
+
+/// How a server answers: on the concurrency pool, or on its own threads.
+private enum Handling: Sendable {
+    case async(HTTPHandler)
+    case immediate(ImmediateHTTPHandler)
+}
+
 /// How the HTTP server listens and what it accepts.
 public struct HTTPServerConfiguration: Sendable {
     /// Address to listen on (a name or a numeric address).
@@ -34,7 +43,9 @@ public struct HTTPServerConfiguration: Sendable {
 /// An HTTP/1.1 server on libmicrohttpd. Requests are read whole (bounded by
 /// `maxBodyBytes`), handed to an async handler while their connection is suspended,
 /// and answered when the handler returns; the event-loop threads never wait on a
-/// handler.
+/// handler. A server made with an immediate handler instead answers on the
+/// event-loop thread, and so keeps answering when the concurrency pool is busy (the
+/// simulator's inspection API, which tests of a whole process rely on).
 public final class HTTPServer: Sendable {
     /// The configuration it was made with.
     public let configuration: HTTPServerConfiguration
@@ -56,8 +67,21 @@ public final class HTTPServer: Sendable {
     ) {
         self.configuration = configuration
         self.core = ServerCore(
-            handler: handler, maxBodyBytes: configuration.maxBodyBytes, bodyLimit: configuration.bodyLimit,
+            handling: .async(handler), maxBodyBytes: configuration.maxBodyBytes, bodyLimit: configuration.bodyLimit,
             tooLargeResponse: bodyTooLarge)
+    }
+
+    /// Creates a server that answers every request with `handler`, called on the
+    /// event-loop thread: for handlers that neither wait nor take long.
+    public init(
+        configuration: HTTPServerConfiguration,
+        bodyTooLarge: @escaping @Sendable (_ limit: Int) -> HTTPResponse = HTTPServer.defaultBodyTooLarge,
+        immediate handler: @escaping ImmediateHTTPHandler
+    ) {
+        self.configuration = configuration
+        self.core = ServerCore(
+            handling: .immediate(handler), maxBodyBytes: configuration.maxBodyBytes,
+            bodyLimit: configuration.bodyLimit, tooLargeResponse: bodyTooLarge)
     }
 
     /// A plain-text 413 answer.
@@ -183,7 +207,7 @@ private final class RequestState: @unchecked Sendable {
 /// `@unchecked Sendable`: its mutable state is atomic or behind its lock; the rest
 /// is immutable.
 private final class ServerCore: @unchecked Sendable {
-    let handler: HTTPHandler
+    private let handling: Handling
     let maxBodyBytes: Int
     let bodyLimit: (@Sendable (_ method: String, _ path: String) -> Int)?
     let tooLargeResponse: @Sendable (_ limit: Int) -> HTTPResponse
@@ -207,11 +231,11 @@ private final class ServerCore: @unchecked Sendable {
         body: Data("The server is shutting down.\n".utf8))
 
     init(
-        handler: @escaping HTTPHandler, maxBodyBytes: Int,
+        handling: Handling, maxBodyBytes: Int,
         bodyLimit: (@Sendable (_ method: String, _ path: String) -> Int)?,
         tooLargeResponse: @escaping @Sendable (_ limit: Int) -> HTTPResponse
     ) {
-        self.handler = handler
+        self.handling = handling
         self.maxBodyBytes = maxBodyBytes
         self.bodyLimit = bodyLimit
         self.tooLargeResponse = tooLargeResponse
@@ -244,7 +268,7 @@ private final class ServerCore: @unchecked Sendable {
 
     /// Hands `connection`, just suspended, to its handler; answers 503 at once when
     /// the server is stopping.
-    private func dispatch(_ state: RequestState, _ connection: ConnectionHandle) {
+    private func dispatch(_ state: RequestState, _ connection: ConnectionHandle, _ handler: @escaping HTTPHandler) {
         let id = ObjectIdentifier(state)
         let accepted = suspended.withLock { s -> Bool in
             guard !s.stopping else { return false }
@@ -257,7 +281,6 @@ private final class ServerCore: @unchecked Sendable {
             return
         }
         let request = state.request
-        let handler = self.handler
         Task {
             let response = await handler(request)
             // Taken out by `stop` meanwhile: it answered 503 and resumed it.
@@ -320,9 +343,14 @@ private final class ServerCore: @unchecked Sendable {
         }
         guard !state.dispatched else { return .YES }
         state.dispatched = true
-        MHD_suspend_connection(connection)
-        dispatch(state, ConnectionHandle(pointer: connection))
-        return .YES
+        switch handling {
+        case .immediate(let handler):
+            return queue(connection, handler(state.request))
+        case .async(let handler):
+            MHD_suspend_connection(connection)
+            dispatch(state, ConnectionHandle(pointer: connection), handler)
+            return .YES
+        }
     }
 
     func completed(requestContext: UnsafeMutablePointer<UnsafeMutableRawPointer?>?) {

@@ -12,11 +12,17 @@ public struct PathParameters: Sendable {
     }
 }
 
+/// A router whose handlers are async (they run on the concurrency pool).
+public typealias Router = RouteTable<@Sendable (HTTPRequest, PathParameters) async -> HTTPResponse>
+
+/// A router whose handlers answer at once, on the server's own thread.
+public typealias ImmediateRouter = RouteTable<@Sendable (HTTPRequest, PathParameters) -> HTTPResponse>
+
 /// Maps a method and a path to a handler. Patterns are literal segments and `{name}`
 /// segments, each matching exactly one path segment: `/v1/apps/{app_id}`.
-public struct Router: Sendable {
+public struct RouteTable<RouteHandler: Sendable>: Sendable {
     /// A route's handler.
-    public typealias Handler = @Sendable (HTTPRequest, PathParameters) async -> HTTPResponse
+    public typealias Handler = RouteHandler
 
     /// The outcome of matching a request.
     public enum Match: Sendable {
@@ -54,8 +60,8 @@ public struct Router: Sendable {
 
     /// Adds a route. Registering the same method and pattern twice is a programming
     /// error.
-    public mutating func add(_ method: String, _ pattern: String, _ handler: @escaping Handler) {
-        let segments = Router.split(pattern).map { part -> Segment in
+    public mutating func add(_ method: String, _ pattern: String, _ handler: Handler) {
+        let segments = Self.split(pattern).map { part -> Segment in
             if part.hasPrefix("{") && part.hasSuffix("}") {
                 return .parameter(String(part.dropFirst().dropLast()))
             }
@@ -78,7 +84,7 @@ public struct Router: Sendable {
     }
 
     private func match(exactly method: String, path: String) -> Match {
-        let parts = Router.split(path)
+        let parts = Self.split(path)
         var best: (route: Route, parameters: PathParameters, literals: Int)?
         var allowed: [String] = []
         var allowedPattern: (pattern: String, literals: Int)?

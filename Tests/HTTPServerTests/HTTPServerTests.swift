@@ -66,6 +66,21 @@ struct HTTPServerTests {
         await server.shutdown()
     }
 
+    @Test func anImmediateHandlerAnswersOnTheServersThreadOutsideAnyTask() async throws {
+        var configuration = HTTPServerConfiguration()
+        configuration.port = 0
+        let server = HTTPServer(configuration: configuration, immediate: { request in
+            let inTask = withUnsafeCurrentTask { $0 != nil }
+            let text = "\(request.method) \(request.path) \(request.body.count) in-task=\(inTask)"
+            return HTTPResponse(status: 201, contentType: "text/plain", body: Data(text.utf8))
+        })
+        try server.start()
+        let posted = try await httpRequest(port: server.port, method: "POST", path: "/a", body: Data(repeating: 7, count: 900))
+        #expect(posted.status == 201)
+        #expect(posted.text == "POST /a 900 in-task=false")
+        await server.shutdown()
+    }
+
     @Test func bodySplitAcrossReadsIsAssembled() async throws {
         let server = try startServer()
         let body = Data((0..<900).map { UInt8($0 % 251) })

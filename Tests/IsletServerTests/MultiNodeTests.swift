@@ -44,7 +44,7 @@ struct MultiNodeTests {
             let nodesSeen = try await first.call("GET", "/v1/nodes", ServerHarness.adminToken)
             let claimedByTwo = nodesSeen.json["items"]?.arrayValue?.first { $0["node_id"] == "node-2" }?["claimed_pushes"]
             #expect((claimedByTwo?.int64Value ?? 0) > 0, "GET /v1/nodes: \(nodesSeen.json.jsonText)")
-            try second.kill()
+            try await second.kill()
             let killed = ContinuousClock.now
             let heldAtDeath = Set(try cluster.psql(held).split(separator: "\n").map(String.init))
             #expect(!heldAtDeath.isEmpty)
@@ -203,7 +203,7 @@ struct MultiNodeTests {
             let held = "SELECT count(*) FROM pushes WHERE claimed_by = 'node-b' AND status = 'sending'"
             #expect(await eventually { (Int((try? cluster.psql(held)) ?? "") ?? 0) > 0 }, "node-b never claimed a push")
             let stopped = ContinuousClock.now
-            try stopping.terminate()
+            try await stopping.terminate()
             print("MultiNodeTests: node-b stopped \(ContinuousClock.now - stopped) after SIGTERM")
             #expect(stopping.process.terminationReason == .exit)
             #expect(stopping.process.terminationStatus == 0)
@@ -270,21 +270,21 @@ final class ServeNode: Sendable {
     }
 
     /// SIGKILL, and reaped.
-    func kill() throws {
+    func kill() async throws {
         Glibc.kill(process.processIdentifier, SIGKILL)
-        try waitForExit()
+        try await waitForExit()
     }
 
     /// SIGTERM, and waits for the exit.
-    func terminate() throws {
+    func terminate() async throws {
         process.terminate()
-        try waitForExit()
+        try await waitForExit()
     }
 
-    private func waitForExit() throws {
-        let deadline = ContinuousClock.now + .seconds(60)
-        while process.isRunning && ContinuousClock.now < deadline { usleep(5_000) }
-        guard !process.isRunning else { throw RawHTTPError("\(id) did not exit") }
+    /// Sleeps between looks rather than blocking a thread of the concurrency pool,
+    /// on which the other node's and the tests' own servers answer.
+    private func waitForExit() async throws {
+        guard await exited(process, within: .seconds(60)) else { throw RawHTTPError("\(id) did not exit") }
     }
 }
 

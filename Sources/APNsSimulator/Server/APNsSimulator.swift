@@ -91,7 +91,7 @@ public final class APNsSimulator: Sendable {
             http.threads = 1
             http.maxBodyBytes = 1 << 20
             let api = InspectionAPI(engine: engine)
-            inspection = HTTPServer(configuration: http) { request in await api.handle(request) }
+            inspection = HTTPServer(configuration: http, immediate: { request in api.handle(request) })
         } else {
             inspection = nil
         }

@@ -17,11 +17,11 @@ import IsletCore
 /// - `GET /healthz`.
 struct InspectionAPI: Sendable {
     let engine: SimulatorEngine
-    private let router: Router
+    private let router: ImmediateRouter
 
     init(engine: SimulatorEngine) {
         self.engine = engine
-        var router = Router()
+        var router = ImmediateRouter()
         router.add("GET", "/healthz") { _, _ in InspectionAPI.json(["status": "ok"]) }
         router.add("GET", "/pushes") { request, _ in
             var after = 0
@@ -55,10 +55,12 @@ struct InspectionAPI: Sendable {
         self.router = router
     }
 
-    func handle(_ request: HTTPRequest) async -> HTTPResponse {
+    /// Answers on the server's own thread: the engine never waits, and tests that
+    /// keep the concurrency pool busy still get their answers.
+    func handle(_ request: HTTPRequest) -> HTTPResponse {
         switch router.match(method: request.method, path: request.path) {
         case .found(let handler, let parameters, _):
-            return await handler(request, parameters)
+            return handler(request, parameters)
         case .methodNotAllowed(let allowed, _):
             var response = InspectionAPI.problem(405, "\(request.method) is not allowed on \(request.path).")
             response.headers.set("Allow", allowed.joined(separator: ", "))
