@@ -8,6 +8,7 @@
 #include <openssl/ecdsa.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <openssl/opensslv.h>
 #include <openssl/pem.h>
 #include <openssl/rand.h>

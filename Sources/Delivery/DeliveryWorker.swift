@@ -223,9 +223,17 @@ public final class DeliveryWorker: Sendable {
         do {
             let (expired, purged) = try store.writeNow { session -> (Int, Int) in
                 guard try session.claimPeriodicJob("sweep") else { return (0, 0) }
-                let expired = try session.expireActivities(
+                let ended = try session.expireActivities(
                     startedBefore: now.addingTimeInterval(-configuration.lifecycle.total),
                     total: configuration.lifecycle.total, now: now)
+                try session.appendEvents(
+                    ended.droppedPushes.map { NewEvent.pushDropped($0, at: now) }
+                        + ended.activities.map { key in
+                            NewEvent(
+                                appID: key.appID, type: .activityEnded, activityID: key.activityID, occurredAt: now,
+                                data: ["activity_id": .string(key.activityID), "cause": .string(EndCause.expired.rawValue)])
+                        })
+                let expired = ended.activities.count
                 let purged = try session.purgeIdempotentAnswers(before: now.addingTimeInterval(-configuration.idempotencyRetention))
                 try session.forgetNodes(seenBefore: now.addingTimeInterval(-Self.nodeMemory))
                 return (expired, purged)
@@ -316,10 +324,25 @@ public final class DeliveryWorker: Sendable {
                 counted.reserveCapacity(answers.count)
                 // By index: each answer is read in place, not copied field by field.
                 var sent: [SentPush] = []
+                var events: [NewEvent] = []
                 for index in answers.indices {
-                    counted.append(try apply(answers[index], session: session, now: now, sent: &sent))
+                    counted.append(try apply(answers[index], session: session, now: now, sent: &sent, events: &events))
                 }
-                try session.recordSent(sent, by: configuration.nodeID, now: now)
+                let recorded = try session.recordSent(sent, by: configuration.nodeID, now: now)
+                if !recorded.isEmpty {
+                    let byID = Dictionary(sent.map { ($0.pushID, $0) }, uniquingKeysWith: { first, _ in first })
+                    for index in answers.indices where recorded.contains(answers[index].push.id) {
+                        let push = answers[index].push
+                        let outcome = byID[push.id]
+                        if let event = NewEvent.pushSettled(
+                            push, status: .sent, attempts: outcome?.attempts ?? 1, apnsStatus: outcome?.apnsStatus,
+                            reason: nil, at: now)
+                        {
+                            events.append(event)
+                        }
+                    }
+                }
+                try session.appendEvents(events)
                 return counted
             }
         } catch {
@@ -333,7 +356,7 @@ public final class DeliveryWorker: Sendable {
     /// Records one answer and acts on it; answers what to count. A plain success is
     /// added to `sent`, recorded with the others in one statement.
     private func apply(
-        _ answer: Answer, session: any StoreSession, now: Date, sent: inout [SentPush]
+        _ answer: Answer, session: any StoreSession, now: Date, sent: inout [SentPush], events: inout [NewEvent]
     ) throws -> (String, String?, Double?) {
         let push = answer.push
         let settlement = try policy.settle(
@@ -356,19 +379,29 @@ public final class DeliveryWorker: Sendable {
                 ("apns_id", .string(push.apnsID)))
             return (settlement.counted, settlement.reason, settlement.latency)
         }
+        if let event = NewEvent.pushSettled(
+            push, status: outcome.status, attempts: outcome.attempts, apnsStatus: outcome.apnsStatus,
+            reason: outcome.reason, at: now)
+        {
+            events.append(event)
+        }
         if let environment = settlement.correctEnvironment {
             try session.correctEnvironment(appID: push.appID, token: push.token, kind: push.tokenKind, environment: environment)
         }
         if let action = settlement.deadToken {
-            try actOnDeadToken(push, action, session: session, now: now)
+            try actOnDeadToken(push, action, reason: outcome.reason, session: session, now: now, events: &events)
         }
         return (settlement.counted, settlement.reason, settlement.latency)
     }
 
     /// Acts on a refused token; a refusal older than the token's latest registration
     /// changes nothing.
-    private func actOnDeadToken(_ push: ClaimedPush, _ action: DeadTokenAction, session: any StoreSession, now: Date) throws {
+    private func actOnDeadToken(
+        _ push: ClaimedPush, _ action: DeadTokenAction, reason: String?, session: any StoreSession, now: Date,
+        events: inout [NewEvent]
+    ) throws {
         let acted: Bool
+        let done: String
         switch action {
         case .deleteStartToken(let refusedAt, let activityID):
             acted = try session.deleteRefusedStartToken(appID: push.appID, token: push.token, refusedAt: refusedAt)
@@ -376,11 +409,27 @@ public final class DeliveryWorker: Sendable {
                 try session.endInstance(
                     appID: push.appID, activityID: activityID, deviceID: push.deviceID, cause: .tokenRejected, at: now)
             }
+            done = "start_token_deleted"
         case .endUpdatedCopy(let activityID, let refusedAt):
             acted = try session.endRefusedInstance(
                 appID: push.appID, activityID: activityID, token: push.token, refusedAt: refusedAt, now: now)
+            done = "copy_ended"
         case .markDeviceUnreachable(let refusedAt):
             acted = try session.markDeviceUnreachable(appID: push.appID, token: push.token, refusedAt: refusedAt, now: now)
+            done = "device_marked_unreachable"
+        }
+        var data: [String: JSONValue] = [
+            "device_id": .string(push.deviceID), "token_kind": .string(push.tokenKind.rawValue),
+            "apns_id": .string(push.apnsID),
+            "action": .string(acted ? done : "kept_registered_again"),
+        ]
+        if let reason { data["reason"] = .string(reason) }
+        if let activityID = push.activityID { data["activity_id"] = .string(activityID) }
+        events.append(NewEvent(appID: push.appID, type: .tokenRejected, activityID: push.activityID, occurredAt: now, data: .object(data)))
+        if acted, case .markDeviceUnreachable = action {
+            events.append(NewEvent(
+                appID: push.appID, type: .deviceUnreachable, activityID: nil, occurredAt: now,
+                data: ["device_id": .string(push.deviceID), "reason": reason.map(JSONValue.string) ?? .null]))
         }
         logger.info(
             acted ? "dead token retired" : "dead token kept (registered again since)",

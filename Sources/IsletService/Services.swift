@@ -21,9 +21,16 @@ public struct Services: Sendable {
     public let schedules: ScheduleService
     /// Activities' timelines.
     public let timelines: TimelineService
+    /// The outbox read back.
+    public let events: EventService
+    /// Webhook endpoints and their deliveries.
+    public let webhooks: WebhookService
 
     /// Builds the services; `adminToken` is the token that manages apps.
-    public init(environment: ServiceEnvironment, adminToken: String) {
+    public init(
+        environment: ServiceEnvironment, adminToken: String, events: EventSettings = EventSettings(),
+        webhooks: WebhookPolicy = WebhookPolicy()
+    ) {
         self.environment = environment
         apps = AppService(environment: environment, adminToken: adminToken)
         devices = DeviceService(environment: environment)
@@ -33,6 +40,8 @@ public struct Services: Sendable {
         nodes = NodeService(environment: environment)
         schedules = ScheduleService(environment: environment)
         timelines = TimelineService(environment: environment)
+        self.events = EventService(environment: environment, settings: events)
+        self.webhooks = WebhookService(environment: environment, policy: webhooks)
     }
 
     /// The store they use.

@@ -155,21 +155,26 @@ extension SQLSession {
     /// ended, as expired `total` seconds after its start, with every copy of it, and
     /// drops its starts and updates still queued. Answers how many activities.
     @discardableResult
-    public func expireActivities(startedBefore: Date, total: TimeInterval, now: Date) throws -> Int {
+    public func expireActivities(startedBefore: Date, total: TimeInterval, now: Date) throws -> ExpiredActivities {
         let cutoff = startedBefore.unixMilliseconds
         let millis = now.unixMilliseconds
-        try run(
+        let dropped = try query(
             """
             UPDATE pushes SET status = 'dropped', reason = 'ActivityExpired', updated_at = \(millis)
             WHERE status = 'queued' AND event IN ('start', 'update') AND (app_id, activity_id) IN
                 (SELECT app_id, activity_id FROM activities WHERE status != 'ended' AND started_at <= \(cutoff))
-            """)
-        let expired = try run(
+            RETURNING \(sql: Self.droppedColumns)
+            """
+        ).map(Self.droppedPush)
+        let expired = try query(
             """
             UPDATE activities SET status = 'ended', end_cause = 'expired', ended_at = started_at + \(Int64(total * 1000))
             WHERE status != 'ended' AND started_at <= \(cutoff)
-            """)
-        guard expired > 0 else { return 0 }
+            RETURNING app_id, activity_id
+            """
+        ).map { ActivityKey(appID: try $0.string("app_id"), activityID: try $0.string("activity_id")) }
+        let result = ExpiredActivities(activities: expired, droppedPushes: dropped)
+        guard !expired.isEmpty else { return result }
         try run(
             """
             UPDATE activity_instances SET status = 'ended', end_cause = 'expired',
@@ -180,7 +185,35 @@ extension SQLSession {
                 WHERE a.app_id = activity_instances.app_id AND a.activity_id = activity_instances.activity_id
                     AND a.status = 'ended')
             """)
-        return expired
+        return result
+    }
+
+    /// Copies whose start APNs accepted at or before `sentBefore` and that have no
+    /// update token yet, not reported before; each is marked reported.
+    public func claimUnconfirmedStarts(sentBefore: Date, now: Date, limit: Int) throws -> [UnconfirmedStart] {
+        let lock: SQL = dialect == .postgresql ? " FOR UPDATE OF i SKIP LOCKED" : ""
+        let found = try query(
+            """
+            SELECT i.app_id, i.activity_id, i.device_id, p.apns_id, p.sent_at
+            FROM activity_instances i
+            JOIN pushes p ON p.app_id = i.app_id AND p.activity_id = i.activity_id AND p.device_id = i.device_id
+                AND p.event = 'start' AND p.status = 'sent' AND p.created_at >= i.created_at
+            WHERE i.status = 'pending' AND i.update_token IS NULL AND i.start_unconfirmed_at IS NULL
+                AND p.sent_at <= \(sentBefore.unixMilliseconds)
+            ORDER BY p.sent_at LIMIT \(limit)\(sql: lock)
+            """
+        ).map { row in
+            UnconfirmedStart(
+                appID: try row.string("app_id"), activityID: try row.string("activity_id"),
+                deviceID: try row.string("device_id"), apnsID: try row.string("apns_id"), sentAt: try row.date("sent_at"))
+        }
+        try runEach(found) { start in
+            """
+            UPDATE activity_instances SET start_unconfirmed_at = \(now.unixMilliseconds)
+            WHERE app_id = \(start.appID) AND activity_id = \(start.activityID) AND device_id = \(start.deviceID)
+            """
+        }
+        return found
     }
 
     /// Whether the activity has ended (or no longer exists).

@@ -64,24 +64,40 @@ extension SQLSession {
     /// Drops the queued updates of an activity that a newer update or end replaces:
     /// the device shows only the newest content. Answers how many.
     @discardableResult
-    public func supersedeQueuedUpdates(appID: String, activityID: String, now: Date) throws -> Int {
-        try run(
+    public func supersedeQueuedUpdates(appID: String, activityID: String, now: Date) throws -> [DroppedPush] {
+        try query(
             """
             UPDATE pushes SET status = 'dropped', reason = 'Superseded', updated_at = \(now.unixMilliseconds)
             WHERE app_id = \(appID) AND activity_id = \(activityID) AND status = 'queued' AND event = 'update'
-            """)
+            RETURNING \(sql: Self.droppedColumns)
+            """
+        ).map(Self.droppedPush)
+    }
+
+    static let droppedColumns: SQL = "id, app_id, activity_id, device_id, event, token_kind, apns_id, reason"
+
+    static func droppedPush(_ row: SQLRow) throws -> DroppedPush {
+        DroppedPush(
+            pushID: try row.int64("id"), appID: try row.string("app_id"), activityID: row.optionalString("activity_id"),
+            deviceID: try row.string("device_id"), event: try row.enumValue("event", as: PushEvent.self),
+            tokenKind: try row.enumValue("token_kind", as: PushTokenKind.self), apnsID: try row.string("apns_id"),
+            reason: row.optionalString("reason") ?? "")
     }
 
     /// Drops an activity's queued pushes of `events` (an ended activity must not be
     /// started or updated by a push still waiting). Answers how many.
     @discardableResult
-    public func dropQueuedPushes(appID: String, activityID: String, events: [PushEvent], reason: String, now: Date) throws -> Int {
-        try run(
+    public func dropQueuedPushes(
+        appID: String, activityID: String, events: [PushEvent], reason: String, now: Date
+    ) throws -> [DroppedPush] {
+        try query(
             """
             UPDATE pushes SET status = 'dropped', reason = \(reason), updated_at = \(now.unixMilliseconds)
             WHERE app_id = \(appID) AND activity_id = \(activityID) AND status = 'queued'
                 AND event \(in: events.map(\.rawValue))
-            """)
+            RETURNING \(sql: Self.droppedColumns)
+            """
+        ).map(Self.droppedPush)
     }
 
     /// Every push made for an activity since `since`, oldest first.
@@ -201,12 +217,13 @@ extension SQLSession {
 
     /// Records, in one statement on PostgreSQL (one round trip for the whole batch),
     /// pushes APNs accepted that change nothing else.
-    public func recordSent(_ pushes: [SentPush], by nodeID: String, now: Date) throws {
-        guard !pushes.isEmpty else { return }
+    @discardableResult
+    public func recordSent(_ pushes: [SentPush], by nodeID: String, now: Date) throws -> Set<Int64> {
+        guard !pushes.isEmpty else { return [] }
         let millis = now.unixMilliseconds
         switch dialect {
         case .postgresql:
-            try run(
+            let rows = try query(
                 """
                 UPDATE pushes AS p SET status = 'sent', attempts = p.attempts + v.attempts, rounds = p.rounds + 1,
                     apns_status = v.apns_status, reason = NULL, apns_unique_id = v.unique_id, claimed_by = NULL,
@@ -217,8 +234,15 @@ extension SQLSession {
                     \(SQLValue.array(pushes.map { $0.apnsUniqueID.map(SQLValue.text) ?? .null }))::text[])
                     AS v(id, attempts, apns_status, unique_id)
                 WHERE p.id = v.id AND p.status = 'sending' AND p.claimed_by = \(nodeID)
+                RETURNING p.id
                 """)
+            return Set(try rows.map { try $0.int64("id") })
         case .sqlite:
+            // One writer: those held now are those the updates below record.
+            let held = try query(
+                """
+                SELECT id FROM pushes WHERE id \(in: pushes.map(\.pushID)) AND status = 'sending' AND claimed_by = \(nodeID)
+                """)
             try runEach(pushes) { push in
                 """
                 UPDATE pushes SET status = 'sent', attempts = attempts + \(push.attempts), rounds = rounds + 1,
@@ -227,6 +251,7 @@ extension SQLSession {
                 WHERE id = \(push.pushID) AND status = 'sending' AND claimed_by = \(nodeID)
                 """
             }
+            return Set(try held.map { try $0.int64("id") })
         }
     }
 

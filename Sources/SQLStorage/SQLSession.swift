@@ -10,6 +10,8 @@ public import Storage
 public struct SQLSession: StoreSession {
     /// The connection, in a transaction.
     let executor: any SQLExecutor
+    /// The events emitted, written right before the commit.
+    let outbox = EventOutbox()
     /// Which SQL it speaks.
     var dialect: SQLDialect { executor.dialect }
 

@@ -219,5 +219,59 @@ public enum IsletSchema {
             ALTER TABLE activities ADD COLUMN renewed_from TEXT;
             ALTER TABLE activities ADD COLUMN not_renewed TEXT;
             """),
+        Migration(version: 8, name: "events and webhooks", sql: """
+            CREATE TABLE events (
+                seq INTEGER PRIMARY KEY,
+                app_id TEXT NOT NULL,
+                type TEXT NOT NULL,
+                activity_id TEXT,
+                occurred_at INTEGER NOT NULL,
+                data TEXT NOT NULL
+            ) STRICT;
+            CREATE INDEX events_by_app ON events(app_id, seq);
+            CREATE INDEX events_by_time ON events(occurred_at);
+            CREATE TABLE webhooks (
+                webhook_id TEXT PRIMARY KEY,
+                app_id TEXT NOT NULL REFERENCES apps(id),
+                url TEXT NOT NULL,
+                events TEXT NOT NULL,
+                description TEXT,
+                secret TEXT NOT NULL,
+                previous_secret TEXT,
+                previous_secret_until INTEGER,
+                enabled INTEGER NOT NULL,
+                disabled_reason TEXT,
+                failing_since INTEGER,
+                cursor INTEGER NOT NULL,
+                created_at INTEGER NOT NULL,
+                updated_at INTEGER NOT NULL
+            ) STRICT, WITHOUT ROWID;
+            CREATE INDEX webhooks_by_app ON webhooks(app_id, created_at);
+            CREATE TABLE webhook_deliveries (
+                id INTEGER PRIMARY KEY,
+                webhook_id TEXT NOT NULL,
+                app_id TEXT NOT NULL,
+                event_seq INTEGER NOT NULL,
+                event_type TEXT NOT NULL,
+                ordering_key TEXT,
+                status TEXT NOT NULL,
+                attempts INTEGER NOT NULL DEFAULT 0,
+                next_attempt_at INTEGER,
+                response_status INTEGER,
+                error TEXT,
+                duration_ms INTEGER,
+                claimed_by TEXT,
+                lease_until INTEGER,
+                created_at INTEGER NOT NULL,
+                last_attempt_at INTEGER
+            ) STRICT;
+            CREATE INDEX webhook_deliveries_due ON webhook_deliveries(next_attempt_at, id) WHERE status = 'pending';
+            CREATE INDEX webhook_deliveries_open ON webhook_deliveries(webhook_id, ordering_key, id)
+                WHERE status IN ('pending', 'delivering');
+            CREATE INDEX webhook_deliveries_by_webhook ON webhook_deliveries(webhook_id, id);
+            CREATE INDEX webhook_deliveries_by_event ON webhook_deliveries(event_seq);
+            ALTER TABLE activity_instances ADD COLUMN start_unconfirmed_at INTEGER;
+            CREATE INDEX activity_instances_pending ON activity_instances(created_at) WHERE status = 'pending';
+            """),
     ]
 }

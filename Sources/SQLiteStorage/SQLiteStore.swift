@@ -41,7 +41,7 @@ public final class SQLiteStore: Store {
     /// committed (and synced to disk) before this returns, or nothing is.
     public func write<T: Sendable>(_ body: @escaping @Sendable (any StoreSession) throws -> T) async throws -> T {
         do {
-            return try await database.write { try body(SQLSession(executor: SQLiteExecutor(connection: $0))) }
+            return try await database.write { try Self.writing($0, body) }
         } catch let error as SQLiteError {
             throw error.storeError
         }
@@ -55,10 +55,18 @@ public final class SQLiteStore: Store {
     public func writeNow<T: Sendable>(durable: Bool, _ body: (any StoreSession) throws -> T) throws -> T {
         try mappingSQLiteErrors {
             if durable {
-                return try database.write { try body(SQLSession(executor: SQLiteExecutor(connection: $0))) }
+                return try database.write { try Self.writing($0, body) }
             }
-            return try database.writeWithoutSync { try body(SQLSession(executor: SQLiteExecutor(connection: $0))) }
+            return try database.writeWithoutSync { try Self.writing($0, body) }
         }
+    }
+
+    /// Runs a write's `body` on `connection`, then writes the events it emitted.
+    private static func writing<T>(_ connection: SQLiteConnection, _ body: (any StoreSession) throws -> T) throws -> T {
+        let session = SQLSession(executor: SQLiteExecutor(connection: connection))
+        let result = try body(session)
+        try session.flushEvents()
+        return result
     }
 
     /// Runs `body` on the calling thread.

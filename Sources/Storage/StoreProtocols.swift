@@ -99,10 +99,10 @@ public protocol ActivityStore {
         appID: String, activityID: String, cause: EndCause, contentState: JSONValue?, timestamp: Int64?, at date: Date
     ) throws
     /// Ends every activity started at or before `startedBefore` that has not ended,
-    /// with every copy of it, and drops its queued starts and updates. Answers how
-    /// many activities.
+    /// with every copy of it, and drops its queued starts and updates. Answers the
+    /// activities and the pushes dropped.
     @discardableResult
-    func expireActivities(startedBefore: Date, total: TimeInterval, now: Date) throws -> Int
+    func expireActivities(startedBefore: Date, total: TimeInterval, now: Date) throws -> ExpiredActivities
     /// Whether the activity has ended (or no longer exists).
     func activityHasEnded(appID: String, activityID: String) throws -> Bool
     /// Every device's copy of an activity, by device id.
@@ -128,6 +128,10 @@ public protocol ActivityStore {
     func updateTargets(appID: String, activityID: String) throws -> [PushTarget]
     /// Stores the alert an activity was started with (a successor starts with it).
     func setStartAlert(appID: String, activityID: String, alert: JSONValue) throws
+    /// Copies whose push-to-start APNs accepted at or before `sentBefore` and that
+    /// still have no update token, not yet reported: each is marked reported at
+    /// `now`, so that it is answered once. Up to `limit`, oldest first.
+    func claimUnconfirmedStarts(sentBefore: Date, now: Date, limit: Int) throws -> [UnconfirmedStart]
     /// Links an activity to the successor that renews it (nil when none could be
     /// started), listing the devices left without it.
     func recordRenewal(appID: String, from activityID: String, to successorID: String?, notRenewed: [String]) throws
@@ -160,12 +164,12 @@ public protocol PushQueue {
         tokenKind: PushTokenKind, targets: [PushTarget], now: Date, mintID: () -> String
     ) throws -> Int
     /// Drops the queued updates of an activity that a newer update or end replaces.
-    /// Answers how many.
+    /// Answers those dropped.
     @discardableResult
-    func supersedeQueuedUpdates(appID: String, activityID: String, now: Date) throws -> Int
-    /// Drops an activity's queued pushes of `events`. Answers how many.
+    func supersedeQueuedUpdates(appID: String, activityID: String, now: Date) throws -> [DroppedPush]
+    /// Drops an activity's queued pushes of `events`. Answers those dropped.
     @discardableResult
-    func dropQueuedPushes(appID: String, activityID: String, events: [PushEvent], reason: String, now: Date) throws -> Int
+    func dropQueuedPushes(appID: String, activityID: String, events: [PushEvent], reason: String, now: Date) throws -> [DroppedPush]
     /// Every push made for an activity since `since`, oldest first.
     func pushes(appID: String, activityID: String, since: Date) throws -> [PushHistoryItem]
     /// Puts pushes left in flight back in the queue, by `policy`, to be sent again
@@ -186,8 +190,10 @@ public protocol PushQueue {
     @discardableResult
     func recordOutcome(pushID: Int64, _ outcome: PushOutcome, by nodeID: String, now: Date) throws -> Bool
     /// Records, in one statement, pushes APNs accepted that change nothing else (the
-    /// common outcome, by far), those node `nodeID` still holds.
-    func recordSent(_ pushes: [SentPush], by nodeID: String, now: Date) throws
+    /// common outcome, by far), those node `nodeID` still holds. Answers the ids of
+    /// those recorded.
+    @discardableResult
+    func recordSent(_ pushes: [SentPush], by nodeID: String, now: Date) throws -> Set<Int64>
     /// The earliest time a queued push is due, if any is queued.
     func nextDueTime() throws -> Date?
     /// Pushes waiting to be sent or in flight.
@@ -338,10 +344,72 @@ public protocol ScheduleStore {
     func pendingScheduleCount() throws -> Int
 }
 
+/// The outbox: every event, written in the transaction of the change it
+/// describes, kept for the retention period, read in commit order.
+public protocol EventStore {
+    /// Adds events, given sequences in the order their transaction commits among
+    /// every transaction that writes events (readers resuming after a sequence miss
+    /// none).
+    func appendEvents(_ events: [NewEvent]) throws
+    /// Events after `sequence`, in order: of `appID` (every app when nil), of the
+    /// types `patterns` take (every type when empty), at most `limit`.
+    func events(appID: String?, after sequence: Int64, patterns: [EventPattern], limit: Int) throws -> [EventRecord]
+    /// The event at `sequence` of `appID`.
+    func event(appID: String, sequence: Int64) throws -> EventRecord?
+    /// The newest event's sequence (0 when there is none).
+    func latestEventSequence() throws -> Int64
+    /// Deletes up to `limit` events that happened before `before`, and the finished
+    /// webhook deliveries of them. Answers how many events.
+    @discardableResult
+    func purgeEvents(before: Date, limit: Int) throws -> Int
+}
+
+/// Webhook endpoints and their deliveries.
+public protocol WebhookStore {
+    /// Adds a webhook.
+    func insertWebhook(_ webhook: WebhookRecord) throws
+    /// The webhook `webhookID` of `appID`.
+    func webhook(appID: String, webhookID: String) throws -> WebhookRecord?
+    /// The webhooks of `appID`, oldest first.
+    func webhooks(appID: String) throws -> [WebhookRecord]
+    /// Replaces a webhook's settings (url, events, description, secrets, enabled,
+    /// disabled reason, failing since).
+    func updateWebhook(_ webhook: WebhookRecord) throws
+    /// Removes a webhook and its deliveries. Answers whether it existed.
+    func deleteWebhook(appID: String, webhookID: String) throws -> Bool
+    /// The enabled webhooks of every app whose cursor is behind `sequence`.
+    func webhooksBehind(_ sequence: Int64) throws -> [WebhookRecord]
+    /// Adds one pending delivery per event of `events` to `webhookID`, due at `now`,
+    /// and moves the webhook's cursor to `cursor`.
+    func addDeliveries(webhookID: String, appID: String, events: [EventRecord], cursor: Int64, now: Date) throws
+    /// Takes up to `limit` due deliveries, each the oldest unfinished one of its
+    /// ordering key at its webhook, and marks them delivering until `leaseUntil`
+    /// (deliveries left delivering past it are taken again).
+    func claimDueDeliveries(now: Date, limit: Int, nodeID: String, leaseUntil: Date) throws -> [ClaimedWebhookDelivery]
+    /// Records an attempt of a delivery this node claimed. Answers whether it did.
+    @discardableResult
+    func recordAttempt(deliverySequence: Int64, _ attempt: WebhookAttempt, nodeID: String, now: Date) throws -> Bool
+    /// Hands back claimed deliveries that were not tried (they wait behind a failed
+    /// one of their chain), their attempts unchanged.
+    func releaseDeliveries(_ sequences: [Int64], nodeID: String) throws
+    /// Deliveries of a webhook, newest first, before `before` (a sequence), at most `limit`.
+    func deliveries(appID: String, webhookID: String, before: Int64?, limit: Int) throws -> [WebhookDeliveryRecord]
+    /// One delivery.
+    func delivery(appID: String, webhookID: String, sequence: Int64) throws -> WebhookDeliveryRecord?
+    /// Queues a delivery again at `now` (it keeps its event and webhook id). Answers
+    /// whether it was not being sent at that moment.
+    func retryDelivery(appID: String, webhookID: String, sequence: Int64, now: Date) throws -> Bool
+    /// Fails every unfinished delivery of a webhook (it was disabled). Answers how many.
+    @discardableResult
+    func failPendingDeliveries(webhookID: String, reason: String, now: Date) throws -> Int
+    /// The earliest time a pending delivery is due, if any.
+    func nextDeliveryTime() throws -> Date?
+}
+
 /// Everything one transaction can do.
 public protocol StoreSession:
     AppStore, DeviceStore, ActivityStore, ActivityTypeStore, PushQueue, IdempotencyStore, NodeStore, NodeCoordination,
-    ScheduleStore
+    ScheduleStore, EventStore, WebhookStore
 {
     /// Answers when the database does (a health check).
     func ping() throws

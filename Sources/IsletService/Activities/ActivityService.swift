@@ -91,6 +91,12 @@ public struct ActivityService: Sendable {
         if let alert = command.alert {
             try session.setStartAlert(appID: appID, activityID: activityID, alert: ScheduledCommand.json(alert))
         }
+        try session.appendEvents([NewEvent(
+            appID: appID, type: .activityStarted, activityID: activityID, occurredAt: now,
+            data: [
+                "activity_id": .string(activityID), "activity_type": .string(activityType), "origin": "remote",
+                "targets": .integer(Int64(targets.count)),
+            ])])
         return StartResult(activityID: activityID, targets: targets.count, warnings: prepared.warnings)
     }
 
@@ -201,6 +207,7 @@ public struct ActivityService: Sendable {
                         // activity, so that it is not tried again every tick.
                         try session.endActivity(
                             appID: appID, activityID: activityID, cause: .scheduled, contentState: nil, timestamp: nil, at: now)
+                        try session.appendEvents([Self.ended(appID: appID, activityID: activityID, cause: .scheduled, targets: 0, at: now)])
                         logger.warning("scheduled end sent nothing", ("app", .string(appID)), ("error", .string("\(error)")))
                     }
                     ended += 1
@@ -238,16 +245,30 @@ public struct ActivityService: Sendable {
             storedState: command.contentState == nil)
         let push = LiveActivityPush(event: .end, contentState: prepared.wireState, dismissalDate: command.dismissalDate)
         let built = try SendRules.build(push, bundleID: app.bundleID, now: now, lastTimestamp: activity.lastTimestamp)
-        return try sendToHolders(
+        let result = try sendToHolders(
             built, event: .end, activity: activity, appID: appID, warnings: prepared.warnings, session: session, now: now
         ) {
             try session.endActivity(
                 appID: appID, activityID: activityID, cause: command.cause, contentState: prepared.contentState,
                 timestamp: built.timestamp, at: now)
             // A push-to-start still waiting would start an activity that is over.
-            try session.dropQueuedPushes(
+            let dropped = try session.dropQueuedPushes(
                 appID: appID, activityID: activityID, events: [.start], reason: "ActivityEnded", now: now)
+            try session.appendEvents(dropped.map { NewEvent.pushDropped($0, at: now) })
         }
+        try session.appendEvents([
+            Self.ended(appID: appID, activityID: activityID, cause: command.cause, targets: result.targets, at: now)
+        ])
+        return result
+    }
+
+    /// `activity.ended` with its cause.
+    static func ended(appID: String, activityID: String, cause: EndCause, targets: Int, at now: Date) -> NewEvent {
+        NewEvent(
+            appID: appID, type: .activityEnded, activityID: activityID, occurredAt: now,
+            data: [
+                "activity_id": .string(activityID), "cause": .string(cause.rawValue), "targets": .integer(Int64(targets)),
+            ])
     }
 
     /// Queues `built` to every device holding the activity, after dropping its
@@ -266,8 +287,19 @@ public struct ActivityService: Sendable {
         try session.enqueuePushes(
             sendID: sendID, appID: appID, activityID: activityID, activityType: activity.activityType, event: event,
             tokenKind: .liveActivityUpdate, targets: targets, now: now, mintID: APNsMessageID.mint)
+        var events = superseded.map { NewEvent.pushDropped($0, at: now) }
+        if event == .update {
+            events.append(NewEvent(
+                appID: appID, type: .activityUpdated, activityID: activityID, occurredAt: now,
+                data: [
+                    "activity_id": .string(activityID), "targets": .integer(Int64(targets.count)),
+                    "superseded": .integer(Int64(superseded.count)),
+                ]))
+        }
+        try session.appendEvents(events)
         return ActivitySendResult(
-            activityID: activityID, targets: targets.count, superseded: superseded, warnings: warnings, alreadyEnded: false)
+            activityID: activityID, targets: targets.count, superseded: superseded.count, warnings: warnings,
+            alreadyEnded: false)
     }
 
     // MARK: - Reading

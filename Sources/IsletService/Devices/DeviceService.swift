@@ -119,8 +119,27 @@ public struct DeviceService: Sendable {
                         .conflict, "Device \(deviceID) has ended activity \(activityID); its copy can never be updated again.")
                 }
             }
-            return try session.registerUpdateToken(
+            let before = added ? nil : try session.instance(appID: appID, activityID: activityID, deviceID: deviceID)
+            let created = try session.registerUpdateToken(
                 appID: appID, activityID: activityID, deviceID: deviceID, token: token, environment: environment, now: now)
+            var events: [NewEvent] = []
+            if added {
+                events.append(NewEvent(
+                    appID: appID, type: .activityStarted, activityID: activityID, occurredAt: now,
+                    data: [
+                        "activity_id": .string(activityID), "activity_type": .string(activityType), "origin": "device",
+                        "targets": 1,
+                    ]))
+            }
+            events.append(NewEvent(
+                appID: appID, type: .activityTokenRegistered, activityID: activityID, occurredAt: now,
+                data: [
+                    "activity_id": .string(activityID), "device_id": .string(deviceID),
+                    "answered_start": .bool(before?.status == .pending && before?.updateToken == nil),
+                    "rotated": .bool(!created),
+                ]))
+            try session.appendEvents(events)
+            return created
         }
         return TokenRegistered(created: created, registeredAt: now)
     }

@@ -101,6 +101,22 @@ struct Firing {
     ) throws {
         try session.settleSchedule(
             sequence: item.sequence, status: status, reason: reason, detail: detail, targets: targets, at: now)
+        let type: EventType
+        switch status {
+        case .sent: type = .scheduleFired
+        case .dropped: type = .scheduleDropped
+        case .scheduled, .cancelled: return
+        }
+        var data: [String: JSONValue] = [
+            "schedule_id": .string(item.scheduleID), "kind": .string(item.kind.rawValue),
+            "send_at": .string(RFC3339.string(item.sendAt)),
+        ]
+        if let activityID = item.activityID { data["activity_id"] = .string(activityID) }
+        if let reason { data["reason"] = .string(reason) }
+        if let targets { data["targets"] = .integer(Int64(targets)) }
+        try session.appendEvents([
+            NewEvent(appID: item.appID, type: type, activityID: item.activityID, occurredAt: now, data: .object(data))
+        ])
     }
 
     // MARK: - Renewal

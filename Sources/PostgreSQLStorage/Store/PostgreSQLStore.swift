@@ -124,7 +124,9 @@ public final class PostgreSQLStore: Store {
                     // Sent with the first statement, in one round trip.
                     connection.begin(kind.begin)
                     do {
-                        let result = try body(SQLSession(executor: connection))
+                        let session = SQLSession(executor: connection)
+                        let result = try body(session)
+                        try session.flushEvents()
                         committing = true
                         try connection.commit()
                         return result

@@ -92,14 +92,16 @@ struct NodeContractTests {
                 try session.queue(.update, activityID: "a1", targets: targets, minter: minter)
             }
             let claimed = try claim(store, at: 1, node: "node-1")
-            try store.writeNow { session in
-                try session.recordSent(
+            let recorded = try store.writeNow { session -> Set<Int64> in
+                let recorded = try session.recordSent(
                     [
                         SentPush(pushID: claimed[0].id, attempts: 1, apnsStatus: 200, apnsUniqueID: "unique-1"),
                         SentPush(pushID: claimed[1].id, attempts: 2, apnsStatus: 200, apnsUniqueID: nil),
                     ], by: "node-1", now: Fixture.at(3))
-                try session.recordSent([], by: "node-1", now: Fixture.at(3))
+                #expect(try session.recordSent([], by: "node-1", now: Fixture.at(3)).isEmpty)
+                return recorded
             }
+            #expect(recorded == [claimed[0].id, claimed[1].id])
             let items = try store.readNow { try $0.pushes(appID: "app_1", activityID: "a1", since: Fixture.t0) }
             #expect(items.map(\.status) == [.sent, .sent, .queued])
             #expect(items.map(\.attempts) == [1, 2, 0])
@@ -177,9 +179,10 @@ struct NodeContractTests {
                                                  nextAttemptAt: Fixture.at(11)), by: "slow", now: Fixture.at(11))
             }
             #expect(!late)
-            try store.writeNow { session in
+            let lateRecorded = try store.writeNow { session in
                 try session.recordSent([SentPush(pushID: slow.id, attempts: 1, apnsStatus: 200, apnsUniqueID: nil)], by: "slow", now: Fixture.at(11))
             }
+            #expect(lateRecorded.isEmpty, "a push the node no longer holds is not recorded, nor answered as recorded")
             // Still the fast node's, in flight: the late answers changed nothing.
             let item = try #require(try store.readNow { try $0.pushes(appID: "app_1", activityID: "a1", since: Fixture.t0) }.first)
             #expect(item.attempts == 0)

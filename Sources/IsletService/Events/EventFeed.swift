@@ -1,0 +1,179 @@
+import Foundation
+public import IsletCore
+import IsletLog
+import IsletSync
+public import Storage
+
+/// The newest events of every app, kept in memory for the streams of this node: one
+/// reader polls the outbox (a quarter second apart, or at once when woken) and every
+/// open stream takes what it needs from here, so that a thousand streams cost one
+/// query per poll, not a thousand. A stream that is further behind than the memory
+/// reads its catch-up from the database. Sequences grow in commit order, so a
+/// stream that resumes after one misses none and sees none twice.
+public final class EventFeed: Sendable {
+    private let environment: ServiceEnvironment
+    private let capacity: Int
+    private let pollInterval: Duration
+    private let state = Lock(State())
+
+    private struct State {
+        /// Every event after `start - 1`, up to `cursor`, in order.
+        var events: [EventRecord] = []
+        /// The first sequence `events` is whole from (everything after `start - 1`).
+        var start: Int64 = 1
+        /// The last sequence read.
+        var cursor: Int64 = 0
+        var started = false
+        var task: Task<Void, Never>?
+        var waiters: [UInt64: Waiter] = [:]
+        var nextWaiter: UInt64 = 0
+    }
+
+    private enum Waiter {
+        /// Registered, waiting for news.
+        case waiting(CheckedContinuation<Void, Never>)
+        /// Resumed by news; the wait removes it.
+        case resumed
+        /// The wait ended before it registered; the registration removes it.
+        case finished
+    }
+
+    /// Creates the feed; it reads nothing until `start`.
+    public init(environment: ServiceEnvironment, capacity: Int = 20_000, pollInterval: Duration = .milliseconds(250)) {
+        self.environment = environment
+        self.capacity = capacity
+        self.pollInterval = pollInterval
+    }
+
+    /// Starts polling from the newest event.
+    public func start() async throws {
+        let latest = try await environment.store.read { try $0.latestEventSequence() }
+        state.withLock { state in
+            guard !state.started else { return }
+            state.started = true
+            state.cursor = latest
+            state.start = latest + 1
+            state.task = Task { [self] in
+                while !Task.isCancelled {
+                    await poll()
+                    try? await Task.sleep(for: pollInterval)
+                }
+            }
+        }
+    }
+
+    /// Stops polling and lets every waiting stream go.
+    public func stop() async {
+        let task = state.withLock { state -> Task<Void, Never>? in
+            defer { state.task = nil }
+            return state.task
+        }
+        task?.cancel()
+        await task?.value
+        resumeAll()
+    }
+
+    /// The last sequence read: where a new stream without `Last-Event-ID` starts.
+    public var cursor: Int64 { state.withLock { $0.cursor } }
+
+    /// Reads what was committed since the last poll (also called by tests).
+    public func poll() async {
+        let after = state.withLock { $0.cursor }
+        do {
+            let fresh = try await environment.store.read {
+                try $0.events(appID: nil, after: after, patterns: [], limit: 5_000)
+            }
+            guard !fresh.isEmpty else { return }
+            state.withLock { state in
+                guard state.cursor == after else { return }
+                state.events.append(contentsOf: fresh)
+                state.cursor = fresh.last!.sequence
+                if state.events.count > capacity {
+                    let dropped = state.events.count - capacity
+                    state.start = state.events[dropped - 1].sequence + 1
+                    state.events.removeFirst(dropped)
+                }
+            }
+            resumeAll()
+        } catch {
+            environment.logger.warning("reading new events failed", ("error", .string("\(error)")))
+        }
+    }
+
+    /// What follows `after` for one stream: the events of `appID` and `patterns` the
+    /// memory holds (possibly none yet), or nil when `after` is older than the memory
+    /// (read the catch-up from the database). `through` is the last sequence looked at.
+    public func events(
+        appID: String, after: Int64, patterns: [EventPattern]
+    ) -> (events: [EventRecord], through: Int64)? {
+        state.withLock { state in
+            guard after >= state.start - 1 else { return nil }
+            guard after < state.cursor else { return ([], max(after, state.cursor)) }
+            // Binary search for the first event after `after`.
+            var low = 0
+            var high = state.events.count
+            while low < high {
+                let middle = (low + high) / 2
+                if state.events[middle].sequence <= after { low = middle + 1 } else { high = middle }
+            }
+            let matching = state.events[low...].filter {
+                $0.appID == appID && EventPattern.any(patterns, match: $0.type)
+            }
+            return (Array(matching), state.cursor)
+        }
+    }
+
+    /// Waits until the feed reads something new after `after`, or `timeout` passes.
+    public func wait(after: Int64, timeout: Duration) async {
+        let id = state.withLock { state -> UInt64 in
+            state.nextWaiter += 1
+            return state.nextWaiter
+        }
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { [self] in
+                await withCheckedContinuation { continuation in
+                    let ready = state.withLock { state -> Bool in
+                        if case .finished? = state.waiters[id] {
+                            state.waiters[id] = nil
+                            return true
+                        }
+                        if state.cursor > after || state.task == nil {
+                            state.waiters[id] = .resumed
+                            return true
+                        }
+                        state.waiters[id] = .waiting(continuation)
+                        return false
+                    }
+                    if ready { continuation.resume() }
+                }
+            }
+            group.addTask { try? await Task.sleep(for: timeout) }
+            await group.next()
+            group.cancelAll()
+            let waiting = state.withLock { state -> CheckedContinuation<Void, Never>? in
+                switch state.waiters.removeValue(forKey: id) {
+                case .waiting(let continuation)?: return continuation
+                case .resumed?: return nil
+                case .finished?, nil:
+                    state.waiters[id] = .finished
+                    return nil
+                }
+            }
+            waiting?.resume()
+        }
+    }
+
+    private func resumeAll() {
+        let waiting = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            var resumed: [CheckedContinuation<Void, Never>] = []
+            for (id, waiter) in state.waiters {
+                if case .waiting(let continuation) = waiter {
+                    resumed.append(continuation)
+                    state.waiters[id] = .resumed
+                }
+            }
+            return resumed
+        }
+        for continuation in waiting { continuation.resume() }
+    }
+}

@@ -1,0 +1,73 @@
+public import Foundation
+public import IsletCore
+
+/// An event to write in the transaction of the change it describes.
+public struct NewEvent: Sendable, Hashable {
+    /// The app it belongs to.
+    public var appID: String
+    /// What happened.
+    public var type: EventType
+    /// The activity it concerns, when one: events of one activity reach a webhook in
+    /// the order they happened.
+    public var activityID: String?
+    /// When it happened.
+    public var occurredAt: Date
+    /// What a reader needs to know: ids and reasons, never whole tokens.
+    public var data: JSONValue
+
+    /// An event of `appID`.
+    public init(appID: String, type: EventType, activityID: String?, occurredAt: Date, data: JSONValue) {
+        self.appID = appID
+        self.type = type
+        self.activityID = activityID
+        self.occurredAt = occurredAt
+        self.data = data
+    }
+}
+
+/// An event as stored. Sequences grow in the order the transactions that wrote
+/// them committed, so that a reader who resumes after one misses none.
+public struct EventRecord: Sendable, Hashable {
+    /// Its place in the outbox.
+    public var sequence: Int64
+    /// The app.
+    public var appID: String
+    /// What happened (as stored: a type an older or newer Islet wrote stays readable).
+    public var type: String
+    /// The activity it concerns.
+    public var activityID: String?
+    /// When it happened.
+    public var occurredAt: Date
+    /// Its data.
+    public var data: JSONValue
+
+    /// Creates a record.
+    public init(sequence: Int64, appID: String, type: String, activityID: String?, occurredAt: Date, data: JSONValue) {
+        self.sequence = sequence
+        self.appID = appID
+        self.type = type
+        self.activityID = activityID
+        self.occurredAt = occurredAt
+        self.data = data
+    }
+
+    /// The public id of the event at `sequence`.
+    public static func id(_ sequence: Int64) -> String { "evt_\(sequence)" }
+
+    /// The sequence of the public id `id`, when it is one.
+    public static func sequence(of id: String) -> Int64? {
+        guard id.hasPrefix("evt_"), let number = Int64(id.dropFirst(4)), number >= 0 else { return nil }
+        return number
+    }
+
+    /// The public id.
+    public var id: String { Self.id(sequence) }
+
+    /// The event as readers see it: `{id, type, app_id, occurred_at, data}`.
+    public var json: JSONValue {
+        .object([
+            "id": .string(id), "type": .string(type), "app_id": .string(appID),
+            "occurred_at": .string(RFC3339.string(occurredAt)), "data": data,
+        ])
+    }
+}
