@@ -25,6 +25,18 @@ public struct Configuration: Sendable, Equatable {
     /// Minutes before an activity's update window closes that a timeline with
     /// `renew` starts its successor.
     public var renewLeadMinutes = 15.0
+    /// Minutes an update token may take after APNs accepted a push-to-start before
+    /// `activity.start_unconfirmed`.
+    public var startConfirmMinutes = 10.0
+    /// Days events (and their finished webhook deliveries) are kept.
+    public var eventRetentionDays = 7.0
+    /// Whether webhook URLs may be plain `http`.
+    public var webhooksAllowHTTP = false
+    /// Whether webhook URLs may reach loopback, private, link-local and metadata
+    /// addresses.
+    public var webhooksAllowPrivate = false
+    /// Seconds between the comments that keep an idle event stream open.
+    public var eventStreamKeepAliveSeconds = 15.0
     /// Lowest log level written.
     public var logLevel: LogLevel = .info
     /// Log line format.
@@ -120,6 +132,15 @@ public struct Configuration: Sendable, Equatable {
         }
     }
 
+    /// The value of a switch: true or false in the usual spellings, else nil.
+    static func switchValue(_ value: String) -> Bool? {
+        switch value.lowercased() {
+        case "true", "1", "yes", "on": true
+        case "false", "0", "no", "off": false
+        default: nil
+        }
+    }
+
     /// Every setting, in the order help and docs list them.
     public static let settings: [Setting] = [
         Setting(flag: "--host", environment: "ISLET_HOST", defaultText: "127.0.0.1",
@@ -180,6 +201,34 @@ public struct Configuration: Sendable, Equatable {
                 return "not a number of minutes from 1 to 240"
             }
             config.renewLeadMinutes = minutes
+            return nil
+        },
+        Setting(flag: "--start-confirm-minutes", environment: "ISLET_START_CONFIRM_MINUTES", defaultText: "10",
+                help: "Minutes a push-to-start APNs accepted may wait for its update token before activity.start_unconfirmed.") { config, value in
+            guard let minutes = Double(value), minutes.isFinite, (1...1_440).contains(minutes) else {
+                return "not a number of minutes from 1 to 1440"
+            }
+            config.startConfirmMinutes = minutes
+            return nil
+        },
+        Setting(flag: "--event-retention-days", environment: "ISLET_EVENT_RETENTION_DAYS", defaultText: "7",
+                help: "Days events and their finished webhook deliveries are kept.") { config, value in
+            guard let days = Double(value), days.isFinite, (1...365).contains(days) else {
+                return "not a number of days from 1 to 365"
+            }
+            config.eventRetentionDays = days
+            return nil
+        },
+        Setting(flag: "--webhooks-allow-http", environment: "ISLET_WEBHOOKS_ALLOW_HTTP", defaultText: "false",
+                help: "Accept plain http webhook URLs (https only by default).", isSwitch: true) { config, value in
+            guard let flag = Self.switchValue(value) else { return "not true or false" }
+            config.webhooksAllowHTTP = flag
+            return nil
+        },
+        Setting(flag: "--webhooks-allow-private", environment: "ISLET_WEBHOOKS_ALLOW_PRIVATE", defaultText: "false",
+                help: "Accept webhook URLs that reach loopback, private, link-local or metadata addresses.", isSwitch: true) { config, value in
+            guard let flag = Self.switchValue(value) else { return "not true or false" }
+            config.webhooksAllowPrivate = flag
             return nil
         },
         Setting(flag: "--log-level", environment: "ISLET_LOG_LEVEL", defaultText: "info",

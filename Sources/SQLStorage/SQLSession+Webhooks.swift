@@ -115,7 +115,9 @@ extension SQLSession {
             UPDATE webhook_deliveries SET status = 'pending', claimed_by = NULL, lease_until = NULL
             WHERE status = 'delivering' AND lease_until < \(millis)
             """)
-        let lock: SQL = dialect == .postgresql ? " FOR UPDATE OF d SKIP LOCKED" : ""
+        // In order of creation, so that a chain's earlier deliveries come first: a
+        // delivery is taken unless an earlier one of its key is being sent or waits
+        // for a retry (the callers claim one transaction at a time, across nodes).
         let due = try query(
             """
             SELECT d.id FROM webhook_deliveries d
@@ -123,8 +125,8 @@ extension SQLSession {
                 AND (d.ordering_key IS NULL OR NOT EXISTS (
                     SELECT 1 FROM webhook_deliveries e
                     WHERE e.webhook_id = d.webhook_id AND e.ordering_key = d.ordering_key AND e.id < d.id
-                        AND e.status IN ('pending', 'delivering')))
-            ORDER BY d.next_attempt_at, d.id LIMIT \(limit)\(sql: lock)
+                        AND (e.status = 'delivering' OR (e.status = 'pending' AND e.next_attempt_at > \(millis)))))
+            ORDER BY d.id LIMIT \(limit)
             """
         ).map { try $0.int64("id") }
         guard !due.isEmpty else { return [] }

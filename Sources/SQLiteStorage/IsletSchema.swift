@@ -266,6 +266,7 @@ public enum IsletSchema {
                 last_attempt_at INTEGER
             ) STRICT;
             CREATE INDEX webhook_deliveries_due ON webhook_deliveries(next_attempt_at, id) WHERE status = 'pending';
+            CREATE INDEX webhook_deliveries_pending ON webhook_deliveries(id) WHERE status = 'pending';
             CREATE INDEX webhook_deliveries_open ON webhook_deliveries(webhook_id, ordering_key, id)
                 WHERE status IN ('pending', 'delivering');
             CREATE INDEX webhook_deliveries_by_webhook ON webhook_deliveries(webhook_id, id);

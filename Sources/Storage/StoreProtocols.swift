@@ -382,9 +382,11 @@ public protocol WebhookStore {
     /// Adds one pending delivery per event of `events` to `webhookID`, due at `now`,
     /// and moves the webhook's cursor to `cursor`.
     func addDeliveries(webhookID: String, appID: String, events: [EventRecord], cursor: Int64, now: Date) throws
-    /// Takes up to `limit` due deliveries, each the oldest unfinished one of its
-    /// ordering key at its webhook, and marks them delivering until `leaseUntil`
-    /// (deliveries left delivering past it are taken again).
+    /// Takes up to `limit` due deliveries, oldest first, none of them behind an
+    /// earlier delivery of its ordering key at its webhook that is being sent or
+    /// waits for a retry, and marks them delivering until `leaseUntil` (deliveries
+    /// left delivering past it are taken again). One transaction at a time may
+    /// claim (see ``NodeCoordination/claimPeriodicJob(_:)``).
     func claimDueDeliveries(now: Date, limit: Int, nodeID: String, leaseUntil: Date) throws -> [ClaimedWebhookDelivery]
     /// Records an attempt of a delivery this node claimed. Answers whether it did.
     @discardableResult

@@ -92,6 +92,41 @@ struct DeliveryWorkerTests {
             #expect(worker.inFlight == 0)
             let counts = Dictionary(uniqueKeysWithValues: worker.metrics.snapshot().pushes.map { ("\($0.key.result) \($0.key.reason)", $0.value) })
             #expect(counts == ["sent ": 2, "failed PayloadTooLarge": 1])
+            // Each answer wrote its event in the transaction that recorded it.
+            let events = try store.readNow { try $0.events(appID: "app_1", after: 0, patterns: [], limit: 100) }
+            #expect(events.map(\.type).sorted() == ["push.failed", "push.sent", "push.sent"])
+            let failed = try #require(events.first { $0.type == "push.failed" })
+            #expect(failed.data["reason"] == "PayloadTooLarge" && failed.data["apns_status"] == .integer(413))
+            #expect(failed.data["apns_id"] == .string(pushes[2].apnsID) && failed.data["device_id"] == "device-2")
+            #expect(failed.activityID == "act-1")
+            #expect(events.allSatisfy { !$0.data.jsonText.contains(tokens[0]) && !$0.data.jsonText.contains(tokens[2]) })
+        }
+    }
+
+    @Test func aRefusedTokenIsAnEventWithWhatWasDone() async throws {
+        try await withTemporaryDirectory { folder in
+            let store = try makeStore(in: folder)
+            defer { store.close() }
+            let tokens = [String(repeating: "0a", count: 32)]
+            try queue(tokens, in: store)
+            let transport = FakeTransport { _ in
+                TransportResult(disposition: .tokenDead(since: nil), status: 410, reason: "Unregistered", attempts: 1, latency: 0.01)
+            }
+            let worker = DeliveryWorker(
+                store: store, transport: transport, clock: ManualWallClock(start: now), logger: Logger(sink: MemoryLogSink()))
+            try worker.start()
+            worker.wake()
+            let found = try await eventually {
+                try store.readNow { try $0.events(appID: "app_1", after: 0, patterns: [], limit: 100) }.count >= 2
+            }
+            await worker.shutdown(grace: 5)
+            #expect(found)
+            let events = try store.readNow { try $0.events(appID: "app_1", after: 0, patterns: [], limit: 100) }
+            #expect(events.map(\.type) == ["push.failed", "token.rejected"])
+            let rejected = try #require(events.last)
+            #expect(rejected.data["token_kind"] == "live_activity_update" && rejected.data["reason"] == "Unregistered")
+            #expect(rejected.data["action"]?.stringValue != nil)
+            #expect(!rejected.data.jsonText.contains(tokens[0]))
         }
     }
 

@@ -39,6 +39,19 @@ enum RequestSchemas {
         BodyField("activity_type", .string(.activityType), required: true),
         BodyField("token", .token(emptyMeansAbsent: false), required: true),
     ])
+    static let createWebhook = BodySchema([
+        BodyField("url", .string(.text(max: 2_048)), required: true, description: "https (http only with --webhooks-allow-http)."),
+        BodyField(
+            "events", .strings(minCount: 1, maxCount: 50, item: .text(max: 64)), required: true,
+            description: "Event types (push.failed), families (activity.*) or *."),
+        BodyField("description", .string(.text(max: 500))),
+    ])
+    static let updateWebhook = BodySchema([
+        BodyField("url", .string(.text(max: 2_048))),
+        BodyField("events", .strings(minCount: 1, maxCount: 50, item: .text(max: 64))),
+        BodyField("description", .string(.text(max: 500)), description: "null removes it."),
+        BodyField("enabled", .bool, description: "true enables a disabled webhook again (its failures are forgotten)."),
+    ])
     /// A body that takes no field (an empty body, or `{}`).
     static let empty = BodySchema([])
     static let alert = BodySchema([

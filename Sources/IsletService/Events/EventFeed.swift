@@ -46,8 +46,8 @@ public final class EventFeed: Sendable {
     }
 
     /// Starts polling from the newest event.
-    public func start() async throws {
-        let latest = try await environment.store.read { try $0.latestEventSequence() }
+    public func start() throws {
+        let latest = try environment.store.readNow { try $0.latestEventSequence() }
         state.withLock { state in
             guard !state.started else { return }
             state.started = true

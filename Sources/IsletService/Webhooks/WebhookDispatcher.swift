@@ -201,7 +201,9 @@ public final class WebhookDispatcher: Sendable {
         do {
             guard let next = try await environment.store.read({ try $0.nextDeliveryTime() }), next <= now else { return [] }
             return try await environment.store.write { session in
-                try session.claimDueDeliveries(
+                // One claim at a time across nodes, so that a chain is never split.
+                guard try session.claimPeriodicJob("webhook-claim") else { return [] }
+                return try session.claimDueDeliveries(
                     now: now, limit: limit, nodeID: nodeID, leaseUntil: now.addingTimeInterval(Self.lease))
             }
         } catch {

@@ -1,0 +1,212 @@
+import Foundation
+import IsletCore
+import IsletCrypto
+import IsletLog
+import IsletService
+import IsletSync
+import IsletTesting
+import Storage
+import Testing
+
+/// The outbox through the services: each change writes its event in its own
+/// transaction (and a refused change none), pages read back by pattern, push-to-
+/// starts never confirmed are reported once, and old events are purged.
+@Suite("Events from the services")
+struct EventServiceTests {
+    static let adminToken = "islet_admin_event_tests_0123456789ab"
+
+    struct Rig {
+        let services: Services
+        let clock: ManualWallClock
+        let store: any Store
+
+        func app() async throws -> AppRecord {
+            let key = try P256.SigningKey.generate()
+            let created = try await services.apps.create(CreateApp(
+                name: "Shop", bundleID: "com.example.shop",
+                credentials: APNsCredentials(teamID: "TEAM000001", keyID: "KEY0000001", privateKeyPEM: key.pemRepresentation),
+                strictActivityTypes: false))
+            for device in ["phone-1", "phone-2"] {
+                _ = try await services.devices.register(
+                    appID: created.app.id, deviceID: device,
+                    DeviceRegistration(platform: "ios", environment: .sandbox, apnsToken: nil, userID: .some("user-1"), tags: nil))
+                _ = try await services.devices.putStartToken(
+                    appID: created.app.id, deviceID: device, activityType: "DeliveryAttributes",
+                    token: String(repeating: device == "phone-1" ? "a1" : "b2", count: 32))
+            }
+            return created.app
+        }
+
+        func start(_ app: AppRecord, id: String = "order-1") async throws {
+            _ = try await services.activities.start(StartActivity(
+                app: app, activityID: id, activityType: "DeliveryAttributes", attributes: ["order": "42"],
+                contentState: ["eta": 10], alert: PushAlert(title: .literal("Order"), body: .literal("Started"), sound: nil),
+                audience: .userIDs(["user-1"]), endAt: nil, staleDate: nil, relevanceScore: nil, priority: nil,
+                idempotency: nil))
+        }
+
+        func update(_ app: AppRecord, id: String = "order-1", eta: Int64) async throws {
+            _ = try await services.activities.update(UpdateActivity(
+                app: app, activityID: id, contentState: ["eta": .integer(eta)], alert: nil, endAt: nil, staleDate: nil,
+                relevanceScore: nil, priority: nil, idempotency: nil))
+        }
+
+        func events(_ app: AppRecord, _ types: [String] = []) async throws -> [EventRecord] {
+            let patterns = try EventService.patterns(types, field: "types")
+            return try await services.events.page(appID: app.id, after: nil, patterns: patterns, limit: 1_000).items
+        }
+
+        /// Claims every queued push and records APNs's 200 for it, as a delivery
+        /// worker would; answers how many.
+        @discardableResult
+        func acceptQueued() throws -> Int {
+            let now = clock.now()
+            return try store.writeNow(durable: true) { session -> Int in
+                var sends: [Int64: SendContent] = [:]
+                let claimed = try session.claimDuePushes(
+                    now: now, limit: 100, lease: PushLease(nodeID: "local", until: now.addingTimeInterval(30)), sends: &sends)
+                try session.recordSent(
+                    claimed.map { SentPush(pushID: $0.id, attempts: 1, apnsStatus: 200, apnsUniqueID: nil) }, by: "local",
+                    now: now)
+                return claimed.count
+            }
+        }
+    }
+
+    func withRig(settings: EventSettings = EventSettings(), _ body: (Rig) async throws -> Void) async throws {
+        try await withTemporaryDirectory { dir in
+            let store = try openSuiteStore(in: dir)
+            defer { store.close() }
+            let clock = ManualWallClock()
+            let environment = ServiceEnvironment(
+                store: store, clock: clock, lifecycle: ActivityLifecycle(),
+                logger: Logger(level: .error, format: .logfmt, sink: MemoryLogSink()), idempotencyWindow: 3600)
+            try await body(Rig(
+                services: Services(environment: environment, adminToken: Self.adminToken, events: settings), clock: clock,
+                store: store))
+        }
+    }
+
+    @Test func eachChangeWritesItsEventsInOrder() async throws {
+        try await withRig { rig in
+            let app = try await rig.app()
+            try await rig.start(app)
+            try rig.acceptQueued()
+            for (device, token) in [("phone-1", "c1"), ("phone-2", "c2")] {
+                _ = try await rig.services.devices.putUpdateToken(
+                    appID: app.id, deviceID: device, activityID: "order-1", activityType: "DeliveryAttributes",
+                    token: String(repeating: token, count: 32))
+            }
+            rig.clock.advance(by: 1)
+            try await rig.update(app, eta: 9)
+            // A second update replaces the first while it is still queued.
+            rig.clock.advance(by: 1)
+            try await rig.update(app, eta: 8)
+            rig.clock.advance(by: 1)
+            _ = try await rig.services.activities.end(EndActivity(
+                app: app, activityID: "order-1", contentState: nil, dismissalDate: nil, cause: .server, idempotency: nil))
+
+            let events = try await rig.events(app)
+            // (APNs's answers are the delivery worker's events: see the delivery tests.)
+            #expect(events.map(\.type) == [
+                "activity.started", "activity.token_registered", "activity.token_registered", "activity.updated",
+                "push.dropped", "push.dropped", "activity.updated", "push.dropped", "push.dropped", "activity.ended",
+            ])
+            #expect(events.map(\.sequence) == events.map(\.sequence).sorted())
+            #expect(Set(events.map(\.sequence)).count == events.count)
+            let started = try #require(events.first)
+            #expect(started.id.hasPrefix("evt_") && started.appID == app.id && started.activityID == "order-1")
+            #expect(started.data["targets"] == .integer(2) && started.data["origin"] == "remote")
+            let registered = events.filter { $0.type == "activity.token_registered" }
+            #expect(registered.allSatisfy { $0.data["answered_start"] == .bool(true) })
+            // Ids and reasons, never a token.
+            for event in events {
+                #expect(!event.data.jsonText.contains(String(repeating: "a1", count: 32)))
+                #expect(!event.data.jsonText.contains(String(repeating: "c1", count: 32)))
+            }
+            let dropped = events.filter { $0.type == "push.dropped" }
+            #expect(dropped.allSatisfy { $0.data["reason"] == "Superseded" })
+            #expect(events.last?.data["cause"] == .string(EndCause.server.rawValue))
+
+            // Patterns: a family, an exact type, both.
+            #expect(try await rig.events(app, ["activity.*"]).map(\.type).allSatisfy { $0.hasPrefix("activity.") })
+            #expect(try await rig.events(app, ["push.dropped"]).count == 4)
+            #expect(try await rig.events(app, ["push.dropped", "activity.ended"]).count == 5)
+            // Pages follow each other without a gap or an overlap.
+            let first = try await rig.services.events.page(appID: app.id, after: nil, patterns: [], limit: 5)
+            let cursor = try #require(first.nextCursor)
+            let second = try await rig.services.events.page(
+                appID: app.id, after: try EventService.sequence(after: cursor, field: "after"), patterns: [], limit: 100)
+            #expect((first.items + second.items).map(\.sequence) == events.map(\.sequence))
+            #expect(second.nextCursor == nil)
+        }
+    }
+
+    @Test func aRefusedChangeWritesNoEvent() async throws {
+        try await withRig { rig in
+            let app = try await rig.app()
+            try await rig.start(app)
+            let before = try await rig.events(app).count
+            // Running already: refused, and its transaction rolled back.
+            await #expect(throws: ServiceError.self) { try await rig.start(app) }
+            await #expect(throws: ServiceError.self) { try await rig.update(app, id: "nothing", eta: 1) }
+            #expect(try await rig.events(app).count == before)
+            // Another app sees none of these.
+            let other = try await rig.services.apps.create(CreateApp(name: "Other", bundleID: "com.example.other", credentials: nil, strictActivityTypes: false))
+            #expect(try await rig.services.events.page(appID: other.app.id, after: nil, patterns: [], limit: 10).items.isEmpty)
+        }
+    }
+
+    @Test func badTypesAndCursorsNameTheirField() throws {
+        #expect(throws: ServiceError.self) { try EventService.patterns(["push.sent", "push.nope"], field: "types") }
+        do {
+            _ = try EventService.patterns(["activity.*", "bogus.*"], field: "types")
+        } catch {
+            #expect(error.fields?.first?.field == "types[1]")
+        }
+        #expect(throws: ServiceError.self) { try EventService.sequence(after: "42", field: "after") }
+        #expect(try EventService.sequence(after: "evt_42", field: "after") == 42)
+        #expect(EventPattern("*")?.matches("push.sent") == true)
+        #expect(EventPattern("push.*")?.matches("pushy.sent") == false)
+    }
+
+    @Test func aStartNeverConfirmedIsReportedOnceAfterTheWindow() async throws {
+        var settings = EventSettings()
+        settings.startConfirmWindow = 600
+        try await withRig(settings: settings) { rig in
+            let app = try await rig.app()
+            try await rig.start(app)
+            // Not yet sent: nothing to confirm.
+            rig.clock.advance(by: 900)
+            #expect(await rig.services.events.reportUnconfirmedStarts() == 0)
+            #expect(try rig.acceptQueued() == 2)
+            // phone-2 answers with its update token; phone-1 never does.
+            _ = try await rig.services.devices.putUpdateToken(
+                appID: app.id, deviceID: "phone-2", activityID: "order-1", activityType: "DeliveryAttributes",
+                token: String(repeating: "c2", count: 32))
+            rig.clock.advance(by: 599)
+            #expect(await rig.services.events.reportUnconfirmedStarts() == 0)
+            rig.clock.advance(by: 2)
+            #expect(await rig.services.events.reportUnconfirmedStarts() == 1)
+            #expect(await rig.services.events.reportUnconfirmedStarts() == 0)
+            let reported = try await rig.events(app, ["activity.start_unconfirmed"])
+            #expect(reported.count == 1)
+            #expect(reported.first?.data["device_id"] == "phone-1")
+            #expect(reported.first?.data["waited_seconds"] == .integer(601))
+        }
+    }
+
+    @Test func eventsOlderThanTheRetentionArePurged() async throws {
+        var settings = EventSettings()
+        settings.retention = 7 * 86_400
+        try await withRig(settings: settings) { rig in
+            let app = try await rig.app()
+            try await rig.start(app, id: "old")
+            rig.clock.advance(by: 6 * 86_400)
+            try await rig.start(app, id: "newer")
+            rig.clock.advance(by: 86_400 + 1)
+            #expect(await rig.services.events.purgeExpired() == 1)
+            #expect(try await rig.events(app).compactMap(\.activityID) == ["newer"])
+        }
+    }
+}
