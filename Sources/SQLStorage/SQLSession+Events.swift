@@ -74,7 +74,8 @@ extension SQLSession {
             let families = patterns.filter { $0.text.hasSuffix(".*") }.map { String($0.text.dropLast(1)) }
             var alternatives: [SQL] = []
             if !exact.isEmpty { alternatives.append("type \(in: exact)") }
-            for family in families { alternatives.append("substr(type, 1, \(Int64(family.count))) = \(family)") }
+            // Families have no `_` or `%` in their names: a prefix match.
+            for family in families { alternatives.append("type LIKE \(family + "%")") }
             var joined: SQL = "(\(sql: alternatives[0])"
             for alternative in alternatives.dropFirst() { joined = "\(sql: joined) OR \(sql: alternative)" }
             conditions = "\(sql: conditions) AND \(sql: joined))"
