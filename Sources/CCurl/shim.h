@@ -32,7 +32,7 @@ static inline CURLcode islet_curl_easy_setopt_string(CURL *easy, CURLoption opti
 }
 
 /// Sets an option that takes a pointer libcurl keeps without copying (callback data,
-/// `CURLOPT_PRIVATE`, the error buffer, a header list); variadic in C.
+/// the error buffer, a header list); variadic in C.
 static inline CURLcode islet_curl_easy_setopt_pointer(CURL *easy, CURLoption option, void *value) {
     return curl_easy_setopt(easy, option, value);
 }
@@ -57,15 +57,6 @@ static inline CURLMcode islet_curl_multi_setopt_long(CURLM *multi, CURLMoption o
 /// Reads a `long` transfer fact (`CURLINFO_RESPONSE_CODE`); variadic in C.
 static inline CURLcode islet_curl_easy_getinfo_long(CURL *easy, CURLINFO info, long *value) {
     return curl_easy_getinfo(easy, info, value);
-}
-
-/// Reads the pointer stored with `CURLOPT_PRIVATE` (`CURLINFO_PRIVATE` answers it as a
-/// `char *`); variadic in C.
-static inline CURLcode islet_curl_easy_getinfo_private(CURL *easy, void **value) {
-    char *pointer = NULL;
-    CURLcode code = curl_easy_getinfo(easy, CURLINFO_PRIVATE, &pointer);
-    *value = pointer;
-    return code;
 }
 
 /// The result code of a finished transfer: `CURLMsg` keeps it in an anonymous union.

@@ -53,7 +53,6 @@ final class Transfer: @unchecked Sendable {
         }
         easy.errorBuffer[0] = 0
         check(islet_curl_easy_setopt_pointer(handle, CURLOPT_ERRORBUFFER, easy.errorBuffer))
-        check(islet_curl_easy_setopt_pointer(handle, CURLOPT_PRIVATE, context))
         check(islet_curl_easy_setopt_long(handle, CURLOPT_NOSIGNAL, 1))
         // Only http and https; never a proxy from the environment (the address check
         // would then see the proxy's address); no redirects (the default, stated).

@@ -1,5 +1,4 @@
 import Foundation
-import Glibc
 import HTTPServer
 import IsletSync
 
@@ -9,11 +8,13 @@ import IsletSync
 /// - `/echo`: 201, the request body back, `Retry-After: 120`.
 /// - `/status/N`: status N with `Retry-After: 7`.
 /// - `/large`: 200 with a 200 KiB body of a known pattern.
-/// - `/slow`: sleeps 2 s on the server's thread, then 200.
+/// - `/hold`: waits on the server's thread until `release()` (10 s at most), then 200.
 /// - anything else: 200 `ok`.
 final class Receiver: Sendable {
     let server: HTTPServer
     private let seen: Lock<[HTTPRequest]>
+    /// Whether `/hold` requests may be answered.
+    private let gate: ConditionLock<Bool>
 
     /// The body `/large` answers.
     static let largeBody = Data((0..<(200 * 1024)).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) })
@@ -25,8 +26,11 @@ final class Receiver: Sendable {
         configuration.maxBodyBytes = 1024 * 1024
         let seen = Lock<[HTTPRequest]>([])
         self.seen = seen
+        let gate = ConditionLock(false)
+        self.gate = gate
         server = HTTPServer(configuration: configuration, immediate: { request in
             seen.withLock { $0.append(request) }
+            if request.path == "/hold" { gate.wait(until: { $0 }, timeout: .seconds(10)) { _ in } }
             return Receiver.answer(request)
         })
         try server.start()
@@ -38,7 +42,13 @@ final class Receiver: Sendable {
     /// The requests read so far.
     var requests: [HTTPRequest] { seen.withLock { $0 } }
 
-    func stop() async { await server.shutdown(gracePeriod: .seconds(5)) }
+    /// Lets every `/hold` request, waiting or still to come, be answered.
+    func release() { gate.withLockBroadcasting { $0 = true } }
+
+    func stop() async {
+        release()
+        await server.shutdown(gracePeriod: .seconds(5))
+    }
 
     private static func answer(_ request: HTTPRequest) -> HTTPResponse {
         if request.path == "/echo" {
@@ -49,9 +59,6 @@ final class Receiver: Sendable {
         }
         if request.path == "/large" {
             return HTTPResponse(status: 200, contentType: "application/octet-stream", body: largeBody)
-        }
-        if request.path == "/slow" {
-            usleep(2_000_000)
         }
         return HTTPResponse(status: 200, contentType: "text/plain", body: Data("ok".utf8))
     }
