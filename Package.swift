@@ -41,6 +41,7 @@ let package = Package(
         // Linux system calls the Glibc module lacks (epoll, eventfd, thread names).
         .systemLibrary(name: "CLinux"),
         .systemLibrary(name: "CPostgres", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
 
         // The project's lock (over pthreads, so that ThreadSanitizer sees it) and thread names.
         .target(name: "IsletSync", dependencies: ["CLinux"], swiftSettings: swiftSettings),
@@ -65,6 +66,9 @@ let package = Package(
         .target(name: "HTTP2", dependencies: ["IsletSync", "CNGHTTP2", "COpenSSL", "CLinux"], swiftSettings: hotPathSettings),
         // HTTP/1.1 API server over libmicrohttpd.
         .target(name: "HTTPServer", dependencies: ["IsletSync", "CMicroHTTPD"], swiftSettings: swiftSettings),
+        // Outbound HTTP/1.1 and HTTP/2 over libcurl's multi interface (webhooks): one thread, kept-alive
+        // connections, the address of every connection checked against private and metadata ranges.
+        .target(name: "HTTPClient", dependencies: ["IsletSync", "IsletCore", "CCurl"], swiftSettings: swiftSettings),
         // An APNs you can run: the engine (APNs checks, simulated devices and ActivityKit).
         .target(name: "APNsSimulator", dependencies: ["IsletSync", "IsletCore", "IsletCrypto", "HTTP2", "HTTPServer"], swiftSettings: hotPathSettings),
         // The APNs client: provider tokens, connection pools, retries, failure policy.
@@ -101,7 +105,10 @@ let package = Package(
         // Benchmark helpers (`make bench`).
         .executableTarget(
             name: "IsletBench",
-            dependencies: ["IsletSync", "APNs", "APNsSimulator", "HTTP2", "IsletCore", "IsletCrypto", "Storage", "SQLiteStorage"],
+            dependencies: [
+                "IsletSync", "APNs", "APNsSimulator", "HTTP2", "HTTPClient", "HTTPServer", "IsletCore", "IsletCrypto", "Storage",
+                "SQLiteStorage",
+            ],
             path: "Benchmarks/IsletBench",
             swiftSettings: swiftSettings),
 
@@ -166,8 +173,14 @@ let package = Package(
             swiftSettings: swiftSettings),
         .testTarget(name: "HTTP2Tests", dependencies: ["IsletSync", "HTTP2", "IsletCrypto", "IsletTesting"], swiftSettings: swiftSettings),
         .testTarget(name: "HTTPServerTests", dependencies: ["IsletSync", "HTTPServer", "IsletTesting"], swiftSettings: swiftSettings),
+        // The outbound client against a local HTTPServer receiver (bodies, headers, reuse, timeouts, refused
+        // addresses) and an HTTP/2 server over TLS.
+        .testTarget(
+            name: "HTTPClientTests",
+            dependencies: ["HTTPClient", "IsletCore", "HTTPServer", "IsletTesting", "IsletSync", "HTTP2", "IsletCrypto"],
+            swiftSettings: swiftSettings),
         // Replays every fuzz corpus entry (crash reproducers included) through its target.
         .testTarget(name: "FuzzReplayTests", dependencies: ["FuzzTargets"], path: "Fuzz/ReplayTests", swiftSettings: swiftSettings),
-        .testTarget(name: "IsletServerTests", dependencies: ["IsletSync", "IsletServer", "islet", "IsletTesting", "HTTP2", "HTTPServer", "IsletCrypto", "APNsSimulator"], swiftSettings: swiftSettings),
+        .testTarget(name: "IsletServerTests", dependencies: ["IsletSync", "IsletServer", "islet", "IsletTesting", "HTTP2", "HTTPClient", "HTTPServer", "IsletCrypto", "APNsSimulator"], swiftSettings: swiftSettings),
     ]
 )

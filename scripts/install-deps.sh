@@ -10,6 +10,7 @@ packages=(
   libmicrohttpd-dev
   libsqlite3-dev
   libpq-dev
+  libcurl4-openssl-dev
   "$@"
 )
 

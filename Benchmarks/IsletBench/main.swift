@@ -19,6 +19,8 @@ import Synchronization
 ///   at a fixed request rate (see Paced.swift).
 /// - `populate --database PATH --app A --tokens N`: registered tokens written straight
 ///   into a stopped server's database (see Populate.swift).
+/// - `webhook-out [--count N] [--concurrency N]`: POSTs through the outbound HTTP
+///   client to a receiver in the same process (see WebhookOut.swift).
 
 final class NullDelegate: HTTP2ServerDelegate {
     func handle(_ request: HTTP2ServerRequest, on connection: HTTP2ServerConnectionContext) -> HTTP2ServerReply {
@@ -58,6 +60,8 @@ case "paced":
     try paced(arguments)
 case "populate":
     try populate(arguments)
+case "webhook-out":
+    try await webhookOut(arguments)
 default:
     FileHandle.standardError.write(Data("usage: islet-bench h2-server --port N [--threads N] | apns-client --url URL ...\n".utf8))
     exit(2)

@@ -1,6 +1,7 @@
 import APNsSimulator
 import Foundation
 import HTTP2
+import HTTPClient
 import HTTPServer
 import IsletTesting
 import Testing
@@ -57,6 +58,23 @@ struct ThreadCensusTests {
             let server = HTTPServer(configuration: configuration) { _ in HTTPResponse(status: 204) }
             try server.start()
             #expect(try await httpRequest(port: server.port, path: "/").status == 204)
+            await server.shutdown()
+        }
+    }
+
+    @Test func anOutboundHTTPClient() async throws {
+        try await expectThreadsReturn {
+            var serverConfiguration = HTTPServerConfiguration()
+            serverConfiguration.port = 0
+            let server = HTTPServer(configuration: serverConfiguration, immediate: { _ in HTTPResponse(status: 204) })
+            try server.start()
+            var configuration = HTTPClientConfiguration()
+            configuration.allowPrivateAddresses = true
+            let client = try HTTPClient(configuration: configuration)
+            let result = await client.send(OutboundRequest(url: "http://127.0.0.1:\(server.port)/hook", body: Data("{}".utf8)))
+            #expect((try? result.get().status) == 204)
+            #expect(await eventually { (isletThreads()["islet-http-out"] ?? 0) == 1 }, "threads: \(isletThreads())")
+            await client.shutdown()
             await server.shutdown()
         }
     }
