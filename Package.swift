@@ -89,7 +89,7 @@ let package = Package(
             name: "IsletServer",
             dependencies: [
                 "IsletCore", "IsletSync", "IsletLog", "IsletCrypto", "Storage", "SQLiteStorage", "PostgreSQLStorage",
-                "HTTPServer", "HTTP2", "APNs", "Delivery", "IsletService",
+                "HTTPServer", "HTTP2", "APNs", "Delivery", "IsletService", "HTTPClient",
             ],
             swiftSettings: swiftSettings
         ),

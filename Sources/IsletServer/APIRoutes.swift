@@ -5,7 +5,9 @@ import IsletSync
 
 /// Every route of the API, in the order the OpenAPI document lists them.
 enum APIRoutes {
-    static func all(services: Services, delivery: DeliveryWorker?, requestMetrics: RequestMetrics?) -> [APIRoute] {
+    static func all(
+        services: Services, delivery: DeliveryWorker?, requestMetrics: RequestMetrics?, streaming: EventStreaming? = nil
+    ) -> [APIRoute] {
         let document = Lock<JSONValue>(.null)
         let system = SystemRoutes(
             store: services.store, nodeID: services.nodes.nodeID, delivery: delivery, requestMetrics: requestMetrics,
@@ -18,6 +20,8 @@ enum APIRoutes {
             + ScheduleRoutes(schedules: services.schedules).routes
             + NotificationRoutes(notifications: services.notifications, schedules: services.schedules).routes
             + NodeRoutes(nodes: services.nodes).routes
+            + WebhookRoutes(webhooks: services.webhooks).routes
+            + EventRoutes(events: services.events, stream: streaming).routes
         document.withLock { $0 = OpenAPIDocument.make(routes: routes) }
         return routes
     }

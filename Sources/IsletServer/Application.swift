@@ -2,6 +2,7 @@ import IsletSync
 public import APNs
 public import Delivery
 import Foundation
+import HTTPClient
 import HTTPServer
 import IsletCore
 public import IsletLog
@@ -24,6 +25,12 @@ public final class Application: Sendable {
     public let delivery: DeliveryWorker
     /// The APNs client the worker sends with.
     public let client: APNsClient
+    /// The sender of webhook deliveries.
+    public let webhooks: WebhookDispatcher
+    /// The HTTP client webhooks are sent with.
+    let webhookClient: HTTPClient
+    /// The newest events, for the event streams of this node.
+    public let feed: EventFeed
     /// The in-process APNs (`--simulator`), already listening, and where.
     public let embeddedAPNs: (apns: any EmbeddedAPNs, endpoint: EmbeddedAPNsEndpoint)?
     /// The admin token, when this start generated it: written into the data folder
@@ -44,7 +51,7 @@ public final class Application: Sendable {
 
     init(
         configuration: Configuration, logger: Logger, store: any Store, services: Services, delivery: DeliveryWorker,
-        client: APNsClient, embeddedAPNs: (apns: any EmbeddedAPNs, endpoint: EmbeddedAPNsEndpoint)?,
+        client: APNsClient, webhooks: WebhookDispatcher, webhookClient: HTTPClient, feed: EventFeed, embeddedAPNs: (apns: any EmbeddedAPNs, endpoint: EmbeddedAPNsEndpoint)?,
         generatedAdminToken: String?, demo: DemoApp?, dispatcher: Dispatcher
     ) {
         self.configuration = configuration
@@ -53,6 +60,9 @@ public final class Application: Sendable {
         self.services = services
         self.delivery = delivery
         self.client = client
+        self.webhooks = webhooks
+        self.webhookClient = webhookClient
+        self.feed = feed
         self.embeddedAPNs = embeddedAPNs
         self.generatedAdminToken = generatedAdminToken
         self.demo = demo
@@ -88,6 +98,8 @@ public final class Application: Sendable {
         }) else { return server.port }
         try delivery.start()
         timekeeper.start()
+        try feed.start()
+        webhooks.start()
         let port = try server.start()
         if let generatedAdminToken {
             try AdminToken.save(generatedAdminToken, configuration)
@@ -137,6 +149,9 @@ public final class Application: Sendable {
         let grace = configuration.shutdownGraceSeconds
         await server.shutdown(gracePeriod: .milliseconds(Int(grace * 1000)))
         await timekeeper.stop()
+        await feed.stop()
+        await webhooks.shutdown()
+        await webhookClient.shutdown()
         await delivery.shutdown(grace: grace)
         await client.shutdown()
         await embeddedAPNs?.apns.shutdown()

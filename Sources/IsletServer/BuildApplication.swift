@@ -1,6 +1,7 @@
 import APNs
 import Delivery
 import Foundation
+import HTTPClient
 public import IsletCore
 import IsletCrypto
 public import IsletLog
@@ -102,7 +103,27 @@ private func assemble(
         store: store, clock: clock, lifecycle: ActivityLifecycle(windows: configuration.lifecycleWindows), logger: logger,
         idempotencyWindow: deliveryConfiguration.idempotencyRetention, pushesQueued: { [delivery] in delivery.wake() },
         credentialsChanged: trust, nodeID: configuration.resolvedNodeID, renewLead: configuration.renewLeadMinutes * 60)
-    let services = Services(environment: environment, adminToken: adminToken)
+    var eventSettings = EventSettings()
+    eventSettings.retention = configuration.eventRetentionDays * 86_400
+    eventSettings.startConfirmWindow = configuration.startConfirmMinutes * 60
+    let allowPrivate = configuration.webhooksAllowPrivate
+    let webhookPolicy = WebhookPolicy(
+        allowHTTP: configuration.webhooksAllowHTTP, allowPrivate: allowPrivate,
+        addressRefusal: { host, port in await CurlWebhookTransport.addressRefusal(host: host, port: port) })
+    let services = Services(environment: environment, adminToken: adminToken, events: eventSettings, webhooks: webhookPolicy)
+    var clientSettings = HTTPClientConfiguration()
+    clientSettings.allowPrivateAddresses = allowPrivate
+    let webhookClient: HTTPClient
+    do {
+        webhookClient = try HTTPClient(configuration: clientSettings)
+    } catch {
+        throw ConfigurationError(.unusable, setting: "webhooks", message: "cannot start the webhook client: \(error.message)")
+    }
+    var retryPolicy = WebhookRetryPolicy()
+    retryPolicy.base = configuration.webhookRetryBaseSeconds
+    let webhooks = WebhookDispatcher(
+        environment: environment, transport: CurlWebhookTransport(client: webhookClient), policy: retryPolicy)
+    let feed = EventFeed(environment: environment)
     // What other nodes of a shared database tell this one.
     store.subscribe { [delivery, services] notice in
         switch notice {
@@ -130,11 +151,14 @@ private func assemble(
     }
 
     let requestMetrics = RequestMetrics()
-    let routes = APIRoutes.all(services: services, delivery: delivery, requestMetrics: requestMetrics)
+    let streaming = EventStreaming(
+        feed: feed, events: services.events, keepAlive: .milliseconds(Int(configuration.eventStreamKeepAliveSeconds * 1000)))
+    let routes = APIRoutes.all(services: services, delivery: delivery, requestMetrics: requestMetrics, streaming: streaming)
     let router = Dispatcher.router(routes: routes, middleware: APIRoutes.middleware(services: services), logger: logger)
     return Application(
         configuration: configuration, logger: logger, store: store, services: services, delivery: delivery,
-        client: client, embeddedAPNs: embedded, generatedAdminToken: generated ? adminToken : nil, demo: demo,
+        client: client, webhooks: webhooks, webhookClient: webhookClient, feed: feed, embeddedAPNs: embedded,
+        generatedAdminToken: generated ? adminToken : nil, demo: demo,
         dispatcher: Dispatcher(
             router: router, logger: logger, metrics: requestMetrics, largeBodyRoutes: Dispatcher.largeBodyRoutes(routes)))
 }

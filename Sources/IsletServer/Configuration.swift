@@ -35,6 +35,8 @@ public struct Configuration: Sendable, Equatable {
     /// Whether webhook URLs may reach loopback, private, link-local and metadata
     /// addresses.
     public var webhooksAllowPrivate = false
+    /// Seconds before the first retry of a failed webhook delivery (doubling after).
+    public var webhookRetryBaseSeconds = 5.0
     /// Seconds between the comments that keep an idle event stream open.
     public var eventStreamKeepAliveSeconds = 15.0
     /// Lowest log level written.
@@ -229,6 +231,22 @@ public struct Configuration: Sendable, Equatable {
                 help: "Accept webhook URLs that reach loopback, private, link-local or metadata addresses.", isSwitch: true) { config, value in
             guard let flag = Self.switchValue(value) else { return "not true or false" }
             config.webhooksAllowPrivate = flag
+            return nil
+        },
+        Setting(flag: "--webhook-retry-base-seconds", environment: "ISLET_WEBHOOK_RETRY_BASE_SECONDS", defaultText: "5",
+                help: "Seconds before a failed webhook delivery is tried again; each retry waits twice as long, up to an hour.") { config, value in
+            guard let seconds = Double(value), seconds.isFinite, (0.1...3_600).contains(seconds) else {
+                return "not a number of seconds from 0.1 to 3600"
+            }
+            config.webhookRetryBaseSeconds = seconds
+            return nil
+        },
+        Setting(flag: "--event-stream-keepalive-seconds", environment: "ISLET_EVENT_STREAM_KEEPALIVE_SECONDS", defaultText: "15",
+                help: "Seconds between the comments that keep an idle event stream open through proxies.") { config, value in
+            guard let seconds = Double(value), seconds.isFinite, (0.1...300).contains(seconds) else {
+                return "not a number of seconds from 0.1 to 300"
+            }
+            config.eventStreamKeepAliveSeconds = seconds
             return nil
         },
         Setting(flag: "--log-level", environment: "ISLET_LOG_LEVEL", defaultText: "info",
