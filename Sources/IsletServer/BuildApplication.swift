@@ -102,7 +102,8 @@ private func assemble(
         store: store, clock: clock, lifecycle: ActivityLifecycle(windows: configuration.lifecycleWindows), logger: logger,
         idempotencyWindow: deliveryConfiguration.idempotencyRetention, pushesQueued: { [delivery] in delivery.wake() },
         credentialsChanged: trust, nodeID: configuration.resolvedNodeID, renewLead: configuration.renewLeadMinutes * 60)
-    let services = Services(environment: environment, adminToken: adminToken)
+    let services = Services(
+        environment: environment, adminToken: adminToken, sessionLifetime: configuration.dashboardSessionHours * 3600)
     // What other nodes of a shared database tell this one.
     store.subscribe { [delivery, services] notice in
         switch notice {
@@ -131,7 +132,10 @@ private func assemble(
 
     let requestMetrics = RequestMetrics()
     let routes = APIRoutes.all(services: services, delivery: delivery, requestMetrics: requestMetrics)
-    let router = Dispatcher.router(routes: routes, middleware: APIRoutes.middleware(services: services), logger: logger)
+    // The dashboard is served beside the API, outside its OpenAPI document.
+    let dashboard = DashboardRoutes(sessions: services.sessions, publicURLIsHTTPS: configuration.publicURLIsHTTPS).routes
+    let router = Dispatcher.router(
+        routes: routes + dashboard, middleware: APIRoutes.middleware(services: services), logger: logger)
     return Application(
         configuration: configuration, logger: logger, store: store, services: services, delivery: delivery,
         client: client, embeddedAPNs: embedded, generatedAdminToken: generated ? adminToken : nil, demo: demo,

@@ -1,3 +1,4 @@
+public import Foundation
 public import Storage
 
 /// Every domain service, built once on one environment: what the HTTP routes call,
@@ -21,9 +22,12 @@ public struct Services: Sendable {
     public let schedules: ScheduleService
     /// Activities' timelines.
     public let timelines: TimelineService
+    /// The dashboard's sessions.
+    public let sessions: SessionService
 
-    /// Builds the services; `adminToken` is the token that manages apps.
-    public init(environment: ServiceEnvironment, adminToken: String) {
+    /// Builds the services; `adminToken` is the token that manages apps, and a
+    /// dashboard session lasts `sessionLifetime` seconds.
+    public init(environment: ServiceEnvironment, adminToken: String, sessionLifetime: TimeInterval = 12 * 3600) {
         self.environment = environment
         apps = AppService(environment: environment, adminToken: adminToken)
         devices = DeviceService(environment: environment)
@@ -33,6 +37,7 @@ public struct Services: Sendable {
         nodes = NodeService(environment: environment)
         schedules = ScheduleService(environment: environment)
         timelines = TimelineService(environment: environment)
+        sessions = SessionService(environment: environment, apps: apps, lifetime: sessionLifetime)
     }
 
     /// The store they use.

@@ -219,5 +219,17 @@ public enum IsletSchema {
             ALTER TABLE activities ADD COLUMN renewed_from TEXT;
             ALTER TABLE activities ADD COLUMN not_renewed TEXT;
             """),
+        Migration(version: 8, name: "dashboard sessions", sql: """
+            CREATE TABLE dashboard_sessions (
+                token_hash BLOB PRIMARY KEY,
+                scope TEXT NOT NULL,
+                app_id TEXT,
+                key_hash BLOB,
+                csrf_token TEXT NOT NULL,
+                created_at INTEGER NOT NULL,
+                expires_at INTEGER NOT NULL
+            ) STRICT, WITHOUT ROWID;
+            CREATE INDEX dashboard_sessions_expiry ON dashboard_sessions(expires_at);
+            """),
     ]
 }

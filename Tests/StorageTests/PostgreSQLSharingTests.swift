@@ -47,7 +47,7 @@ struct PostgreSQLSharingTests {
             }
             defer { for store in stores { store.close() } }
             #expect(try TestPostgres.psql(url, "SELECT count(*) FROM islet_migrations") == "2")
-            for store in stores { #expect(try store.readNow { try $0.schemaVersion() } == 7) }
+            for store in stores { #expect(try store.readNow { try $0.schemaVersion() } == 8) }
         }
     }
 

@@ -213,6 +213,18 @@ enum PostgresSchema {
             ALTER TABLE activities ADD COLUMN renewed_from TEXT;
             ALTER TABLE activities ADD COLUMN not_renewed TEXT;
             """),
+        PostgresMigration(version: 8, name: "dashboard sessions", sql: """
+            CREATE TABLE dashboard_sessions (
+                token_hash BYTEA PRIMARY KEY,
+                scope TEXT NOT NULL,
+                app_id TEXT,
+                key_hash BYTEA,
+                csrf_token TEXT NOT NULL,
+                created_at BIGINT NOT NULL,
+                expires_at BIGINT NOT NULL
+            );
+            CREATE INDEX dashboard_sessions_expiry ON dashboard_sessions(expires_at);
+            """),
     ]
 }
 
