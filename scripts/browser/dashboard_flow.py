@@ -80,7 +80,11 @@ class Flow:
             return
         os.makedirs(self.screenshots, exist_ok=True)
         time.sleep(0.3)  # let the last render settle: a picture, not a check
+        height = self.driver.execute_script("return document.documentElement.scrollHeight;")
+        self.driver.set_window_size(1280, max(1000, min(int(height) + 40, 4000)))
+        time.sleep(0.2)
         self.driver.save_screenshot(os.path.join(self.screenshots, name + ".png"))
+        self.driver.set_window_size(1280, 1000)
 
     def collect_logs(self):
         self.logs.extend(self.driver.get_log("browser"))
