@@ -10,7 +10,7 @@ ARGS ?=
 # The suites that run a second time with every store on PostgreSQL.
 POSTGRES_SUITES := IsletServiceTests|DeliveryTests|IsletServerTests
 
-.PHONY: all deps build run test test-sanitize bench bench-quick clean
+.PHONY: all deps build run test test-sanitize screenshots bench bench-quick clean
 
 all: build
 
@@ -34,6 +34,13 @@ test: deps
 	./scripts/with-postgres.sh bash -c '$(SWIFT) test --skip-build && \
 	  ISLET_TEST_BACKEND=postgresql $(SWIFT) test --skip-build --filter "$(POSTGRES_SUITES)" && \
 	  ISLET_THREAD_CENSUS=1 $(SWIFT) test --skip-build --filter ThreadCensusTests'
+
+# PNGs of each dashboard page, into docs/screenshots/: the browser test's own flow
+# (scripts/browser/dashboard_flow.py in headless Chromium) with screenshots on.
+screenshots: deps
+	./scripts/test-tools.sh
+	$(SWIFT) build --build-tests $(SWIFT_FLAGS)
+	ISLET_SCREENSHOTS=$(CURDIR)/docs/screenshots $(SWIFT) test --skip-build --filter DashboardBrowserTests
 
 # The whole suite under AddressSanitizer, then under ThreadSanitizer, each in a
 # build folder of its own; suppressions (each with its proof) in scripts/sanitizers/.

@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # Makes .build/test-venv, a Python virtual environment holding the tools the tests
-# run (scripts/test-requirements.txt, every version pinned). Quiet and quick when it
-# is already up to date; installs python3-venv first when Python cannot make one.
+# run (scripts/test-requirements.txt, every version pinned), and installs Debian's
+# chromium and chromium-driver for the dashboard's browser test. Quiet and quick when
+# it is already up to date; installs python3-venv first when Python cannot make one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 venv=.build/test-venv
 requirements=scripts/test-requirements.txt
 stamp="$venv/installed-requirements.txt"
+
+# The browser the dashboard's test drives, and its WebDriver (only those missing).
+./scripts/install-deps.sh chromium chromium-driver
 
 if [[ -x "$venv/bin/schemathesis" && -x "$venv/bin/python" ]] && cmp -s "$requirements" "$stamp"; then
   exit 0

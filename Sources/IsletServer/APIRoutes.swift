@@ -28,6 +28,6 @@ enum APIRoutes {
 
     /// The middleware every route runs behind, in order.
     static func middleware(services: Services) -> [any Middleware] {
-        [AuthenticationMiddleware(apps: services.apps)]
+        [AuthenticationMiddleware(apps: services.apps, sessions: services.sessions)]
     }
 }

@@ -110,7 +110,9 @@ private func assemble(
     let webhookPolicy = WebhookPolicy(
         allowHTTP: configuration.webhooksAllowHTTP, allowPrivate: allowPrivate,
         addressRefusal: { host, port in await CurlWebhookTransport.addressRefusal(host: host, port: port) })
-    let services = Services(environment: environment, adminToken: adminToken, events: eventSettings, webhooks: webhookPolicy)
+    let services = Services(
+        environment: environment, adminToken: adminToken, events: eventSettings, webhooks: webhookPolicy,
+        sessionLifetime: configuration.dashboardSessionHours * 3600)
     var clientSettings = HTTPClientConfiguration()
     clientSettings.allowPrivateAddresses = allowPrivate
     let webhookClient: HTTPClient
@@ -154,7 +156,10 @@ private func assemble(
     let streaming = EventStreaming(
         feed: feed, events: services.events, keepAlive: .milliseconds(Int(configuration.eventStreamKeepAliveSeconds * 1000)))
     let routes = APIRoutes.all(services: services, delivery: delivery, requestMetrics: requestMetrics, streaming: streaming)
-    let router = Dispatcher.router(routes: routes, middleware: APIRoutes.middleware(services: services), logger: logger)
+    // The dashboard is served beside the API, outside its OpenAPI document.
+    let dashboard = DashboardRoutes(sessions: services.sessions, publicURLIsHTTPS: configuration.publicURLIsHTTPS).routes
+    let router = Dispatcher.router(
+        routes: routes + dashboard, middleware: APIRoutes.middleware(services: services), logger: logger)
     return Application(
         configuration: configuration, logger: logger, store: store, services: services, delivery: delivery,
         client: client, webhooks: webhooks, webhookClient: webhookClient, feed: feed, embeddedAPNs: embedded,

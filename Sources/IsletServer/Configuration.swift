@@ -72,6 +72,12 @@ public struct Configuration: Sendable, Equatable {
     public var updateWindowHours = 8.0
     /// Hours after the update window during which it may still be ended.
     public var endWindowHours = 4.0
+    /// Hours a dashboard session lasts from its sign-in.
+    public var dashboardSessionHours = 12.0
+    /// The URL clients reach Islet at, when a proxy in front of it serves another
+    /// (`https://islet.example.com`): an `https` one marks the dashboard's session
+    /// cookie `Secure`.
+    public var publicURL: String?
 
     /// The defaults.
     public init() {}
@@ -359,6 +365,22 @@ public struct Configuration: Sendable, Equatable {
             config.endWindowHours = hours
             return nil
         },
+        Setting(flag: "--dashboard-session-hours", environment: "ISLET_DASHBOARD_SESSION_HOURS", defaultText: "12",
+                help: "Hours a dashboard session lasts from its sign-in.") { config, value in
+            guard let hours = Double(value), hours.isFinite, hours > 0, hours <= 24 * 30 else {
+                return "not a number of hours above 0 (at most 720)"
+            }
+            config.dashboardSessionHours = hours
+            return nil
+        },
+        Setting(flag: "--public-url", environment: "ISLET_PUBLIC_URL", defaultText: "none",
+                help: "The URL clients reach Islet at (behind a proxy); https marks the dashboard's cookie Secure.") { config, value in
+            guard let problem = urlProblem(value) else {
+                config.publicURL = value
+                return nil
+            }
+            return problem
+        },
     ]
 
     /// A value as an error may show it: a URL's password hidden.
@@ -410,6 +432,12 @@ public struct Configuration: Sendable, Equatable {
     /// The lifecycle windows configured.
     public var lifecycleWindows: LifecycleWindows {
         LifecycleWindows(update: updateWindowHours * 3600, end: endWindowHours * 3600)
+    }
+
+    /// Whether the public URL is `https`: the dashboard's cookie is then `Secure`
+    /// whatever the request says.
+    public var publicURLIsHTTPS: Bool {
+        publicURL?.lowercased().hasPrefix("https://") ?? false
     }
 
     /// Where a generated admin token is kept.

@@ -1,3 +1,4 @@
+public import Foundation
 public import Storage
 
 /// Every domain service, built once on one environment: what the HTTP routes call,
@@ -25,11 +26,14 @@ public struct Services: Sendable {
     public let events: EventService
     /// Webhook endpoints and their deliveries.
     public let webhooks: WebhookService
+    /// The dashboard's sessions.
+    public let sessions: SessionService
 
-    /// Builds the services; `adminToken` is the token that manages apps.
+    /// Builds the services; `adminToken` is the token that manages apps, and a
+    /// dashboard session lasts `sessionLifetime` seconds.
     public init(
         environment: ServiceEnvironment, adminToken: String, events: EventSettings = EventSettings(),
-        webhooks: WebhookPolicy = WebhookPolicy()
+        webhooks: WebhookPolicy = WebhookPolicy(), sessionLifetime: TimeInterval = 12 * 3600
     ) {
         self.environment = environment
         apps = AppService(environment: environment, adminToken: adminToken)
@@ -42,6 +46,7 @@ public struct Services: Sendable {
         timelines = TimelineService(environment: environment)
         self.events = EventService(environment: environment, settings: events)
         self.webhooks = WebhookService(environment: environment, policy: webhooks)
+        sessions = SessionService(environment: environment, apps: apps, lifetime: sessionLifetime)
     }
 
     /// The store they use.

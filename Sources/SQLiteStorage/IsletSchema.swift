@@ -274,5 +274,17 @@ public enum IsletSchema {
             ALTER TABLE activity_instances ADD COLUMN start_unconfirmed_at INTEGER;
             CREATE INDEX activity_instances_pending ON activity_instances(created_at) WHERE status = 'pending';
             """),
+        Migration(version: 9, name: "dashboard sessions", sql: """
+            CREATE TABLE dashboard_sessions (
+                token_hash BLOB PRIMARY KEY,
+                scope TEXT NOT NULL,
+                app_id TEXT,
+                key_hash BLOB,
+                csrf_token TEXT NOT NULL,
+                created_at INTEGER NOT NULL,
+                expires_at INTEGER NOT NULL
+            ) STRICT, WITHOUT ROWID;
+            CREATE INDEX dashboard_sessions_expiry ON dashboard_sessions(expires_at);
+            """),
     ]
 }

@@ -408,10 +408,25 @@ public protocol WebhookStore {
     func nextDeliveryTime() throws -> Date?
 }
 
+/// The dashboard's signed-in sessions, kept in the database so that every node of
+/// it knows them; each is found by the hash of its token, never by the token.
+public protocol SessionStore {
+    /// Adds a session; `conflict` when its token hash is taken.
+    func insertSession(_ session: SessionRecord) throws
+    /// The session whose token hashes to `tokenHash`, expired or not.
+    func session(tokenHash: Data) throws -> SessionRecord?
+    /// Removes a session. Answers whether there was one.
+    @discardableResult
+    func deleteSession(tokenHash: Data) throws -> Bool
+    /// Removes every session that expired at or before `now`. Answers how many.
+    @discardableResult
+    func deleteExpiredSessions(now: Date) throws -> Int
+}
+
 /// Everything one transaction can do.
 public protocol StoreSession:
     AppStore, DeviceStore, ActivityStore, ActivityTypeStore, PushQueue, IdempotencyStore, NodeStore, NodeCoordination,
-    ScheduleStore, EventStore, WebhookStore
+    ScheduleStore, EventStore, WebhookStore, SessionStore
 {
     /// Answers when the database does (a health check).
     func ping() throws

@@ -46,8 +46,8 @@ struct PostgreSQLSharingTests {
                 return try await group.reduce(into: []) { $0.append($1) }
             }
             defer { for store in stores { store.close() } }
-            #expect(try TestPostgres.psql(url, "SELECT count(*) FROM islet_migrations") == "3")
-            for store in stores { #expect(try store.readNow { try $0.schemaVersion() } == 8) }
+            #expect(try TestPostgres.psql(url, "SELECT count(*) FROM islet_migrations") == "4")
+            for store in stores { #expect(try store.readNow { try $0.schemaVersion() } == 9) }
         }
     }
 

@@ -6,7 +6,9 @@ enum InstanceJSON {
     static func json(_ instance: InstanceRecord) -> [String: JSONValue] {
         [
             "device_id": .string(instance.deviceID), "status": .string(instance.status.rawValue),
-            "has_update_token": .bool(instance.updateToken != nil), "environment": .string(instance.environment.rawValue),
+            "has_update_token": .bool(instance.updateToken != nil),
+            // Redacted: enough to tell tokens apart, never enough to send with.
+            "update_token_prefix": APIJSON.optional(instance.updateToken.map { String($0.prefix(8)) + "…" }), "environment": .string(instance.environment.rawValue),
             "token_registered_at": APIJSON.date(instance.tokenRegisteredAt), "created_at": APIJSON.date(instance.createdAt),
             "ended_at": APIJSON.date(instance.endedAt), "end_cause": APIJSON.optional(instance.endCause?.rawValue),
         ]

@@ -80,3 +80,11 @@ public struct DemoApp: Sendable {
     /// Whether this start created it.
     public let created: Bool
 }
+
+/// Whose key a bearer token is.
+public enum KeyOwner: Sendable, Hashable {
+    /// The admin token.
+    case admin
+    /// One of the app's keys, of `kind`.
+    case app(AppRecord, AppKeyKind)
+}

@@ -169,6 +169,20 @@ public final class AppService: Sendable {
         return app
     }
 
+    /// Whose key `key` is: the admin token, or an app's server or device key;
+    /// `unauthenticated` for any other (a rotated key included). Read from the
+    /// store, never from the cache: a sign-in must see a rotation at once.
+    public func identify(key: String) async throws(ServiceError) -> KeyOwner {
+        let hashed = AppKeys.hash(key)
+        if Digest.constantTimeEquals(hashed, adminTokenHash) { return .admin }
+        guard let stored = try await environment.read({ try $0.app(keyHash: hashed) }),
+            Digest.constantTimeEquals(stored.kind == .server ? stored.app.serverKeyHash : stored.app.deviceKeyHash, hashed)
+        else {
+            throw ServiceError(.unauthenticated, "The token is neither the admin token nor a key of any app (keys stop working once rotated).")
+        }
+        return .app(stored.app, stored.kind)
+    }
+
     static func noApp(_ appID: String) -> ServiceError {
         ServiceError(.notFound, "There is no app \(appID).")
     }

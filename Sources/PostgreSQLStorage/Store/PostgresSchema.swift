@@ -268,6 +268,18 @@ enum PostgresSchema {
             ALTER TABLE activity_instances ADD COLUMN start_unconfirmed_at BIGINT;
             CREATE INDEX activity_instances_pending ON activity_instances(created_at) WHERE status = 'pending';
             """),
+        PostgresMigration(version: 9, name: "dashboard sessions", sql: """
+            CREATE TABLE dashboard_sessions (
+                token_hash BYTEA PRIMARY KEY,
+                scope TEXT NOT NULL,
+                app_id TEXT,
+                key_hash BYTEA,
+                csrf_token TEXT NOT NULL,
+                created_at BIGINT NOT NULL,
+                expires_at BIGINT NOT NULL
+            );
+            CREATE INDEX dashboard_sessions_expiry ON dashboard_sessions(expires_at);
+            """),
     ]
 }
 

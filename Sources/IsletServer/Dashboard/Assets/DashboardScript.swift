@@ -1,0 +1,628 @@
+/// The dashboard's script: plain JavaScript that signs in, routes by `#` hash, calls the `/v1` API with the session cookie and its CSRF token, and renders everything as text.
+/// Embedded in the binary, so that Islet serves it with no build step and no
+/// network.
+enum DashboardScript {
+    /// The text served.
+    static let source = #"""
+'use strict';
+// Islet's dashboard: plain JavaScript, no framework, no build step. Every value from
+// the API is put on the page as text (textContent, attributes set one by one), never
+// as HTML.
+(() => {
+  const POLL_MS = 2000;
+  const HINT = 'islet-dashboard-signed-in';
+  const state = { session: null, documented: new Set(), stops: [], samples: [] };
+
+  // MARK: - DOM
+
+  function el(tag, attributes, ...children) {
+    const node = document.createElement(tag);
+    for (const [name, value] of Object.entries(attributes || {})) {
+      if (value === null || value === undefined || value === false) continue;
+      if (name === 'class') node.className = value;
+      else if (name === 'text') node.textContent = String(value);
+      else if (name.startsWith('on')) node.addEventListener(name.slice(2), value);
+      else node.setAttribute(name, value === true ? '' : String(value));
+    }
+    for (const child of children.flat(Infinity)) {
+      if (child === null || child === undefined || child === false) continue;
+      node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+    }
+    return node;
+  }
+
+  function svg(tag, attributes) {
+    const node = document.createElementNS('http://www.w3.org/2000/svg', tag);
+    for (const [name, value] of Object.entries(attributes || {})) node.setAttribute(name, String(value));
+    return node;
+  }
+
+  // Replaces a node's children; arrays are flattened and empty values skipped.
+  function fill(node, ...children) {
+    node.replaceChildren(...children.flat(Infinity).filter((child) => child !== null && child !== undefined && child !== false)
+      .map((child) => (child instanceof Node ? child : document.createTextNode(String(child)))));
+  }
+
+  const main = () => document.getElementById('main');
+
+  function flash(message, kind) {
+    const box = document.getElementById('flash');
+    box.textContent = message || '';
+    box.className = kind || '';
+    box.hidden = !message;
+  }
+
+  function show(page, ...children) {
+    document.body.dataset.page = page;
+    fill(main(), ...children);
+  }
+
+  function when(value) {
+    if (!value) return '—';
+    const date = new Date(value);
+    return isNaN(date) ? String(value) : date.toLocaleString();
+  }
+
+  function json(value) {
+    return el('pre', { class: 'json', text: JSON.stringify(value, null, 2) });
+  }
+
+  function table(headers, rows, attributes) {
+    return el('table', attributes || {},
+      el('thead', {}, el('tr', {}, headers.map((header) => el('th', { text: header })))),
+      el('tbody', {}, rows));
+  }
+
+  function link(text, hash, attributes) {
+    return el('a', Object.assign({ href: hash, text: text }, attributes || {}));
+  }
+
+  const segment = (value) => encodeURIComponent(value);
+
+  // MARK: - API
+
+  class APIError extends Error {
+    constructor(status, problem) {
+      super((problem && problem.detail) || ('HTTP ' + status));
+      this.status = status;
+      this.problem = problem;
+    }
+  }
+
+  async function api(method, path, body) {
+    const headers = { Accept: 'application/json' };
+    if (method !== 'GET' && method !== 'HEAD' && state.session) headers['X-CSRF-Token'] = state.session.csrf_token;
+    const init = { method: method, headers: headers, credentials: 'same-origin', cache: 'no-store' };
+    if (body !== undefined) {
+      headers['Content-Type'] = 'application/json';
+      init.body = JSON.stringify(body);
+    }
+    const response = await fetch(path, init);
+    if (response.status === 204) return null;
+    const type = response.headers.get('Content-Type') || '';
+    const data = type.includes('json') ? await response.json() : await response.text();
+    if (!response.ok) {
+      if (response.status === 401 && !path.startsWith('/dashboard/session')) signedOut('Your session has ended; sign in again.');
+      throw new APIError(response.status, data);
+    }
+    return data;
+  }
+
+  function failed(error) {
+    flash(error && error.message ? error.message : String(error), 'error');
+  }
+
+  // MARK: - Live updates
+
+  function stopLive() {
+    for (const stop of state.stops.splice(0)) stop();
+  }
+
+  function every(milliseconds, action) {
+    const timer = setInterval(() => { action().catch(() => {}); }, milliseconds);
+    state.stops.push(() => clearInterval(timer));
+  }
+
+  // Follows an app's events: the event stream when the server has one and it opens,
+  // else (or once it fails) the list fetched again every two seconds.
+  function follow(appID, refresh) {
+    let polling = false;
+    const poll = () => {
+      if (polling) return;
+      polling = true;
+      every(POLL_MS, refresh);
+    };
+    if (!state.documented.has('/v1/apps/{app_id}/events') || typeof EventSource !== 'function') {
+      poll();
+      return;
+    }
+    const stream = new EventSource('/v1/apps/' + segment(appID) + '/events', { withCredentials: true });
+    const changed = () => { refresh().catch(() => {}); };
+    stream.onmessage = changed;
+    stream.onopen = changed;
+    stream.onerror = () => {
+      stream.close();
+      poll();
+    };
+    state.stops.push(() => stream.close());
+  }
+
+  // MARK: - Session
+
+  async function signIn(token) {
+    const response = await fetch('/dashboard/session', {
+      method: 'POST', headers: { 'Content-Type': 'application/json', Accept: 'application/json' },
+      body: JSON.stringify({ token: token }), credentials: 'same-origin', cache: 'no-store',
+    });
+    const data = await response.json();
+    if (!response.ok) throw new APIError(response.status, data);
+    return data;
+  }
+
+  function signedOut(message) {
+    state.session = null;
+    localStorage.removeItem(HINT);
+    stopLive();
+    document.getElementById('who').textContent = '';
+    document.getElementById('sign-out').hidden = true;
+    fill(document.getElementById('nav'), );
+    showSignIn(message);
+  }
+
+  async function signedIn(session) {
+    state.session = session;
+    localStorage.setItem(HINT, '1');
+    const who = session.scope === 'admin' ? 'admin' : 'app ' + session.app_id;
+    document.getElementById('who').textContent = 'Signed in as ' + who + ' until ' + when(session.expires_at);
+    document.getElementById('sign-out').hidden = false;
+    try {
+      const documentation = await api('GET', '/openapi.json');
+      state.documented = new Set(Object.keys((documentation && documentation.paths) || {}));
+    } catch (error) {
+      state.documented = new Set();
+    }
+    const nav = document.getElementById('nav');
+    fill(nav, 
+      session.scope === 'admin' ? link('Apps', '#/apps') : link('App', '#/apps/' + segment(session.app_id)),
+      link('Delivery', '#/metrics'));
+    if (!location.hash || location.hash === '#' || location.hash === '#/') {
+      location.hash = session.scope === 'admin' ? '#/apps' : '#/apps/' + segment(session.app_id);
+    }
+    route();
+  }
+
+  function showSignIn(message) {
+    const input = el('input', { type: 'password', id: 'token', name: 'token', autocomplete: 'current-password', required: true });
+    const error = el('p', { id: 'sign-in-error', class: 'error', role: 'alert', text: message || '' });
+    const form = el('form', { id: 'sign-in-form', method: 'post', action: '/dashboard/session' },
+      el('h2', { text: 'Sign in' }),
+      el('p', { text: 'The admin token shows every app; an app\'s server key shows that app alone.' }),
+      el('label', {}, 'Admin token or server key ', input),
+      el('button', { type: 'submit', id: 'sign-in-button', text: 'Sign in' }),
+      error);
+    form.addEventListener('submit', (event) => {
+      event.preventDefault();
+      error.textContent = '';
+      signIn(input.value).then((session) => {
+        input.value = '';
+        flash('');
+        return signedIn(session);
+      }).catch((failure) => {
+        error.textContent = failure.status === 401 ? 'That token is neither the admin token nor a server key.' : failure.message;
+      });
+    });
+    show('sign-in', form);
+    input.focus();
+  }
+
+  async function signOut() {
+    try {
+      await api('DELETE', '/dashboard/session');
+    } catch (error) {
+      // Signed out on this side whatever the server answered.
+    }
+    signedOut('Signed out.');
+  }
+
+  // MARK: - Routing
+
+  function route() {
+    stopLive();
+    flash('');
+    if (!state.session) {
+      showSignIn();
+      return;
+    }
+    const parts = location.hash.replace(/^#\/?/, '').split('/').filter((part) => part.length > 0).map(decodeURIComponent);
+    let page;
+    if (parts[0] === 'metrics') page = metricsPage();
+    else if (parts[0] === 'apps' && parts.length === 1) page = appsPage();
+    else if (parts[0] === 'apps' && parts.length === 2) page = appPage(parts[1]);
+    else if (parts[0] === 'apps' && parts[2] === 'activities' && parts.length === 4) page = activityPage(parts[1], parts[3]);
+    else if (parts[0] === 'apps' && parts[2] === 'devices') page = devicesPage(parts[1]);
+    else if (parts[0] === 'apps' && parts[2] === 'webhooks') page = webhooksPage(parts[1]);
+    else page = appsPage();
+    page.catch(failed);
+  }
+
+  function appNav(appID, current) {
+    const base = '#/apps/' + segment(appID);
+    const items = [['Activities', base], ['Devices', base + '/devices'], ['Webhooks', base + '/webhooks']];
+    return el('nav', { class: 'tabs' }, items.map(([name, hash]) => link(name, hash, { class: name === current ? 'current' : null })));
+  }
+
+  // MARK: - Apps
+
+  async function appsPage() {
+    if (state.session.scope !== 'admin') {
+      location.hash = '#/apps/' + segment(state.session.app_id);
+      return;
+    }
+    show('apps', el('h2', { text: 'Apps' }), el('p', { text: 'Loading…' }));
+    const answer = await api('GET', '/v1/apps');
+    const rows = answer.items.map((app) => el('tr', { 'data-app-id': app.id },
+      el('td', {}, link(app.name, '#/apps/' + segment(app.id), { 'data-app-id': app.id })),
+      el('td', { class: 'mono', text: app.id }),
+      el('td', { text: app.bundle_id }),
+      el('td', { text: app.apns ? app.apns.team_id + ' / ' + app.apns.key_id : 'none' }),
+      el('td', { text: when(app.created_at) })));
+    show('apps', el('h2', { text: 'Apps' }),
+      rows.length ? table(['Name', 'Id', 'Bundle id', 'APNs key', 'Created'], rows, { id: 'apps-table' }) : el('p', { text: 'No apps yet.' }));
+  }
+
+  // MARK: - One app: its activities
+
+  async function appPage(appID) {
+    const status = el('select', { id: 'status-filter' },
+      ['', 'started', 'updated', 'ended'].map((value) => el('option', { value: value, text: value || 'any status' })));
+    const type = el('input', { id: 'type-filter', type: 'text', placeholder: 'activity type' });
+    const body = el('tbody', { id: 'activities' });
+    const heading = el('h2', { text: 'App ' + appID });
+    const keys = el('div', { id: 'keys' });
+    const refresh = async () => {
+      const query = new URLSearchParams();
+      if (status.value) query.set('status', status.value);
+      if (type.value.trim()) query.set('activity_type', type.value.trim());
+      query.set('limit', '100');
+      const answer = await api('GET', '/v1/apps/' + segment(appID) + '/activities?' + query.toString());
+      fill(body, ...answer.items.map((activity) => el('tr', { 'data-activity-id': activity.activity_id, class: 'status-' + activity.status },
+        el('td', {}, link(activity.activity_id, '#/apps/' + segment(appID) + '/activities/' + segment(activity.activity_id))),
+        el('td', { text: activity.activity_type }),
+        el('td', { class: 'status', text: activity.status }),
+        el('td', { text: when(activity.started_at) }),
+        el('td', { text: when(activity.updated_at) }),
+        el('td', { text: activity.end_cause || '' }))));
+      if (!answer.items.length) fill(body, el('tr', { class: 'empty' }, el('td', { colspan: 6, text: 'No activities match.' })));
+    };
+    status.addEventListener('change', () => refresh().catch(failed));
+    type.addEventListener('change', () => refresh().catch(failed));
+    const actions = [];
+    if (state.session.scope === 'admin') {
+      actions.push(el('button', { id: 'rotate-keys', class: 'danger', text: 'Rotate keys', onclick: () => rotateKeys(appID, keys) }));
+      api('GET', '/v1/apps/' + segment(appID)).then((app) => { heading.textContent = app.name + ' (' + app.id + ')'; }).catch(() => {});
+    }
+    show('app', heading, appNav(appID, 'Activities'), el('div', { class: 'actions' }, actions), keys,
+      el('div', { class: 'filters' }, el('label', {}, 'Status ', status), el('label', {}, 'Type ', type)),
+      el('table', { id: 'activities-table' },
+        el('thead', {}, el('tr', {}, ['Activity', 'Type', 'Status', 'Started', 'Updated', 'End cause'].map((name) => el('th', { text: name })))),
+        body));
+    await refresh();
+    follow(appID, refresh);
+  }
+
+  async function rotateKeys(appID, box) {
+    try {
+      const keys = await api('POST', '/v1/apps/' + segment(appID) + '/keys/rotate', {});
+      fill(box, el('div', { class: 'notice' },
+        el('p', { text: 'New keys (shown once; the old ones no longer work):' }),
+        el('p', {}, 'Server key: ', el('code', { text: keys.server_key })),
+        el('p', {}, 'Device key: ', el('code', { text: keys.device_key }))));
+    } catch (error) {
+      failed(error);
+    }
+  }
+
+  // MARK: - One activity
+
+  // The silent failures a push (or its device's copy) shows: APNs answered, or
+  // nothing failed loudly, yet the device shows nothing new.
+  function silentFailures(push, copy) {
+    const found = [];
+    if (push.status === 'dropped') found.push('dropped' + (push.reason ? ' (' + push.reason + ')' : ''));
+    if (push.event === 'start' && push.status === 'sent' && copy && copy.status === 'pending') found.push('start unconfirmed');
+    if (push.reason === 'BadDeviceToken' || push.reason === 'Unregistered' || (push.event !== 'start' && copy && copy.end_cause === 'token_rejected' && push.status === 'failed')) found.push('token rejected');
+    if (push.environment_switched) found.push('environment switched');
+    return found;
+  }
+
+  async function activityPage(appID, activityID) {
+    const base = '/v1/apps/' + segment(appID);
+    const path = base + '/activities/' + segment(activityID);
+    const summary = el('section', { id: 'summary' });
+    const attributes = el('section', { id: 'attributes' });
+    const states = el('section', { id: 'content-states' });
+    const devices = el('section', { id: 'devices' });
+    const schedules = el('section', { id: 'schedules' });
+    const timeline = el('section', { id: 'timeline' });
+    const pushes = el('section', { id: 'push-timeline' });
+    const seen = [];
+    const refresh = async () => {
+      const [activity, history, planned, entries] = await Promise.all([
+        api('GET', path), api('GET', path + '/pushes'),
+        api('GET', base + '/schedules?activity_id=' + segment(activityID)), api('GET', path + '/timeline')]);
+      renderSummary(summary, appID, activity);
+      fill(attributes, el('h3', { text: 'Attributes' }), json(activity.attributes));
+      const last = JSON.stringify(activity.content_state);
+      if (!seen.length || seen[seen.length - 1].text !== last) seen.push({ text: last, at: activity.updated_at || activity.started_at, value: activity.content_state });
+      const sends = history.items.filter((push) => push.event !== 'alert');
+      const byTime = [];
+      for (const push of sends) {
+        const key = push.event + ' ' + push.created_at;
+        if (!byTime.some((entry) => entry.key === key)) byTime.push({ key: key, event: push.event, at: push.created_at });
+      }
+      fill(states, el('h3', { text: 'Content state' }),
+        el('p', { class: 'hint', text: 'The latest state, then each state seen while this page was open, and every send that carried one.' }),
+        json(activity.content_state),
+        el('ol', { id: 'state-history' }, seen.map((entry) => el('li', {}, el('span', { class: 'when', text: when(entry.at) }), ' ', el('code', { text: entry.text })))),
+        el('ol', { id: 'send-history' }, byTime.map((entry) => el('li', { 'data-event': entry.event }, el('span', { class: 'when', text: when(entry.at) }), ' ', entry.event))));
+      const copies = new Map(activity.devices.map((copy) => [copy.device_id, copy]));
+      fill(devices, el('h3', { text: 'Devices' }), table(['Device', 'Status', 'Environment', 'Update token', 'Registered', 'Ended', 'End cause'],
+        activity.devices.map((copy) => el('tr', { 'data-device-id': copy.device_id },
+          el('td', { class: 'mono', text: copy.device_id }), el('td', { text: copy.status }), el('td', { text: copy.environment }),
+          el('td', { class: 'mono', text: copy.update_token_prefix || (copy.has_update_token ? 'held' : '—') }),
+          el('td', { text: when(copy.token_registered_at) }), el('td', { text: when(copy.ended_at) }), el('td', { text: copy.end_cause || '' })))));
+      renderSchedules(schedules, base, planned.items, refresh);
+      fill(timeline, el('h3', { text: 'Timeline' }),
+        entries.entries.length
+          ? table(['#', 'At', 'Status', 'Sent', 'Reason'], entries.entries.map((entry) => el('tr', {},
+            el('td', { text: entry.index }), el('td', { text: when(entry.at) }), el('td', { text: entry.status }),
+            el('td', { text: when(entry.sent_at) }), el('td', { text: entry.reason || '' }))))
+          : el('p', { text: 'No timeline.' }),
+        entries.end_at ? el('p', { text: 'Ends at ' + when(entries.end_at) + (entries.renew ? ', renewed past the update window' : '') }) : null);
+      renderPushes(pushes, sends, copies);
+    };
+    show('activity', el('h2', {}, 'Activity ', el('span', { class: 'mono', text: activityID })), appNav(appID, 'Activities'),
+      summary, el('div', { class: 'columns' }, attributes, states), devices, pushes, schedules, timeline);
+    await refresh();
+    follow(appID, refresh);
+  }
+
+  function renderSummary(section, appID, activity) {
+    const end = activity.status === 'ended' ? null : el('button', {
+      id: 'end-activity', class: 'danger', text: 'End activity',
+      onclick: async (event) => {
+        event.target.disabled = true;
+        try {
+          const answer = await api('POST', '/v1/apps/' + segment(appID) + '/activities/' + segment(activity.activity_id) + '/end', {});
+          flash('End sent to ' + (answer && answer.targets !== undefined ? answer.targets : 0) + ' device(s).', 'ok');
+        } catch (error) {
+          failed(error);
+          event.target.disabled = false;
+        }
+      },
+    });
+    const facts = [
+      ['Type', activity.activity_type], ['Origin', activity.origin], ['Started', when(activity.started_at)],
+      ['Updated', when(activity.updated_at)], ['Update deadline', when(activity.update_deadline)],
+      ['End deadline', when(activity.end_deadline)], ['Ends at', when(activity.end_at)], ['Ended', when(activity.ended_at)],
+      ['End cause', activity.end_cause || '—'],
+    ];
+    if (activity.renewed_to) facts.push(['Renewed to', activity.renewed_to]);
+    if (activity.renewed_from) facts.push(['Renewed from', activity.renewed_from]);
+    fill(section, 
+      el('p', {}, 'Status: ', el('strong', { id: 'activity-status', class: 'status-' + activity.status, text: activity.status }), ' ', end),
+      el('dl', {}, facts.map(([name, value]) => [el('dt', { text: name }), el('dd', { text: value })])));
+  }
+
+  function renderSchedules(section, base, items, refresh) {
+    fill(section, el('h3', { text: 'Schedules' }), items.length
+      ? table(['Schedule', 'Kind', 'Send at', 'Status', 'Reason', 'Targets', ''], items.map((item) => el('tr', { 'data-schedule-id': item.schedule_id },
+        el('td', { class: 'mono', text: item.schedule_id }), el('td', { text: item.kind + (item.entry_index !== undefined && item.entry_index !== null ? ' #' + item.entry_index : '') }),
+        el('td', { text: when(item.send_at) }), el('td', { text: item.status }), el('td', { text: item.reason || '' }),
+        el('td', { text: item.targets === null || item.targets === undefined ? '' : item.targets }),
+        el('td', {}, item.status === 'scheduled' ? el('button', {
+          class: 'cancel-schedule', text: 'Cancel',
+          onclick: () => api('DELETE', base + '/schedules/' + segment(item.schedule_id)).then(refresh).catch(failed),
+        }) : null))))
+      : el('p', { text: 'Nothing scheduled.' }));
+  }
+
+  function renderPushes(section, pushes, copies) {
+    const byDevice = new Map();
+    for (const push of pushes) {
+      if (!byDevice.has(push.device_id)) byDevice.set(push.device_id, []);
+      byDevice.get(push.device_id).push(push);
+    }
+    const lanes = [];
+    for (const [deviceID, items] of byDevice) {
+      lanes.push(el('div', { class: 'lane', 'data-device-id': deviceID }, el('h4', { class: 'mono', text: deviceID }),
+        el('ol', { class: 'pushes' }, items.map((push) => {
+          const silent = silentFailures(push, copies.get(deviceID));
+          const finished = push.sent_at || (push.status !== 'queued' ? push.updated_at : null);
+          const latency = finished ? Math.max(0, new Date(finished) - new Date(push.created_at)) + ' ms' : '…';
+          return el('li', { class: 'push status-' + push.status + (silent.length ? ' silent-failure' : ''), 'data-event': push.event, 'data-status': push.status },
+            el('span', { class: 'when', text: when(push.created_at) }), ' ',
+            el('strong', { text: push.event }), ' → ', el('span', { class: 'status', text: push.status }),
+            push.apns_status ? ' ' + push.apns_status : '', push.reason ? ' ' + push.reason : '',
+            el('span', { class: 'detail' }, ' apns-id ', el('code', { text: push.apns_id }), ', ' + push.attempts + ' attempt(s), ' + latency + ', ' + push.token_kind + ', ' + push.environment),
+            silent.map((label) => el('span', { class: 'label', text: label })));
+        }))));
+    }
+    fill(section, el('h3', { text: 'Pushes and answers, by device' }), lanes.length ? lanes : el('p', { text: 'No pushes yet.' }));
+  }
+
+  // MARK: - Devices
+
+  async function devicesPage(appID) {
+    const base = '/v1/apps/' + segment(appID);
+    show('devices', el('h2', { text: 'Devices of ' + appID }), appNav(appID, 'Devices'), el('p', { text: 'Loading…' }));
+    const list = await api('GET', base + '/activities?limit=50');
+    const details = await Promise.all(list.items.map((activity) => api('GET', base + '/activities/' + segment(activity.activity_id)).catch(() => null)));
+    const devices = new Map();
+    for (const detail of details.filter(Boolean)) {
+      for (const copy of detail.devices) {
+        const seen = devices.get(copy.device_id) || { id: copy.device_id, environment: copy.environment, activities: [], tokens: [] };
+        seen.activities.push(detail.activity_id + ' (' + copy.status + ')');
+        if (copy.update_token_prefix) seen.tokens.push(copy.update_token_prefix);
+        devices.set(copy.device_id, seen);
+      }
+    }
+    const rows = [...devices.values()].map((device) => el('tr', { 'data-device-id': device.id },
+      el('td', { class: 'mono', text: device.id }), el('td', { text: device.environment }),
+      el('td', { class: 'mono', text: device.tokens.join(' ') || '—' }),
+      el('td', { text: device.activities.join(', ') })));
+    show('devices', el('h2', { text: 'Devices of ' + appID }), appNav(appID, 'Devices'),
+      el('p', { class: 'hint', text: 'The devices holding the latest 50 activities, with their update tokens (first 8 hex digits).' }),
+      rows.length ? table(['Device', 'Environment', 'Update tokens', 'Activities'], rows, { id: 'devices-table' }) : el('p', { text: 'No devices yet.' }));
+  }
+
+  // MARK: - Webhooks
+
+  async function webhooksPage(appID) {
+    const base = '/v1/apps/' + segment(appID) + '/webhooks';
+    const none = () => show('webhooks', el('h2', { text: 'Webhooks of ' + appID }), appNav(appID, 'Webhooks'), el('p', { id: 'no-webhooks', text: 'No webhooks.' }));
+    if (!state.documented.has('/v1/apps/{app_id}/webhooks')) {
+      none();
+      return;
+    }
+    let answer;
+    try {
+      answer = await api('GET', base);
+    } catch (error) {
+      if (error.status === 404) {
+        none();
+        return;
+      }
+      throw error;
+    }
+    if (!answer.items.length) {
+      none();
+      return;
+    }
+    const deliveries = el('section', { id: 'deliveries' });
+    const rows = answer.items.map((hook) => el('tr', { 'data-webhook-id': hook.id },
+      el('td', { class: 'mono', text: hook.url }), el('td', { text: (hook.events || []).join(', ') }),
+      el('td', { text: hook.description || '' }), el('td', { text: hook.enabled ? 'yes' : 'no' }), el('td', { text: when(hook.created_at) }),
+      el('td', {},
+        el('button', { text: 'Deliveries', onclick: () => showDeliveries(base, hook, deliveries).catch(failed) }),
+        el('button', { class: 'danger', text: 'Rotate secret', onclick: () => api('POST', base + '/' + segment(hook.id) + '/rotate-secret', {}).then((rotated) => {
+          flash('New secret (shown once): ' + ((rotated && rotated.secret) || 'rotated'), 'ok');
+        }).catch(failed) }))));
+    show('webhooks', el('h2', { text: 'Webhooks of ' + appID }), appNav(appID, 'Webhooks'),
+      table(['URL', 'Events', 'Description', 'Enabled', 'Created', ''], rows, { id: 'webhooks-table' }), deliveries);
+  }
+
+  async function showDeliveries(base, hook, section) {
+    const path = base + '/' + segment(hook.id) + '/deliveries';
+    const answer = await api('GET', path);
+    fill(section, el('h3', { text: 'Deliveries to ' + hook.url }), answer.items.length
+      ? table(['Event', 'Type', 'Status', 'Response', 'Duration', 'Attempts', 'Next attempt', 'Created', ''], answer.items.map((delivery) => el('tr', { 'data-delivery-id': delivery.id, class: 'status-' + delivery.status },
+        el('td', { class: 'mono', text: delivery.event_id }), el('td', { text: delivery.event_type }), el('td', { text: delivery.status }),
+        el('td', { text: delivery.response_status === null || delivery.response_status === undefined ? '—' : delivery.response_status }),
+        el('td', { text: delivery.duration_ms === null || delivery.duration_ms === undefined ? '—' : delivery.duration_ms + ' ms' }),
+        el('td', { text: delivery.attempts }), el('td', { text: when(delivery.next_attempt_at) }), el('td', { text: when(delivery.created_at) }),
+        el('td', {}, el('button', { text: 'Retry', onclick: () => api('POST', path + '/' + segment(delivery.id) + '/retry', {}).then(() => showDeliveries(base, hook, section)).catch(failed) })))))
+      : el('p', { text: 'No deliveries yet.' }));
+  }
+
+  // MARK: - Delivery metrics
+
+  function parseMetrics(text) {
+    const series = [];
+    for (const line of text.split('\n')) {
+      if (!line || line.startsWith('#')) continue;
+      const match = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)$/.exec(line);
+      if (!match) continue;
+      const labels = {};
+      const pattern = /([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g;
+      let label;
+      while ((label = pattern.exec(match[2] || '')) !== null) labels[label[1]] = label[2];
+      series.push({ name: match[1], labels: labels, value: Number(match[3]) });
+    }
+    return series;
+  }
+
+  function sample(series) {
+    const sum = (name, test) => series.filter((one) => one.name === name && (!test || test(one.labels))).reduce((total, one) => total + one.value, 0);
+    return {
+      at: Date.now(),
+      queue: sum('islet_push_queue_depth'), inFlight: sum('islet_push_in_flight'),
+      sent: sum('islet_pushes_total', (labels) => labels.result === 'sent'),
+      failed: sum('islet_pushes_total', (labels) => labels.result !== 'sent'),
+      latencySum: sum('islet_push_send_seconds_sum'), latencyCount: sum('islet_push_send_seconds_count'),
+      scheduled: sum('islet_schedules_pending'),
+    };
+  }
+
+  function chart(title, unit, points, id) {
+    const width = 480;
+    const height = 140;
+    const max = Math.max(1, ...points.map((point) => point.value));
+    const picture = svg('svg', { viewBox: '0 0 ' + width + ' ' + height, width: width, height: height, role: 'img', class: 'chart', id: id });
+    picture.append(svg('rect', { x: 0, y: 0, width: width, height: height, class: 'frame' }));
+    if (points.length > 1) {
+      const first = points[0].at;
+      const span = Math.max(1, points[points.length - 1].at - first);
+      const coordinates = points.map((point) => ((point.at - first) / span * (width - 10) + 5).toFixed(1) + ',' + (height - 5 - point.value / max * (height - 25)).toFixed(1));
+      picture.append(svg('polyline', { points: coordinates.join(' '), class: 'line' }));
+    }
+    const caption = svg('text', { x: 8, y: 16, class: 'caption' });
+    const latest = points.length ? points[points.length - 1].value : 0;
+    caption.textContent = title + ': ' + (Math.round(latest * 100) / 100) + ' ' + unit + ' (max ' + (Math.round(max * 100) / 100) + ')';
+    picture.append(caption);
+    return el('figure', {}, picture);
+  }
+
+  async function metricsPage() {
+    const charts = el('div', { id: 'charts', class: 'charts' });
+    show('metrics', el('h2', { text: 'Delivery' }),
+      el('p', { class: 'hint', text: 'Sampled from this node\'s /metrics every two seconds while this page is open.' }), charts);
+    const refresh = async () => {
+      const response = await fetch('/metrics', { cache: 'no-store', credentials: 'same-origin' });
+      if (!response.ok) throw new APIError(response.status, null);
+      state.samples.push(sample(parseMetrics(await response.text())));
+      if (state.samples.length > 90) state.samples.shift();
+      const samples = state.samples;
+      const rate = (field) => samples.slice(1).map((now, index) => {
+        const before = samples[index];
+        const seconds = Math.max(0.001, (now.at - before.at) / 1000);
+        return { at: now.at, value: Math.max(0, now[field] - before[field]) / seconds };
+      });
+      const latency = samples.slice(1).map((now, index) => {
+        const before = samples[index];
+        const count = now.latencyCount - before.latencyCount;
+        return { at: now.at, value: count > 0 ? (now.latencySum - before.latencySum) / count * 1000 : 0 };
+      });
+      fill(charts, 
+        chart('Queue depth', 'pushes', samples.map((one) => ({ at: one.at, value: one.queue })), 'chart-queue'),
+        chart('In flight', 'pushes', samples.map((one) => ({ at: one.at, value: one.inFlight })), 'chart-in-flight'),
+        chart('Send rate', 'pushes/s', rate('sent'), 'chart-send-rate'),
+        chart('Error rate', 'pushes/s', rate('failed'), 'chart-error-rate'),
+        chart('Send latency', 'ms', latency, 'chart-latency'),
+        chart('Scheduled', 'items', samples.map((one) => ({ at: one.at, value: one.scheduled })), 'chart-scheduled'));
+    };
+    await refresh();
+    every(POLL_MS, refresh);
+  }
+
+  // MARK: - Start
+
+  async function start() {
+    document.getElementById('sign-out').addEventListener('click', () => { signOut(); });
+    window.addEventListener('hashchange', route);
+    if (localStorage.getItem(HINT)) {
+      try {
+        const session = await api('GET', '/dashboard/session');
+        await signedIn(session);
+        return;
+      } catch (error) {
+        localStorage.removeItem(HINT);
+      }
+    }
+    showSignIn();
+  }
+
+  document.addEventListener('DOMContentLoaded', () => { start().catch(failed); });
+})();
+"""#
+}

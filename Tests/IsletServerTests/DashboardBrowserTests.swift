@@ -1,0 +1,69 @@
+import APNsSimulator
+import Foundation
+import IsletCore
+import IsletServer
+import IsletTesting
+import Testing
+
+/// The dashboard in a real browser: headless Chromium (Debian's chromium and
+/// chromium-driver) driven by selenium from scripts/browser/dashboard_flow.py against
+/// Islet on port 0 with its simulators. The script signs in, waits on the app's page
+/// while this test starts an activity through the API and registers the update token
+/// the simulated phone minted, sees the activity appear without a reload, opens it,
+/// ends it from the page, visits the other pages, signs out, and fails on any SEVERE
+/// entry of the browser's console. This test then checks the end reached the
+/// simulated phone. With ISLET_SCREENSHOTS=DIR (`make screenshots`) the script also
+/// writes a PNG of each page there.
+@Suite("Dashboard in a browser")
+struct DashboardBrowserTests {
+    static let activityID = "order-browser-1"
+    static let deviceID = "phone-1"
+
+    @Test func signInWatchAnActivityAppearEndItAndSignOut() async throws {
+        let python = try PythonTools.python()
+        let script = try PythonTools.script("scripts/browser/dashboard_flow.py")
+        for tool in ["/usr/bin/chromedriver"] where !FileManager.default.isExecutableFile(atPath: tool) {
+            Issue.record("\(tool) is missing: run ./scripts/test-tools.sh (it installs chromium and chromium-driver)")
+            return
+        }
+        try await ServerHarness.with { h in
+            let app = try await h.createApp()
+            try await h.registerStartable(app, Self.deviceID, userID: "user-1")
+            var arguments = [
+                script, "http://127.0.0.1:\(h.application.port)", ServerHarness.adminToken, app.id, Self.activityID, Self.deviceID,
+            ]
+            if let folder = ProcessInfo.processInfo.environment["ISLET_SCREENSHOTS"], !folder.isEmpty {
+                arguments += ["--screenshots", folder]
+            }
+            let child = try ChildProcess(python, arguments)
+            defer { child.stop() }
+            func failure(_ what: String) -> String {
+                "\(what)\n\(child.lines.joined(separator: "\n"))\n\(child.standardError)"
+            }
+            // The page is open on the app's activities: start one through the API.
+            let ready = await child.line(within: .seconds(120)) { $0 == "ready" }
+            try #require(ready != nil, Comment(rawValue: failure("the browser never reached the app's page")))
+            let started = try await h.start(app, Self.activityID, audience: ["user_ids": ["user-1"]])
+            try #require(started.status == 202, "\(started.json)")
+            let updateToken = try await h.simulatedUpdateToken(activityID: Self.activityID)
+            let registered = try await h.registerUpdateToken(app, Self.deviceID, Self.activityID, token: updateToken)
+            try #require([200, 201].contains(registered.status), "\(registered.json)")
+
+            let status = await child.exitStatus(within: .seconds(240))
+            try #require(status == 0, Comment(rawValue: failure("the browser flow failed (status \(status.map(String.init) ?? "still running"))")))
+            let summary = try JSONValue(parsing: Data(try #require(child.lines.last).utf8))
+            #expect(summary["ok"] == .bool(true))
+            #expect(summary["steps"]?.arrayValue?.compactMap(\.stringValue) == [
+                "signed-in", "activity-appeared", "activity-page", "ended", "metrics", "devices", "webhooks", "signed-out",
+            ])
+
+            // The end the page sent reached the simulated phone, on the update token.
+            let end = h.sandbox.engine.pushes().first { $0.event == "end" && $0.token == updateToken }
+            #expect(end?.answer.status == 200)
+            #expect(end?.deviceOutcome == .ended)
+            let activity = try await h.call("GET", "/v1/apps/\(app.id)/activities/\(Self.activityID)", key: app.serverKey)
+            #expect(activity["status"]?.stringValue == "ended")
+            #expect(activity["end_cause"]?.stringValue == "server")
+        }
+    }
+}

@@ -1,0 +1,182 @@
+#!/usr/bin/env python3
+"""Drives Islet's dashboard in headless Chromium (Debian's chromium and
+chromium-driver, through selenium) against a running Islet, the way a person would:
+
+  1. signs in with the admin token typed into the password field;
+  2. opens the app's page and prints "ready" (the test then starts an activity through
+     the API) and waits for the activity to appear there without reloading;
+  3. opens the activity's page, waits for its device to hold an update token, and
+     ends it from the page; waits for the end push to be answered;
+  4. visits the delivery charts, the devices and the webhooks pages;
+  5. signs out, and checks the browser's console logged nothing at SEVERE.
+
+Prints one line per step and, last, one JSON line: {"ok": true, "steps": [...]}.
+With --screenshots DIR it writes a PNG of each page there. Exits 1 on any failure,
+with the reason and the browser's log on standard error.
+
+Usage: dashboard_flow.py BASE_URL ADMIN_TOKEN APP_ID ACTIVITY_ID DEVICE_ID [--screenshots DIR]
+"""
+import json
+import os
+import shutil
+import sys
+import time
+
+from selenium import webdriver
+from selenium.common.exceptions import TimeoutException, StaleElementReferenceException
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import WebDriverWait
+
+DEADLINE = 60
+
+
+def browser():
+    options = webdriver.ChromeOptions()
+    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1280,1000",
+                     "--disable-gpu", "--no-first-run", "--disable-extensions", "--disable-background-networking",
+                     "--disable-component-update", "--disable-sync", "--metrics-recording-only"):
+        options.add_argument(argument)
+    for binary in ("/usr/lib/chromium/chromium", "/usr/bin/chromium"):
+        if os.path.exists(binary):
+            options.binary_location = binary
+            break
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver_path = shutil.which("chromedriver") or "/usr/bin/chromedriver"
+    return webdriver.Chrome(service=Service(executable_path=driver_path), options=options)
+
+
+class Flow:
+    def __init__(self, driver, base, screenshots):
+        self.driver = driver
+        self.base = base.rstrip("/")
+        self.screenshots = screenshots
+        self.steps = []
+        self.logs = []
+
+    def step(self, name):
+        self.steps.append(name)
+        print(name, flush=True)
+
+    def wait(self, condition, what, timeout=DEADLINE):
+        def check(driver):
+            try:
+                return condition(driver)
+            except StaleElementReferenceException:
+                return False
+        try:
+            return WebDriverWait(self.driver, timeout, poll_frequency=0.1).until(check)
+        except TimeoutException:
+            raise AssertionError("timed out waiting for " + what)
+
+    def element(self, css, what=None, timeout=DEADLINE):
+        return self.wait(lambda d: next(iter(d.find_elements(By.CSS_SELECTOR, css)), None), what or css, timeout)
+
+    def page(self, name):
+        return self.wait(lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-page") == name, "page " + name)
+
+    def shoot(self, name):
+        if not self.screenshots:
+            return
+        os.makedirs(self.screenshots, exist_ok=True)
+        time.sleep(0.3)  # let the last render settle: a picture, not a check
+        height = self.driver.execute_script("return document.documentElement.scrollHeight;")
+        self.driver.set_window_size(1280, max(1000, min(int(height) + 40, 4000)))
+        time.sleep(0.2)
+        self.driver.save_screenshot(os.path.join(self.screenshots, name + ".png"))
+        self.driver.set_window_size(1280, 1000)
+
+    def collect_logs(self):
+        self.logs.extend(self.driver.get_log("browser"))
+
+
+def run(arguments):
+    screenshots = None
+    if "--screenshots" in arguments:
+        index = arguments.index("--screenshots")
+        screenshots = arguments[index + 1]
+        del arguments[index:index + 2]
+    base, admin_token, app_id, activity_id, device_id = arguments
+    driver = browser()
+    flow = Flow(driver, base, screenshots)
+    try:
+        driver.get(flow.base + "/dashboard")
+        flow.page("sign-in")
+        field = flow.element("#sign-in-form input[type=password]")
+        field.send_keys(admin_token)
+        flow.shoot("sign-in")
+        flow.element("#sign-in-button").click()
+        flow.page("apps")
+        flow.element('#apps-table a[data-app-id="%s"]' % app_id).click()
+        flow.page("app")
+        flow.element("#activities tr")
+        flow.step("signed-in")
+        marker = driver.execute_script("document.body.dataset.marker = 'not reloaded'; return document.body.dataset.marker;")
+        print("ready", flush=True)
+
+        row = flow.element('#activities tr[data-activity-id="%s"]' % activity_id, "the activity to appear on the app page")
+        if driver.execute_script("return document.body.dataset.marker;") != marker:
+            raise AssertionError("the page reloaded")
+        flow.step("activity-appeared")
+        flow.shoot("app")
+
+        row.find_element(By.CSS_SELECTOR, "a").click()
+        flow.page("activity")
+        flow.element('#devices tr[data-device-id="%s"]' % device_id)
+        flow.wait(lambda d: "…" in d.find_element(By.CSS_SELECTOR, '#devices tr[data-device-id="%s"]' % device_id).text,
+                  "the device's update token (redacted) on the activity page")
+        flow.element('#push-timeline li[data-event="start"][data-status="sent"]', "the start push in the timeline")
+        flow.step("activity-page")
+        flow.element("#end-activity").click()
+        flow.wait(lambda d: d.find_element(By.ID, "activity-status").text == "ended", "the activity to read ended")
+        flow.element('#push-timeline li[data-event="end"][data-status="sent"]', "the end push answered in the timeline")
+        flow.step("ended")
+        flow.shoot("activity")
+
+        driver.get(flow.base + "/dashboard#/metrics")
+        flow.page("metrics")
+        flow.wait(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#charts svg polyline")) >= 4, "the delivery charts")
+        flow.step("metrics")
+        flow.shoot("delivery")
+
+        driver.get(flow.base + "/dashboard#/apps/%s/devices" % app_id)
+        flow.page("devices")
+        flow.element('#devices-table tr[data-device-id="%s"]' % device_id)
+        flow.step("devices")
+        flow.shoot("devices")
+
+        driver.get(flow.base + "/dashboard#/apps/%s/webhooks" % app_id)
+        flow.page("webhooks")
+        flow.wait(lambda d: d.find_elements(By.ID, "no-webhooks") or d.find_elements(By.ID, "webhooks-table"), "the webhooks")
+        flow.step("webhooks")
+
+        flow.element("#sign-out").click()
+        flow.page("sign-in")
+        driver.get(flow.base + "/dashboard")
+        flow.page("sign-in")
+        flow.step("signed-out")
+
+        flow.collect_logs()
+        severe = [entry for entry in flow.logs if entry.get("level") == "SEVERE"]
+        if severe:
+            raise AssertionError("the console logged errors: " + json.dumps(severe))
+        print(json.dumps({"ok": True, "steps": flow.steps, "log_entries": len(flow.logs)}), flush=True)
+        return 0
+    except Exception as error:  # the reason, and what the browser saw
+        try:
+            flow.collect_logs()
+        except Exception:
+            pass
+        print("failed: %s" % error, file=sys.stderr, flush=True)
+        print("browser log: %s" % json.dumps(flow.logs), file=sys.stderr, flush=True)
+        try:
+            print("page: %s" % driver.find_element(By.TAG_NAME, "body").text[:4000], file=sys.stderr, flush=True)
+        except Exception:
+            pass
+        return 1
+    finally:
+        driver.quit()
+
+
+if __name__ == "__main__":
+    sys.exit(run(sys.argv[1:]))
