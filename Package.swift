@@ -63,8 +63,8 @@ let package = Package(
         .target(name: "PostgreSQLStorage", dependencies: ["Storage", "SQLStorage", "IsletSync", "IsletCore", "CPostgres"], swiftSettings: swiftSettings),
         // HTTP/2 over TLS on libnghttp2 and OpenSSL.
         .target(name: "HTTP2", dependencies: ["IsletSync", "CNGHTTP2", "COpenSSL", "CLinux"], swiftSettings: hotPathSettings),
-        // HTTP/1.1 API server over libmicrohttpd.
-        .target(name: "HTTPServer", dependencies: ["IsletSync", "CMicroHTTPD"], swiftSettings: swiftSettings),
+        // HTTP/1.1 API server over libmicrohttpd (epoll from CLinux watches its quiet streams).
+        .target(name: "HTTPServer", dependencies: ["IsletSync", "CMicroHTTPD", "CLinux"], swiftSettings: swiftSettings),
         // An APNs you can run: the engine (APNs checks, simulated devices and ActivityKit).
         .target(name: "APNsSimulator", dependencies: ["IsletSync", "IsletCore", "IsletCrypto", "HTTP2", "HTTPServer"], swiftSettings: hotPathSettings),
         // The APNs client: provider tokens, connection pools, retries, failure policy.
