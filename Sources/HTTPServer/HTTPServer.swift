@@ -48,7 +48,9 @@ public struct HTTPServerConfiguration: Sendable {
 /// and answered when the handler returns; the event-loop threads never wait on a
 /// handler. A server made with an immediate handler instead answers on the
 /// event-loop thread, and so keeps answering when the concurrency pool is busy (the
-/// simulator's inspection API, which tests of a whole process rely on).
+/// simulator's inspection API, which tests of a whole process rely on). Either kind
+/// of handler may answer with a streamed response (`HTTPResponse.stream`, for
+/// Server-Sent Events), whose body a task writes over time.
 public final class HTTPServer: Sendable {
     /// The configuration it was made with.
     public let configuration: HTTPServerConfiguration
