@@ -64,8 +64,8 @@ let package = Package(
         .target(name: "PostgreSQLStorage", dependencies: ["Storage", "SQLStorage", "IsletSync", "IsletCore", "CPostgres"], swiftSettings: swiftSettings),
         // HTTP/2 over TLS on libnghttp2 and OpenSSL.
         .target(name: "HTTP2", dependencies: ["IsletSync", "CNGHTTP2", "COpenSSL", "CLinux"], swiftSettings: hotPathSettings),
-        // HTTP/1.1 API server over libmicrohttpd.
-        .target(name: "HTTPServer", dependencies: ["IsletSync", "CMicroHTTPD"], swiftSettings: swiftSettings),
+        // HTTP/1.1 API server over libmicrohttpd (epoll from CLinux watches its quiet streams).
+        .target(name: "HTTPServer", dependencies: ["IsletSync", "CMicroHTTPD", "CLinux"], swiftSettings: swiftSettings),
         // Outbound HTTP/1.1 and HTTP/2 over libcurl's multi interface (webhooks): one thread, kept-alive
         // connections, the address of every connection checked against private and metadata ranges.
         .target(name: "HTTPClient", dependencies: ["IsletSync", "IsletCore", "CCurl"], swiftSettings: swiftSettings),

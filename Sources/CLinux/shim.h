@@ -53,6 +53,29 @@ static inline int islet_epoll_wait(int epfd, int *fds, uint32_t *events, int cap
     return count;
 }
 
+/// Adds (op = 0) or removes (2) `fd` with `events`, the event's data being `tag`
+/// rather than the descriptor: for watchers whose entries outlive a descriptor's
+/// number (a tag that is never reused cannot name a later socket under that number).
+static inline int islet_epoll_control_tagged(int epfd, int op, int fd, uint32_t events, uint64_t tag) {
+    struct epoll_event event = { .events = events, .data = { .u64 = tag } };
+    int ops[3] = { EPOLL_CTL_ADD, EPOLL_CTL_MOD, EPOLL_CTL_DEL };
+    return epoll_ctl(epfd, ops[op < 0 || op > 2 ? 0 : op], fd, &event);
+}
+
+/// Waits for events of descriptors added with `islet_epoll_control_tagged`; fills
+/// `tags` and `events` (each `capacity` long) and answers how many, 0 on timeout, or
+/// -1 with errno (EINTR included).
+static inline int islet_epoll_wait_tagged(int epfd, uint64_t *tags, uint32_t *events, int capacity, int timeout_ms) {
+    struct epoll_event ready[256];
+    if (capacity > 256) capacity = 256;
+    int count = epoll_wait(epfd, ready, capacity, timeout_ms);
+    for (int i = 0; i < count; i++) {
+        tags[i] = ready[i].data.u64;
+        events[i] = ready[i].events;
+    }
+    return count;
+}
+
 /// Accepts a connection as a non-blocking, close-on-exec socket, or -1; `accept4` is
 /// a GNU extension the Glibc module does not export.
 static inline int islet_accept_nonblocking(int listener) {

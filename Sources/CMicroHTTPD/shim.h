@@ -47,4 +47,25 @@ static inline struct MHD_Response *islet_mhd_response_copying(size_t size, const
     return MHD_create_response_from_buffer(size, (void *)bytes, MHD_RESPMEM_MUST_COPY);
 }
 
+/// The socket of a connection, or -1. `MHD_get_connection_info` is variadic and
+/// answers a union; this picks the member. libmicrohttpd owns the socket: Islet only
+/// watches it for a hang-up while the connection is suspended, and never closes it.
+static inline int islet_mhd_connection_fd(struct MHD_Connection *connection) {
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+    return info ? (int)info->connect_fd : -1;
+}
+
+/// A response of unknown length (sent chunked) whose body `reader` produces as it
+/// goes; `MHD_SIZE_UNKNOWN` is a cast macro that Swift does not import.
+static inline struct MHD_Response *islet_mhd_response_streaming(
+    size_t block_size, MHD_ContentReaderCallback reader, void *context, MHD_ContentReaderFreeCallback free_context) {
+    return MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, block_size, reader, context, free_context);
+}
+
+/// What a content reader answers at the end of its body, and to abort it (the
+/// connection is closed without the last chunk); cast macros in microhttpd.h.
+static const ssize_t ISLET_MHD_READER_END_OF_STREAM = MHD_CONTENT_READER_END_OF_STREAM;
+static const ssize_t ISLET_MHD_READER_END_WITH_ERROR = MHD_CONTENT_READER_END_WITH_ERROR;
+
 #endif

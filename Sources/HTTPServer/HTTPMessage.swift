@@ -84,14 +84,19 @@ public struct HTTPRequest: Sendable {
     }
 }
 
-/// A complete HTTP response.
+/// An HTTP response: a complete body, or one streamed (`stream`).
 public struct HTTPResponse: Sendable {
     /// The status code.
     public var status: Int
     /// Header fields. `Content-Length` and `Date` are added by the server.
     public var headers: HTTPHeaders
-    /// The body.
+    /// The body (empty for a streamed response).
     public var body: Data
+    /// What writes a streamed body, nil for a complete one.
+    var producer: (@Sendable (HTTPBodyWriter) async -> Void)?
+
+    /// Whether the body is streamed (made by `stream`) rather than `body`.
+    public var isStreamed: Bool { producer != nil }
 
     /// Creates a response.
     public init(status: Int, headers: HTTPHeaders = HTTPHeaders(), body: Data = Data()) {
@@ -103,6 +108,24 @@ public struct HTTPResponse: Sendable {
     /// A response with a body of `contentType`.
     public init(status: Int, contentType: String, body: Data) {
         self.init(status: status, headers: ["Content-Type": contentType], body: body)
+    }
+
+    /// A response whose body `body` writes over time, for Server-Sent Events and the
+    /// like. The status and headers go out at once, the body chunked (no
+    /// `Content-Length`; caching headers such as `Cache-Control: no-cache` are the
+    /// caller's), each write as soon as the connection takes it. `body` runs in a
+    /// task of its own once the headers are queued; the response ends when it
+    /// returns. It should return soon after its writer closes (`write` answers false,
+    /// `closed(within:)` true): when the client goes, the server shuts down, or the
+    /// client falls more than `HTTPServerConfiguration.streamBufferBytes` behind.
+    /// A HEAD request gets the status and headers, and `body` is not run.
+    public static func stream(
+        status: Int = 200, headers: HTTPHeaders = HTTPHeaders(),
+        _ body: @escaping @Sendable (HTTPBodyWriter) async -> Void
+    ) -> HTTPResponse {
+        var response = HTTPResponse(status: status, headers: headers)
+        response.producer = body
+        return response
     }
 }
 

@@ -35,6 +35,9 @@ public struct HTTPServerConfiguration: Sendable {
     public var idleTimeoutSeconds: Int = 60
     /// Pending connections the kernel queues.
     public var backlog: Int32 = 1024
+    /// The most bytes a streamed response (`HTTPResponse.stream`) queues for a client
+    /// that does not read them; a write beyond it closes the stream.
+    public var streamBufferBytes: Int = 1 << 20
 
     /// The defaults.
     public init() {}
@@ -45,7 +48,9 @@ public struct HTTPServerConfiguration: Sendable {
 /// and answered when the handler returns; the event-loop threads never wait on a
 /// handler. A server made with an immediate handler instead answers on the
 /// event-loop thread, and so keeps answering when the concurrency pool is busy (the
-/// simulator's inspection API, which tests of a whole process rely on).
+/// simulator's inspection API, which tests of a whole process rely on). Either kind
+/// of handler may answer with a streamed response (`HTTPResponse.stream`, for
+/// Server-Sent Events), whose body a task writes over time.
 public final class HTTPServer: Sendable {
     /// The configuration it was made with.
     public let configuration: HTTPServerConfiguration
@@ -68,7 +73,7 @@ public final class HTTPServer: Sendable {
         self.configuration = configuration
         self.core = ServerCore(
             handling: .async(handler), maxBodyBytes: configuration.maxBodyBytes, bodyLimit: configuration.bodyLimit,
-            tooLargeResponse: bodyTooLarge)
+            tooLargeResponse: bodyTooLarge, streamBufferBytes: configuration.streamBufferBytes)
     }
 
     /// Creates a server that answers every request with `handler`, called on the
@@ -81,7 +86,8 @@ public final class HTTPServer: Sendable {
         self.configuration = configuration
         self.core = ServerCore(
             handling: .immediate(handler), maxBodyBytes: configuration.maxBodyBytes,
-            bodyLimit: configuration.bodyLimit, tooLargeResponse: bodyTooLarge)
+            bodyLimit: configuration.bodyLimit, tooLargeResponse: bodyTooLarge,
+            streamBufferBytes: configuration.streamBufferBytes)
     }
 
     /// A plain-text 413 answer.
@@ -130,20 +136,28 @@ public final class HTTPServer: Sendable {
         return socket.port
     }
 
-    /// Requests being read, handled or answered right now.
+    /// Requests being read, handled or answered right now (streamed responses not
+    /// included once their headers are queued: see `openStreams`).
     public var activeRequests: Int { core.activeRequests }
 
-    /// Stops accepting connections, lets requests in flight finish for up to
-    /// `gracePeriod`, then answers those still running 503 and closes every
-    /// connection. Calling it again does nothing.
+    /// Streamed responses (`HTTPResponse.stream`) not yet ended.
+    public var openStreams: Int { core.streams.openCount }
+
+    /// Stops accepting connections, ends the streamed responses (their writers close;
+    /// what they hold is still sent), lets requests in flight and those last bytes
+    /// finish for up to `gracePeriod`, then answers requests still running 503 and
+    /// closes every connection. Calling it again does nothing.
     public func shutdown(gracePeriod: Duration = .seconds(10)) async {
         guard let (daemon, fd) = takeDaemon() else { return }
         // Stop accepting. libmicrohttpd hands the listening socket back, to be closed
         // only after the daemon has stopped: its threads may still use it until then,
         // and closed earlier its number could go to another descriptor meanwhile.
         _ = MHD_quiesce_daemon(daemon.pointer)
+        // A stream has no end of its own to wait for: it is ended now, and its last
+        // bytes are waited for like a request in flight.
+        core.streams.closeAll()
         let deadline = ContinuousClock.now + gracePeriod
-        while core.activeRequests > 0 && ContinuousClock.now < deadline {
+        while (core.activeRequests > 0 || core.streams.openCount > 0) && ContinuousClock.now < deadline {
             try? await Task.sleep(for: .milliseconds(5))
         }
         core.stop(daemon)
@@ -178,11 +192,12 @@ private struct DaemonHandle: @unchecked Sendable {
     let pointer: OpaquePointer
 }
 
-/// A connection pointer handed to the task that runs a handler. `@unchecked
-/// Sendable`: the connection is suspended until it is resumed, so libmicrohttpd
-/// does not touch it meanwhile, and it is resumed exactly once, by whoever takes it
-/// out of `ServerCore.suspended`, before the daemon is stopped.
-private struct ConnectionHandle: @unchecked Sendable {
+/// A connection pointer handed to the task that runs a handler, or kept by a
+/// streamed response's writer. `@unchecked Sendable`: the connection is suspended
+/// until it is resumed, so libmicrohttpd does not touch it meanwhile, and it is
+/// resumed exactly once, by whoever takes it out of `ServerCore.suspended` (or clears
+/// its writer's `suspended`), before the daemon is stopped.
+struct ConnectionHandle: @unchecked Sendable {
     let pointer: OpaquePointer
 }
 
@@ -197,6 +212,9 @@ private final class RequestState: @unchecked Sendable {
     var bodyLimit = 0
     var dispatched = false
     var response: HTTPResponse?
+    /// Whether a streamed response was queued: the request then no longer counts
+    /// as active (its stream is counted by `StreamRegistry`).
+    var streaming = false
 
     init(request: HTTPRequest) {
         self.request = request
@@ -225,6 +243,9 @@ private final class ServerCore: @unchecked Sendable {
         var stopping = false
     }
 
+    /// The server's streamed responses.
+    let streams: StreamRegistry
+
     /// What a request still running when the server stops is answered.
     static let shuttingDown = HTTPResponse(
         status: 503, headers: ["Content-Type": "text/plain", "Retry-After": "1", "Connection": "close"],
@@ -233,20 +254,23 @@ private final class ServerCore: @unchecked Sendable {
     init(
         handling: Handling, maxBodyBytes: Int,
         bodyLimit: (@Sendable (_ method: String, _ path: String) -> Int)?,
-        tooLargeResponse: @escaping @Sendable (_ limit: Int) -> HTTPResponse
+        tooLargeResponse: @escaping @Sendable (_ limit: Int) -> HTTPResponse, streamBufferBytes: Int
     ) {
         self.handling = handling
         self.maxBodyBytes = maxBodyBytes
         self.bodyLimit = bodyLimit
         self.tooLargeResponse = tooLargeResponse
+        self.streams = StreamRegistry(bufferLimit: streamBufferBytes)
     }
 
     var activeRequests: Int { active.load(ordering: .sequentiallyConsistent) }
 
-    /// Answers every request whose handler still runs with a 503, waits for resumes
-    /// in progress, and stops the daemon: libmicrohttpd must not be stopped with a
-    /// connection suspended, and no handler resumes one after this.
+    /// Ends every stream, answers every request whose handler still runs with a 503,
+    /// waits for resumes in progress, and stops the daemon: libmicrohttpd must not be
+    /// stopped with a connection suspended, and no handler or stream resumes one
+    /// after this.
     func stop(_ daemon: DaemonHandle) {
+        streams.closeAll()
         let leftovers = suspended.withLock { s -> [(state: RequestState, connection: ConnectionHandle)] in
             s.stopping = true
             defer { s.requests = [:] }
@@ -257,6 +281,7 @@ private final class ServerCore: @unchecked Sendable {
             MHD_resume_connection(request.connection.pointer)
         }
         while resuming.load(ordering: .sequentiallyConsistent) > 0 { usleep(100) }
+        streams.waitForResumes()
         // Give the daemon a moment to write those answers before it closes every
         // connection.
         if !leftovers.isEmpty {
@@ -264,6 +289,8 @@ private final class ServerCore: @unchecked Sendable {
             while activeRequests > 0 && ContinuousClock.now < deadline { usleep(1_000) }
         }
         MHD_stop_daemon(daemon.pointer)
+        // Every stream's response is released by now, so no connection is watched.
+        streams.watcher.stop()
     }
 
     /// Hands `connection`, just suspended, to its handler; answers 503 at once when
@@ -315,7 +342,7 @@ private final class ServerCore: @unchecked Sendable {
             state.bodyLimit = bodyLimit?(state.request.method, state.request.path) ?? maxBodyBytes
             if let length = state.request.headers["content-length"].flatMap(Int.init), length > state.bodyLimit {
                 state.tooLarge = true
-                return queue(connection, tooLargeResponse(state.bodyLimit))
+                return queue(connection, state, tooLargeResponse(state.bodyLimit))
             }
             return .YES
         }
@@ -336,16 +363,16 @@ private final class ServerCore: @unchecked Sendable {
             return .YES
         }
         if let response = state.response {
-            return queue(connection, response)
+            return queue(connection, state, response)
         }
         if state.tooLarge {
-            return queue(connection, tooLargeResponse(state.bodyLimit))
+            return queue(connection, state, tooLargeResponse(state.bodyLimit))
         }
         guard !state.dispatched else { return .YES }
         state.dispatched = true
         switch handling {
         case .immediate(let handler):
-            return queue(connection, handler(state.request))
+            return queue(connection, state, handler(state.request))
         case .async(let handler):
             MHD_suspend_connection(connection)
             dispatch(state, ConnectionHandle(pointer: connection), handler)
@@ -355,9 +382,9 @@ private final class ServerCore: @unchecked Sendable {
 
     func completed(requestContext: UnsafeMutablePointer<UnsafeMutableRawPointer?>?) {
         guard let requestContext, let raw = requestContext.pointee else { return }
-        Unmanaged<RequestState>.fromOpaque(raw).release()
+        let state = Unmanaged<RequestState>.fromOpaque(raw).takeRetainedValue()
         requestContext.pointee = nil
-        active.subtract(1, ordering: .sequentiallyConsistent)
+        if !state.streaming { active.subtract(1, ordering: .sequentiallyConsistent) }
     }
 
     private func readValues(_ connection: OpaquePointer, _ state: RequestState) {
@@ -382,7 +409,18 @@ private final class ServerCore: @unchecked Sendable {
         }
     }
 
-    private func queue(_ connection: OpaquePointer, _ response: HTTPResponse) -> MHD_Result {
+    private func queue(_ connection: OpaquePointer, _ state: RequestState, _ response: HTTPResponse) -> MHD_Result {
+        // A HEAD request gets the headers alone, and the producer is not run:
+        // libmicrohttpd 0.9.75 ends even a HEAD answer of unknown length with a last
+        // chunk, a body the client does not expect.
+        if let producer = response.producer, state.request.method != "HEAD" {
+            let queued = streams.queue(connection, status: response.status, headers: response.headers, producer: producer)
+            if queued == .YES && !state.streaming {
+                state.streaming = true
+                active.subtract(1, ordering: .sequentiallyConsistent)
+            }
+            return queued
+        }
         let created = response.body.withUnsafeBytes { bytes in
             islet_mhd_response_copying(bytes.count, bytes.baseAddress)
         }

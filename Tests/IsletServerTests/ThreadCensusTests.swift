@@ -79,6 +79,30 @@ struct ThreadCensusTests {
         }
     }
 
+    @Test func anHTTPServerWithAQuietStream() async throws {
+        try await expectThreadsReturn {
+            var configuration = HTTPServerConfiguration()
+            configuration.port = 0
+            let server = HTTPServer(configuration: configuration) { _ in
+                .stream { writer in
+                    writer.write(Data("data: one\n\n".utf8))
+                    while !(await writer.closed(within: .seconds(60))) {}
+                }
+            }
+            try server.start()
+            let connection = try RawHTTPConnection(port: server.port)
+            let event = try await connection.async { c in
+                try c.write("GET /events HTTP/1.1\r\nHost: x\r\n\r\n")
+                _ = try c.readResponseHead()
+                return try c.readChunkedBody(through: "\n\n")
+            }
+            #expect(event == "data: one\n\n")
+            // The quiet stream's socket is watched for a hang-up by a thread of its own.
+            #expect(await eventually { (isletThreads()["islet-http-hup"] ?? 0) == 1 }, "threads: \(isletThreads())")
+            await server.shutdown()
+        }
+    }
+
     @Test func aSimulator() async throws {
         try await expectThreadsReturn {
             var options = APNsSimulatorOptions()

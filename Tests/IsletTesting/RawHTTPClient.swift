@@ -33,6 +33,11 @@ public final class RawHTTPConnection: @unchecked Sendable {
     // @unchecked Sendable: a connection is used by one test at a time, sequentially.
     private let fd: Int32
     private var buffer = Data()
+    /// A chunked body read so far and not yet handed out, and where its decoding
+    /// stands (`readChunkedBody`).
+    private var decoded = Data()
+    private var chunk = ChunkDecoding.size
+    private enum ChunkDecoding { case size, data(left: Int), dataEnd, trailer, ended }
 
     /// Connects to `127.0.0.1:port`.
     public init(port: Int, host: String = "127.0.0.1") throws {
@@ -77,19 +82,17 @@ public final class RawHTTPConnection: @unchecked Sendable {
     /// Writes text.
     public func write(_ text: String) throws { try write(Data(text.utf8)) }
 
+    /// Hangs up: shuts the socket down both ways, as a client that goes away does
+    /// (the peer sees the end of the stream). The descriptor stays open until the
+    /// connection is released, so that it is closed once, by `deinit`.
+    public func hangUp() {
+        _ = Glibc.shutdown(fd, Int32(SHUT_RDWR))
+    }
+
     /// Reads one response (Content-Length, chunked, or to end of stream).
     public func readResponse() throws -> RawHTTPResponse {
-        let headerEnd = try readUntil(Data("\r\n\r\n".utf8))
-        let head = String(decoding: buffer.prefix(headerEnd), as: UTF8.self)
-        buffer.removeSubrange(0..<(headerEnd + 4))
-        var lines = head.components(separatedBy: "\r\n")
-        let statusLine = lines.removeFirst().split(separator: " ")
-        guard statusLine.count >= 2, let status = Int(statusLine[1]) else { throw RawHTTPError("bad status line \(head)") }
-        var headers: [String: String] = [:]
-        for line in lines {
-            guard let colon = line.firstIndex(of: ":") else { continue }
-            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
-        }
+        let head = try readResponseHead()
+        let headers = head.headers
         var body = Data()
         if let length = headers["content-length"].flatMap(Int.init) {
             try fill(length)
@@ -110,7 +113,102 @@ public final class RawHTTPConnection: @unchecked Sendable {
             body = buffer
             buffer = Data()
         }
-        return RawHTTPResponse(status: status, headers: headers, body: body)
+        return RawHTTPResponse(status: head.status, headers: headers, body: body)
+    }
+
+    /// Reads the status line and header fields of a response, leaving its body to be
+    /// read (for a streamed body: `readChunkedBody`). The answer's body is empty.
+    public func readResponseHead(timeout: Duration? = nil) throws -> RawHTTPResponse {
+        let deadline = timeout.map { ContinuousClock.now + $0 }
+        let headerEnd = try readUntil(Data("\r\n\r\n".utf8), deadline: deadline)
+        let head = String(decoding: buffer.prefix(headerEnd), as: UTF8.self)
+        buffer.removeSubrange(0..<(headerEnd + 4))
+        var lines = head.components(separatedBy: "\r\n")
+        let statusLine = lines.removeFirst().split(separator: " ")
+        guard statusLine.count >= 2, let status = Int(statusLine[1]) else { throw RawHTTPError("bad status line \(head)") }
+        var headers: [String: String] = [:]
+        for line in lines {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        }
+        decoded = Data()
+        chunk = .size
+        return RawHTTPResponse(status: status, headers: headers, body: Data())
+    }
+
+    /// Reads a chunked body, decoding it as it comes, until `marker` appears in it;
+    /// answers the body up to and with the marker, keeping what follows for the next
+    /// read. Throws when the body ends or the connection closes before the marker,
+    /// or when `timeout` passes.
+    public func readChunkedBody(through marker: String, timeout: Duration = .seconds(30)) throws -> String {
+        let deadline = ContinuousClock.now + timeout
+        let wanted = Data(marker.utf8)
+        while true {
+            if let range = decoded.range(of: wanted) {
+                let end = range.upperBound - decoded.startIndex
+                defer { decoded.removeSubrange(decoded.startIndex..<(decoded.startIndex + end)) }
+                return String(decoding: decoded.prefix(end), as: UTF8.self)
+            }
+            if case .ended = chunk { throw RawHTTPError("the body ended before \(marker.debugDescription)") }
+            try decodeChunks(deadline: deadline)
+        }
+    }
+
+    /// Reads the rest of a chunked body, through its last chunk; answers what of it
+    /// was not read yet. Throws when the connection closes first (a stream the
+    /// server aborted), or when `timeout` passes.
+    public func readChunkedBodyToEnd(timeout: Duration = .seconds(30)) throws -> String {
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            if case .ended = chunk { break }
+            try decodeChunks(deadline: deadline)
+        }
+        defer { decoded = Data() }
+        return String(decoding: decoded, as: UTF8.self)
+    }
+
+    /// Decodes what the buffer holds of the chunked body, reading more first when it
+    /// holds nothing decodable.
+    private func decodeChunks(deadline: ContinuousClock.Instant) throws {
+        var progressed = false
+        while true {
+            switch chunk {
+            case .size:
+                guard let range = buffer.range(of: Data("\r\n".utf8)) else { break }
+                let line = String(decoding: buffer[buffer.startIndex..<range.lowerBound], as: UTF8.self)
+                guard let size = Int(line.split(separator: ";").first.map(String.init) ?? "", radix: 16) else {
+                    throw RawHTTPError("bad chunk size line \(line.debugDescription)")
+                }
+                buffer.removeSubrange(buffer.startIndex..<range.upperBound)
+                chunk = size == 0 ? .trailer : .data(left: size)
+                progressed = true
+                continue
+            case .data(let left):
+                guard !buffer.isEmpty else { break }
+                let count = min(left, buffer.count)
+                decoded.append(buffer.prefix(count))
+                buffer.removeSubrange(buffer.startIndex..<(buffer.startIndex + count))
+                chunk = left == count ? .dataEnd : .data(left: left - count)
+                progressed = true
+                continue
+            case .dataEnd:
+                guard buffer.count >= 2 else { break }
+                buffer.removeSubrange(buffer.startIndex..<(buffer.startIndex + 2))
+                chunk = .size
+                progressed = true
+                continue
+            case .trailer:
+                // No trailer fields: the empty line that ends the body.
+                guard let range = buffer.range(of: Data("\r\n".utf8)) else { break }
+                buffer.removeSubrange(buffer.startIndex..<range.upperBound)
+                chunk = .ended
+                return
+            case .ended:
+                return
+            }
+            if progressed { return }
+            guard try receive(deadline: deadline) else { throw RawHTTPError("connection closed in a chunked body") }
+        }
     }
 
     /// Whether the peer closes the connection (reads, discarding, until the end of
@@ -137,10 +235,25 @@ public final class RawHTTPConnection: @unchecked Sendable {
         try await runBlocking { try body(self) }
     }
 
-    private func readUntil(_ marker: Data) throws -> Int {
+    private func readUntil(_ marker: Data, deadline: ContinuousClock.Instant? = nil) throws -> Int {
         while true {
             if let range = buffer.range(of: marker) { return range.lowerBound - buffer.startIndex }
-            guard try receive() else { throw RawHTTPError("connection closed before \(marker.count)-byte marker") }
+            let more = try deadline.map { try receive(deadline: $0) } ?? receive()
+            guard more else { throw RawHTTPError("connection closed before \(marker.count)-byte marker") }
+        }
+    }
+
+    /// `receive`, waiting no later than `deadline` for bytes to arrive.
+    private func receive(deadline: ContinuousClock.Instant) throws -> Bool {
+        while true {
+            let left = deadline - ContinuousClock.now
+            guard left > .zero else { throw RawHTTPError("timed out waiting for bytes") }
+            var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            let milliseconds = Int32(min(Int64(Int32.max), left.components.seconds * 1_000 + left.components.attoseconds / 1_000_000_000_000_000 + 1))
+            let ready = poll(&entry, 1, milliseconds)
+            if ready < 0 && errno == EINTR { continue }
+            if ready < 0 { throw RawHTTPError("poll failed: \(String(cString: strerror(errno)))") }
+            if ready > 0 { return try receive() }
         }
     }
 

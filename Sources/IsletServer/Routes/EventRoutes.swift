@@ -81,13 +81,82 @@ struct EventRoutes: Sendable {
     ]
 }
 
-/// Writes an app's events as Server-Sent Events (filled in by the streaming server).
+/// Writes an app's events as Server-Sent Events: each as `id:` / `event:` / `data:`
+/// lines, a comment every `keepAlive` while nothing happens (proxies close idle
+/// connections), the catch-up after `Last-Event-ID` read from the database, then the
+/// live events from this node's feed, without a gap or a repeat.
 struct EventStreaming: Sendable {
     let feed: EventFeed
     let events: EventService
     let keepAlive: Duration
 
+    /// Events read per catch-up page.
+    static let page = 500
+
     func response(appID: String, after: Int64?, patterns: [EventPattern]) async throws -> HTTPResponse {
-        throw Problem(status: 406, detail: "The event stream is not available on this server.")
+        // Without Last-Event-ID (or ?after=), the stream starts now.
+        let start = after ?? feed.cursor
+        let feed = self.feed
+        let events = self.events
+        let keepAlive = self.keepAlive
+        return HTTPResponse.stream(
+            headers: [
+                "Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache",
+                "X-Accel-Buffering": "no",
+            ]
+        ) { writer in
+            var cursor = start
+            // The first bytes: a retry hint, so that the headers and something of the
+            // body reach the client at once.
+            guard writer.write(Data("retry: 2000\n: stream of \(appID) after \(EventRecord.id(cursor))\n\n".utf8)) else { return }
+            while !writer.isClosed {
+                let batch: [EventRecord]
+                var through = cursor
+                if let fresh = feed.events(appID: appID, after: cursor, patterns: patterns) {
+                    batch = fresh.events
+                    through = fresh.through
+                } else {
+                    // Further behind than the feed remembers: from the database. A
+                    // page that is not full holds everything committed when it was
+                    // read, which includes all the feed had read before: the stream
+                    // goes on from the feed's cursor.
+                    let feedCursor = feed.cursor
+                    guard let page = try? await events.page(appID: appID, after: cursor, patterns: patterns, limit: Self.page)
+                    else { return }
+                    batch = page.items
+                    through = page.items.last?.sequence ?? cursor
+                    if page.items.count < Self.page { through = max(through, feedCursor) }
+                }
+                if !batch.isEmpty {
+                    var text = ""
+                    for event in batch { text += Self.frame(event) }
+                    guard writer.write(Data(text.utf8)) else { return }
+                }
+                if through > cursor { cursor = through }
+                if batch.isEmpty {
+                    let before = feed.cursor
+                    if before <= cursor {
+                        // News, the client leaving (or the server stopping), or the
+                        // keep-alive's time, whichever comes first.
+                        let waitingFrom = cursor
+                        await withTaskGroup(of: Void.self) { group in
+                            group.addTask { await feed.wait(after: waitingFrom, timeout: keepAlive) }
+                            group.addTask { _ = await writer.closed(within: keepAlive) }
+                            await group.next()
+                            group.cancelAll()
+                        }
+                        if writer.isClosed { return }
+                        if feed.cursor <= cursor {
+                            guard writer.write(Data(": keep-alive\n\n".utf8)) else { return }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// One event as a Server-Sent Events message.
+    static func frame(_ event: EventRecord) -> String {
+        "id: \(event.id)\nevent: \(event.type)\ndata: \(event.json.jsonText)\n\n"
     }
 }
