@@ -1,0 +1,220 @@
+import Foundation
+import IsletCore
+import IsletServer
+import IsletTesting
+import Testing
+
+/// Events through the API: webhooks saved and refused, real deliveries verified by
+/// the `standardwebhooks` package (not by Islet's code), and the event stream over
+/// a real socket, resumed with Last-Event-ID.
+@Suite("Events, webhooks and the event stream through the API")
+struct EventsAPITests {
+    /// An app with a device that can start an activity.
+    func startable(_ harness: ServerHarness) async throws -> TestApp {
+        let app = try await harness.createApp()
+        try await harness.registerStartable(app, "phone-1", userID: "user-1")
+        return app
+    }
+
+    @Test func webhookRoutesFollowTheirContract() async throws {
+        try await ServerHarness.with { harness in
+            let app = try await harness.createApp()
+            let base = "/v1/apps/\(app.id)/webhooks"
+            // https only, by default; event types must exist.
+            let plain = try await harness.call("POST", base, key: app.serverKey, json: ["url": "http://hooks.example.com/x", "events": ["push.*"]])
+            #expect(plain.status == 422 && plain.errorFields == ["url"], "\(plain.json)")
+            let loopback = try await harness.call("POST", base, key: app.serverKey, json: ["url": "https://127.0.0.1:8443/x", "events": ["push.*"]])
+            #expect(loopback.status == 422 && loopback.errorFields == ["url"], "\(loopback.json)")
+            #expect(loopback.json["detail"]?.stringValue?.contains("loopback") == true)
+            let metadata = try await harness.call("POST", base, key: app.serverKey, json: ["url": "https://169.254.169.254/x", "events": ["*"]])
+            #expect(metadata.status == 422 && metadata.errorFields == ["url"])
+            let badType = try await harness.call("POST", base, key: app.serverKey, json: ["url": "https://8.8.8.8/x", "events": ["push.sent", "push.nope"]])
+            #expect(badType.status == 422 && badType.errorFields == ["events[1]"], "\(badType.json)")
+            let noKey = try await harness.call("POST", base, key: nil, json: ["url": "https://8.8.8.8/x", "events": ["*"]])
+            #expect(noKey.status == 401)
+
+            let created = try await harness.call("POST", base, key: app.serverKey, json: [
+                "url": "https://8.8.8.8/hooks", "events": ["activity.*", "push.failed"], "description": "ops",
+            ])
+            #expect(created.status == 201, "\(created.json)")
+            let id = try #require(created["id"]?.stringValue)
+            #expect(created["secret"]?.stringValue?.hasPrefix("whsec_") == true)
+            #expect(created["events"] == ["activity.*", "push.failed"] && created["enabled"] == .bool(true))
+            // The secret is shown once.
+            let shown = try await harness.call("GET", "\(base)/\(id)", key: app.serverKey)
+            #expect(shown.status == 200 && shown["secret"] == nil && shown["description"] == "ops")
+            let listed = try await harness.call("GET", base, key: app.serverKey)
+            #expect(listed["items"]?.arrayValue?.compactMap { $0["id"]?.stringValue } == [id])
+            let patched = try await harness.call("PATCH", "\(base)/\(id)", key: app.serverKey, json: ["events": ["*"], "description": .null])
+            #expect(patched.status == 200 && patched["events"] == ["*"] && patched["description"] == .null, "\(patched.json)")
+            let rotated = try await harness.call("POST", "\(base)/\(id)/rotate-secret", key: app.serverKey, json: [:])
+            #expect(rotated.status == 200 && rotated["secret"] != created["secret"])
+            let deliveries = try await harness.call("GET", "\(base)/\(id)/deliveries?limit=10", key: app.serverKey)
+            #expect(deliveries.status == 200 && deliveries["items"] == [] && deliveries["next_cursor"] == .null)
+            let badCursor = try await harness.call("GET", "\(base)/\(id)/deliveries?cursor=7", key: app.serverKey)
+            #expect(badCursor.status == 422 && badCursor.errorFields == ["cursor"])
+            let retryNothing = try await harness.call("POST", "\(base)/\(id)/deliveries/dlv_99/retry", key: app.serverKey, json: [:])
+            #expect(retryNothing.status == 404)
+            // Another app's key sees none of it.
+            let other = try await harness.createApp(name: "Other", bundleID: "com.example.other")
+            #expect(try await harness.call("GET", "/v1/apps/\(app.id)/webhooks/\(id)", key: other.serverKey).status == 404)
+            #expect(try await harness.call("DELETE", "\(base)/\(id)", key: app.serverKey).status == 204)
+            #expect(try await harness.call("GET", "\(base)/\(id)", key: app.serverKey).status == 404)
+        }
+    }
+
+    @Test func deliveriesAreVerifiedByStandardWebhooksRetriedWithTheSameIDAndInOrder() async throws {
+        let python = try PythonTools.python()
+        let script = try PythonTools.script("scripts/peers/webhook_receiver.py")
+        try await withTemporaryDirectory { folder in
+            let secretFile = folder.appendingPathComponent("secret")
+            let receiver = try ChildProcess(python, [script, secretFile.path, "--fail-first", "1", "--retry-after", "1"])
+            defer { receiver.stop() }
+            let portLine = try #require(await receiver.line { $0.contains("\"port\"") }, "\(receiver.standardError)")
+            let port = try #require(try JSONValue(parsing: Data(portLine.utf8))["port"]?.int64Value)
+            try await ServerHarness.with(configure: { config in
+                config.webhooksAllowHTTP = true
+                config.webhooksAllowPrivate = true
+                config.webhookRetryBaseSeconds = 0.5
+            }) { harness in
+                let app = try await startable(harness)
+                let created = try await harness.call("POST", "/v1/apps/\(app.id)/webhooks", key: app.serverKey, json: [
+                    "url": .string("http://127.0.0.1:\(port)/islet"), "events": ["activity.*", "push.*"],
+                ])
+                try #require(created.status == 201, "\(created.json)")
+                try Data(try #require(created["secret"]?.stringValue).utf8).write(to: secretFile)
+                let webhookID = try #require(created["id"]?.stringValue)
+
+                #expect(try await harness.start(app, "order-1", audience: ["user_ids": ["user-1"]]).status == 202)
+                let token = try await harness.simulatedUpdateToken(activityID: "order-1")
+                try await harness.registerUpdateToken(app, "phone-1", "order-1", token: token)
+                #expect(try await harness.update(app, "order-1", state: ["status": "on the way", "eta": 5]).status == 202)
+                _ = try await harness.settledPushes(app, "order-1", count: 2)
+                #expect(try await harness.call(
+                    "POST", "/v1/apps/\(app.id)/activities/order-1/end", key: app.serverKey, json: [:]).status == 202)
+                _ = try await harness.settledPushes(app, "order-1", count: 3)
+
+                // Every event of the activity, in the outbox's order.
+                let page = try await harness.call("GET", "/v1/apps/\(app.id)/events?limit=100", key: app.serverKey)
+                let expected = (page["items"]?.arrayValue ?? []).filter {
+                    let type = $0["type"]?.stringValue ?? ""
+                    return type.hasPrefix("activity.") || type.hasPrefix("push.")
+                }
+                let expectedTypes = expected.map { $0["type"]?.stringValue ?? "" }
+                #expect(expectedTypes.contains("activity.ended"))
+                let expectedIDs = expected.compactMap { $0["id"]?.stringValue }
+                // The first attempt was answered 500 (Retry-After: 1); the clock moves
+                // on so that its retry comes due.
+                var received: [JSONValue] = []
+                let arrived = try await harness.eventually {
+                    harness.clock.advance(by: 0.5)
+                    received = receiver.lines.compactMap { try? JSONValue(parsing: Data($0.utf8)) }.filter { $0["answered"] != nil }
+                    return Set(received.filter { $0["answered"] == .integer(204) }.compactMap { $0["id"]?.stringValue })
+                        == Set(expectedIDs)
+                }
+                #expect(arrived, "received \(received.count), expected \(expectedIDs)")
+                #expect(received.allSatisfy { $0["verified"] == .bool(true) }, "\(received.filter { $0["verified"] != .bool(true) })")
+                // The refused delivery came again with the same webhook-id, before
+                // anything after it of the same activity.
+                let first = try #require(received.first)
+                #expect(first["answered"] == .integer(500))
+                let successes = received.filter { $0["answered"] == .integer(204) }.compactMap { $0["id"]?.stringValue }
+                #expect(successes.first == first["id"]?.stringValue)
+                #expect(successes == expectedIDs, "deliveries of one activity arrive in the order they happened")
+
+                let deliveries = try await harness.call(
+                    "GET", "/v1/apps/\(app.id)/webhooks/\(webhookID)/deliveries?limit=200", key: app.serverKey)
+                let items = deliveries["items"]?.arrayValue ?? []
+                #expect(items.count == expectedIDs.count)
+                #expect(items.allSatisfy { $0["status"] == "succeeded" })
+                let retried = try #require(items.first { $0["event_id"] == first["id"] })
+                #expect(retried["attempts"] == .integer(2) && retried["response_status"] == .integer(204))
+                // Sent again on request, with the same id.
+                let again = try await harness.call(
+                    "POST", "/v1/apps/\(app.id)/webhooks/\(webhookID)/deliveries/\(try #require(retried["id"]?.stringValue))/retry",
+                    key: app.serverKey, json: [:])
+                #expect(again.status == 202 && again["status"] == "pending", "\(again.json)")
+                let resent = try await harness.eventually {
+                    receiver.lines.filter { $0.contains(first["id"]?.stringValue ?? "-") }.count >= 3
+                }
+                #expect(resent)
+            }
+        }
+    }
+
+    @Test func theStreamSendsEventsLiveAndResumesWithoutAGapOrARepeat() async throws {
+        try await ServerHarness.with(configure: { $0.eventStreamKeepAliveSeconds = 0.3 }) { harness in
+            let app = try await startable(harness)
+            let port = harness.application.port
+            func open(lastEventID: String? = nil, query: String = "") throws -> RawHTTPConnection {
+                let connection = try RawHTTPConnection(port: port)
+                var request = "GET /v1/apps/\(app.id)/events\(query) HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n"
+                request += "Authorization: Bearer \(app.serverKey)\r\n"
+                if let lastEventID { request += "Last-Event-ID: \(lastEventID)\r\n" }
+                try connection.write(request + "\r\n")
+                return connection
+            }
+            /// Reads messages until one of `type` arrives; answers the (id, type) of each.
+            func read(_ connection: RawHTTPConnection, until type: String, id last: String? = nil) async throws -> [(id: String, type: String)] {
+                try await connection.async { c in
+                    var seen: [(id: String, type: String)] = []
+                    while true {
+                        let message = try c.readChunkedBody(through: "\n\n", timeout: .seconds(30))
+                        var id: String?
+                        var event: String?
+                        for line in message.split(separator: "\n") {
+                            if line.hasPrefix("id: ") { id = String(line.dropFirst(4)) }
+                            if line.hasPrefix("event: ") { event = String(line.dropFirst(7)) }
+                        }
+                        if let id, let event {
+                            seen.append((id, event))
+                            if let last { if id == last { return seen } } else if event == type { return seen }
+                        }
+                        if type == ":keep-alive", message.hasPrefix(": keep-alive") { return seen }
+                    }
+                }
+            }
+            let live = try open()
+            let head = try await live.async { try $0.readResponseHead() }
+            #expect(head.status == 200 && head.headers["content-type"]?.hasPrefix("text/event-stream") == true)
+            #expect(try await read(live, until: ":keep-alive").isEmpty, "a quiet stream gets keep-alive comments")
+            #expect(try await harness.start(app, "order-1", audience: ["user_ids": ["user-1"]]).status == 202)
+            let first = try await read(live, until: "activity.started")
+            #expect(first.map(\.type) == ["activity.started"])
+            live.hangUp()
+
+            // While no stream is open, more happens.
+            _ = try await harness.settledPushes(app, "order-1", count: 1)
+            let token = try await harness.simulatedUpdateToken(activityID: "order-1")
+            try await harness.registerUpdateToken(app, "phone-1", "order-1", token: token)
+            #expect(try await harness.update(app, "order-1", state: ["status": "on the way", "eta": 5]).status == 202)
+            _ = try await harness.settledPushes(app, "order-1", count: 2)
+
+            let all = try await harness.call("GET", "/v1/apps/\(app.id)/events?limit=100", key: app.serverKey)
+            let ids = (all["items"]?.arrayValue ?? []).compactMap { $0["id"]?.stringValue }
+            let startedAt = try #require(ids.firstIndex(of: first[0].id))
+            let missed = Array(ids[(startedAt + 1)...])
+            #expect(!missed.isEmpty)
+            let resumed = try open(lastEventID: first[0].id)
+            _ = try await resumed.async { try $0.readResponseHead() }
+            let replayed = try await read(resumed, until: "", id: missed.last ?? "")
+            #expect(replayed.map(\.id) == missed, "resumed after \(first[0].id): no gap, no repeat")
+            resumed.hangUp()
+
+            // ?types= filters the stream.
+            let filtered = try open(lastEventID: first[0].id, query: "?types=activity.*")
+            _ = try await filtered.async { try $0.readResponseHead() }
+            let activityOnly = try await read(filtered, until: "activity.updated")
+            #expect(activityOnly.allSatisfy { $0.type.hasPrefix("activity.") } && activityOnly.map(\.type).contains("activity.token_registered"))
+            filtered.hangUp()
+
+            // JSON pages: bad parameters name themselves.
+            let badTypes = try await harness.call("GET", "/v1/apps/\(app.id)/events?types=push.sent,nope", key: app.serverKey)
+            #expect(badTypes.status == 422 && badTypes.errorFields == ["types[1]"], "\(badTypes.json)")
+            let badAfter = try await harness.call("GET", "/v1/apps/\(app.id)/events?after=12", key: app.serverKey)
+            #expect(badAfter.status == 422 && badAfter.errorFields == ["after"])
+            let paged = try await harness.call("GET", "/v1/apps/\(app.id)/events?limit=2", key: app.serverKey)
+            #expect(paged["items"]?.arrayValue?.count == 2 && paged["next_cursor"] == .string(ids[1]))
+        }
+    }
+}
