@@ -254,7 +254,7 @@ class Server:
     """`islet serve` as a process, sending to the rig's simulator; on SQLite in
     `data`, or on the PostgreSQL `database` URL."""
 
-    def __init__(self, rig, data, database=None):
+    def __init__(self, rig, data, database=None, extra=()):
         # On PostgreSQL, a pool of twice the cores: on this 2-core machine 8
         # connections (the default) register about a fifth slower than 4, each
         # round trip a context switch more between islet and the server's backends.
@@ -264,7 +264,7 @@ class Server:
             [ISLET, "serve", "--port", str(self.port), "--data-dir", data, "--admin-token", ADMIN,
              "--apns-sandbox-url", f"https://localhost:{rig.sim_port}",
              "--apns-production-url", f"https://localhost:{rig.sim_port}", "--apns-ca-file", rig.cert,
-             "--log-level", "warning"] + (["--database", database] if database else []) + pool,
+             "--log-level", "warning"] + (["--database", database] if database else []) + pool + list(extra),
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         wait_port(self.port)
 
@@ -894,6 +894,129 @@ def read_only_count(data):
         database.close()
 
 
+def open_streams(port, app, count):
+    """`count` event streams of `app`, each a socket whose headers were read; a
+    thread reads and discards what they receive. Answers (sockets, stop)."""
+    import selectors
+    sockets = []
+    for _ in range(count):
+        sock = socket.create_connection(("127.0.0.1", port))
+        sock.sendall((f"GET /v1/apps/{app['id']}/events HTTP/1.1\r\nHost: bench\r\nAccept: text/event-stream\r\n"
+                      f"Authorization: Bearer {app['server_key']}\r\n\r\n").encode())
+        sockets.append(sock)
+    for sock in sockets:
+        sock.settimeout(30)
+        head = b""
+        while b"\r\n\r\n" not in head:
+            head += sock.recv(4096)
+        if not head.startswith(b"HTTP/1.1 200"):
+            raise RuntimeError(f"an event stream was refused: {head[:80]!r}")
+        sock.setblocking(False)
+    stopping = threading.Event()
+    received = [0]
+    selector = selectors.DefaultSelector()
+    for sock in sockets:
+        selector.register(sock, selectors.EVENT_READ)
+
+    def drain():
+        while not stopping.is_set():
+            for key, _ in selector.select(timeout=0.2):
+                try:
+                    received[0] += len(key.fileobj.recv(65536))
+                except BlockingIOError:
+                    pass
+    thread = threading.Thread(target=drain, daemon=True)
+    thread.start()
+
+    def stop():
+        stopping.set()
+        thread.join()
+        selector.close()
+        for sock in sockets:
+            sock.close()
+        return received[0]
+    return sockets, stop
+
+
+def webhooks(rig, quick, results, progress):
+    """A fan-out to N devices makes N push.* events; a webhook on push.* delivers
+    them to one local receiver (islet-bench webhook-receiver) over kept-alive
+    connections: deliveries per second, first to last at the receiver. Then the same
+    fan-out again with 1,000 event streams open: pushes per second beside the first."""
+    devices = 10_000 if quick else 100_000
+    streams = 1_000
+    data = os.path.join(rig.work, "webhooks-data")
+    receiver_port = free_port()
+    receiver = rig.spawn([BENCH, "webhook-receiver", "--port", str(receiver_port)])
+    wait_port(receiver_port)
+    server = Server(rig, data, extra=["--webhooks-allow-http", "--webhooks-allow-private"])
+    try:
+        app = bench_app(rig, server)
+        app_id = app["id"]
+
+        def register(client, index):
+            status, body = client.request("PUT", f"/v1/apps/{app_id}/devices/f{index}", app["device_key"], {
+                "platform": "ios", "environment": "sandbox", "apns_token": format(0xfa << 48 | index, "064x"),
+                "tags": ["everyone"]})
+            return None if status < 300 else f"device {index}: {status} {body}"
+        started = time.time()
+        failures = on_lanes(server.port, 4, list(range(devices)), register)
+        if failures:
+            raise RuntimeError(f"{len(failures)} registrations failed, first: {failures[0]}")
+        progress.note(f"{devices:,} devices registered ({devices / (time.time() - started):.0f}/s)")
+        hook = http("POST", server.port, f"/v1/apps/{app_id}/webhooks", app["server_key"], {
+            "url": f"http://127.0.0.1:{receiver_port}/hook", "events": ["push.*"]})
+        database = read_only(data)
+
+        def fan_out(label):
+            """One alert to every device; answers pushes per second, queued to answered."""
+            before = database.execute("SELECT count(*) FROM pushes WHERE status != 'queued' AND status != 'sending'").fetchone()[0]
+            sent_at = time.time()
+            http("POST", server.port, f"/v1/apps/{app_id}/notifications", app["server_key"], {
+                "audience": {"tags": ["everyone"]}, "alert": {"title": "Bench", "body": label}})
+            deadline = sent_at + 600
+            while time.time() < deadline:
+                done = database.execute(
+                    "SELECT count(*) FROM pushes WHERE status != 'queued' AND status != 'sending'").fetchone()[0] - before
+                if done >= devices:
+                    break
+                time.sleep(0.1)
+            return devices / (time.time() - sent_at)
+
+        def stats():
+            with urllib.request.urlopen(f"http://127.0.0.1:{receiver_port}/stats", timeout=10) as response:
+                return json.loads(response.read())
+        plain_rate = fan_out("no streams")
+        deadline = time.time() + 600
+        while time.time() < deadline and stats()["count"] < devices:
+            time.sleep(0.2)
+        first = stats()
+        delivered = first["count"]
+        delivery_rate = delivered / (first["last"] - first["first"]) if first["last"] > first["first"] else 0
+        progress.note(f"fan-out {devices:,}: {plain_rate:.0f} pushes/s; {delivered:,} push events delivered to the "
+                      f"webhook at {delivery_rate:.0f}/s over {first['connections']} connections")
+        sockets, stop = open_streams(server.port, app, streams)
+        try:
+            time.sleep(1)
+            streamed_rate = fan_out(f"{streams} streams")
+        finally:
+            streamed_bytes = stop()
+        progress.note(f"the same fan-out with {len(sockets):,} event streams open: {streamed_rate:.0f} pushes/s "
+                      f"({streamed_rate / plain_rate:.2f} of without); the streams received {streamed_bytes / 1e6:.1f} MB")
+        database.close()
+        rss = status_mb(server.process.pid, "VmHWM")
+    finally:
+        server.stop()
+        receiver.terminate()
+    results["webhooks"] = {
+        "devices": devices, "webhook_id": hook.get("id"), "events_delivered": delivered,
+        "deliveries_per_second": delivery_rate, "connections": first["connections"],
+        "fanout_pushes_per_second": plain_rate, "streams": streams,
+        "fanout_pushes_per_second_with_streams": streamed_rate, "streams_ratio": streamed_rate / plain_rate if plain_rate else 0,
+        "server_peak_rss_mb": rss,
+    }
+
+
 def targets(results):
     """Each target with the figure measured and whether it was met."""
     rows = []
@@ -950,6 +1073,11 @@ def targets(results):
         rows.append((f"server RSS with {m['pending_few']:,} schedule items pending (MB)", m["rss_few_mb"], None, ""))
         rows.append((f"server RSS with {m['pending_many']:,} pending (MB)", m["rss_many_mb"], 200, "<"))
         rows.append(("server RSS, many pending ÷ few", m["rss_ratio"], None, ""))
+    w = results.get("webhooks")
+    if w:
+        rows.append((f"webhook deliveries per second, {w['devices']:,} push events to one receiver",
+                     w["deliveries_per_second"], 2000, "≥"))
+        rows.append((f"fan-out {w['devices']:,} with {w['streams']:,} event streams open ÷ without", w["streams_ratio"], 0.9, "≥"))
     out = []
     for name, value, target, op in rows:
         if not op:  # a figure without a target
@@ -1033,7 +1161,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller runs; under five minutes")
     parser.add_argument("--only", help="comma-separated steps: transport,simulator,fanout,api,memory,recovery,postgres,"
-                                       "schedules")
+                                       "schedules,webhooks")
     args = parser.parse_args()
     os.makedirs(RESULTS, exist_ok=True)
     results = {"started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "quick": args.quick,
@@ -1047,7 +1175,9 @@ def main():
              ("postgres", "PostgreSQL beside SQLite, two nodes beside one",
               lambda: postgres(rig, args.quick, results, progress)),
              ("schedules", "timeline entries due in one minute, and memory with many pending",
-              lambda: schedules(rig, args.quick, results, progress))]
+              lambda: schedules(rig, args.quick, results, progress)),
+             ("webhooks", "webhook deliveries of a fan-out's events, and sends with 1,000 event streams open",
+              lambda: webhooks(rig, args.quick, results, progress))]
     if args.only:
         wanted = set(args.only.split(","))
         steps = [step for step in steps if step[0] in wanted]

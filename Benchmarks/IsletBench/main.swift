@@ -21,6 +21,7 @@ import Synchronization
 ///   into a stopped server's database (see Populate.swift).
 /// - `webhook-out [--count N] [--concurrency N]`: POSTs through the outbound HTTP
 ///   client to a receiver in the same process (see WebhookOut.swift).
+/// - `webhook-receiver --port N`: a counting webhook endpoint (see WebhookReceiver.swift).
 
 final class NullDelegate: HTTP2ServerDelegate {
     func handle(_ request: HTTP2ServerRequest, on connection: HTTP2ServerConnectionContext) -> HTTP2ServerReply {
@@ -60,6 +61,8 @@ case "paced":
     try paced(arguments)
 case "populate":
     try populate(arguments)
+case "webhook-receiver":
+    try await webhookReceiver(arguments)
 case "webhook-out":
     try await webhookOut(arguments)
 default:

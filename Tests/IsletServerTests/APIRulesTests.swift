@@ -248,6 +248,12 @@ struct APIRulesTests {
                 "DELETE /v1/apps/{app_id}/activities/{activity_id}/timeline",
                 "GET /v1/apps/{app_id}/schedules", "GET /v1/apps/{app_id}/schedules/{schedule_id}",
                 "DELETE /v1/apps/{app_id}/schedules/{schedule_id}",
+                "POST /v1/apps/{app_id}/webhooks", "GET /v1/apps/{app_id}/webhooks",
+                "GET /v1/apps/{app_id}/webhooks/{webhook_id}", "PATCH /v1/apps/{app_id}/webhooks/{webhook_id}",
+                "DELETE /v1/apps/{app_id}/webhooks/{webhook_id}", "POST /v1/apps/{app_id}/webhooks/{webhook_id}/rotate-secret",
+                "GET /v1/apps/{app_id}/webhooks/{webhook_id}/deliveries",
+                "POST /v1/apps/{app_id}/webhooks/{webhook_id}/deliveries/{delivery_id}/retry",
+                "GET /v1/apps/{app_id}/events",
             ]
             #expect(documented == contract)
             // Every documented route is served: none answers "no such route".

@@ -61,7 +61,7 @@ struct OpenAPIConformanceTests {
                 try? Data(text.utf8).write(to: URL(fileURLWithPath: keep))
             }
             #expect(status == 0, "schemathesis found faults (exit status \(status)):\n\(text)")
-            #expect(text.contains("Tested: 31"), "schemathesis did not test every operation:\n\(text)")
+            #expect(text.contains("Tested: 40"), "schemathesis did not test every operation:\n\(text)")
         }
     }
 

@@ -70,11 +70,19 @@ struct EventRoutes: Sendable {
         ]))
     }
 
+    /// What `types` may hold: a comma-separated list of event types, families and `*`.
+    static let typesPattern: String = {
+        let families = Set(EventType.allCases.map { String($0.family) }).sorted().map { "\($0)\\.\\*" }
+        let exact = EventType.allCases.map { $0.rawValue.replacingOccurrences(of: ".", with: "\\.") }
+        let one = "(\\*|" + (families + exact).joined(separator: "|") + ")"
+        return "^\(one)(,\(one))*$"
+    }()
+
     static let query: [QueryParameter] = [
         QueryParameter(
             name: "types", description: "Comma-separated event types or families (push.failed,activity.*).",
-            schema: ["type": "string"]),
-        QueryParameter(name: "after", description: "Events after this event id.", schema: ["type": "string", "pattern": "^evt_[0-9]+$"]),
+            schema: ["type": "string", "pattern": .string(typesPattern)]),
+        QueryParameter(name: "after", description: "Events after this event id.", schema: ["type": "string", "pattern": "^evt_[0-9]{1,18}$"]),
         QueryParameter(
             name: "limit", description: "Events per page (default 100; JSON pages only).",
             schema: ["type": "integer", "minimum": 1, "maximum": .integer(Int64(EventService.maxPage))]),

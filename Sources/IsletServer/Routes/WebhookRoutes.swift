@@ -138,7 +138,7 @@ struct WebhookRoutes: Sendable {
 
     static let deliveriesQuery: [QueryParameter] = [
         QueryParameter(name: "limit", description: "Deliveries per page (default 50).", schema: ["type": "integer", "minimum": 1, "maximum": 200]),
-        QueryParameter(name: "cursor", description: "The next_cursor of the previous page.", schema: ["type": "string", "pattern": "^dlv_[0-9]+$"]),
+        QueryParameter(name: "cursor", description: "The next_cursor of the previous page.", schema: ["type": "string", "pattern": "^dlv_[0-9]{1,18}$"]),
     ]
 
     static func json(_ webhook: WebhookRecord, secret: Bool = false) -> JSONValue {

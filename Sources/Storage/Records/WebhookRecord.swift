@@ -131,7 +131,7 @@ public struct WebhookDeliveryRecord: Sendable, Hashable {
 
     /// The sequence of the public id `id`, when it is one.
     public static func sequence(of id: String) -> Int64? {
-        guard id.hasPrefix("dlv_"), let number = Int64(id.dropFirst(4)), number > 0 else { return nil }
+        guard id.hasPrefix("dlv_"), let number = Int64(id.dropFirst(4)), number >= 0 else { return nil }
         return number
     }
 }

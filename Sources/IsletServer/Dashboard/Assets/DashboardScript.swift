@@ -125,7 +125,11 @@ enum DashboardScript {
 
   // Follows an app's events: the event stream when the server has one and it opens,
   // else (or once it fails) the list fetched again every two seconds.
-  function follow(appID, refresh) {
+  const ACTIVITY_EVENTS = ['activity.started', 'activity.updated', 'activity.ended', 'activity.token_registered',
+    'activity.start_unconfirmed'];
+  const PUSH_EVENTS = ['push.sent', 'push.failed', 'push.dropped', 'token.rejected', 'schedule.fired', 'schedule.dropped'];
+
+  function follow(appID, refresh, types) {
     let polling = false;
     const poll = () => {
       if (polling) return;
@@ -136,9 +140,27 @@ enum DashboardScript {
       poll();
       return;
     }
-    const stream = new EventSource('/v1/apps/' + segment(appID) + '/events', { withCredentials: true });
-    const changed = () => { refresh().catch(() => {}); };
-    stream.onmessage = changed;
+    // Only the events that change the page, each of which arrives as a named event.
+    const query = '?types=' + encodeURIComponent(types.join(','));
+    const stream = new EventSource('/v1/apps/' + segment(appID) + '/events' + query, { withCredentials: true });
+    // Coalesced: one refresh at a time, and one more when events came meanwhile.
+    let running = false;
+    let again = false;
+    const changed = () => {
+      if (running) {
+        again = true;
+        return;
+      }
+      running = true;
+      refresh().catch(() => {}).finally(() => {
+        running = false;
+        if (again) {
+          again = false;
+          changed();
+        }
+      });
+    };
+    for (const type of types) stream.addEventListener(type, changed);
     stream.onopen = changed;
     stream.onerror = () => {
       stream.close();
@@ -307,7 +329,7 @@ enum DashboardScript {
         el('thead', {}, el('tr', {}, ['Activity', 'Type', 'Status', 'Started', 'Updated', 'End cause'].map((name) => el('th', { text: name })))),
         body));
     await refresh();
-    follow(appID, refresh);
+    follow(appID, refresh, ACTIVITY_EVENTS);
   }
 
   async function rotateKeys(appID, box) {
@@ -384,7 +406,7 @@ enum DashboardScript {
     show('activity', el('h2', {}, 'Activity ', el('span', { class: 'mono', text: activityID })), appNav(appID, 'Activities'),
       summary, el('div', { class: 'columns' }, attributes, states), devices, pushes, schedules, timeline);
     await refresh();
-    follow(appID, refresh);
+    follow(appID, refresh, ACTIVITY_EVENTS.concat(PUSH_EVENTS));
   }
 
   function renderSummary(section, appID, activity) {
