@@ -203,7 +203,10 @@ struct HTTPClientTests {
         let results = Lock<[Result<OutboundResponse, OutboundFailure>]>([])
         let senders = (0..<4).map { _ in
             Task {
-                let result = await client.send(OutboundRequest(url: receiver.url("/hold"), body: Data("x".utf8)))
+                // A timeout far beyond the test's own pace: only the shutdown may end
+                // these (on a busy machine, reaching it can take seconds).
+                let result = await client.send(OutboundRequest(
+                    url: receiver.url("/hold"), body: Data("x".utf8), timeout: .seconds(300)))
                 results.withLock { $0.append(result) }
             }
         }
