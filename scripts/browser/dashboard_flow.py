@@ -72,6 +72,17 @@ class Flow:
     def element(self, css, what=None, timeout=DEADLINE):
         return self.wait(lambda d: next(iter(d.find_elements(By.CSS_SELECTOR, css)), None), what or css, timeout)
 
+    def click(self, css, what=None, timeout=DEADLINE):
+        """Clicks the element `css` finds, found again if a live refresh replaced it
+        between the finding and the click."""
+        def clicked(driver):
+            found = next(iter(driver.find_elements(By.CSS_SELECTOR, css)), None)
+            if found is None:
+                return False
+            found.click()
+            return True
+        self.wait(clicked, what or css, timeout)
+
     def page(self, name):
         return self.wait(lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-page") == name, "page " + name)
 
@@ -107,27 +118,27 @@ def run(arguments):
         flow.shoot("sign-in")
         flow.element("#sign-in-button").click()
         flow.page("apps")
-        flow.element('#apps-table a[data-app-id="%s"]' % app_id).click()
+        flow.click('#apps-table a[data-app-id="%s"]' % app_id)
         flow.page("app")
         flow.element("#activities tr")
         flow.step("signed-in")
         marker = driver.execute_script("document.body.dataset.marker = 'not reloaded'; return document.body.dataset.marker;")
         print("ready", flush=True)
 
-        row = flow.element('#activities tr[data-activity-id="%s"]' % activity_id, "the activity to appear on the app page")
+        flow.element('#activities tr[data-activity-id="%s"]' % activity_id, "the activity to appear on the app page")
         if driver.execute_script("return document.body.dataset.marker;") != marker:
             raise AssertionError("the page reloaded")
         flow.step("activity-appeared")
         flow.shoot("app")
 
-        row.find_element(By.CSS_SELECTOR, "a").click()
+        flow.click('#activities tr[data-activity-id="%s"] a' % activity_id)
         flow.page("activity")
         flow.element('#devices tr[data-device-id="%s"]' % device_id)
         flow.wait(lambda d: "…" in d.find_element(By.CSS_SELECTOR, '#devices tr[data-device-id="%s"]' % device_id).text,
                   "the device's update token (redacted) on the activity page")
         flow.element('#push-timeline li[data-event="start"][data-status="sent"]', "the start push in the timeline")
         flow.step("activity-page")
-        flow.element("#end-activity").click()
+        flow.click("#end-activity")
         flow.wait(lambda d: d.find_element(By.ID, "activity-status").text == "ended", "the activity to read ended")
         flow.element('#push-timeline li[data-event="end"][data-status="sent"]', "the end push answered in the timeline")
         flow.step("ended")
@@ -150,7 +161,7 @@ def run(arguments):
         flow.wait(lambda d: d.find_elements(By.ID, "no-webhooks") or d.find_elements(By.ID, "webhooks-table"), "the webhooks")
         flow.step("webhooks")
 
-        flow.element("#sign-out").click()
+        flow.click("#sign-out")
         flow.page("sign-in")
         driver.get(flow.base + "/dashboard")
         flow.page("sign-in")
