@@ -78,6 +78,10 @@ public final class HTTPBodyWriter: Sendable {
     /// response has ended, or the client fell too far behind.
     public var isClosed: Bool { state.withLock { !$0.accepting } }
 
+    /// Bytes written and not yet taken by the connection: a producer with much to
+    /// send waits while this is high, instead of running into the bound.
+    public var queuedBytes: Int { state.withLock { $0.queued } }
+
     /// Waits until the writer is closed or `timeout` has passed, and answers whether it
     /// is closed: for a producer that sleeps between events and must still return
     /// soon after its client goes. Returns early, answering `isClosed`, when the

@@ -112,7 +112,8 @@ private func assemble(
         addressRefusal: { host, port in await CurlWebhookTransport.addressRefusal(host: host, port: port) })
     let services = Services(
         environment: environment, adminToken: adminToken, events: eventSettings, webhooks: webhookPolicy,
-        sessionLifetime: configuration.dashboardSessionHours * 3600)
+        sessionLifetime: configuration.dashboardSessionHours * 3600,
+        keyCacheLifetime: .milliseconds(Int(configuration.appKeyCacheSeconds * 1000)))
     var clientSettings = HTTPClientConfiguration()
     clientSettings.allowPrivateAddresses = allowPrivate
     let webhookClient: HTTPClient

@@ -35,6 +35,9 @@ public struct Configuration: Sendable, Equatable {
     /// Whether webhook URLs may reach loopback, private, link-local and metadata
     /// addresses.
     public var webhooksAllowPrivate = false
+    /// Seconds an app read for its key is kept on this node unless a change (on any
+    /// node) drops it first.
+    public var appKeyCacheSeconds = 5.0
     /// Seconds before the first retry of a failed webhook delivery (doubling after).
     public var webhookRetryBaseSeconds = 5.0
     /// Seconds between the comments that keep an idle event stream open.

@@ -33,10 +33,11 @@ public struct Services: Sendable {
     /// dashboard session lasts `sessionLifetime` seconds.
     public init(
         environment: ServiceEnvironment, adminToken: String, events: EventSettings = EventSettings(),
-        webhooks: WebhookPolicy = WebhookPolicy(), sessionLifetime: TimeInterval = 12 * 3600
+        webhooks: WebhookPolicy = WebhookPolicy(), sessionLifetime: TimeInterval = 12 * 3600,
+        keyCacheLifetime: Duration = .seconds(5)
     ) {
         self.environment = environment
-        apps = AppService(environment: environment, adminToken: adminToken)
+        apps = AppService(environment: environment, adminToken: adminToken, keyCacheLifetime: keyCacheLifetime)
         devices = DeviceService(environment: environment)
         activityTypes = ActivityTypeService(environment: environment)
         activities = ActivityService(environment: environment)

@@ -136,9 +136,18 @@ struct EventStreaming: Sendable {
                     if page.items.count < Self.page { through = max(through, feedCursor) }
                 }
                 if !batch.isEmpty {
+                    // In pieces, each written once the connection has taken most of
+                    // the one before: a stream with thousands of events to send
+                    // keeps within its buffer, at the pace of its client.
                     var text = ""
-                    for event in batch { text += Self.frame(event) }
-                    guard writer.write(Data(text.utf8)) else { return }
+                    for event in batch {
+                        text += Self.frame(event)
+                        if text.utf8.count >= Self.piece {
+                            guard await Self.send(text, to: writer) else { return }
+                            text = ""
+                        }
+                    }
+                    if !text.isEmpty { guard await Self.send(text, to: writer) else { return } }
                 }
                 if through > cursor { cursor = through }
                 if batch.isEmpty {
@@ -161,6 +170,19 @@ struct EventStreaming: Sendable {
                 }
             }
         }
+    }
+
+    /// Bytes per write of a batch.
+    static let piece = 64 * 1024
+
+    /// Writes `text` once the writer's queue is below two pieces; false once the
+    /// client is gone.
+    static func send(_ text: String, to writer: HTTPBodyWriter) async -> Bool {
+        while writer.queuedBytes > 2 * piece {
+            if writer.isClosed { return false }
+            try? await Task.sleep(for: .milliseconds(2))
+        }
+        return writer.write(Data(text.utf8))
     }
 
     /// One event as a Server-Sent Events message.

@@ -19,7 +19,12 @@ final class AppKeyCache: Sendable {
     }
 
     private let state = Lock(State())
-    private let lifetime: Duration = .seconds(5)
+    private let lifetime: Duration
+
+    /// A cache whose entries last `lifetime` (unless invalidated first).
+    init(lifetime: Duration = .seconds(5)) {
+        self.lifetime = lifetime
+    }
 
     /// The current generation: read it before reading an app from the store, and
     /// give it to `store`.

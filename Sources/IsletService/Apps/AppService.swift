@@ -10,11 +10,13 @@ public import Storage
 public final class AppService: Sendable {
     private let environment: ServiceEnvironment
     private let adminTokenHash: Data
-    private let keys = AppKeyCache()
+    private let keys: AppKeyCache
 
-    /// Creates the service; `adminToken` is the token that manages apps.
-    public init(environment: ServiceEnvironment, adminToken: String) {
+    /// Creates the service; `adminToken` is the token that manages apps, and an app
+    /// read for its key is kept `keyCacheLifetime` (5 s) unless a change drops it.
+    public init(environment: ServiceEnvironment, adminToken: String, keyCacheLifetime: Duration = .seconds(5)) {
         self.environment = environment
+        self.keys = AppKeyCache(lifetime: keyCacheLifetime)
         self.adminTokenHash = AppKeys.hash(adminToken)
     }
 
