@@ -138,14 +138,18 @@ struct StreamingTests {
         let log = ProducerLog()
         let server = try startServer { request in waitingProducer(request.path, log) }
         let paths = (0..<20).map { "/s/\($0)" }
-        let connections = try paths.map { _ in try RawHTTPConnection(port: server.port) }
-        let first = try await runBlocking {
-            try zip(paths, connections).map { path, c in
+        // Each connection is opened right before its request: one opened early could
+        // sit idle past the server's idle timeout on a slow (sanitized) run.
+        let opened = try await runBlocking {
+            try paths.map { path -> (RawHTTPConnection, String) in
+                let c = try RawHTTPConnection(port: server.port)
                 try c.write(streamRequest(path))
                 _ = try c.readResponseHead()
-                return try c.readChunkedBody(through: "\n\n")
+                return (c, try c.readChunkedBody(through: "\n\n"))
             }
         }
+        let connections = opened.map(\.0)
+        let first = opened.map(\.1)
         #expect(first == paths.map { "data: hello \($0)\n\n" })
         #expect(server.openStreams == 20)
         #expect(server.activeRequests == 0)
