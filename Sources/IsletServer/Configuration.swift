@@ -327,11 +327,8 @@ public struct Configuration: Sendable, Equatable {
         Setting(flag: "--simulator", environment: "ISLET_SIMULATOR", defaultText: "false",
                 help: "Run the APNs simulator in-process and send every push to it; creates a demo app.",
                 isSwitch: true) { config, value in
-            switch value.lowercased() {
-            case "true", "1", "yes", "on": config.simulator = true
-            case "false", "0", "no", "off": config.simulator = false
-            default: return "not true or false"
-            }
+            guard let flag = Self.switchValue(value) else { return "not true or false" }
+            config.simulator = flag
             return nil
         },
         Setting(flag: "--simulator-port", environment: "ISLET_SIMULATOR_PORT", defaultText: "2197",
