@@ -45,11 +45,16 @@ public struct HTTP2ServerReply: Sendable {
     public var response: HTTP2Response
     /// Hold the response this long before sending (injected latency).
     public var delay: Duration?
+    /// After `delay`, the response also waits for as long as this answers `true`
+    /// (asked on the loop thread every few milliseconds), so that a test can keep an
+    /// answer in flight until it has done what must happen meanwhile.
+    public var heldWhile: (@Sendable () -> Bool)?
 
     /// Creates a reply.
-    public init(_ response: HTTP2Response, delay: Duration? = nil) {
+    public init(_ response: HTTP2Response, delay: Duration? = nil, heldWhile: (@Sendable () -> Bool)? = nil) {
         self.response = response
         self.delay = delay
+        self.heldWhile = heldWhile
     }
 }
 

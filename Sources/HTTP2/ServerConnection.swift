@@ -193,13 +193,29 @@ final class ServerConnection: H2Connection {
         }
         if let delay = reply.delay, delay > .zero {
             stream.answered = true
-            loop.schedule(after: delay) { [self] in
-                guard phase == .open, streams[streamID] === stream else { return }
-                self.submitResponse(streamID, stream, reply.response)
-                self.flush()
-            }
+            answerLater(streamID, stream, reply, after: delay)
+        } else if let held = reply.heldWhile, held() {
+            stream.answered = true
+            answerLater(streamID, stream, reply, after: Self.holdCheckInterval)
         } else {
             respond(streamID, stream, reply.response)
+        }
+    }
+
+    /// How often a held answer asks whether it may go.
+    private static let holdCheckInterval = Duration.milliseconds(5)
+
+    /// Sends a delayed or held answer once its time has come and nothing holds it,
+    /// unless the stream or the connection went away meanwhile.
+    private func answerLater(_ streamID: Int32, _ stream: IncomingStream, _ reply: HTTP2ServerReply, after delay: Duration) {
+        loop.schedule(after: delay) { [self] in
+            guard phase == .open, streams[streamID] === stream else { return }
+            if let held = reply.heldWhile, held() {
+                answerLater(streamID, stream, reply, after: Self.holdCheckInterval)
+                return
+            }
+            submitResponse(streamID, stream, reply.response)
+            flush()
         }
     }
 

@@ -3,6 +3,7 @@ import Foundation
 import HTTP2
 import IsletCore
 import IsletCrypto
+import IsletSync
 import IsletTesting
 import Testing
 
@@ -191,6 +192,27 @@ struct SimulatorServerTests {
         let started = ContinuousClock.now
         _ = try await client.send(live.push(alert, providerToken: jwt))
         #expect(ContinuousClock.now - started >= .milliseconds(150))
+        await client.shutdown()
+        await live.simulator.shutdown()
+    }
+
+    @Test func aClosedGateHoldsAnswersUntilItOpens() async throws {
+        let gate = AnswerGate(closed: true)
+        let live = try LiveSimulator { $0.answerGate = gate }
+        let client = try live.client()
+        let jwt = try live.token()
+        let answered = Lock(false)
+        let sent = Task {
+            let status = try await client.send(live.push(alert, providerToken: jwt)).status
+            answered.withLock { $0 = true }
+            return status
+        }
+        // The device has the push, but its answer waits behind the gate.
+        #expect(await eventually { live.simulator.engine.pushes().count == 1 })
+        #expect(answered.withLock { $0 } == false)
+        gate.open()
+        #expect(try await sent.value == 200)
+        #expect(try await client.send(live.push(alert, providerToken: jwt)).status == 200)
         await client.shutdown()
         await live.simulator.shutdown()
     }

@@ -180,12 +180,14 @@ struct ActivityLifeTests {
     }
 
     @Test func queuedUpdatesAreCoalescedToTheNewest() async throws {
+        // The simulator holds its answers until the test opens the gate, so the
+        // first update stays in flight while the next four are posted, however slow
+        // the machine.
+        let gate = AnswerGate(closed: true)
+        defer { gate.open() }
         try await ServerHarness.with(
             configure: { $0.deliveryMaxInFlight = 1 },
-            // Long enough that the next four updates are posted while the first is
-            // in flight, however slow the machine (under ThreadSanitizer each call
-            // takes tens of milliseconds).
-            simulators: { $0.latency = .seconds(3) }
+            simulators: { $0.answerGate = gate }
         ) { h in
             let app = try await h.createApp()
             try await h.registerDevice(app, "phone-1")
@@ -195,41 +197,49 @@ struct ActivityLifeTests {
                 let reply = try await h.update(app, "score-1", state: ["home": .integer(Int64(goal))])
                 #expect(reply.status == 202)
                 superseded += Int(reply["superseded"]?.int64Value ?? 0)
+                if goal == 1 {
+                    #expect(try await h.eventually { h.sandbox.engine.pushes().count == 1 })
+                }
             }
+            gate.open()
             let pushes = try await h.settledPushes(app, "score-1", count: 5)
             let statuses = pushes.compactMap { $0["status"]?.stringValue }
-            #expect(statuses.last == "sent")
-            #expect(statuses.filter { $0 == "dropped" }.count == superseded)
-            // The first update is in flight for 3 s; the ones sent meanwhile wait
-            // in the queue, and each newer one drops the one before it.
-            #expect(superseded >= 1)
+            // The first went out; of the four queued behind it, each newer one
+            // dropped the one before, and the newest was sent.
+            #expect(superseded == 3)
+            #expect(statuses.filter { $0 == "sent" }.count == 2)
+            #expect(statuses.filter { $0 == "dropped" }.count == 3)
             #expect(pushes.filter { $0["status"]?.stringValue == "dropped" }.allSatisfy { $0["reason"]?.stringValue == "Superseded" })
             // The device ends on the newest state.
+            #expect(try await h.eventually { h.sandbox.engine.pushes().count == 2 })
             #expect(h.sandbox.engine.pushes().last?.payload?["aps"]?["content-state"] == ["home": 5])
         }
     }
 
     @Test func endingDropsTheStartsStillQueued() async throws {
+        // The simulator holds the first start's answer until the end is posted, so
+        // the other three starts are still queued then.
+        let gate = AnswerGate(closed: true)
+        defer { gate.open() }
         try await ServerHarness.with(
             configure: { $0.deliveryMaxInFlight = 1 },
-            // The end is posted while the first start is in flight, however slow the
-            // machine: the other starts are still queued then.
-            simulators: { $0.latency = .seconds(3) }
+            simulators: { $0.answerGate = gate }
         ) { h in
             let app = try await h.createApp()
             for phone in ["phone-1", "phone-2", "phone-3", "phone-4"] {
                 try await h.registerStartable(app, phone, userID: "user-1")
             }
             #expect(try await h.start(app, "order-1", audience: ["user_ids": ["user-1"]])["targets"]?.int64Value == 4)
+            #expect(try await h.eventually { h.sandbox.engine.pushes().count == 1 })
             let ended = try await h.call("POST", "/v1/apps/\(app.id)/activities/order-1/end", key: app.serverKey, body: "{}")
             #expect(ended.status == 202)
+            gate.open()
             let pushes = try await h.settledPushes(app, "order-1", count: 4)
             let dropped = pushes.filter { $0["status"]?.stringValue == "dropped" }
-            #expect(dropped.count >= 2)
+            #expect(dropped.count == 3)
             #expect(dropped.allSatisfy { $0["reason"]?.stringValue == "ActivityEnded" })
-            // Nothing reaches a device after the end.
-            try await Task.sleep(for: .milliseconds(400))
-            #expect(h.sandbox.engine.activities().count == 4 - dropped.count)
+            // Every push has settled, and only the first start reached a device.
+            #expect(h.sandbox.engine.activities().count == 1)
         }
     }
 

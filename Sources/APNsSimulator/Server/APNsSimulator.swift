@@ -23,6 +23,8 @@ public struct APNsSimulatorOptions: Sendable {
     public var engine = SimulatorConfiguration()
     /// Extra time before each answer.
     public var latency: Duration?
+    /// While closed, answers wait (after `latency`); `nil` holds nothing.
+    public var answerGate: AnswerGate?
     /// Send GOAWAY after this many streams on a connection.
     public var goawayAfterStreams: Int?
     /// SETTINGS_MAX_CONCURRENT_STREAMS once a connection has shown a valid provider
@@ -83,7 +85,8 @@ public final class APNsSimulator: Sendable {
         server.uniqueValueHeaders = [APNsHeaderName.id, APNsHeaderName.uniqueID]
         apns = try HTTP2Server(
             configuration: server,
-            delegate: SimulatorDelegate(engine: engine, latency: options.latency, maxStreams: options.maxStreams))
+            delegate: SimulatorDelegate(
+                engine: engine, latency: options.latency, gate: options.answerGate, maxStreams: options.maxStreams))
         if let inspectPort = options.inspectPort {
             var http = HTTPServerConfiguration()
             http.host = options.inspectHost
@@ -124,11 +127,17 @@ public final class APNsSimulator: Sendable {
 final class SimulatorDelegate: HTTP2ServerDelegate {
     let engine: SimulatorEngine
     let latency: Duration?
+    let heldWhile: (@Sendable () -> Bool)?
     let maxStreams: UInt32
 
-    init(engine: SimulatorEngine, latency: Duration?, maxStreams: UInt32) {
+    init(engine: SimulatorEngine, latency: Duration?, gate: AnswerGate?, maxStreams: UInt32) {
         self.engine = engine
         self.latency = latency
+        if let gate {
+            heldWhile = { @Sendable in gate.isClosed }
+        } else {
+            heldWhile = nil
+        }
         self.maxStreams = maxStreams
     }
 
@@ -143,7 +152,7 @@ final class SimulatorDelegate: HTTP2ServerDelegate {
             connection.attachment = 1
             connection.setMaxConcurrentStreams(maxStreams)
         }
-        return HTTP2ServerReply(HTTP2Response(status: answer.status, headers: answer.headers, body: answer.body), delay: latency)
+        return HTTP2ServerReply(HTTP2Response(status: answer.status, headers: answer.headers, body: answer.body), delay: latency, heldWhile: heldWhile)
     }
 
     func connectionClosed(_ connection: HTTP2ServerConnectionContext) {
