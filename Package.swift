@@ -107,7 +107,7 @@ let package = Package(
             name: "IsletBench",
             dependencies: [
                 "IsletSync", "APNs", "APNsSimulator", "HTTP2", "HTTPClient", "HTTPServer", "IsletCore", "IsletCrypto", "Storage",
-                "SQLiteStorage",
+                "SQLiteStorage", "IsletTesting",
             ],
             path: "Benchmarks/IsletBench",
             swiftSettings: swiftSettings),
@@ -145,7 +145,8 @@ let package = Package(
         // PEM keys, DER signatures, JWTs and provider tokens.
         .executableTarget(name: "FuzzCredentials", dependencies: ["FuzzTargets", "CLibFuzzer"], path: "Fuzz/Entry/FuzzCredentials", swiftSettings: swiftSettings),
 
-        // Helpers shared by the test targets: a raw-socket HTTP client, temporary folders.
+        // Helpers shared by the test targets and the benchmarks: a raw-socket HTTP client,
+        // temporary folders, child processes spawned without Foundation's Process.
         .target(name: "IsletTesting", dependencies: ["IsletSync", "CLinux", "Storage"], path: "Tests/IsletTesting", swiftSettings: swiftSettings),
 
         .testTarget(name: "IsletSyncTests", dependencies: ["IsletSync"], swiftSettings: swiftSettings),

@@ -1,19 +1,17 @@
 import Foundation
+import IsletTesting
 
-/// `islet serve` as a child process, for benchmarks that measure the server alone.
+/// `islet serve` as a child process, for benchmarks that measure the server alone
+/// (spawned as the tests spawn theirs: see `Subprocess`).
 final class ServerProcess {
-    let process = Process()
+    let process: Subprocess
     let port: Int
-    private let log: FileHandle
 
     init(islet: String, arguments: [String], logPath: String) throws {
         _ = FileManager.default.createFile(atPath: logPath, contents: nil)
-        log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
-        process.executableURL = URL(fileURLWithPath: islet)
-        process.arguments = ["serve", "--port", "0", "--log-format", "json", "--log-level", "notice"] + arguments
-        process.standardError = log
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
+        process = try Subprocess(
+            islet, ["serve", "--port", "0", "--log-format", "json", "--log-level", "notice"] + arguments,
+            standardError: .file(logPath))
         var found: Int?
         for _ in 0..<2_000 where found == nil {
             usleep(10_000)
@@ -25,7 +23,7 @@ final class ServerProcess {
             }
         }
         guard let found else {
-            process.terminate()
+            process.stop()
             throw BenchHTTP.Failure(description: "islet serve did not start; see \(logPath)")
         }
         port = found
@@ -52,12 +50,14 @@ final class ServerProcess {
     }
 
     func kill() {
-        Glibc.kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+        process.stop()
     }
 
+    /// SIGTERM, then waits for the exit (up to two minutes; killed after that).
     func stop() {
         process.terminate()
-        process.waitUntilExit()
+        let deadline = ContinuousClock.now + .seconds(120)
+        while process.isRunning && ContinuousClock.now < deadline { usleep(10_000) }
+        process.stop()
     }
 }

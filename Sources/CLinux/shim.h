@@ -3,6 +3,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
 #include <stdint.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -94,6 +96,31 @@ int pipe2(int pipefd[2], int flags);
 /// thread spawns meanwhile inherits them); 0 or -1.
 static inline int islet_pipe_cloexec(int fds[2]) {
     return pipe2(fds, O_CLOEXEC);
+}
+
+/// Adds to `actions` the closing of every descriptor from `lowest` up in the child
+/// (glibc's close_range), so that a child inherits no socket or file of ours, whether
+/// or not it was opened close-on-exec; 0 or an error number.
+static inline int islet_spawn_close_from(posix_spawn_file_actions_t *actions, int lowest) {
+    return posix_spawn_file_actions_addclosefrom_np(actions, lowest);
+}
+
+/// Adds to `actions` a change of the child's working folder; 0 or an error number.
+static inline int islet_spawn_chdir(posix_spawn_file_actions_t *actions, const char *path) {
+    return posix_spawn_file_actions_addchdir_np(actions, path);
+}
+
+/// Sets `attributes` so that the child starts with no signal blocked and every
+/// signal at its default action, whatever the spawning thread had; 0 or an error
+/// number.
+static inline int islet_spawn_reset_signals(posix_spawnattr_t *attributes) {
+    sigset_t none, all;
+    sigemptyset(&none);
+    sigfillset(&all);
+    int rc = posix_spawnattr_setsigmask(attributes, &none);
+    if (rc == 0) rc = posix_spawnattr_setsigdefault(attributes, &all);
+    if (rc == 0) rc = posix_spawnattr_setflags(attributes, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    return rc;
 }
 
 #endif

@@ -197,6 +197,9 @@ public final class HTTP2Client: Sendable {
 
 /// A request sent with `HTTP2Client.send(_:completion:)`: an exchange that writes
 /// an `HTTP2Request` and gathers the answer into an `HTTP2Response`.
+///
+/// `@unchecked Sendable`: `HTTP2Exchange`'s rule; the answer gathered here is
+/// touched only on the client's loop thread until `completion` hands it over.
 final class PendingRequest: HTTP2Exchange, @unchecked Sendable {
     let request: HTTP2Request
     private let completion: @Sendable (Result<HTTP2Response, any Error>) -> Void

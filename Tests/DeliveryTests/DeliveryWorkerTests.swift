@@ -136,14 +136,14 @@ struct DeliveryWorkerTests {
             let transport = APNsTransport(client: APNsClient(), store: store)
             let missing = ConditionLock<TransportResult?>(nil)
             transport.send(claimedPush(createdAt: now)) { result in missing.withLockBroadcasting { $0 = result } }
-            let noApp = missing.wait(until: { $0 != nil }, timeout: .seconds(5)) { $0 }
+            let noApp = missing.wait(until: { $0 != nil }, timeout: .seconds(30)) { $0 }
             #expect(noApp?.disposition == .credentialsRejected)
             #expect(noApp?.attempts == 0)
 
             store.close()
             let unreadable = ConditionLock<TransportResult?>(nil)
             transport.send(claimedPush(createdAt: now)) { result in unreadable.withLockBroadcasting { $0 = result } }
-            let passing = unreadable.wait(until: { $0 != nil }, timeout: .seconds(5)) { $0 }
+            let passing = unreadable.wait(until: { $0 != nil }, timeout: .seconds(30)) { $0 }
             #expect(passing?.disposition == .retry)
             #expect(passing?.reason == "transport")
             #expect(passing?.attempts == 0)

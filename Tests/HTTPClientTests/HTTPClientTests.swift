@@ -152,6 +152,8 @@ struct HTTPClientTests {
         let result = await client.send(OutboundRequest(url: receiver.url("/hold"), body: Data("x".utf8), timeout: .milliseconds(300)))
         let failure = try #require(result.failure, "\(result)")
         #expect(failure.kind == .timeout, "\(failure)")
+        // It was sent once, and not again after the timeout.
+        #expect(await eventually { receiver.requests.count == 1 })
         #expect(receiver.requests.count == 1)
         await client.shutdown()
         await receiver.stop()

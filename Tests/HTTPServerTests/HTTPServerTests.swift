@@ -193,14 +193,14 @@ struct HTTPServerTests {
         }
         let port = server.port
         let inFlight = Task { try await httpRequest(port: port, path: "/slow") }
-        while !started.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(await eventually { started.withLock { $0 } })
         await server.shutdown(gracePeriod: .seconds(5))
         let response = try await inFlight.value
         #expect(response.status == 200)
         #expect(response.text == "finished")
         // The port is free again: nothing holds it. (A connection attempt would not
         // tell: another test's server may have taken the port by then.)
-        #expect(portIsFree(port))
+        #expect(await eventually { portIsFree(port) })
     }
 
     @Test func aRequestStillRunningAtTheEndOfTheGraceIsAnswered503() async throws {
@@ -212,12 +212,12 @@ struct HTTPServerTests {
         }
         let port = server.port
         let inFlight = Task { try await httpRequest(port: port, path: "/slow") }
-        while !started.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(await eventually { started.withLock { $0 } })
         await server.shutdown(gracePeriod: .milliseconds(50))
         let response = try await inFlight.value
         #expect(response.status == 503)
         #expect(response.headers["retry-after"] == "1")
-        #expect(portIsFree(port))
+        #expect(await eventually { portIsFree(port) })
     }
 
     @Test func aServerReleasedWithoutShutdownStops() async throws {
@@ -225,7 +225,7 @@ struct HTTPServerTests {
         let port = try #require(server?.port)
         #expect(try await httpRequest(port: port, path: "/alive").status == 200)
         server = nil
-        #expect(portIsFree(port))
+        #expect(await eventually { portIsFree(port) })
     }
 
     @Test func secondStartIsRefusedAndBusyPortIsReported() async throws {

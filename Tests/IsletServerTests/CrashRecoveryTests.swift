@@ -13,15 +13,11 @@ struct CrashRecoveryTests {
     let executable = builtProductPath("islet")
 
     /// Starts `islet serve` and answers the process and its API port.
-    func launch(_ arguments: [String]) async throws -> (Process, Int, ServeProcessTests.OutputCollector) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = ["serve", "--port", "0", "--log-format", "json"] + arguments
-        let errorPipe = Pipe()
-        process.standardError = errorPipe
-        process.standardOutput = Pipe()
-        let output = ServeProcessTests.OutputCollector(errorPipe)
-        try process.run()
+    func launch(_ arguments: [String]) async throws -> (Subprocess, Int, ServeProcessTests.OutputCollector) {
+        let process = try Subprocess(
+            executable, ["serve", "--port", "0", "--log-format", "json"] + arguments,
+            standardOutput: .collect, standardError: .collect)
+        let output = ServeProcessTests.OutputCollector(standardErrorOf: process)
         var port: Int?
         for _ in 0..<2_400 where port == nil {
             try await Task.sleep(for: .milliseconds(25))
@@ -33,7 +29,7 @@ struct CrashRecoveryTests {
             }.first
         }
         guard let port else {
-            killIfRunning(process)
+            process.stop()
             throw RawHTTPError("no listening line in: \(output.value)")
         }
         return (process, port, output)
@@ -95,7 +91,7 @@ struct CrashRecoveryTests {
                 in: dir, database: database, latency: .milliseconds(400), extra: ["--delivery-max-in-flight", "20"])
             let simulator = setup.simulator
             var (process, port, _) = try await launch(setup.arguments)
-            defer { killIfRunning(process) }
+            defer { process.stop() }
             func call(_ method: String, _ path: String, _ key: String, _ body: JSONValue? = nil) async throws -> JSONValue {
                 try await self.call(port, method, path, key, body)
             }
@@ -120,9 +116,9 @@ struct CrashRecoveryTests {
             while simulator.engine.pushes().isEmpty && Date() < sending {
                 try await Task.sleep(for: .milliseconds(2))
             }
-            kill(process.processIdentifier, SIGKILL)
-            #expect(await exited(process))
-            #expect(process.terminationReason == .uncaughtSignal)
+            process.send(SIGKILL)
+            #expect(await process.exited())
+            #expect(process.termination == .signal(SIGKILL))
             let beforeRestart = simulator.engine.pushes().count
             #expect(beforeRestart > 0, "the kill came before any push was sent")
             #expect(beforeRestart < devices, "the kill came after the fan-out finished")
@@ -136,7 +132,7 @@ struct CrashRecoveryTests {
                 try await Task.sleep(for: .milliseconds(100))
             }
             process.terminate()
-            await exited(process)
+            await process.exited()
             await simulator.shutdown()
 
             #expect(items.count == devices)
@@ -159,7 +155,7 @@ struct CrashRecoveryTests {
             let setup = try setUp(in: dir, database: database)
             let simulator = setup.simulator
             var (process, port, _) = try await launch(setup.arguments)
-            defer { killIfRunning(process) }
+            defer { process.stop() }
             func call(_ method: String, _ path: String, _ key: String, _ body: JSONValue? = nil) async throws -> JSONValue {
                 try await self.call(port, method, path, key, body)
             }
@@ -173,8 +169,8 @@ struct CrashRecoveryTests {
                 "audience": ["device_ids": ["phone-1"]], "send_at": .double(Date().timeIntervalSince1970 + 2),
             ])
             let scheduleID = try #require(scheduled["schedule_id"]?.stringValue)
-            kill(process.processIdentifier, SIGKILL)
-            await exited(process)
+            process.send(SIGKILL)
+            await process.exited()
             #expect(simulator.engine.pushes().isEmpty)
 
             (process, port, _) = try await launch(setup.arguments)
@@ -188,7 +184,7 @@ struct CrashRecoveryTests {
             // A few ticks more: it does not fire again.
             try await Task.sleep(for: .milliseconds(600))
             process.terminate()
-            await exited(process)
+            await process.exited()
             await simulator.shutdown()
             #expect(item["status"] == "sent" && item["targets"] == 1)
             #expect(simulator.engine.pushes().map(\.token) == [token])

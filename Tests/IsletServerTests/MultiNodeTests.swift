@@ -205,8 +205,7 @@ struct MultiNodeTests {
             let stopped = ContinuousClock.now
             try await stopping.terminate()
             print("MultiNodeTests: node-b stopped \(ContinuousClock.now - stopped) after SIGTERM")
-            #expect(stopping.process.terminationReason == .exit)
-            #expect(stopping.process.terminationStatus == 0)
+            #expect(stopping.process.termination == .exit(0))
             #expect(stopping.output.value.contains("handed back pushes still in flight"), "\(stopping.output.value)")
             #expect(try cluster.psql(held) == "0")
 
@@ -247,11 +246,11 @@ struct ClusterApp: Sendable {
 /// One `islet serve` child process.
 final class ServeNode: Sendable {
     let id: String
-    let process: Process
+    let process: Subprocess
     let port: Int
     let output: ServeProcessTests.OutputCollector
 
-    init(id: String, process: Process, port: Int, output: ServeProcessTests.OutputCollector) {
+    init(id: String, process: Subprocess, port: Int, output: ServeProcessTests.OutputCollector) {
         self.id = id
         self.process = process
         self.port = port
@@ -271,7 +270,7 @@ final class ServeNode: Sendable {
 
     /// SIGKILL, and reaped.
     func kill() async throws {
-        Glibc.kill(process.processIdentifier, SIGKILL)
+        process.send(SIGKILL)
         try await waitForExit()
     }
 
@@ -284,7 +283,7 @@ final class ServeNode: Sendable {
     /// Sleeps between looks rather than blocking a thread of the concurrency pool,
     /// on which the other node's and the tests' own servers answer.
     private func waitForExit() async throws {
-        guard await exited(process, within: .seconds(60)) else { throw RawHTTPError("\(id) did not exit") }
+        guard await process.exited(within: .seconds(60)) else { throw RawHTTPError("\(id) did not exit") }
     }
 }
 
@@ -329,7 +328,7 @@ final class Cluster: Sendable {
     let signingKey: P256.SigningKey
     private let caFile: URL
     private let nodes = Lock<[ServeNode]>([])
-    private let started = Lock<[Process]>([])
+    private let started = Lock<[Subprocess]>([])
 
     private init(simulator: APNsSimulator, databaseURL: String, directory: URL, signingKey: P256.SigningKey) throws {
         self.simulator = simulator
@@ -376,7 +375,7 @@ final class Cluster: Sendable {
 
     /// Kills (and reaps) every process started, then stops the simulator.
     private func stop() async {
-        for process in started.withLock({ $0 }) { killIfRunning(process) }
+        for process in started.withLock({ $0 }) { process.stop() }
         await simulator.shutdown()
     }
 
@@ -393,20 +392,14 @@ final class Cluster: Sendable {
 
     /// Starts the node `id` with `extra` arguments; answers it once it listens.
     func launch(_ id: String, _ extra: [String] = []) async throws -> ServeNode {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: builtProductPath("islet"))
-        process.arguments = [
+        let process = try Subprocess(builtProductPath("islet"), [
             "serve", "--port", "0", "--log-format", "json", "--node-id", id, "--database", databaseURL,
             "--data-dir", directory.appendingPathComponent(id).path, "--admin-token", ServerHarness.adminToken,
             "--apns-sandbox-url", "https://127.0.0.1:\(simulator.port)",
             "--apns-production-url", "https://127.0.0.1:\(simulator.port)", "--apns-ca-file", caFile.path,
             "--push-lease-seconds", "\(MultiNodeTests.lease)",
-        ] + extra
-        let errorPipe = Pipe()
-        process.standardError = errorPipe
-        process.standardOutput = FileHandle.nullDevice
-        let output = ServeProcessTests.OutputCollector(errorPipe)
-        try process.run()
+        ] + extra, standardError: .collect)
+        let output = ServeProcessTests.OutputCollector(standardErrorOf: process)
         started.withLock { $0.append(process) }
         var port: Int?
         _ = await eventually(within: .seconds(60)) {

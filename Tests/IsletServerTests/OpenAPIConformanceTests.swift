@@ -100,28 +100,21 @@ struct OpenAPIConformanceTests {
     static func run(
         _ executable: String, _ arguments: [String], in directory: URL, environment: [String: String], output: URL
     ) async throws -> Int32 {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        process.currentDirectoryURL = directory
-        var variables = ProcessInfo.processInfo.environment
-        variables["PYTHONDONTWRITEBYTECODE"] = "1"
-        for (name, value) in environment { variables[name] = value }
-        process.environment = variables
         _ = FileManager.default.createFile(atPath: output.path, contents: nil)
-        let handle = try FileHandle(forWritingTo: output)
-        defer { try? handle.close() }
-        process.standardOutput = handle
-        process.standardError = handle
-        process.standardInput = FileHandle.nullDevice
-        return try await withCheckedThrowingContinuation { continuation in
-            process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
-            do {
-                try process.run()
-            } catch {
-                process.terminationHandler = nil
-                continuation.resume(throwing: error)
-            }
+        var variables = environment
+        variables["PYTHONDONTWRITEBYTECODE"] = variables["PYTHONDONTWRITEBYTECODE"] ?? "1"
+        let process = try Subprocess(
+            executable, arguments, environment: variables, directory: directory.path,
+            standardOutput: .file(output.path), standardError: .file(output.path))
+        defer { process.stop() }
+        // Generous: the whole run takes minutes on a busy machine.
+        guard await process.exited(within: .seconds(1_800)) else {
+            throw RawHTTPError("\(executable) did not finish within 30 minutes")
+        }
+        return switch process.termination {
+        case .exit(let status): status
+        case .signal(let number): 128 + number
+        case nil: -1
         }
     }
 }

@@ -9,31 +9,32 @@ import Testing
 struct ServeProcessTests {
     let executable = builtProductPath("islet")
 
-    /// Collects a pipe's output as it arrives.
-    final class OutputCollector: Sendable {
-        private let text = Lock("")
-        init(_ pipe: Pipe) {
-            pipe.fileHandleForReading.readabilityHandler = { [self] handle in
-                let data = handle.availableData
-                if data.isEmpty { handle.readabilityHandler = nil; return }
-                text.withLock { $0 += String(decoding: data, as: UTF8.self) }
-            }
+    /// One output stream of a child, collected as it arrives.
+    struct OutputCollector: Sendable {
+        let process: Subprocess
+        let isStandardError: Bool
+
+        init(standardErrorOf process: Subprocess) {
+            self.process = process
+            isStandardError = true
         }
-        var value: String { text.withLock { $0 } }
+
+        init(standardOutputOf process: Subprocess) {
+            self.process = process
+            isStandardError = false
+        }
+
+        var value: String { isStandardError ? process.standardError : process.standardOutput }
     }
 
     @Test func startsAnswersHealthzAndStopsCleanlyOnSIGTERM() async throws {
         try #require(FileManager.default.isExecutableFile(atPath: executable), "islet not built at \(executable)")
         try await withTemporaryDirectory { dir in
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: executable)
-            process.arguments = ["serve", "--port", "0", "--data-dir", dir.path, "--log-format", "json"]
-            let errorPipe = Pipe()
-            process.standardError = errorPipe
-            process.standardOutput = Pipe()
-            let output = OutputCollector(errorPipe)
-            try process.run()
-            defer { killIfRunning(process) }
+            let process = try Subprocess(
+                executable, ["serve", "--port", "0", "--data-dir", dir.path, "--log-format", "json"],
+                standardOutput: .collect, standardError: .collect)
+            let output = OutputCollector(standardErrorOf: process)
+            defer { process.stop() }
 
             var port: Int?
             for _ in 0..<2_400 where port == nil {
@@ -51,10 +52,8 @@ struct ServeProcessTests {
             #expect(health.json?["status"] as? String == "ok")
 
             process.terminate()  // SIGTERM
-            _ = await eventually { !process.isRunning }
-            #expect(!process.isRunning)
-            #expect(process.terminationReason == .exit)
-            #expect(process.terminationStatus == 0)
+            #expect(await process.exited())
+            #expect(process.termination == .exit(0))
             let log = output.value
             #expect(log.contains("\"reason\":\"SIGTERM\""))
             #expect(log.contains("\"msg\":\"stopped\""))
@@ -79,18 +78,15 @@ struct ServeProcessTests {
     @Test func simulatorModePrintsAWalkThroughThatWorks() async throws {
         try #require(FileManager.default.isExecutableFile(atPath: executable), "islet not built at \(executable)")
         try await withTemporaryDirectory { dir in
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: executable)
-            process.arguments = [
-                "serve", "--simulator", "--port", "0", "--simulator-port", "0", "--simulator-inspect-port", "0",
-                "--data-dir", dir.path,
-            ]
-            let outputPipe = Pipe()
-            process.standardOutput = outputPipe
-            process.standardError = Pipe()
-            let output = OutputCollector(outputPipe)
-            try process.run()
-            defer { killIfRunning(process) }
+            let process = try Subprocess(
+                executable,
+                [
+                    "serve", "--simulator", "--port", "0", "--simulator-port", "0", "--simulator-inspect-port", "0",
+                    "--data-dir", dir.path,
+                ],
+                standardOutput: .collect, standardError: .collect)
+            let output = OutputCollector(standardOutputOf: process)
+            defer { process.stop() }
             var exports: [String: String] = [:]
             for _ in 0..<2_400 where exports["DEVICE_KEY"] == nil {
                 try await Task.sleep(for: .milliseconds(25))
@@ -151,16 +147,10 @@ struct ServeProcessTests {
         _ arguments: [String], environment: [String: String] = [:],
         _ body: (Int, OutputCollector) async throws -> Void = { _, _ in }
     ) async throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = ["serve"] + arguments
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        let outputPipe = Pipe()
-        process.standardOutput = outputPipe
-        process.standardError = Pipe()
-        let output = OutputCollector(outputPipe)
-        try process.run()
-        defer { killIfRunning(process) }
+        let process = try Subprocess(
+            executable, ["serve"] + arguments, environment: environment, standardOutput: .collect, standardError: .collect)
+        let output = OutputCollector(standardOutputOf: process)
+        defer { process.stop() }
         func port() -> Int? {
             output.value.split(separator: "\n").lazy.compactMap { line -> Int? in
                 guard line.hasPrefix("islet: listening on http://") else { return nil }
@@ -171,8 +161,8 @@ struct ServeProcessTests {
         let listening = try #require(port(), "no listening line in: \(output.value)")
         try await body(listening, output)
         process.terminate()
-        _ = await eventually { !process.isRunning }
-        #expect(process.terminationStatus == 0)
+        #expect(await process.exited())
+        #expect(process.termination == .exit(0))
     }
 
     @Test func aBadHostStopsBeforeAnythingIsWritten() async throws {

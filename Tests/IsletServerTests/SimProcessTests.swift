@@ -16,18 +16,15 @@ struct SimProcessTests {
             let keyFile = dir.appendingPathComponent("AuthKey_SIMKEY1234.p8")
             try key.pemRepresentation.write(to: keyFile, atomically: true, encoding: .utf8)
             let caFile = dir.appendingPathComponent("sim-ca.pem")
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: executable)
-            process.arguments = [
-                "sim", "--port", "0", "--inspect-port", "0", "--trust", "SIMKEY1234:SIMTEAM123:\(keyFile.path)",
-                "--ca-out", caFile.path,
-            ]
-            let out = Pipe()
-            process.standardOutput = out
-            process.standardError = Pipe()
-            let output = ServeProcessTests.OutputCollector(out)
-            try process.run()
-            defer { killIfRunning(process) }
+            let process = try Subprocess(
+                executable,
+                [
+                    "sim", "--port", "0", "--inspect-port", "0", "--trust", "SIMKEY1234:SIMTEAM123:\(keyFile.path)",
+                    "--ca-out", caFile.path,
+                ],
+                standardOutput: .collect, standardError: .collect)
+            let output = ServeProcessTests.OutputCollector(standardOutputOf: process)
+            defer { process.stop() }
 
             var ports: [Int] = []
             for _ in 0..<2_400 where ports.isEmpty {
@@ -57,8 +54,8 @@ struct SimProcessTests {
             #expect(output.value.contains("#1 200"))
             #expect(output.value.contains("alert_shown"))
             process.terminate()
-            _ = await eventually { !process.isRunning }
-            #expect(process.terminationStatus == 0)
+            #expect(await process.exited())
+            #expect(process.termination == .exit(0))
         }
     }
 

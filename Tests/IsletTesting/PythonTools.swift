@@ -1,5 +1,4 @@
 public import Foundation
-import IsletSync
 
 /// The Python tools of scripts/test-requirements.txt, in .build/test-venv, and the
 /// scripts of scripts/ that run on them.
@@ -28,84 +27,57 @@ public enum PythonTools {
 
 /// A child process whose standard output is read line by line as it comes, killed
 /// and reaped by ``stop()`` (call it from a `defer`) if it still runs.
-public final class ChildProcess: @unchecked Sendable {
-    // @unchecked Sendable: `process` is set up before `run()` and only read after;
-    // the output is behind its lock.
-    private let process = Process()
-    private let output = ConditionLock<(lines: [String], partial: Data, closed: Bool)>(([], Data(), false))
-    private let errors = ConditionLock<Data>(Data())
+public final class ChildProcess: Sendable {
+    private let process: Subprocess
 
     /// Starts `executable` with `arguments`; standard input is empty.
     public init(_ executable: String, _ arguments: [String], environment: [String: String] = [:]) throws {
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        var variables = ProcessInfo.processInfo.environment
-        variables["PYTHONDONTWRITEBYTECODE"] = "1"
-        variables["PYTHONUNBUFFERED"] = "1"
-        for (name, value) in environment { variables[name] = value }
-        process.environment = variables
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        process.standardInput = FileHandle.nullDevice
-        out.fileHandleForReading.readabilityHandler = { [output] handle in
-            let data = handle.availableData
-            output.withLockBroadcasting { state in
-                if data.isEmpty {
-                    state.closed = true
-                    handle.readabilityHandler = nil
-                    if !state.partial.isEmpty { state.lines.append(String(decoding: state.partial, as: UTF8.self)) }
-                    state.partial = Data()
-                    return
-                }
-                state.partial.append(data)
-                while let newline = state.partial.firstIndex(of: 0x0A) {
-                    state.lines.append(String(decoding: state.partial[state.partial.startIndex..<newline], as: UTF8.self))
-                    state.partial = Data(state.partial[state.partial.index(after: newline)...])
-                }
-            }
-        }
-        err.fileHandleForReading.readabilityHandler = { [errors] handle in
-            let data = handle.availableData
-            if data.isEmpty {
-                handle.readabilityHandler = nil
-                return
-            }
-            errors.withLockBroadcasting { $0.append(data) }
-        }
-        try process.run()
+        var variables = environment
+        variables["PYTHONDONTWRITEBYTECODE"] = variables["PYTHONDONTWRITEBYTECODE"] ?? "1"
+        variables["PYTHONUNBUFFERED"] = variables["PYTHONUNBUFFERED"] ?? "1"
+        process = try Subprocess(
+            executable, arguments, environment: variables, standardOutput: .collect, standardError: .collect)
     }
 
-    /// The lines printed so far.
-    public var lines: [String] { output.withLock { $0.lines } }
+    /// The lines printed so far (a last line without its newline once the output
+    /// has ended).
+    public var lines: [String] {
+        let text = process.standardOutput
+        var lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        // What follows the last newline is a line only once nothing more can come.
+        if let last = lines.last, last.isEmpty || !process.standardOutputClosed { lines.removeLast() }
+        return lines
+    }
 
     /// What the process wrote to standard error so far.
-    public var standardError: String { errors.withLock { String(decoding: $0, as: UTF8.self) } }
+    public var standardError: String { process.standardError }
 
     /// Waits up to `deadline` for the first line that satisfies `match`.
     public func line(within deadline: Duration = .seconds(60), where match: (String) -> Bool = { _ in true }) async -> String? {
         var found: String?
         _ = await eventually(within: deadline) {
-            let state = output.withLock { ($0.lines, $0.closed) }
-            found = state.0.first(where: match)
-            return found != nil || state.1
+            let closed = process.standardOutputClosed
+            found = lines.first(where: match)
+            return found != nil || closed
         }
         return found
     }
 
-    /// Waits up to `deadline` for the process to end; answers its exit status, or
-    /// `nil` if it still runs.
+    /// Waits up to `deadline` for the process to end; answers its exit status (128
+    /// plus the signal's number for a signal), or `nil` if it still runs.
     public func exitStatus(within deadline: Duration = .seconds(120)) async -> Int32? {
-        let ended = await eventually(within: deadline) { !self.process.isRunning }
-        guard ended else { return nil }
+        guard await process.exited(within: deadline) else { return nil }
         // Its output may still be on its way through the pipe.
-        _ = await eventually(within: .seconds(10)) { self.output.withLock { $0.closed } }
-        return process.terminationStatus
+        _ = await eventually(within: .seconds(10)) { process.standardOutputClosed }
+        return switch process.termination {
+        case .exit(let status): status
+        case .signal(let number): 128 + number
+        case nil: nil
+        }
     }
 
     /// Kills and reaps the process if it still runs.
     public func stop() {
-        killIfRunning(process)
+        process.stop()
     }
 }
