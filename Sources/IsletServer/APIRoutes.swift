@@ -10,7 +10,7 @@ enum APIRoutes {
     ) -> [APIRoute] {
         let document = Lock<JSONValue>(.null)
         let system = SystemRoutes(
-            store: services.store, nodeID: services.nodes.nodeID, delivery: delivery, requestMetrics: requestMetrics,
+            node: services.nodes, delivery: delivery, requestMetrics: requestMetrics,
             document: { document.withLock { $0 } })
         let routes = system.routes + AppRoutes(apps: services.apps).routes
             + DeviceRoutes(devices: services.devices).routes

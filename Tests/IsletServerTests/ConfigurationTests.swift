@@ -84,6 +84,24 @@ struct ConfigurationTests {
         }
     }
 
+    @Test func theTimeSettingsAreReadAndChecked() throws {
+        let config = try load(
+            ["--renew-lead-minutes", "30", "--start-confirm-minutes", "5"], ["ISLET_EVENT_RETENTION_DAYS": "3"])
+        #expect(config.renewLeadMinutes == 30)
+        #expect(config.startConfirmMinutes == 5)
+        #expect(config.eventRetentionDays == 3)
+        let defaults = try load([])
+        #expect(defaults.renewLeadMinutes == 15)
+        for (arguments, setting) in [
+            (["--renew-lead-minutes", "0"], "--renew-lead-minutes (ISLET_RENEW_LEAD_MINUTES)"),
+            (["--renew-lead-minutes", "241"], "--renew-lead-minutes (ISLET_RENEW_LEAD_MINUTES)"),
+            (["--start-confirm-minutes", "soon"], "--start-confirm-minutes (ISLET_START_CONFIRM_MINUTES)"),
+        ] {
+            let error = #expect(throws: ConfigurationError.self) { try load(arguments) }
+            #expect(error?.setting == setting)
+        }
+    }
+
     @Test func aRefusedDatabaseURLNeverShowsItsPassword() throws {
         let flag = #expect(throws: ConfigurationError.self) { try load(["--database", "mysql://islet:hunter2pw@h/db"]) }
         #expect(flag?.message.contains("hunter2pw") == false)

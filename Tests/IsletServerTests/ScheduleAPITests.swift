@@ -163,6 +163,9 @@ struct ScheduleAPITests {
     @Test func aRenewalShowsOnBothActivities() async throws {
         try await ServerHarness.with { h in
             let app = try await running(h)
+            // phone-2 holds the activity too, but has no push-to-start token.
+            try await h.registerDevice(app, "phone-2")
+            try await h.registerUpdateToken(app, "phone-2", "order-1", token: ServerHarness.token())
             let started = h.clock.now()
             let put = try await h.call("PUT", "/v1/apps/\(app.id)/activities/order-1/timeline", key: app.serverKey, json: [
                 "renew": true,
@@ -175,11 +178,111 @@ struct ScheduleAPITests {
             })
             let original = try await h.call("GET", "/v1/apps/\(app.id)/activities/order-1", key: app.serverKey)
             #expect(original["status"]?.stringValue == "ended" && original["end_cause"]?.stringValue == "renewed")
-            #expect(original["not_renewed"]?.arrayValue == [])
+            #expect(original["not_renewed"]?.arrayValue == ["phone-2"])
             let successor = try await h.call("GET", "/v1/apps/\(app.id)/activities/order-1~2", key: app.serverKey)
             #expect(successor["renewed_from"]?.stringValue == "order-1" && successor["renewed_to"] == .null)
             let moved = try await h.call("GET", "/v1/apps/\(app.id)/schedules?activity_id=order-1~2", key: app.serverKey)
             #expect(moved["items"]?.arrayValue?.map { $0["kind"]?.stringValue } == ["timeline_entry"])
+        }
+    }
+
+    /// A scheduled end, and the edges of both windows, as the API answers them; an
+    /// item whose activity ended before its time is dropped and can no longer be
+    /// cancelled.
+    @Test func scheduledEndsAndDroppedItemsThroughTheAPI() async throws {
+        try await ServerHarness.with { h in
+            let app = try await running(h)
+            let now = h.clock.now()
+            let base = "/v1/apps/\(app.id)/activities/order-1"
+            func at(_ offset: TimeInterval) -> JSONValue { .string(RFC3339.string(now.addingTimeInterval(offset))) }
+            let lateUpdate = try await h.call("POST", base + "/update", key: app.serverKey, json: [
+                "content_state": ["status": "late", "eta": 1], "send_at": at(8 * 3600 + 1),
+            ])
+            #expect(lateUpdate.status == 422 && fields(lateUpdate) == ["send_at"])
+            let lateEnd = try await h.call("POST", base + "/end", key: app.serverKey, json: ["send_at": at(12 * 3600 + 1)])
+            #expect(lateEnd.status == 422 && fields(lateEnd) == ["send_at"])
+            let end = try await h.call("POST", base + "/end", key: app.serverKey, json: [
+                "content_state": ["status": "done", "eta": 0], "send_at": at(9 * 3600),
+            ])
+            #expect(end.status == 202 && end["status"]?.stringValue == "scheduled")
+            let endID = try #require(end["schedule_id"]?.stringValue)
+            let update = try await h.call("POST", base + "/update", key: app.serverKey, json: [
+                "content_state": ["status": "soon", "eta": 2], "send_at": at(600),
+            ])
+            let updateID = try #require(update["schedule_id"]?.stringValue)
+            let listed = try await h.call("GET", "/v1/apps/\(app.id)/schedules?activity_id=order-1", key: app.serverKey)
+            #expect(listed["items"]?.arrayValue?.map { $0["kind"]?.stringValue } == ["update", "end"])
+
+            // The activity ends now: both items find it ended when their time comes.
+            #expect(try await h.call("POST", base + "/end", key: app.serverKey, body: "{}").status == 202)
+            func item(_ id: String) async throws -> Reply {
+                try await h.call("GET", "/v1/apps/\(app.id)/schedules/\(id)", key: app.serverKey)
+            }
+            h.clock.advance(by: 600)
+            #expect(try await h.eventually { try await item(updateID)["status"]?.stringValue == "dropped" })
+            #expect(try await item(updateID)["reason"]?.stringValue == "activity_ended")
+            let cancelDropped = try await h.call("DELETE", "/v1/apps/\(app.id)/schedules/\(updateID)", key: app.serverKey)
+            #expect(cancelDropped.status == 409)
+            h.clock.set(now.addingTimeInterval(9 * 3600))
+            #expect(try await h.eventually { try await item(endID)["status"]?.stringValue == "dropped" })
+            #expect(try await item(endID)["reason"]?.stringValue == "activity_ended")
+            // An ended activity takes no new schedule.
+            let afterEnd = try await h.call("POST", base + "/update", key: app.serverKey, json: [
+                "content_state": ["status": "x", "eta": 1], "send_at": .string(RFC3339.string(h.clock.now().addingTimeInterval(60))),
+            ])
+            #expect(afterEnd.status == 409)
+        }
+    }
+
+    /// Entries overdue at once: only the newest is sent, the older ones skipped.
+    @Test func overdueEntriesSkipToTheNewestThroughTheAPI() async throws {
+        try await ServerHarness.with { h in
+            let app = try await running(h)
+            let path = "/v1/apps/\(app.id)/activities/order-1/timeline"
+            let now = h.clock.now()
+            let entries: [JSONValue] = [60, 120, 180].map { (offset: Int) -> JSONValue in
+                [
+                    "at": .string(RFC3339.string(now.addingTimeInterval(TimeInterval(offset)))),
+                    "content_state": ["status": .string("at \(offset)"), "eta": 1],
+                ]
+            }
+            #expect(try await h.call("PUT", path, key: app.serverKey, json: ["entries": .array(entries)]).status == 200)
+            let before = h.sandbox.engine.pushes().count
+            h.clock.advance(by: 150)
+            #expect(try await h.eventually {
+                try await h.call("GET", path, key: app.serverKey)["entries"]?.arrayValue?.map { $0["status"]?.stringValue }
+                    == ["skipped", "sent", "pending"]
+            })
+            #expect(try await h.eventually { h.sandbox.engine.pushes().count == before + 1 })
+            #expect(h.sandbox.engine.pushes().last?.payload?["aps"]?["content-state"]?["status"] == "at 120")
+        }
+    }
+
+    /// Each entry is checked against the activity type's schema and the limit on
+    /// entries, and a fault names its place.
+    @Test func entriesAreCheckedAgainstTheSchemaAndTheLimit() async throws {
+        try await ServerHarness.with { h in
+            let app = try await running(h)
+            let schema: JSONValue = [
+                "attributes": ["order": ["type": "string"]],
+                "content_state": ["status": ["type": "string"], "eta": ["type": "int"]],
+            ]
+            #expect(try await h.call("PUT", "/v1/apps/\(app.id)/activity-types/DeliveryAttributes", key: app.serverKey, json: schema).status == 201)
+            let path = "/v1/apps/\(app.id)/activities/order-1/timeline"
+            let now = h.clock.now()
+            func entry(_ offset: Int, eta: JSONValue) -> JSONValue {
+                ["at": .string(RFC3339.string(now.addingTimeInterval(TimeInterval(offset)))), "content_state": ["status": "cooking", "eta": eta]]
+            }
+            let wrongType = try await h.call("PUT", path, key: app.serverKey, json: ["entries": [entry(60, eta: 3), entry(120, eta: "soon")]])
+            #expect(wrongType.status == 422 && fields(wrongType) == ["entries[1].content_state.eta"], "\(wrongType.json)")
+            let tooMany = try await h.call("PUT", path, key: app.serverKey, json: [
+                "entries": .array((1...1_441).map { entry($0 * 10, eta: 1) }),
+            ])
+            #expect(tooMany.status == 422 && fields(tooMany) == ["entries"], "\(tooMany.json)")
+            let most = try await h.call("PUT", path, key: app.serverKey, json: [
+                "entries": .array((1...1_440).map { entry($0 * 10, eta: 1) }),
+            ])
+            #expect(most.status == 200 && most["entries"]?.arrayValue?.count == 1_440)
         }
     }
 }

@@ -157,6 +157,52 @@ struct EventServiceTests {
         }
     }
 
+    /// A cursor further behind than the feed remembers reads the database, then goes
+    /// on from the feed: every event once, in order, and only the app's and types'.
+    @Test func aCursorCatchesUpFromTheDatabaseThenFollowsTheFeed() async throws {
+        try await withRig { rig in
+            let app = try await rig.app()
+            let other = try await rig.app()
+            try await rig.start(app)
+            try await rig.start(other, id: "elsewhere")
+            try await rig.update(app, eta: 5)
+            try await rig.update(app, eta: 4)
+            let written = try await rig.events(app)
+            try #require(written.count >= 3)
+            // The feed remembers only the newest two events of the database.
+            let feed = EventFeed(environment: rig.services.environment, capacity: 2)
+            await feed.poll()
+            var cursor = EventCursor(feed: feed, events: rig.services.events, appID: app.id, after: 0, patterns: [])
+            #expect(try await cursor.next().map(\.sequence) == written.map(\.sequence))
+            #expect(cursor.position == feed.cursor)
+            #expect(try await cursor.next().isEmpty)
+            #expect(!cursor.hasNews)
+
+            // New events come through the feed, after the position and nothing else.
+            try await rig.update(app, eta: 3)
+            try await rig.update(other, id: "elsewhere", eta: 3)
+            #expect(!cursor.hasNews)
+            await feed.poll()
+            #expect(cursor.hasNews)
+            let fresh = try await cursor.next()
+            let expected = try await rig.events(app).filter { $0.sequence > written.last!.sequence }
+            #expect(!fresh.isEmpty && fresh.map(\.sequence) == expected.map(\.sequence))
+            #expect(fresh.allSatisfy { $0.appID == app.id })
+            #expect(try await cursor.next().isEmpty)
+
+            // A cursor with patterns sees only those types; one without a start
+            // begins at the feed's newest.
+            var updates = EventCursor(
+                feed: feed, events: rig.services.events, appID: app.id, after: 0,
+                patterns: try EventService.patterns(["activity.updated"], field: "types"))
+            let onlyUpdates = try await updates.next()
+            #expect(onlyUpdates.count == 3 && onlyUpdates.allSatisfy { $0.type == "activity.updated" })
+            var now = EventCursor(feed: feed, events: rig.services.events, appID: app.id, after: nil, patterns: [])
+            #expect(now.position == feed.cursor)
+            #expect(try await now.next().isEmpty)
+        }
+    }
+
     @Test func badTypesAndCursorsNameTheirField() throws {
         #expect(throws: ServiceError.self) { try EventService.patterns(["push.sent", "push.nope"], field: "types") }
         do {

@@ -84,13 +84,14 @@ struct ScheduleServiceTests {
         }
     }
 
-    func withRig(_ body: (Rig) async throws -> Void) async throws {
+    func withRig(renewLead: TimeInterval = 15 * 60, _ body: (Rig) async throws -> Void) async throws {
         try await withTemporaryDirectory { dir in
             let store = try openSuiteStore(in: dir)
             let clock = ManualWallClock()
             let environment = ServiceEnvironment(
                 store: store, clock: clock, lifecycle: ActivityLifecycle(),
-                logger: Logger(level: .error, format: .logfmt, sink: MemoryLogSink()), idempotencyWindow: 3600)
+                logger: Logger(level: .error, format: .logfmt, sink: MemoryLogSink()), idempotencyWindow: 3600,
+                renewLead: renewLead)
             defer { store.close() }
             try await body(Rig(services: Services(environment: environment, adminToken: "islet_admin_schedule_tests_0123456789"), clock: clock, store: store))
         }
@@ -462,6 +463,56 @@ struct ScheduleServiceTests {
             #expect(try await rig.services.activities.show(appID: app.id, activityID: "day-1~2").activity.status == .ended)
             let timeline = try await rig.services.timelines.show(appID: app.id, activityID: "day-1~2")
             #expect(timeline.entries.map(\.index) == [1] && timeline.renew)
+        }
+    }
+
+    /// The renewal comes the configured lead before the update window closes, and
+    /// an end past the activity's last window is reason enough to renew.
+    @Test func aTimelineWhoseEndOutlivesTheActivityIsRenewedAtTheChosenLead() async throws {
+        try await withRig(renewLead: 30 * 60) { rig in
+            let app = try await rig.app()
+            let started = rig.now
+            try await rig.running(app)
+            // No entry past the update window, but an end after the 12-hour window.
+            let plan = TimelinePlan(entries: entries([3600], from: started), endAt: started.addingTimeInterval(13 * 3600), renew: true)
+            _ = try await rig.services.timelines.put(PutTimeline(app: app, activityID: "day-1", plan: plan))
+            rig.clock.set(started.addingTimeInterval(8 * 3600 - 30 * 60 - 1))
+            await rig.schedules.fireDue()
+            #expect(try await rig.services.activities.show(appID: app.id, activityID: "day-1").activity.record.renewal.renewedTo == nil)
+            rig.clock.advance(by: 1)
+            await rig.schedules.fireDue()
+            let original = try await rig.services.activities.show(appID: app.id, activityID: "day-1")
+            #expect(original.activity.endCause == .renewed && original.activity.record.renewal.renewedTo == "day-1~2")
+            var query = ScheduleQuery()
+            query.activityID = "day-1~2"
+            #expect(try await rig.schedules.list(appID: app.id, query).items.map(\.kind) == [.end])
+            try await rig.holds(app, "day-1~2", token: String(repeating: "0f", count: 32))
+            rig.clock.set(started.addingTimeInterval(13 * 3600))
+            await rig.schedules.fireDue()
+            let end = try await rig.schedules.list(appID: app.id, query).items
+            #expect(end.map(\.status) == [.sent] && end.map(\.targets) == [1])
+        }
+    }
+
+    /// Without a device to renew on, an end past the activity's last window is
+    /// dropped at the renewal, not left to fire at an activity long gone.
+    @Test func anEndThatCannotBeRenewedIsDroppedAtTheRenewal() async throws {
+        try await withRig { rig in
+            let app = try await rig.app()
+            let started = rig.now
+            try await rig.running(app)
+            _ = try await rig.services.devices.deleteStartToken(appID: app.id, deviceID: "phone-1", activityType: "DayAttributes")
+            let plan = TimelinePlan(entries: entries([3600], from: started), endAt: started.addingTimeInterval(13 * 3600), renew: true)
+            _ = try await rig.services.timelines.put(PutTimeline(app: app, activityID: "day-1", plan: plan))
+            rig.clock.set(started.addingTimeInterval(8 * 3600 - 15 * 60))
+            await rig.schedules.fireDue()
+            let original = try await rig.services.activities.show(appID: app.id, activityID: "day-1")
+            #expect(original.activity.record.renewal.renewedTo == nil && original.activity.record.renewal.notRenewed == ["phone-1"])
+            var query = ScheduleQuery()
+            query.activityID = "day-1"
+            query.kind = .end
+            let end = try await rig.schedules.list(appID: app.id, query).items
+            #expect(end.map(\.status) == [.dropped] && end.map(\.reason) == [ScheduleReason.notRenewed])
         }
     }
 

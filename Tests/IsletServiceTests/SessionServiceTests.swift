@@ -149,11 +149,15 @@ struct SessionServiceTests {
         try await withRig { rig in
             let sessions = rig.services.sessions
             let signedIn = try await sessions.signIn(key: Self.adminToken)
-            try await sessions.signOut(token: signedIn.token)
+            // A live session signs out only with its CSRF token.
+            #expect(await code { try await sessions.signOut(token: signedIn.token, csrf: nil) } == .forbidden)
+            #expect(await code { try await sessions.signOut(token: signedIn.token, csrf: "wrong") } == .forbidden)
+            #expect(try await sessions.session(token: signedIn.token).scope == .admin)
+            try await sessions.signOut(token: signedIn.token, csrf: signedIn.session.csrfToken)
             #expect(await code { _ = try await sessions.session(token: signedIn.token) } == .unauthenticated)
             #expect(try rig.store.readNow { try $0.session(tokenHash: signedIn.session.tokenHash) } == nil)
-            // Signing out twice is no error.
-            try await sessions.signOut(token: signedIn.token)
+            // Signing out twice is no error, and needs no CSRF token once it is gone.
+            try await sessions.signOut(token: signedIn.token, csrf: nil)
         }
     }
 }

@@ -82,11 +82,7 @@ struct DashboardRoutes: Sendable {
 
     private func signOut(_ request: RouteRequest) async throws -> HTTPResponse {
         if let token = DashboardCookie.token(request.http) {
-            // A live session signs out only with its CSRF token; a dead one is simply forgotten.
-            if let session = try? await sessions.session(token: token) {
-                try sessions.requireCSRF(session, method: "DELETE", token: request.http.headers[SessionService.csrfHeader])
-            }
-            try await sessions.signOut(token: token)
+            try await sessions.signOut(token: token, csrf: request.http.headers[SessionService.csrfHeader])
         }
         var response = HTTPResponse(status: 204)
         response.headers.set(

@@ -67,9 +67,6 @@ struct ActivityRoutes: Sendable {
         let sendAt = root.date("send_at")
         let timelineReader = root.object("timeline")
         let timeline = timelineReader.flatMap(SendFields.timeline)
-        if let activityID, let given = attributes?["islet_activity_id"], given != .string(activityID) {
-            root.fail("attributes.islet_activity_id", "is set by Islet to the activity id; leave it out")
-        }
         try body.finish()
         let command = StartActivity(
             app: request.app, activityID: activityID!, activityType: activityType!, attributes: attributes,

@@ -39,12 +39,6 @@ struct ActivityTypeRoutes: Sendable {
         let root = body.root
         let format = root.enumeration("format", as: ActivityTypeSchema.Format.self) ?? .activitykit
         let widgetName = root.string("widget_name")
-        if format == .expoWidgets && widgetName == nil && !body.hasErrors {
-            root.fail("widget_name", "is required for the expo-widgets format (the name passed to createLiveActivity)")
-        }
-        if format == .activitykit && widgetName != nil {
-            root.fail("widget_name", "only the expo-widgets format has a widget name")
-        }
         var parsed: [[String: FieldSchema]] = []
         for key in ["attributes", "content_state"] {
             guard let value = root.raw(key) else {

@@ -1,7 +1,6 @@
 import Foundation
 import HTTPServer
 import IsletCore
-import IsletCrypto
 import IsletService
 import Storage
 
@@ -89,7 +88,7 @@ struct AppRoutes: Sendable {
     // MARK: - Fields
 
     /// The `apns` group: `nil` when absent, `.some(nil)` when null (remove), else
-    /// all three fields checked together (the key must be a P-256 private key).
+    /// all three fields together (the service checks the key).
     private static func credentials(_ object: ObjectReader) -> APNsCredentials?? {
         if object.isNull("apns") { return .some(nil) }
         guard let apns = object.object("apns") else { return nil }
@@ -97,12 +96,6 @@ struct AppRoutes: Sendable {
         let keyID = apns.string("key_id")
         let pem = apns.string("private_key")
         guard let teamID, let keyID, let pem else { return nil }
-        do {
-            _ = try P256.SigningKey(pemRepresentation: pem)
-        } catch {
-            apns.fail("private_key", "must be the .p8 key's PEM text (a P-256 private key): \(error)")
-            return nil
-        }
         return APNsCredentials(teamID: teamID, keyID: keyID, privateKeyPEM: pem)
     }
 

@@ -4,16 +4,15 @@ import HTTP2
 import HTTPServer
 import IsletCore
 import IsletCrypto
+import IsletService
 import PostgreSQLStorage
 import SQLiteStorage
-import Storage
 
 /// The open routes: `GET /healthz`, `GET /v1/version`, `GET /metrics` and
 /// `GET /openapi.json`.
 struct SystemRoutes: Sendable {
-    let store: any Store
-    /// This node's id, in the health answer and on every metric.
-    let nodeID: String
+    /// This node: its id (in the health answer and on every metric), its database.
+    let node: NodeService
     let delivery: DeliveryWorker?
     let requestMetrics: RequestMetrics?
     /// The whole route list, for the OpenAPI document (set once the list is built).
@@ -33,21 +32,18 @@ struct SystemRoutes: Sendable {
     }
 
     func health() async -> HTTPResponse {
-        do {
-            try await store.read { try $0.ping() }
-            return APIJSON.response([
-                "status": "ok", "checks": ["database": "ok"], "node_id": .string(nodeID), "backend": .string(store.backend),
-            ])
-        } catch {
-            return APIJSON.response(status: 503, [
-                "status": "unavailable", "checks": ["database": .string("\(error)")], "node_id": .string(nodeID),
-                "backend": .string(store.backend),
-            ])
+        let node: JSONValue = .string(self.node.nodeID)
+        let backend: JSONValue = .string(self.node.backend)
+        guard let problem = await self.node.databaseProblem() else {
+            return APIJSON.response(["status": "ok", "checks": ["database": "ok"], "node_id": node, "backend": backend])
         }
+        return APIJSON.response(status: 503, [
+            "status": "unavailable", "checks": ["database": .string(problem)], "node_id": node, "backend": backend,
+        ])
     }
 
     func version() async -> HTTPResponse {
-        let schema = (try? await store.read { try $0.schemaVersion() }) ?? 0
+        let schema = await node.schemaVersion()
         return APIJSON.response([
             "name": "islet", "version": .string(IsletVersion.current), "schema_version": .integer(Int64(schema)),
             "libraries": [
@@ -60,7 +56,7 @@ struct SystemRoutes: Sendable {
 
     func metrics() async -> HTTPResponse {
         // Every series carries the node first, so that one scrape per node sums.
-        let node = "node=\(label(nodeID))"
+        let node = "node=\(label(self.node.nodeID))"
         var text = ""
         text += "# HELP islet_http_requests_total API requests by route pattern, method and status.\n"
         text += "# TYPE islet_http_requests_total counter\n"
@@ -86,14 +82,13 @@ struct SystemRoutes: Sendable {
             text += "# TYPE islet_push_in_flight gauge\n"
             text += "islet_push_in_flight{\(node)} \(delivery.inFlight)\n"
         }
-        let depth = (try? await store.read { try $0.queueDepth() }) ?? -1
+        let gauges = await self.node.gauges()
         text += "# HELP islet_push_queue_depth Pushes queued or in flight.\n"
         text += "# TYPE islet_push_queue_depth gauge\n"
-        text += "islet_push_queue_depth{\(node)} \(depth)\n"
-        let pending = (try? await store.read { try $0.pendingScheduleCount() }) ?? -1
+        text += "islet_push_queue_depth{\(node)} \(gauges.queueDepth)\n"
         text += "# HELP islet_schedules_pending Schedule items and timeline entries waiting for their time (the whole database's).\n"
         text += "# TYPE islet_schedules_pending gauge\n"
-        text += "islet_schedules_pending{\(node)} \(pending)\n"
+        text += "islet_schedules_pending{\(node)} \(gauges.pendingSchedules)\n"
         return HTTPResponse(status: 200, contentType: "text/plain; version=0.0.4; charset=utf-8", body: Data(text.utf8))
     }
 

@@ -22,11 +22,23 @@ public struct ActivityService: Sendable {
     /// token for its type.
     public func start(_ command: StartActivity) async throws(ServiceError) -> Replayable<StartResult> {
         let app = command.app
+        try Self.checkAttributes(command)
         try SendRules.requireCredentials(app)
         let lifecycle = environment.lifecycle
         let now = environment.clock.now()
         return try await environment.idempotentWrite(appID: app.id, idempotency: command.idempotency, now: now) { session in
             try Self.start(command, session: session, lifecycle: lifecycle, now: now)
+        }
+    }
+
+    /// A client's start may not set `islet_activity_id` to anything but the
+    /// activity's id: Islet sets it, and a device reports its activity by it.
+    static func checkAttributes(_ command: StartActivity) throws(ServiceError) {
+        if let given = command.attributes?["islet_activity_id"], given != .string(command.activityID) {
+            let message = "is set by Islet to the activity id; leave it out"
+            throw .invalid(
+                "The field attributes.islet_activity_id is invalid: \(ServiceError.sentence(message))",
+                field: "attributes.islet_activity_id", message)
         }
     }
 

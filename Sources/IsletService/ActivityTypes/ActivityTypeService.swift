@@ -25,6 +25,7 @@ public struct ActivityTypeService: Sendable {
     /// Registers or replaces a type's schema. A change that running activities could
     /// not decode is a `conflict` naming each change, unless `force`.
     public func put(appID: String, name: String, schema: ActivityTypeSchema, force: Bool) async throws(ServiceError) -> Registered {
+        try Self.checkWidget(schema)
         let now = environment.clock.now()
         let startedAfter = now.addingTimeInterval(-environment.lifecycle.windows.total)
         let (created, record, changes) = try await environment.write { session -> (Bool, ActivityTypeRecord?, [String]) in
@@ -47,6 +48,17 @@ public struct ActivityTypeService: Sendable {
         }
         guard let record else { throw ServiceError(.failed, "The activity type was not stored.") }
         return Registered(created: created, record: record, breakingChanges: changes)
+    }
+
+    /// A widget name goes with the expo-widgets format, and only with it.
+    static func checkWidget(_ schema: ActivityTypeSchema) throws(ServiceError) {
+        let message: String
+        switch (schema.format, schema.widgetName) {
+        case (.expoWidgets, nil): message = "is required for the expo-widgets format (the name passed to createLiveActivity)"
+        case (.activitykit, .some): message = "only the expo-widgets format has a widget name"
+        default: return
+        }
+        throw .invalid("The field widget_name is invalid: \(ServiceError.sentence(message))", field: "widget_name", message)
     }
 
     /// Every registered type of the app, by name.

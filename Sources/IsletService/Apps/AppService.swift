@@ -31,6 +31,7 @@ public final class AppService: Sendable {
 
     /// Creates an app with fresh keys.
     public func create(_ command: CreateApp) async throws(ServiceError) -> CreatedApp {
+        try Self.check(command.credentials)
         let serverKey: String
         let deviceKey: String
         var app: AppRecord
@@ -53,6 +54,19 @@ public final class AppService: Sendable {
         return CreatedApp(app: app, serverKey: serverKey, deviceKey: deviceKey)
     }
 
+    /// Credentials are taken only with a key Islet can sign with: the `.p8` key's
+    /// PEM text, a P-256 private key whose halves belong together.
+    static func check(_ credentials: APNsCredentials?) throws(ServiceError) {
+        guard let credentials else { return }
+        do {
+            _ = try P256.SigningKey(pemRepresentation: credentials.privateKeyPEM)
+        } catch {
+            let message = "must be the .p8 key's PEM text (a P-256 private key): \(error)"
+            throw .invalid(
+                "The field apns.private_key is invalid: \(ServiceError.sentence(message))", field: "apns.private_key", message)
+        }
+    }
+
     /// Every app, oldest first.
     public func list() async throws(ServiceError) -> [AppRecord] {
         try await environment.read { try $0.apps() }
@@ -68,6 +82,7 @@ public final class AppService: Sendable {
     /// one transaction, leaving the key hashes alone: a rotation running meanwhile is
     /// never undone.
     public func update(_ command: UpdateApp) async throws(ServiceError) -> AppRecord {
+        if let credentials = command.credentials { try Self.check(credentials) }
         let now = environment.clock.now()
         let updated = try await environment.write { session -> AppRecord in
             guard var app = try session.app(id: command.appID) else { throw Self.noApp(command.appID) }

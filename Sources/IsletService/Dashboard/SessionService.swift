@@ -88,8 +88,16 @@ public final class SessionService: Sendable {
     }
 
     /// Signs out: the session whose token is `token` is deleted (nothing when there
-    /// is none).
-    public func signOut(token: String) async throws(ServiceError) {
+    /// is none). A live session signs out only with its CSRF token (`csrf`), so that
+    /// another site cannot sign a user out; an expired or unknown one is simply
+    /// forgotten.
+    public func signOut(token: String, csrf: String?) async throws(ServiceError) {
+        do {
+            let live = try await session(token: token)
+            try requireCSRF(live, method: "DELETE", token: csrf)
+        } catch where error.code == .unauthenticated {
+            // No live session: nothing to protect.
+        }
         let hash = Self.hash(token)
         _ = try await environment.write { session in try session.deleteSession(tokenHash: hash) }
     }

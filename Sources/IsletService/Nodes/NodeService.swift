@@ -16,9 +16,43 @@ public final class NodeService: Sendable {
     /// This node's id.
     public var nodeID: String { environment.nodeID }
 
+    /// Whether this node's database answers: `nil` when it does, the reason when not.
+    public func databaseProblem() async -> String? {
+        do {
+            try await environment.store.read { try $0.ping() }
+            return nil
+        } catch {
+            return "\(error)"
+        }
+    }
+
+    /// The database's backend (`sqlite`, `postgresql`).
+    public var backend: String { environment.store.backend }
+
+    /// The database schema's version; 0 when the database does not answer.
+    public func schemaVersion() async -> Int {
+        (try? await environment.store.read { try $0.schemaVersion() }) ?? 0
+    }
+
+    /// The whole database's gauges: pushes queued or in flight, and schedule items
+    /// waiting for their time; -1 each when the database does not answer.
+    public func gauges() async -> NodeGauges {
+        let depth = (try? await environment.store.read { try $0.queueDepth() }) ?? -1
+        let pending = (try? await environment.store.read { try $0.pendingScheduleCount() }) ?? -1
+        return NodeGauges(queueDepth: depth, pendingSchedules: pending)
+    }
+
     /// Every node seen within a day, by id, with the pushes each holds in flight.
     public func list() async throws(ServiceError) -> [NodeRecord] {
         let since = environment.clock.now().addingTimeInterval(-Self.memory)
         return try await environment.read { try $0.nodes(seenSince: since) }
     }
+}
+
+/// The database's gauges as one node reads them (`/metrics`).
+public struct NodeGauges: Sendable, Hashable {
+    /// Pushes queued or in flight; -1 when the database did not answer.
+    public let queueDepth: Int
+    /// Schedule items and timeline entries waiting for their time; -1 likewise.
+    public let pendingSchedules: Int
 }

@@ -122,7 +122,8 @@ struct Firing {
     // MARK: - Renewal
 
     /// Renews every timeline whose renewal has come: 15 minutes (the lead) before the
-    /// activity's update window closes, when entries remain past it, the activity
+    /// activity's update window closes, when entries remain past it (or its end
+    /// comes after the activity's last window), the activity
     /// is ended on its devices and its successor (`id~2`, `~3`, …) started by
     /// push-to-start on each device of it holding a push-to-start token for its
     /// type, with the same attributes, the current state and the start's alert; the
@@ -147,10 +148,9 @@ struct Firing {
                 appID: appID, activityID: timeline.activityID, status: .dropped, reason: ScheduleReason.activityEnded, now: now)
             return
         }
-        let deadline = lifecycle.updateDeadline(startedAt: activity.startedAt)
         let pending = try session.timelineItems(appID: appID, activityID: activity.activityID, generation: timeline.generation)
             .filter { $0.status == .scheduled }
-        guard pending.contains(where: { $0.kind == .timelineEntry && $0.sendAt >= deadline }) else {
+        guard pending.contains(where: { outlives(activity, $0) }) else {
             return  // Everything left fits in this activity's own windows.
         }
         let holders = try session.instances(appID: appID, activityID: activity.activityID)
@@ -190,13 +190,22 @@ struct Firing {
         queued = true
     }
 
+    /// Whether a timeline item comes too late for `activity`: an entry once its
+    /// update window has closed, an end once the activity has ended by the clock.
+    private func outlives(_ activity: ActivityRecord, _ item: ScheduleRecord) -> Bool {
+        switch item.kind {
+        case .timelineEntry: item.sendAt >= lifecycle.updateDeadline(startedAt: activity.startedAt)
+        case .end: item.sendAt >= lifecycle.expiry(startedAt: activity.startedAt)
+        default: false
+        }
+    }
+
     /// No device can be renewed: the activity runs out its own windows, and the
     /// timeline's items past them are dropped.
     private func notRenewable(_ activity: ActivityRecord, holders: [String], timeline: TimelineRecord) throws {
         try session.recordRenewal(appID: timeline.appID, from: activity.activityID, to: nil, notRenewed: holders)
-        let deadline = lifecycle.updateDeadline(startedAt: activity.startedAt)
         for item in try session.timelineItems(appID: timeline.appID, activityID: activity.activityID, generation: timeline.generation)
-        where item.status == .scheduled && item.kind == .timelineEntry && item.sendAt >= deadline {
+        where item.status == .scheduled && outlives(activity, item) {
             try settle(item, .dropped, reason: ScheduleReason.notRenewed, detail: "No device of the activity holds a push-to-start token for \(activity.activityType).")
         }
     }

@@ -62,6 +62,7 @@ public struct ScheduleService: Sendable {
         _ command: StartActivity, sendAt: Date?, timeline: TimelinePlan? = nil
     ) async throws(ServiceError) -> Replayable<Scheduling<StartResult>> {
         let app = command.app
+        try ActivityService.checkAttributes(command)
         try SendRules.requireCredentials(app)
         let environment = self.environment
         let lifecycle = environment.lifecycle

@@ -295,4 +295,70 @@ struct ActivityContractTests {
             }
         }
     }
+
+    @Test(arguments: StoreBackend.all)
+    func anActivityFirstSeenOnADeviceIsAddedOnce(_ backend: StoreBackend) async throws {
+        try await withStore(backend) { store in
+            try store.writeNow { session throws in
+                try session.insertApp(Fixture.app())
+                let added = try #require(try session.insertLocalActivity(
+                    appID: "app_1", activityID: "local-1", activityType: "Match", now: Fixture.at(1)))
+                #expect(added.activityID == "local-1" && added.activityType == "Match")
+                #expect(added.origin == .local && added.status == .started && added.startedAt == Fixture.at(1))
+                #expect(added.attributes == nil && added.contentState == nil)
+                // Seen again (from another device, or the same one): nothing is added.
+                #expect(try session.insertLocalActivity(appID: "app_1", activityID: "local-1", activityType: "Match", now: Fixture.at(2)) == nil)
+            }
+            let stored = try #require(try store.readNow { try $0.activity(appID: "app_1", activityID: "local-1") })
+            #expect(stored.origin == .local && stored.startedAt == Fixture.at(1))
+            // An activity Islet started is not replaced by a device's report of it.
+            try store.writeNow { session throws in
+                try session.startActivity("remote-1")
+                #expect(try session.insertLocalActivity(appID: "app_1", activityID: "remote-1", activityType: "Match", now: Fixture.at(3)) == nil)
+            }
+            #expect(try store.readNow { try $0.activity(appID: "app_1", activityID: "remote-1") }?.origin == .remote)
+        }
+    }
+
+    @Test(arguments: StoreBackend.all)
+    func aStartAcceptedButNeverConfirmedIsReportedOnce(_ backend: StoreBackend) async throws {
+        try await withStore(backend) { store in
+            let minter = IDMinter()
+            try store.writeNow { session throws in
+                try session.insertApp(Fixture.app())
+                try session.startActivity("a1")
+                let targets = [Fixture.target("d1", "s1"), Fixture.target("d2", "s2"), Fixture.target("d3", "s3")]
+                try session.insertPendingInstances(appID: "app_1", activityID: "a1", targets: targets, now: Fixture.t0)
+                try session.queue(.start, activityID: "a1", targets: targets, kind: .pushToStart, activityType: "Match", minter: minter)
+            }
+            let claimed = try store.writeNow(durable: false) { session throws in
+                var cache: [Int64: SendContent] = [:]
+                return try session.claimDuePushes(now: Fixture.at(1), limit: 10, lease: Fixture.lease, sends: &cache)
+            }
+            try #require(claimed.count == 3)
+            try store.writeNow { session throws in
+                for push in claimed {
+                    // d3's start is still being retried: it was never accepted.
+                    let outcome = push.deviceID == "d3"
+                        ? PushOutcome(status: .queued, attempts: 1, apnsStatus: 503, reason: "ServiceUnavailable", nextAttemptAt: Fixture.at(60))
+                        : PushOutcome(status: .sent, attempts: 1, apnsStatus: 200, apnsUniqueID: "u-\(push.deviceID)")
+                    try session.recordOutcome(pushID: push.id, outcome, by: "node-1", now: Fixture.at(2))
+                }
+                // d2's activity started and registered its update token.
+                _ = try session.registerUpdateToken(
+                    appID: "app_1", activityID: "a1", deviceID: "d2", token: "u2", environment: .sandbox, now: Fixture.at(3))
+            }
+            // Not before the window has passed since APNs accepted it.
+            let early = try store.writeNow { try $0.claimUnconfirmedStarts(sentBefore: Fixture.at(1), now: Fixture.at(5), limit: 10) }
+            #expect(early.isEmpty)
+            let reported = try store.writeNow { try $0.claimUnconfirmedStarts(sentBefore: Fixture.at(10), now: Fixture.at(10), limit: 10) }
+            let d1 = try #require(claimed.first { $0.deviceID == "d1" })
+            #expect(reported.map(\.deviceID) == ["d1"])
+            #expect(reported.first?.apnsID == d1.apnsID && reported.first?.sentAt == Fixture.at(2))
+            #expect(reported.first?.activityID == "a1" && reported.first?.appID == "app_1")
+            // Once.
+            let again = try store.writeNow { try $0.claimUnconfirmedStarts(sentBefore: Fixture.at(20), now: Fixture.at(20), limit: 10) }
+            #expect(again.isEmpty)
+        }
+    }
 }

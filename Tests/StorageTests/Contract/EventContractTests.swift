@@ -128,4 +128,41 @@ struct EventContractTests {
             #expect(try !store.writeNow { try $0.deleteWebhook(appID: "app_1", webhookID: "wh_1") })
         }
     }
+
+    @Test(arguments: StoreBackend.all)
+    func webhooksAreListedByAppAndTheirSettingsReplaced(_ backend: StoreBackend) async throws {
+        try await withStore(backend) { store in
+            try store.writeNow { session in
+                try session.insertApp(Fixture.app())
+                try session.insertApp(Fixture.app("app_2"))
+                try session.insertWebhook(Self.webhook("wh_1"))
+                try session.insertWebhook(Self.webhook("wh_2", events: ["push.*"]))
+                var elsewhere = Self.webhook("wh_3")
+                elsewhere.appID = "app_2"
+                try session.insertWebhook(elsewhere)
+            }
+            try store.readNow { session throws in
+                #expect(try session.webhooks(appID: "app_1").map(\.webhookID) == ["wh_1", "wh_2"])
+                #expect(try session.webhooks(appID: "app_2").map(\.webhookID) == ["wh_3"])
+                #expect(try session.webhooks(appID: "app_9").isEmpty)
+            }
+            var changed = try #require(try store.readNow { try $0.webhook(appID: "app_1", webhookID: "wh_2") })
+            changed.url = "https://hooks.example.com/moved"
+            changed.events = ["activity.*", "device.unreachable"]
+            changed.description = "moved"
+            changed.previousSecret = changed.secret
+            changed.previousSecretUntil = Fixture.at(500)
+            changed.secret = "whsec_bmV3c2VjcmV0"
+            changed.enabled = false
+            changed.disabledReason = "failing for a day"
+            changed.failingSince = Fixture.at(100)
+            changed.updatedAt = Fixture.at(200)
+            try store.writeNow { try $0.updateWebhook(changed) }
+            let read = try #require(try store.readNow { try $0.webhook(appID: "app_1", webhookID: "wh_2") })
+            #expect(read == changed)
+            // The other webhooks keep theirs, and another app's id reads nothing.
+            #expect(try store.readNow { try $0.webhook(appID: "app_1", webhookID: "wh_1") } == Self.webhook("wh_1"))
+            #expect(try store.readNow { try $0.webhook(appID: "app_2", webhookID: "wh_2") } == nil)
+        }
+    }
 }

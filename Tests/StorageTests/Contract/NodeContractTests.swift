@@ -1,5 +1,7 @@
 import Foundation
 import IsletCore
+import IsletSync
+import IsletTesting
 import Storage
 import Testing
 
@@ -194,6 +196,41 @@ struct NodeContractTests {
                     pushID: taken.id, PushOutcome(status: .sent, attempts: 1, apnsStatus: 200), by: "fast", now: Fixture.at(12))
             }
             #expect(recorded)
+        }
+    }
+
+    /// Notices reach every node of a shared database (this one too) once the
+    /// transaction commits, none for a rollback; a database only one node uses
+    /// sends none at all.
+    @Test(arguments: StoreBackend.all)
+    func noticesGoOutAtCommitWhereNodesShareTheDatabase(_ backend: StoreBackend) async throws {
+        try await withStore(backend) { store in
+            let received = Lock<[StoreNotice]>([])
+            store.subscribe { notice in received.withLock { $0.append(notice) } }
+            func rollBack(_ notice: StoreNotice) {
+                #expect(throws: StoreError.self) {
+                    try store.writeNow { session in
+                        try session.notifyNodes(notice)
+                        throw StoreError(.conflict, "rolled back on purpose")
+                    }
+                }
+            }
+            switch backend.kind {
+            case .sqlite:
+                rollBack(.appChanged(appID: "rolled-back"))
+                try store.writeNow { try $0.notifyNodes(.pushesQueued) }
+                #expect(received.withLock { $0 }.isEmpty)
+            case .postgresql:
+                // The listener connects on a thread of its own: notify until it hears.
+                #expect(await eventually {
+                    try? store.writeNow { try $0.notifyNodes(.pushesQueued) }
+                    return received.withLock { $0 }.contains(.pushesQueued)
+                })
+                rollBack(.appChanged(appID: "rolled-back"))
+                try store.writeNow { try $0.notifyNodes(.appChanged(appID: "app_1")) }
+                #expect(await eventually { received.withLock { $0 }.contains(.appChanged(appID: "app_1")) })
+                #expect(!received.withLock { $0 }.contains(.appChanged(appID: "rolled-back")))
+            }
         }
     }
 }

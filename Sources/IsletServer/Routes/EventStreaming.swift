@@ -1,0 +1,85 @@
+import Foundation
+import HTTPServer
+import IsletCore
+import IsletService
+import Storage
+
+/// Writes an app's events as Server-Sent Events: each as `id:` / `event:` / `data:`
+/// lines, a comment every `keepAlive` while nothing happens (proxies close idle
+/// connections), in the order an `EventCursor` reads them: the catch-up after
+/// `Last-Event-ID`, then the live events, without a gap or a repeat.
+struct EventStreaming: Sendable {
+    let feed: EventFeed
+    let events: EventService
+    let keepAlive: Duration
+
+    /// The stream of `appID`'s events after `after`; without it (no `Last-Event-ID`
+    /// nor `?after=`), from now on.
+    func response(appID: String, after: Int64?, patterns: [EventPattern]) async throws -> HTTPResponse {
+        let start = after ?? feed.cursor
+        let feed = self.feed
+        let events = self.events
+        let keepAlive = self.keepAlive
+        return HTTPResponse.stream(
+            headers: [
+                "Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache",
+                "X-Accel-Buffering": "no",
+            ]
+        ) { writer in
+            var cursor = EventCursor(feed: feed, events: events, appID: appID, after: start, patterns: patterns)
+            // The first bytes: a retry hint, so that the headers and something of the
+            // body reach the client at once.
+            let opening = "retry: 2000\n: stream of \(appID) after \(EventRecord.id(cursor.position))\n\n"
+            guard writer.write(Data(opening.utf8)) else { return }
+            while !writer.isClosed {
+                guard let batch = try? await cursor.next() else { return }
+                if !batch.isEmpty {
+                    // In pieces, each written once the connection has taken most of
+                    // the one before: a stream with thousands of events to send
+                    // keeps within its buffer, at the pace of its client.
+                    var text = ""
+                    for event in batch {
+                        text += Self.frame(event)
+                        if text.utf8.count >= Self.piece {
+                            guard await Self.send(text, to: writer) else { return }
+                            text = ""
+                        }
+                    }
+                    if !text.isEmpty { guard await Self.send(text, to: writer) else { return } }
+                } else if !cursor.hasNews {
+                    // News, the client leaving (or the server stopping), or the
+                    // keep-alive's time, whichever comes first.
+                    let waiting = cursor
+                    await withTaskGroup(of: Void.self) { group in
+                        group.addTask { await waiting.waitForNews(timeout: keepAlive) }
+                        group.addTask { _ = await writer.closed(within: keepAlive) }
+                        await group.next()
+                        group.cancelAll()
+                    }
+                    if writer.isClosed { return }
+                    if !cursor.hasNews {
+                        guard writer.write(Data(": keep-alive\n\n".utf8)) else { return }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Bytes per write of a batch.
+    static let piece = 64 * 1024
+
+    /// Writes `text` once the writer's queue is below two pieces; false once the
+    /// client is gone.
+    static func send(_ text: String, to writer: HTTPBodyWriter) async -> Bool {
+        while writer.queuedBytes > 2 * piece {
+            if writer.isClosed { return false }
+            try? await Task.sleep(for: .milliseconds(2))
+        }
+        return writer.write(Data(text.utf8))
+    }
+
+    /// One event as a Server-Sent Events message.
+    static func frame(_ event: EventRecord) -> String {
+        "id: \(event.id)\nevent: \(event.type)\ndata: \(event.json.jsonText)\n\n"
+    }
+}
