@@ -8,7 +8,7 @@ public import Foundation
 /// answers arrive when many are in flight; record the answers in one transaction; when
 /// stopping, wait for what is in flight up to the deadline, then exit; renew the
 /// node's heartbeat and leases, then sweep, each when its interval has passed; claim (when woken, when nothing is in flight, or when at least
-/// a batch of slots is free) and send; then wait until the next push is due, a quarter
+/// a batch of slots is free), then send what was claimed; then wait until the next push is due, a quarter
 /// second at most (so that an injected clock moved forward is noticed).
 ///
 /// Two times run through it: `now` is the injected clock's (what is due, when to
@@ -69,8 +69,11 @@ public struct DeliveryStateMachine: Sendable {
         /// After `renew` (whether or not it succeeded: the next interval tries again,
         /// well before the lease runs out).
         case renewed(Observation)
-        /// After `claim`: how many pushes were claimed and handed to the transport.
+        /// After `claim`: how many pushes were claimed (held by the worker, not yet
+        /// sent).
         case claimed(count: Int, Observation)
+        /// After `send`: how many pushes were handed to the transport.
+        case sent(count: Int, Observation)
         /// After `claim`: the store refused.
         case claimFailed(Observation)
         /// After `readNextDue`: when the next queued push is due (`nil` when none is,
@@ -94,8 +97,10 @@ public struct DeliveryStateMachine: Sendable {
         /// Beat the node's heartbeat, renew the lease of its pushes in flight, and take
         /// back into the queue pushes whose lease ran out.
         case renew(now: Date)
-        /// Claim up to `limit` due pushes and hand them to the transport.
+        /// Claim up to `limit` due pushes under this node's lease.
         case claim(limit: Int, now: Date)
+        /// Hand the `count` pushes just claimed to the transport.
+        case send(count: Int)
         /// Read when the next queued push is due.
         case readNextDue
         /// Stop the loop (answers still in flight stay in the store, sent again on
@@ -173,6 +178,9 @@ public struct DeliveryStateMachine: Sendable {
         case .renewed(let observation):
             return sweepOrClaim(observation)
         case .claimed(let count, let observation):
+            // What was claimed goes out at once; nothing claimed, nothing to send.
+            return count > 0 ? .send(count: count) : nextLook(observation)
+        case .sent(let count, let observation):
             // With every slot just filled, answers (which signal) come before
             // anything else is due.
             if count == claimLimit { return .wait(until: observation.real.addingTimeInterval(Self.ceiling), stopping: false) }

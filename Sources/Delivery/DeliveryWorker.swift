@@ -154,6 +154,8 @@ public final class DeliveryWorker: Sendable {
         var sends: [Int64: SendContent] = [:]
         // Answers taken from the transport and not yet recorded.
         var answers: [Answer] = []
+        // Pushes claimed and not yet handed to the transport (between `claim` and `send`).
+        var held: [ClaimedPush] = []
         var action = machine.start(real: Date())
         loop: while true {
             switch action {
@@ -195,11 +197,16 @@ public final class DeliveryWorker: Sendable {
                 if renew(now: now) { signal { $0.wakeRequested = true } }
                 action = machine.handle(.renewed(observe()))
             case .claim(let limit, let now):
-                if let claimed = claimAndSend(limit: limit, now: now, sends: &sends) {
-                    action = machine.handle(.claimed(count: claimed, observe()))
+                if let claimed = claim(limit: limit, now: now, sends: &sends) {
+                    held = claimed
+                    action = machine.handle(.claimed(count: claimed.count, observe()))
                 } else {
                     action = machine.handle(.claimFailed(observe()))
                 }
+            case .send:
+                let count = send(held)
+                held.removeAll(keepingCapacity: true)
+                action = machine.handle(.sent(count: count, observe()))
             case .readNextDue:
                 let due = try? store.readNow { try $0.nextDueTime() }
                 action = machine.handle(.nextDue(due, observe()))
@@ -285,17 +292,22 @@ public final class DeliveryWorker: Sendable {
 
     /// Claims up to `limit` pushes due at `now` and hands them to the transport;
     /// answers how many, or nil when the store could not be read.
-    private func claimAndSend(limit: Int, now: Date, sends: inout [Int64: SendContent]) -> Int? {
-        let claimed: [ClaimedPush]
+    /// Claims up to `limit` due pushes under this node's lease; `nil` when the store
+    /// refused.
+    private func claim(limit: Int, now: Date, sends: inout [Int64: SendContent]) -> [ClaimedPush]? {
         do {
             let lease = PushLease(nodeID: configuration.nodeID, until: now.addingTimeInterval(configuration.lease))
-            claimed = try store.writeNow(durable: false) {
+            return try store.writeNow(durable: false) {
                 try $0.claimDuePushes(now: now, limit: limit, lease: lease, sends: &sends)
             }
         } catch {
             logger.error("cannot claim pushes", ("error", .string("\(error)")))
             return nil
         }
+    }
+
+    /// Hands `claimed` to the transport; answers how many.
+    private func send(_ claimed: [ClaimedPush]) -> Int {
         guard !claimed.isEmpty else { return 0 }
         state.withLock { $0.inFlight += claimed.count }
         transport.send(claimed) { [self] push, result in deliver(Answer(push: push, result: result)) }

@@ -34,21 +34,3 @@ public enum Digest {
         return CRYPTO_memcmp(left, right, left.count) == 0
     }
 }
-
-/// Randomness from OpenSSL's CSPRNG.
-public enum SecureRandom {
-    /// `count` cryptographically secure random bytes.
-    public static func bytes(_ count: Int) throws(CryptoError) -> Data {
-        var out = [UInt8](repeating: 0, count: count)
-        guard count == 0 || RAND_bytes(&out, Int32(count)) == 1 else {
-            throw CryptoError.openSSL(.randomUnavailable, "the random source failed")
-        }
-        return Data(out)
-    }
-}
-
-/// The version of the OpenSSL library linked at run time.
-public enum CryptoLibrary {
-    /// For example `OpenSSL 3.0.22 ...`.
-    public static var version: String { String(cString: OpenSSL_version(OPENSSL_VERSION)) }
-}

@@ -200,55 +200,6 @@ public protocol PushQueue {
     func queueDepth() throws -> Int
 }
 
-/// Which pushes marked in flight go back to the queue.
-public enum InFlightPolicy: Sendable, Hashable {
-    /// Every push marked in flight: right when this process is the only one that
-    /// ever claims pushes from the database (SQLite, one node), so that any push
-    /// still marked was left by an earlier run of it.
-    case requeueAll
-    /// The pushes node `nodeID` holds: when it starts (an earlier run of it left
-    /// them) and when it stops (it hands them back).
-    case heldBy(nodeID: String)
-    /// The pushes whose lease ran out: their node stopped renewing it (it died, or
-    /// lost the database for longer than a lease).
-    case leaseExpired
-}
-
-/// The claim a node holds on pushes it is sending: whose, and until when unless it
-/// renews it.
-public struct PushLease: Sendable, Hashable {
-    /// The node sending them.
-    public var nodeID: String
-    /// When another node may take them over.
-    public var until: Date
-
-    /// A lease of `nodeID` until `until`.
-    public init(nodeID: String, until: Date) {
-        self.nodeID = nodeID
-        self.until = until
-    }
-}
-
-/// A push APNs accepted, as ``PushQueue/recordSent(_:by:now:)`` records it.
-public struct SentPush: Sendable, Hashable {
-    /// The push.
-    public var pushID: Int64
-    /// Requests made for it in this round.
-    public var attempts: Int
-    /// APNs's HTTP status (200), when it answered.
-    public var apnsStatus: Int?
-    /// The `apns-unique-id` APNs answered (the sandbox gives one).
-    public var apnsUniqueID: String?
-
-    /// A push sent after `attempts` requests.
-    public init(pushID: Int64, attempts: Int, apnsStatus: Int?, apnsUniqueID: String?) {
-        self.pushID = pushID
-        self.attempts = attempts
-        self.apnsStatus = apnsStatus
-        self.apnsUniqueID = apnsUniqueID
-    }
-}
-
 /// The Islet nodes sharing the database.
 public protocol NodeStore {
     /// Records that `nodeID`, started at `startedAt`, is alive at `now`.
@@ -269,17 +220,6 @@ public protocol NodeCoordination {
     func claimPeriodicJob(_ name: String) throws -> Bool
     /// Tells every node of the database, once this transaction commits, of `notice`.
     func notifyNodes(_ notice: StoreNotice) throws
-}
-
-/// What one node tells the others through the database.
-public enum StoreNotice: Sendable, Hashable {
-    /// Pushes were queued: a worker waiting for the next due time looks now.
-    case pushesQueued
-    /// An app's keys, credentials or settings changed: caches of it are stale.
-    case appChanged(appID: String)
-    /// Notices may have been missed (the listening connection was lost and came
-    /// back): everything a notice would have refreshed is refreshed.
-    case resync
 }
 
 /// The first answer to each `Idempotency-Key`.

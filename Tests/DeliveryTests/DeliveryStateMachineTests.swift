@@ -66,13 +66,24 @@ struct DeliveryStateMachineTests {
     @Test func aFullClaimWaitsForAnswers() {
         var machine = swept()
         #expect(machine.handle(.swept(seen())) == .claim(limit: 2_000, now: now))
-        #expect(machine.handle(.claimed(count: 2_000, seen(inFlight: 2_000))) == .wait(until: real.addingTimeInterval(0.25), stopping: false))
+        #expect(machine.handle(.claimed(count: 2_000, seen())) == .send(count: 2_000))
+        #expect(machine.handle(.sent(count: 2_000, seen(inFlight: 2_000))) == .wait(until: real.addingTimeInterval(0.25), stopping: false))
+    }
+
+    @Test func whatIsClaimedIsSentAndAnEmptyClaimSendsNothing() {
+        var machine = swept()
+        #expect(machine.handle(.swept(seen())) == .claim(limit: 2_000, now: now))
+        #expect(machine.handle(.claimed(count: 0, seen())) == .readNextDue)
+        #expect(machine.handle(.nextDue(nil, seen())) == .wait(until: real.addingTimeInterval(0.25), stopping: false))
+        #expect(machine.handle(.waited(.init(woken: true, answers: 0, stopDeadline: nil, observation: seen()))) == .claim(limit: 2_000, now: now))
+        #expect(machine.handle(.claimed(count: 1, seen())) == .send(count: 1))
     }
 
     @Test func aPartialClaimWaitsUntilTheNextPushIsDueAQuarterSecondAtMost() {
         var machine = swept()
         #expect(machine.handle(.swept(seen())) == .claim(limit: 2_000, now: now))
-        #expect(machine.handle(.claimed(count: 3, seen(inFlight: 3))) == .readNextDue)
+        #expect(machine.handle(.claimed(count: 3, seen())) == .send(count: 3))
+        #expect(machine.handle(.sent(count: 3, seen(inFlight: 3))) == .readNextDue)
         #expect(machine.handle(.nextDue(now.addingTimeInterval(0.1), seen(inFlight: 3))) == .wait(until: real.addingTimeInterval(0.1), stopping: false))
         #expect(machine.handle(.nextDue(now.addingTimeInterval(30), seen(inFlight: 3))) == .wait(until: real.addingTimeInterval(0.25), stopping: false))
         #expect(machine.handle(.nextDue(now.addingTimeInterval(-1), seen(inFlight: 3))) == .wait(until: real, stopping: false))

@@ -65,26 +65,3 @@ public struct RotatedKeys: Sendable {
     /// The new device key.
     public let deviceKey: String
 }
-
-/// The demo app of an embedded APNs: its id and keys (fresh on every start, since
-/// only their hashes are stored).
-public struct DemoApp: Sendable {
-    /// The app id.
-    public let appID: String
-    /// Its bundle id.
-    public let bundleID: String
-    /// The server key.
-    public let serverKey: String
-    /// The device key.
-    public let deviceKey: String
-    /// Whether this start created it.
-    public let created: Bool
-}
-
-/// Whose key a bearer token is.
-public enum KeyOwner: Sendable, Hashable {
-    /// The admin token.
-    case admin
-    /// One of the app's keys, of `kind`.
-    case app(AppRecord, AppKeyKind)
-}

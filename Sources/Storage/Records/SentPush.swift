@@ -1,0 +1,19 @@
+/// A push APNs accepted, as ``PushQueue/recordSent(_:by:now:)`` records it.
+public struct SentPush: Sendable, Hashable {
+    /// The push.
+    public var pushID: Int64
+    /// Requests made for it in this round.
+    public var attempts: Int
+    /// APNs's HTTP status (200), when it answered.
+    public var apnsStatus: Int?
+    /// The `apns-unique-id` APNs answered (the sandbox gives one).
+    public var apnsUniqueID: String?
+
+    /// A push sent after `attempts` requests.
+    public init(pushID: Int64, attempts: Int, apnsStatus: Int?, apnsUniqueID: String?) {
+        self.pushID = pushID
+        self.attempts = attempts
+        self.apnsStatus = apnsStatus
+        self.apnsUniqueID = apnsUniqueID
+    }
+}
