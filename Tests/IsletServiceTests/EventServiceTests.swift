@@ -203,6 +203,50 @@ struct EventServiceTests {
         }
     }
 
+    /// The feed's memory, indexed by app and family and trimmed as it fills, answers
+    /// exactly what the database holds, for every app, pattern and point it still
+    /// remembers.
+    @Test func theFeedAnswersWhatTheDatabaseHoldsForEveryAppFamilyAndPoint() async throws {
+        try await withRig { rig in
+            let first = try await rig.app()
+            let second = try await rig.app()
+            let feed = EventFeed(environment: rig.services.environment, capacity: 4)
+            try await rig.start(first)
+            try await rig.start(second, id: "elsewhere")
+            await feed.poll()
+            try rig.acceptQueued()
+            try await rig.update(first, eta: 5)
+            await feed.poll()
+            try await rig.update(second, id: "elsewhere", eta: 4)
+            try rig.acceptQueued()
+            for eta in Int64(1)...3 {
+                try await rig.update(first, eta: eta)
+                try rig.acceptQueued()
+                await feed.poll()
+            }
+            let latest = feed.cursor
+            try #require(latest > 6)
+            var remembered = 0
+            var forgotten = 0
+            for app in [first, second] {
+                for types in [[], ["*"], ["activity.*"], ["activity.updated"], ["push.*", "activity.started"], ["device.*"]] {
+                    let patterns = try EventService.patterns(types, field: "types")
+                    for after in Int64(0)...latest {
+                        guard let answer = feed.events(appID: app.id, after: after, patterns: patterns) else {
+                            forgotten += 1
+                            continue
+                        }
+                        remembered += 1
+                        let expected = try await rig.services.events.page(appID: app.id, after: after, patterns: patterns, limit: 1_000)
+                        #expect(answer.events.map(\.sequence) == expected.items.map(\.sequence), "\(types) after \(after)")
+                        #expect(answer.through == latest)
+                    }
+                }
+            }
+            #expect(remembered > 0 && forgotten > 0)
+        }
+    }
+
     @Test func badTypesAndCursorsNameTheirField() throws {
         #expect(throws: ServiceError.self) { try EventService.patterns(["push.sent", "push.nope"], field: "types") }
         do {

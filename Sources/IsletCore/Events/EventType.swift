@@ -53,6 +53,17 @@ public struct EventPattern: Sendable, Hashable, CustomStringConvertible {
         self.text = text
     }
 
+    /// The family of the types it takes (`activity` for `activity.*` and for
+    /// `activity.started`); `nil` for `*`, which takes every family.
+    public var family: Substring? {
+        text == "*" ? nil : Self.family(of: text)
+    }
+
+    /// The family of an event type as written: what comes before its first dot.
+    public static func family(of type: String) -> Substring {
+        type.prefix { $0 != "." }
+    }
+
     /// Whether `type` is one this pattern takes.
     public func matches(_ type: String) -> Bool {
         if text == "*" { return true }

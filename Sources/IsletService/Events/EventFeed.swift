@@ -7,7 +7,10 @@ public import Storage
 /// The newest events of every app, kept in memory for the streams of this node: one
 /// reader polls the outbox (a quarter second apart, or at once when woken) and every
 /// open stream takes what it needs from here, so that a thousand streams cost one
-/// query per poll, not a thousand. A stream that is further behind than the memory
+/// query per poll, not a thousand; the memory is indexed by app and event family, so
+/// that a stream looks only at the events it could want (a dashboard following
+/// `activity.*` skips a fan-out's `push.*` events without reading them). A stream
+/// that is further behind than the memory
 /// reads its catch-up from the database. Sequences grow in commit order, so a
 /// stream that resumes after one misses none and sees none twice.
 public final class EventFeed: Sendable {
@@ -19,6 +22,8 @@ public final class EventFeed: Sendable {
     private struct State {
         /// Every event after `start - 1`, up to `cursor`, in order.
         var events: [EventRecord] = []
+        /// The same events by app, then by family, each list in order.
+        var index: [String: [Substring: Bucket]] = [:]
         /// The first sequence `events` is whole from (everything after `start - 1`).
         var start: Int64 = 1
         /// The last sequence read.
@@ -27,6 +32,24 @@ public final class EventFeed: Sendable {
         var task: Task<Void, Never>?
         var waiters: [UInt64: Waiter] = [:]
         var nextWaiter: UInt64 = 0
+    }
+
+    /// One app's events of one family, in order; those before `head` have left the
+    /// memory.
+    private struct Bucket {
+        var events: [EventRecord] = []
+        var head = 0
+
+        /// The index of the first event after `after`.
+        func first(after: Int64) -> Int {
+            var low = head
+            var high = events.count
+            while low < high {
+                let middle = (low + high) / 2
+                if events[middle].sequence <= after { low = middle + 1 } else { high = middle }
+            }
+            return low
+        }
     }
 
     private enum Waiter {
@@ -87,10 +110,29 @@ public final class EventFeed: Sendable {
             state.withLock { state in
                 guard state.cursor == after else { return }
                 state.events.append(contentsOf: fresh)
+                for event in fresh {
+                    state.index[event.appID, default: [:]][EventPattern.family(of: event.type), default: Bucket()].events
+                        .append(event)
+                }
                 state.cursor = fresh.last!.sequence
                 if state.events.count > capacity {
                     let dropped = state.events.count - capacity
                     state.start = state.events[dropped - 1].sequence + 1
+                    // The oldest events leave their buckets too (they are each
+                    // bucket's oldest); a bucket is compacted once half of it has gone.
+                    for event in state.events[..<dropped] {
+                        let family = EventPattern.family(of: event.type)
+                        guard var bucket = state.index[event.appID]?[family] else { continue }
+                        state.index[event.appID]![family] = nil
+                        bucket.head += 1
+                        if bucket.head == bucket.events.count { continue }  // Empty: gone.
+                        if bucket.head >= 1_024 && bucket.head * 2 >= bucket.events.count {
+                            bucket.events.removeFirst(bucket.head)
+                            bucket.head = 0
+                        }
+                        state.index[event.appID]![family] = bucket
+                    }
+                    for (appID, families) in state.index where families.isEmpty { state.index[appID] = nil }
                     state.events.removeFirst(dropped)
                 }
             }
@@ -109,17 +151,23 @@ public final class EventFeed: Sendable {
         state.withLock { state in
             guard after >= state.start - 1 else { return nil }
             guard after < state.cursor else { return ([], max(after, state.cursor)) }
-            // Binary search for the first event after `after`.
-            var low = 0
-            var high = state.events.count
-            while low < high {
-                let middle = (low + high) / 2
-                if state.events[middle].sequence <= after { low = middle + 1 } else { high = middle }
+            guard let families = state.index[appID] else { return ([], state.cursor) }
+            // Only the families the patterns can take (every one for `*` or none).
+            let wanted: Set<Substring>? = patterns.isEmpty || patterns.contains { $0.family == nil }
+                ? nil : Set(patterns.compactMap(\.family))
+            var matching: [EventRecord] = []
+            var buckets = 0
+            for (family, bucket) in families where wanted?.contains(family) ?? true {
+                let first = bucket.first(after: after)
+                guard first < bucket.events.count else { continue }
+                buckets += 1
+                for event in bucket.events[first...] where EventPattern.any(patterns, match: event.type) {
+                    matching.append(event)
+                }
             }
-            let matching = state.events[low...].filter {
-                $0.appID == appID && EventPattern.any(patterns, match: $0.type)
-            }
-            return (Array(matching), state.cursor)
+            // Several families' events, merged back into their order.
+            if buckets > 1 { matching.sort { $0.sequence < $1.sequence } }
+            return (matching, state.cursor)
         }
     }
 
