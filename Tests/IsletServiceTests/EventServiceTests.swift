@@ -247,6 +247,34 @@ struct EventServiceTests {
         }
     }
 
+    /// A stream sleeps through events it would not send (another app's, another
+    /// family's) and wakes for one it would.
+    @Test func aWaitingCursorWakesOnlyForEventsItCouldTake() async throws {
+        try await withRig { rig in
+            let app = try await rig.app()
+            let other = try await rig.app()
+            let feed = EventFeed(environment: rig.services.environment, pollInterval: .milliseconds(20))
+            try feed.start()
+            func append(_ appID: String, _ type: EventType) throws {
+                try rig.store.writeNow { session in
+                    try session.appendEvents([NewEvent(appID: appID, type: type, activityID: "a1", occurredAt: rig.clock.now(), data: [:])])
+                }
+            }
+            let cursor = EventCursor(
+                feed: feed, events: rig.services.events, appID: app.id, after: nil,
+                patterns: try EventService.patterns(["activity.*"], field: "types"))
+            try append(app.id, .pushSent)
+            try append(other.id, .activityUpdated)
+            #expect(await eventually { feed.cursor > cursor.position })
+            // Only news it would not send: the wait runs out and says so.
+            #expect(await cursor.waitForNews(timeout: .milliseconds(200)) == false)
+            let waiting = Task { await cursor.waitForNews(timeout: .seconds(60)) }
+            try append(app.id, .activityUpdated)
+            #expect(await waiting.value == true)
+            await feed.stop()
+        }
+    }
+
     @Test func badTypesAndCursorsNameTheirField() throws {
         #expect(throws: ServiceError.self) { try EventService.patterns(["push.sent", "push.nope"], field: "types") }
         do {

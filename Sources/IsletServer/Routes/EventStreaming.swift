@@ -46,18 +46,23 @@ struct EventStreaming: Sendable {
                         }
                     }
                     if !text.isEmpty { guard await Self.send(text, to: writer) else { return } }
-                } else if !cursor.hasNews {
-                    // News, the client leaving (or the server stopping), or the
+                } else {
+                    // News for this stream (it answers at once when some came since
+                    // the read), the client leaving (or the server stopping), or the
                     // keep-alive's time, whichever comes first.
                     let waiting = cursor
-                    await withTaskGroup(of: Void.self) { group in
+                    let news = await withTaskGroup(of: Bool.self) { group in
                         group.addTask { await waiting.waitForNews(timeout: keepAlive) }
-                        group.addTask { _ = await writer.closed(within: keepAlive) }
-                        await group.next()
+                        group.addTask {
+                            _ = await writer.closed(within: keepAlive)
+                            return false
+                        }
+                        let first = await group.next() ?? false
                         group.cancelAll()
+                        return first
                     }
                     if writer.isClosed { return }
-                    if !cursor.hasNews {
+                    if !news {
                         guard writer.write(Data(": keep-alive\n\n".utf8)) else { return }
                     }
                 }

@@ -48,11 +48,13 @@ public struct EventCursor: Sendable {
         return batch
     }
 
-    /// Whether this node's feed has read something past the position.
+    /// Whether this node's feed has read anything past the position (of any app).
     public var hasNews: Bool { feed.cursor > position }
 
-    /// Waits until the feed reads something past the position, or `timeout` passes.
-    public func waitForNews(timeout: Duration) async {
-        await feed.wait(after: position, timeout: timeout)
+    /// Waits until the feed reads, past the position, an event this cursor could
+    /// take (of its app, of a family its patterns take), or `timeout` passes;
+    /// answers whether such news came.
+    public func waitForNews(timeout: Duration) async -> Bool {
+        await feed.wait(appID: appID, patterns: patterns, after: position, timeout: timeout)
     }
 }

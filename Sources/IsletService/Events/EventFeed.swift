@@ -31,7 +31,39 @@ public final class EventFeed: Sendable {
         var started = false
         var task: Task<Void, Never>?
         var waiters: [UInt64: Waiter] = [:]
+        /// What each waiter waits for; a waiter without an entry waits for anything.
+        var interests: [UInt64: Interest] = [:]
         var nextWaiter: UInt64 = 0
+
+        /// Whether the memory holds, after `after`, an event `interest` takes (any
+        /// event without one). Family by family: a pattern naming one type of a
+        /// family may be woken by another of it, and finds nothing to send.
+        func hasNews(after: Int64, for interest: Interest?) -> Bool {
+            guard cursor > after else { return false }
+            guard let interest else { return true }
+            guard let families = index[interest.appID] else { return false }
+            for (family, bucket) in families where interest.families?.contains(family) ?? true {
+                if bucket.first(after: after) < bucket.events.count { return true }
+            }
+            return false
+        }
+    }
+
+    /// What a stream waits for: one app's events, of some families (all when nil).
+    private struct Interest {
+        let appID: String
+        let families: Set<Substring>?
+
+        init(appID: String, patterns: [EventPattern]) {
+            self.appID = appID
+            families = patterns.isEmpty || patterns.contains { $0.family == nil } ? nil : Set(patterns.compactMap(\.family))
+        }
+
+        func takes(_ touched: [String: Set<Substring>]) -> Bool {
+            guard let families = touched[appID] else { return false }
+            guard let wanted = self.families else { return true }
+            return !wanted.isDisjoint(with: families)
+        }
     }
 
     /// One app's events of one family, in order; those before `head` have left the
@@ -107,6 +139,7 @@ public final class EventFeed: Sendable {
                 try $0.events(appID: nil, after: after, patterns: [], limit: 5_000)
             }
             guard !fresh.isEmpty else { return }
+            var touched: [String: Set<Substring>] = [:]
             state.withLock { state in
                 guard state.cursor == after else { return }
                 state.events.append(contentsOf: fresh)
@@ -115,6 +148,7 @@ public final class EventFeed: Sendable {
                         .append(event)
                 }
                 state.cursor = fresh.last!.sequence
+                for event in fresh { touched[event.appID, default: []].insert(EventPattern.family(of: event.type)) }
                 if state.events.count > capacity {
                     let dropped = state.events.count - capacity
                     state.start = state.events[dropped - 1].sequence + 1
@@ -136,7 +170,7 @@ public final class EventFeed: Sendable {
                     state.events.removeFirst(dropped)
                 }
             }
-            resumeAll()
+            resume(touching: touched)
         } catch {
             environment.logger.warning("reading new events failed", ("error", .string("\(error)")))
         }
@@ -153,8 +187,7 @@ public final class EventFeed: Sendable {
             guard after < state.cursor else { return ([], max(after, state.cursor)) }
             guard let families = state.index[appID] else { return ([], state.cursor) }
             // Only the families the patterns can take (every one for `*` or none).
-            let wanted: Set<Substring>? = patterns.isEmpty || patterns.contains { $0.family == nil }
-                ? nil : Set(patterns.compactMap(\.family))
+            let wanted = Interest(appID: appID, patterns: patterns).families
             var matching: [EventRecord] = []
             var buckets = 0
             for (family, bucket) in families where wanted?.contains(family) ?? true {
@@ -173,8 +206,23 @@ public final class EventFeed: Sendable {
 
     /// Waits until the feed reads something new after `after`, or `timeout` passes.
     public func wait(after: Int64, timeout: Duration) async {
+        await wait(after: after, interest: nil, timeout: timeout)
+    }
+
+    /// Waits until the feed reads, after `after`, an event of `appID` of a family
+    /// `patterns` can take, or `timeout` passes; answers whether such news came.
+    /// Events of other apps and families wake nobody who does not want them: a
+    /// thousand dashboards following `activity.*` sleep through a fan-out's `push.*`.
+    @discardableResult
+    public func wait(appID: String, patterns: [EventPattern], after: Int64, timeout: Duration) async -> Bool {
+        await wait(after: after, interest: Interest(appID: appID, patterns: patterns), timeout: timeout)
+    }
+
+    @discardableResult
+    private func wait(after: Int64, interest: Interest?, timeout: Duration) async -> Bool {
         let id = state.withLock { state -> UInt64 in
             state.nextWaiter += 1
+            if let interest { state.interests[state.nextWaiter] = interest }
             return state.nextWaiter
         }
         await withTaskGroup(of: Void.self) { group in
@@ -185,7 +233,7 @@ public final class EventFeed: Sendable {
                             state.waiters[id] = nil
                             return true
                         }
-                        if state.cursor > after || state.task == nil {
+                        if state.hasNews(after: after, for: interest) || state.task == nil {
                             state.waiters[id] = .resumed
                             return true
                         }
@@ -199,6 +247,7 @@ public final class EventFeed: Sendable {
             await group.next()
             group.cancelAll()
             let waiting = state.withLock { state -> CheckedContinuation<Void, Never>? in
+                state.interests[id] = nil
                 switch state.waiters.removeValue(forKey: id) {
                 case .waiting(let continuation)?: return continuation
                 case .resumed?: return nil
@@ -209,6 +258,23 @@ public final class EventFeed: Sendable {
             }
             waiting?.resume()
         }
+        return state.withLock { $0.hasNews(after: after, for: interest) }
+    }
+
+    /// Resumes the waiters that want an event of `touched` (app → families), and
+    /// those that want any.
+    private func resume(touching touched: [String: Set<Substring>]) {
+        let waiting = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            var resumed: [CheckedContinuation<Void, Never>] = []
+            for (id, waiter) in state.waiters {
+                guard case .waiting(let continuation) = waiter else { continue }
+                if let interest = state.interests[id], !interest.takes(touched) { continue }
+                resumed.append(continuation)
+                state.waiters[id] = .resumed
+            }
+            return resumed
+        }
+        for continuation in waiting { continuation.resume() }
     }
 
     private func resumeAll() {
