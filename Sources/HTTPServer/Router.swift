@@ -36,39 +36,35 @@ public struct RouteTable<RouteHandler: Sendable>: Sendable {
         case notFound
     }
 
-    private enum Segment: Sendable, Equatable {
-        case literal(String)
-        case parameter(String)
-    }
-
-    private struct Route: Sendable {
-        let method: String
-        let pattern: String
-        let segments: [Segment]
-        let handler: Handler
-    }
-
-    private var routes: [Route] = []
+    // The routes' patterns, apart from their handlers: matching runs over this
+    // plain list (no generic value is copied per route looked at), and only the
+    // winner's handler is read. Routes are grouped by their number of segments,
+    // since a path matches only patterns of as many.
+    private var patterns: [RoutePattern] = []
+    private var handlers: [Handler] = []
+    private var bySegmentCount: [Int: [Int]] = [:]
 
     /// Creates an empty router.
     public init() {}
 
     /// Every registered (method, pattern), in order of registration.
     public var registered: [(method: String, pattern: String)] {
-        routes.map { ($0.method, $0.pattern) }
+        patterns.map { ($0.method, $0.pattern) }
     }
 
     /// Adds a route. Registering the same method and pattern twice is a programming
     /// error.
     public mutating func add(_ method: String, _ pattern: String, _ handler: Handler) {
-        let segments = Self.split(pattern).map { part -> Segment in
+        let segments = RoutePattern.split(pattern).map { part -> RoutePattern.Segment in
             if part.hasPrefix("{") && part.hasSuffix("}") {
                 return .parameter(String(part.dropFirst().dropLast()))
             }
             return .literal(String(part))
         }
-        precondition(!routes.contains { $0.method == method && $0.segments == segments }, "duplicate route \(method) \(pattern)")
-        routes.append(Route(method: method.uppercased(), pattern: pattern, segments: segments, handler: handler))
+        precondition(!patterns.contains { $0.method == method && $0.segments == segments }, "duplicate route \(method) \(pattern)")
+        bySegmentCount[segments.count, default: []].append(patterns.count)
+        patterns.append(RoutePattern(method: method.uppercased(), pattern: pattern, segments: segments))
+        handlers.append(handler)
     }
 
     /// Finds the route for `method` and `path`. Literal segments win over parameters
@@ -76,48 +72,86 @@ public struct RouteTable<RouteHandler: Sendable>: Sendable {
     /// route of its own (the server then sends the answer's headers without its
     /// body, as RFC 9110 says).
     public func match(method: String, path: String) -> Match {
-        let found = match(exactly: method, path: path)
+        let parts = RoutePattern.split(path)
+        let candidates = bySegmentCount[parts.count] ?? []
+        let found = RoutePattern.match(method: method, parts: parts, in: patterns, candidates: candidates)
         if method == "HEAD", case .methodNotAllowed(let allowed, _) = found, allowed.contains("GET") {
-            return match(exactly: "GET", path: path)
+            return match(RoutePattern.match(method: "GET", parts: parts, in: patterns, candidates: candidates))
         }
-        return found
+        return match(found)
     }
 
-    private func match(exactly method: String, path: String) -> Match {
-        let parts = Self.split(path)
-        var best: (route: Route, parameters: PathParameters, literals: Int)?
+    private func match(_ found: RoutePattern.Found) -> Match {
+        switch found {
+        case .route(let index, let parameters): .found(handlers[index], parameters, pattern: patterns[index].pattern)
+        case .methodNotAllowed(let allowed, let pattern): .methodNotAllowed(allowed: allowed, pattern: pattern)
+        case .notFound: .notFound
+        }
+    }
+}
+
+/// One route's method and pattern, as a `RouteTable` matches them.
+private struct RoutePattern: Sendable {
+    enum Segment: Sendable, Equatable {
+        case literal(String)
+        case parameter(String)
+    }
+
+    /// What matching found: a route by its index, or why none.
+    enum Found {
+        case route(Int, PathParameters)
+        case methodNotAllowed(allowed: [String], pattern: String)
+        case notFound
+    }
+
+    let method: String
+    let pattern: String
+    let segments: [Segment]
+
+    /// The best route for `method` among `candidates` (indices into `routes`, each of
+    /// as many segments as `parts`).
+    static func match(method: String, parts: [Substring], in routes: [RoutePattern], candidates: [Int]) -> Found {
+        var best: (index: Int, parameters: PathParameters, literals: Int)?
         var allowed: [String] = []
         var allowedPattern: (pattern: String, literals: Int)?
-        for route in routes where route.segments.count == parts.count {
-            var parameters = PathParameters()
+        for index in candidates {
+            let segments = routes[index].segments
             var literals = 0
             var matched = true
-            for (segment, part) in zip(route.segments, parts) {
+            for (segment, part) in zip(segments, parts) {
                 switch segment {
                 case .literal(let text):
                     if text != part { matched = false } else { literals += 1 }
-                case .parameter(let name):
-                    if part.isEmpty { matched = false } else { parameters[name] = String(part) }
+                case .parameter:
+                    if part.isEmpty { matched = false }
                 }
                 if !matched { break }
             }
             guard matched else { continue }
-            if route.method != method {
-                if !allowed.contains(route.method) { allowed.append(route.method) }
-                if route.method == "GET" && !allowed.contains("HEAD") { allowed.append("HEAD") }
-                if allowedPattern == nil || literals > allowedPattern!.literals { allowedPattern = (route.pattern, literals) }
+            let routeMethod = routes[index].method
+            if routeMethod != method {
+                if !allowed.contains(routeMethod) { allowed.append(routeMethod) }
+                if routeMethod == "GET" && !allowed.contains("HEAD") { allowed.append("HEAD") }
+                if allowedPattern == nil || literals > allowedPattern!.literals { allowedPattern = (routes[index].pattern, literals) }
                 continue
             }
             if best == nil || literals > best!.literals {
-                best = (route, parameters, literals)
+                best = (index, PathParameters(), literals)
             }
         }
-        if let best { return .found(best.route.handler, best.parameters, pattern: best.route.pattern) }
+        if let best {
+            // The winner's parameters, taken once.
+            var parameters = best.parameters
+            for (segment, part) in zip(routes[best.index].segments, parts) {
+                if case .parameter(let name) = segment { parameters[name] = String(part) }
+            }
+            return .route(best.index, parameters)
+        }
         guard let allowedPattern else { return .notFound }
         return .methodNotAllowed(allowed: allowed, pattern: allowedPattern.pattern)
     }
 
-    private static func split(_ path: String) -> [Substring] {
+    static func split(_ path: String) -> [Substring] {
         var trimmed = Substring(path)
         while trimmed.hasPrefix("/") { trimmed = trimmed.dropFirst() }
         if trimmed.hasSuffix("/") { trimmed = trimmed.dropLast() }

@@ -60,7 +60,10 @@ struct Dispatcher: Sendable {
     /// Whether the route a request reaches declares a large body: asked before the
     /// body is read, so that the server knows how much of it to take.
     func takesLargeBody(method: String, path: String) -> Bool {
-        guard !largeBodyRoutes.isEmpty, case .found(_, _, let pattern) = router.match(method: method, path: path) else {
+        // Most requests are of a method no large-body route has (a GET, say): no match.
+        guard largeBodyRoutes.contains(where: { $0.hasPrefix(method + " ") }),
+            case .found(_, _, let pattern) = router.match(method: method, path: path)
+        else {
             return false
         }
         return largeBodyRoutes.contains("\(method) \(pattern)")
