@@ -255,22 +255,27 @@ struct EventServiceTests {
             let other = try await rig.app()
             let feed = EventFeed(environment: rig.services.environment, pollInterval: .milliseconds(20))
             try feed.start()
-            func append(_ appID: String, _ type: EventType) throws {
-                try rig.store.writeNow { session in
-                    try session.appendEvents([NewEvent(appID: appID, type: type, activityID: "a1", occurredAt: rig.clock.now(), data: [:])])
+            do {
+                func append(_ appID: String, _ type: EventType) throws {
+                    try rig.store.writeNow { session in
+                        try session.appendEvents([NewEvent(appID: appID, type: type, activityID: "a1", occurredAt: rig.clock.now(), data: [:])])
+                    }
                 }
+                let cursor = EventCursor(
+                    feed: feed, events: rig.services.events, appID: app.id, after: nil,
+                    patterns: try EventService.patterns(["activity.*"], field: "types"))
+                try append(app.id, .pushSent)
+                try append(other.id, .activityUpdated)
+                #expect(await eventually { feed.cursor > cursor.position })
+                // Only news it would not send: the wait runs out and says so.
+                #expect(await cursor.waitForNews(timeout: .milliseconds(200)) == false)
+                let waiting = Task { await cursor.waitForNews(timeout: .seconds(60)) }
+                try append(app.id, .activityUpdated)
+                #expect(await waiting.value == true)
+            } catch {
+                await feed.stop()
+                throw error
             }
-            let cursor = EventCursor(
-                feed: feed, events: rig.services.events, appID: app.id, after: nil,
-                patterns: try EventService.patterns(["activity.*"], field: "types"))
-            try append(app.id, .pushSent)
-            try append(other.id, .activityUpdated)
-            #expect(await eventually { feed.cursor > cursor.position })
-            // Only news it would not send: the wait runs out and says so.
-            #expect(await cursor.waitForNews(timeout: .milliseconds(200)) == false)
-            let waiting = Task { await cursor.waitForNews(timeout: .seconds(60)) }
-            try append(app.id, .activityUpdated)
-            #expect(await waiting.value == true)
             await feed.stop()
         }
     }
