@@ -192,7 +192,7 @@ struct ServerHarness: Sendable {
 
     /// The pushes of an activity, once none is queued any more (or after 60 s).
     func settledPushes(_ app: TestApp, _ activityID: String, count: Int? = nil) async throws -> [JSONValue] {
-        let deadline = Date().addingTimeInterval(60)
+        let deadline = Date().addingTimeInterval(60 * Double(TestTime.scale))
         while true {
             let reply = try await call("GET", "/v1/apps/\(app.id)/activities/\(activityID)/pushes", key: app.serverKey)
             let items = reply["items"]?.arrayValue ?? []
@@ -204,7 +204,7 @@ struct ServerHarness: Sendable {
 
     /// Waits until `condition` holds (or 60 s pass); answers whether it held.
     func eventually(_ condition: () async throws -> Bool) async throws -> Bool {
-        let deadline = Date().addingTimeInterval(60)
+        let deadline = Date().addingTimeInterval(60 * Double(TestTime.scale))
         while Date() < deadline {
             if try await condition() { return true }
             try await Task.sleep(for: .milliseconds(20))

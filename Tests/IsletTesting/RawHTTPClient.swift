@@ -60,7 +60,7 @@ public final class RawHTTPConnection: @unchecked Sendable {
         }
         // Generous, so that a slow shared machine is not a failure; set after the
         // connect, which a socket timeout would let a signal interrupt.
-        var timeout = timeval(tv_sec: 60, tv_usec: 0)
+        var timeout = timeval(tv_sec: Int(60 * TestTime.scale), tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
     }
 

@@ -7,8 +7,8 @@ import IsletSync
 /// Not Foundation's `Process`: on this toolchain its `run()` counts the open
 /// descriptors by copying every `/proc/self/fd` entry as a whole `struct dirent`
 /// (`findMaximumOpenFromProcSelfFD`), past the end of the last entry, and so past
-/// the end of `opendir`'s buffer. AddressSanitizer reports that read on every call;
-/// when the buffer ends at the end of a mapped page the read faults, and the test
+/// the end of `opendir`'s buffer. AddressSanitizer reports that read; when the
+/// buffer ends at the end of a mapped page the read faults, and the test
 /// process died of SIGSEGV in `Process.run` (a test process holds hundreds of
 /// descriptors, which makes that likelier). Its exit notices also depend on SIGCHLD
 /// reaching a dispatch source, which under ThreadSanitizer was seen never to come.
