@@ -1,6 +1,7 @@
 import Foundation
 import HTTPServer
 import IsletSync
+import IsletTesting
 
 /// A local webhook receiver: Islet's HTTP server on 127.0.0.1, answering on its own
 /// threads, recording each request it reads.
@@ -8,7 +9,8 @@ import IsletSync
 /// - `/echo`: 201, the request body back, `Retry-After: 120`.
 /// - `/status/N`: status N with `Retry-After: 7`.
 /// - `/large`: 200 with a 200 KiB body of a known pattern.
-/// - `/hold`: waits on the server's thread until `release()` (10 s at most), then 200.
+/// - `/hold`: waits on the server's thread until `release()` (which `stop()` does; a
+///   minute at most, scaled as the tests' deadlines are), then 200.
 /// - anything else: 200 `ok`.
 final class Receiver: Sendable {
     let server: HTTPServer
@@ -30,7 +32,7 @@ final class Receiver: Sendable {
         self.gate = gate
         server = HTTPServer(configuration: configuration, immediate: { request in
             seen.withLock { $0.append(request) }
-            if request.path == "/hold" { gate.wait(until: { $0 }, timeout: .seconds(10)) { _ in } }
+            if request.path == "/hold" { gate.wait(until: { $0 }, timeout: TestTime.scaled(.seconds(60))) { _ in } }
             return Receiver.answer(request)
         })
         try server.start()
