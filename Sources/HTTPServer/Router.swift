@@ -111,7 +111,7 @@ private struct RoutePattern: Sendable {
     /// The best route for `method` among `candidates` (indices into `routes`, each of
     /// as many segments as `parts`).
     static func match(method: String, parts: [Substring], in routes: [RoutePattern], candidates: [Int]) -> Found {
-        var best: (index: Int, parameters: PathParameters, literals: Int)?
+        var best: (index: Int, literals: Int)?
         var allowed: [String] = []
         var allowedPattern: (pattern: String, literals: Int)?
         for index in candidates {
@@ -136,12 +136,12 @@ private struct RoutePattern: Sendable {
                 continue
             }
             if best == nil || literals > best!.literals {
-                best = (index, PathParameters(), literals)
+                best = (index, literals)
             }
         }
         if let best {
             // The winner's parameters, taken once.
-            var parameters = best.parameters
+            var parameters = PathParameters()
             for (segment, part) in zip(routes[best.index].segments, parts) {
                 if case .parameter(let name) = segment { parameters[name] = String(part) }
             }

@@ -18,6 +18,8 @@ struct Dispatcher: Sendable {
     let metrics: RequestMetrics?
     /// The routes (`METHOD pattern`) that declare a large body.
     let largeBodyRoutes: Set<String>
+    /// The methods of those routes: a request of another method is not matched for it.
+    private let largeBodyMethods: Set<Substring>
     /// Draws request ids.
     private let random: Lock<any RandomSource>
 
@@ -27,6 +29,7 @@ struct Dispatcher: Sendable {
     ) {
         self.router = router
         self.largeBodyRoutes = largeBodyRoutes
+        largeBodyMethods = Set(largeBodyRoutes.map { $0.prefix { $0 != " " } })
         self.logger = logger
         self.metrics = metrics
         self.random = Lock(random)
@@ -61,7 +64,7 @@ struct Dispatcher: Sendable {
     /// body is read, so that the server knows how much of it to take.
     func takesLargeBody(method: String, path: String) -> Bool {
         // Most requests are of a method no large-body route has (a GET, say): no match.
-        guard largeBodyRoutes.contains(where: { $0.hasPrefix(method + " ") }),
+        guard largeBodyMethods.contains(Substring(method)),
             case .found(_, _, let pattern) = router.match(method: method, path: path)
         else {
             return false

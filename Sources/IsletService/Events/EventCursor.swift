@@ -48,9 +48,6 @@ public struct EventCursor: Sendable {
         return batch
     }
 
-    /// Whether this node's feed has read anything past the position (of any app).
-    public var hasNews: Bool { feed.cursor > position }
-
     /// Waits until the feed reads, past the position, an event this cursor could
     /// take (of its app, of a family its patterns take), or `timeout` passes;
     /// answers whether such news came.
