@@ -27,14 +27,16 @@ struct SubprocessTests {
 
     /// A child starts with no signal blocked or ignored, whatever the spawning
     /// thread had: otherwise SIGTERM could never stop it.
-    @Test func aChildStartsWithEverySignalAtItsDefault() throws {
-        var blocked = sigset_t()
-        sigemptyset(&blocked)
-        sigaddset(&blocked, SIGTERM)
-        var previous = sigset_t()
-        pthread_sigmask(SIG_BLOCK, &blocked, &previous)
-        defer { pthread_sigmask(SIG_SETMASK, &previous, nil) }
-        let status = try runCommand("/bin/grep", ["-E", "^Sig(Blk|Ign):", "/proc/self/status"])
+    @Test func aChildStartsWithEverySignalAtItsDefault() async throws {
+        // On a thread of its own: the mask is that thread's, and the wait for the
+        // child holds no thread of the concurrency pool.
+        let status = try await runBlocking {
+            var blocked = sigset_t()
+            sigemptyset(&blocked)
+            sigaddset(&blocked, SIGTERM)
+            pthread_sigmask(SIG_BLOCK, &blocked, nil)
+            return try runCommand("/bin/grep", ["-E", "^Sig(Blk|Ign):", "/proc/self/status"])
+        }
         #expect(status.status == 0)
         // The masks in hexadecimal, bit n - 1 for signal n. Signals 1 to 31 are
         // looked at: glibc keeps two real-time signals above them for itself.
@@ -61,13 +63,21 @@ struct SubprocessTests {
 
     /// A child still running when its last reference goes is killed and reaped: no
     /// process and no zombie stays behind.
-    @Test func aChildIsNeverLeftBehind() throws {
-        var child: Subprocess? = try Subprocess("/bin/sleep", ["60"])
-        let pid = try #require(child?.processIdentifier)
-        #expect(kill(pid, 0) == 0)
-        child = nil
-        // Reaped, so the id names no process (not even a zombie).
-        #expect(kill(pid, 0) == -1 && errno == ESRCH)
+    @Test func aChildIsNeverLeftBehind() async throws {
+        // The release kills and reaps, waiting: on a thread of its own.
+        let (alive, gone) = try await runBlocking { () throws -> (Bool, Bool) in
+            var alive = false
+            let pid: Int32 = try {
+                let child = try Subprocess("/bin/sleep", ["60"])
+                alive = kill(child.processIdentifier, 0) == 0
+                return child.processIdentifier
+            }()
+            // Its last reference went with that closure: reaped, so the id names no
+            // process (not even a zombie).
+            return (alive, kill(pid, 0) == -1 && errno == ESRCH)
+        }
+        #expect(alive)
+        #expect(gone)
     }
 
     /// Both streams are read as they come: a child that fills one pipe while we
