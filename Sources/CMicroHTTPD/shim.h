@@ -8,17 +8,22 @@
 /// Starts a daemon on an already-listening socket. `MHD_start_daemon` is variadic
 /// (an option list ended by MHD_OPTION_END), which Swift cannot call; this fixes the
 /// options Islet uses and gives each a typed parameter.
+/// `uri_logger` is called with the raw request target (still percent-encoded, query
+/// included) as soon as the request line is read; what it answers is the request's
+/// context (`*req_cls`) in the access handler and the completion callback.
 static inline struct MHD_Daemon *islet_mhd_start_daemon(
     unsigned int flags,
     int listen_socket,
     MHD_AccessHandlerCallback handler, void *handler_context,
     MHD_RequestCompletedCallback completed, void *completed_context,
+    void *(*uri_logger)(void *context, const char *uri, struct MHD_Connection *connection), void *uri_context,
     unsigned int thread_pool_size,
     unsigned int connection_limit,
     unsigned int connection_timeout_seconds) {
     return MHD_start_daemon(flags, 0, NULL, NULL, handler, handler_context,
                             MHD_OPTION_LISTEN_SOCKET, (MHD_socket)listen_socket,
                             MHD_OPTION_NOTIFY_COMPLETED, completed, completed_context,
+                            MHD_OPTION_URI_LOG_CALLBACK, uri_logger, uri_context,
                             MHD_OPTION_THREAD_POOL_SIZE, thread_pool_size,
                             MHD_OPTION_CONNECTION_LIMIT, connection_limit,
                             MHD_OPTION_CONNECTION_TIMEOUT, connection_timeout_seconds,

@@ -23,6 +23,11 @@ public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral {
         fields.append((name, value))
     }
 
+    /// Every value of `name`, in order.
+    public func values(of name: String) -> [String] {
+        fields.filter { HTTPHeaders.sameName($0.name, name) }.map(\.value)
+    }
+
     /// The first value of `name`, if any.
     public subscript(name: String) -> String? {
         fields.first { HTTPHeaders.sameName($0.name, name) }?.value
@@ -64,11 +69,14 @@ public struct HTTPRequest: Sendable {
     public var body: Data
     /// The peer's address, as `ip:port`, when known.
     public var remoteAddress: String?
+    /// The peer's IP address alone (no port), when known.
+    public var remoteHost: String?
 
     /// Creates a request.
     public init(
         method: String, path: String, query: [(name: String, value: String)] = [],
-        headers: HTTPHeaders = HTTPHeaders(), body: Data = Data(), remoteAddress: String? = nil
+        headers: HTTPHeaders = HTTPHeaders(), body: Data = Data(), remoteAddress: String? = nil,
+        remoteHost: String? = nil
     ) {
         self.method = method
         self.path = path
@@ -76,6 +84,7 @@ public struct HTTPRequest: Sendable {
         self.headers = headers
         self.body = body
         self.remoteAddress = remoteAddress
+        self.remoteHost = remoteHost
     }
 
     /// The first value of query parameter `name`, if any.

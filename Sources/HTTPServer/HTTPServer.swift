@@ -27,6 +27,17 @@ public struct HTTPServerConfiguration: Sendable {
     /// The largest body of a request by method and path, when some routes take
     /// more than `maxBodyBytes` (nil: `maxBodyBytes` for every request).
     public var bodyLimit: (@Sendable (_ method: String, _ path: String) -> Int)?
+    /// Decides from a request's head whether its body is read at all (nil: every
+    /// body within its limit is read). Asked only of requests that have a body.
+    public var admission: HTTPAdmissionPolicy?
+    /// Bytes of request bodies held at once across the server; past it a request
+    /// with a body is answered `bodiesBuffered` (503) without it.
+    public var maxBufferedBodyBytes: Int = 256 << 20
+    /// Bytes of request bodies held at once for one budget (`HTTPAdmission.admit`).
+    public var maxBufferedBodyBytesPerBudget: Int = 64 << 20
+    /// Time a body may take to arrive after its head; past it the request is
+    /// answered `bodyTimeout` (408) and its connection closed.
+    public var bodyTimeout: Duration = .seconds(30)
     /// Threads that run libmicrohttpd's event loops.
     public var threads: Int = 2
     /// Connections held at once; more are refused.
@@ -63,36 +74,44 @@ public final class HTTPServer: Sendable {
         var port = 0
     }
 
-    /// Creates a server that answers every request with `handler`, and a body over
-    /// the limit with `bodyTooLarge` (given the limit), without calling `handler`.
+    /// Creates a server that answers every request with `handler`, and what the
+    /// server refuses by itself (`HTTPServerRefusal`: a body over the limit, too
+    /// slow, or over the buffered bytes; a malformed request) with `refusal`,
+    /// without calling `handler`.
     public init(
         configuration: HTTPServerConfiguration,
-        bodyTooLarge: @escaping @Sendable (_ limit: Int) -> HTTPResponse = HTTPServer.defaultBodyTooLarge,
+        refusal: @escaping @Sendable (HTTPServerRefusal) -> HTTPResponse = HTTPServer.defaultRefusal,
         handler: @escaping HTTPHandler
     ) {
         self.configuration = configuration
-        self.core = ServerCore(
-            handling: .async(handler), maxBodyBytes: configuration.maxBodyBytes, bodyLimit: configuration.bodyLimit,
-            tooLargeResponse: bodyTooLarge, streamBufferBytes: configuration.streamBufferBytes)
+        self.core = ServerCore(handling: .async(handler), configuration: configuration, refusal: refusal)
     }
 
     /// Creates a server that answers every request with `handler`, called on the
     /// event-loop thread: for handlers that neither wait nor take long.
     public init(
         configuration: HTTPServerConfiguration,
-        bodyTooLarge: @escaping @Sendable (_ limit: Int) -> HTTPResponse = HTTPServer.defaultBodyTooLarge,
+        refusal: @escaping @Sendable (HTTPServerRefusal) -> HTTPResponse = HTTPServer.defaultRefusal,
         immediate handler: @escaping ImmediateHTTPHandler
     ) {
         self.configuration = configuration
-        self.core = ServerCore(
-            handling: .immediate(handler), maxBodyBytes: configuration.maxBodyBytes,
-            bodyLimit: configuration.bodyLimit, tooLargeResponse: bodyTooLarge,
-            streamBufferBytes: configuration.streamBufferBytes)
+        self.core = ServerCore(handling: .immediate(handler), configuration: configuration, refusal: refusal)
     }
 
-    /// A plain-text 413 answer.
-    public static func defaultBodyTooLarge(limit: Int) -> HTTPResponse {
-        HTTPResponse(status: 413, contentType: "text/plain", body: Data("The request body is larger than \(limit) bytes.\n".utf8))
+    /// A plain-text answer to a refusal.
+    public static func defaultRefusal(_ refusal: HTTPServerRefusal) -> HTTPResponse {
+        switch refusal {
+        case .bodyTooLarge(let limit):
+            HTTPResponse(status: 413, contentType: "text/plain", body: Data("The request body is larger than \(limit) bytes.\n".utf8))
+        case .bodyTimeout(let seconds):
+            HTTPResponse(status: 408, contentType: "text/plain", body: Data("The request body did not arrive within \(seconds) s.\n".utf8))
+        case .bodiesBuffered(let retryAfter):
+            HTTPResponse(
+                status: 503, headers: ["Content-Type": "text/plain", "Retry-After": String(retryAfter)],
+                body: Data("The server holds too many request bodies now; try again shortly.\n".utf8))
+        case .badRequest(let detail):
+            HTTPResponse(status: 400, contentType: "text/plain", body: Data("\(detail)\n".utf8))
+        }
     }
 
     /// The port the server listens on (meaningful after `start`).
@@ -109,16 +128,22 @@ public final class HTTPServer: Sendable {
         let context = Unmanaged.passUnretained(core).toOpaque()
         let daemon = islet_mhd_start_daemon(
             flags, socket.fd,
-            { context, connection, url, method, _, uploadData, uploadSize, requestContext in
+            { context, connection, url, method, version, uploadData, uploadSize, requestContext in
                 let core = Unmanaged<ServerCore>.fromOpaque(context!).takeUnretainedValue()
                 return core.access(
-                    connection: connection!, url: url, method: method,
+                    connection: connection!, url: url, method: method, version: version,
                     uploadData: uploadData, uploadSize: uploadSize!, requestContext: requestContext!)
             },
             context,
             { context, _, requestContext, _ in
                 let core = Unmanaged<ServerCore>.fromOpaque(context!).takeUnretainedValue()
                 core.completed(requestContext: requestContext)
+            },
+            context,
+            { _, uri, _ in
+                // The raw target, copied now: libmicrohttpd decodes it in place later.
+                let state = RequestState(rawTarget: uri.map { String(cString: $0) } ?? "")
+                return Unmanaged.passRetained(state).toOpaque()
             },
             context,
             UInt32(max(1, configuration.threads)),
@@ -139,6 +164,9 @@ public final class HTTPServer: Sendable {
     /// Requests being read, handled or answered right now (streamed responses not
     /// included once their headers are queued: see `openStreams`).
     public var activeRequests: Int { core.activeRequests }
+
+    /// Bytes of request bodies held now, in all or for one budget.
+    public func bufferedBodyBytes(budget: String? = nil) -> Int { core.bufferedBodyBytes(budget: budget) }
 
     /// Streamed responses (`HTTPResponse.stream`) not yet ended.
     public var openStreams: Int { core.streams.openCount }
@@ -206,18 +234,44 @@ struct ConnectionHandle: @unchecked Sendable {
 /// suspended, then only by the handler task until it resumes the connection, then by
 /// the daemon thread again; suspend and resume order those hand-offs.
 private final class RequestState: @unchecked Sendable {
-    var request: HTTPRequest
+    /// Where the request stands between libmicrohttpd's calls.
+    enum Phase {
+        /// The request line is read; the headers are not yet handed over.
+        case started
+        /// The admission policy is deciding while the connection is suspended.
+        case admitting
+        /// It decided, and the connection was resumed: libmicrohttpd calls once
+        /// more, with no body, before any body is read.
+        case admitted(HTTPAdmission)
+        /// The body is being read (or there is none).
+        case reading
+    }
+
+    /// The request target as sent (percent-encoded, query included).
+    let rawTarget: String
+    var phase = Phase.started
+    var request = HTTPRequest(method: "GET", path: "/")
     var tooLarge = false
+    /// The body went past the buffered bytes while it arrived (a chunked body):
+    /// its bytes are dropped and the request answered 503.
+    var overBudget = false
     /// The largest body this request may have.
     var bodyLimit = 0
+    /// Bytes of body counted against the server's buffered bytes, and for whom.
+    var reserved = 0
+    var budget: String?
+    /// Set while the body is read, for its deadline.
+    var watch: BodyWatch?
     var dispatched = false
     var response: HTTPResponse?
+    /// Whether the request counts as active (the access handler has seen it).
+    var counted = false
     /// Whether a streamed response was queued: the request then no longer counts
     /// as active (its stream is counted by `StreamRegistry`).
     var streaming = false
 
-    init(request: HTTPRequest) {
-        self.request = request
+    init(rawTarget: String) {
+        self.rawTarget = rawTarget
     }
 }
 
@@ -228,7 +282,10 @@ private final class ServerCore: @unchecked Sendable {
     private let handling: Handling
     let maxBodyBytes: Int
     let bodyLimit: (@Sendable (_ method: String, _ path: String) -> Int)?
-    let tooLargeResponse: @Sendable (_ limit: Int) -> HTTPResponse
+    let refusal: @Sendable (HTTPServerRefusal) -> HTTPResponse
+    let admission: HTTPAdmissionPolicy?
+    let budget: BodyBudget
+    let bodyTimeout: Duration
     private let active = Atomic<Int>(0)
     /// Connections suspended while their handler runs: whoever takes one out of
     /// here (its handler's task, or `stop`) answers and resumes it, exactly once.
@@ -252,16 +309,22 @@ private final class ServerCore: @unchecked Sendable {
         body: Data("The server is shutting down.\n".utf8))
 
     init(
-        handling: Handling, maxBodyBytes: Int,
-        bodyLimit: (@Sendable (_ method: String, _ path: String) -> Int)?,
-        tooLargeResponse: @escaping @Sendable (_ limit: Int) -> HTTPResponse, streamBufferBytes: Int
+        handling: Handling, configuration: HTTPServerConfiguration,
+        refusal: @escaping @Sendable (HTTPServerRefusal) -> HTTPResponse
     ) {
         self.handling = handling
-        self.maxBodyBytes = maxBodyBytes
-        self.bodyLimit = bodyLimit
-        self.tooLargeResponse = tooLargeResponse
-        self.streams = StreamRegistry(bufferLimit: streamBufferBytes)
+        self.maxBodyBytes = configuration.maxBodyBytes
+        self.bodyLimit = configuration.bodyLimit
+        self.refusal = refusal
+        self.admission = configuration.admission
+        self.budget = BodyBudget(
+            total: configuration.maxBufferedBodyBytes, perBudget: configuration.maxBufferedBodyBytesPerBudget)
+        self.bodyTimeout = configuration.bodyTimeout
+        self.streams = StreamRegistry(bufferLimit: configuration.streamBufferBytes)
     }
+
+    /// Bytes of request bodies held now, in all or for `budget`.
+    func bufferedBodyBytes(budget: String?) -> Int { self.budget.held(budget: budget) }
 
     var activeRequests: Int { active.load(ordering: .sequentiallyConsistent) }
 
@@ -327,46 +390,74 @@ private final class ServerCore: @unchecked Sendable {
         connection: OpaquePointer,
         url: UnsafePointer<CChar>?,
         method: UnsafePointer<CChar>?,
+        version: UnsafePointer<CChar>?,
         uploadData: UnsafePointer<CChar>?,
         uploadSize: UnsafeMutablePointer<Int>,
         requestContext: UnsafeMutablePointer<UnsafeMutableRawPointer?>
     ) -> MHD_Result {
-        guard let raw = requestContext.pointee else {
-            // First call: headers are complete, no body yet.
-            let state = RequestState(request: HTTPRequest(
-                method: method.map { String(cString: $0) } ?? "GET",
-                path: url.map { String(cString: $0) } ?? "/"))
-            readValues(connection, state)
-            active.add(1, ordering: .sequentiallyConsistent)
-            requestContext.pointee = Unmanaged.passRetained(state).toOpaque()
-            state.bodyLimit = bodyLimit?(state.request.method, state.request.path) ?? maxBodyBytes
-            if let length = state.request.headers["content-length"].flatMap(Int.init), length > state.bodyLimit {
-                state.tooLarge = true
-                return queue(connection, state, tooLargeResponse(state.bodyLimit))
-            }
-            return .YES
-        }
+        // The URI logger made the request's state when the request line was read.
+        guard let raw = requestContext.pointee else { return .NO }
         let state = Unmanaged<RequestState>.fromOpaque(raw).takeUnretainedValue()
+        switch state.phase {
+        case .started:
+            // First call: headers are complete, no body yet.
+            return head(connection, state, url: url, method: method, version: version)
+        case .admitting:
+            // Resumed by `stop` before the policy decided: the 503 it set.
+            state.phase = .reading
+            return queue(connection, state, Self.closing(state.response ?? Self.shuttingDown))
+        case .admitted(let decision):
+            // Resumed with the policy's decision, before any body was read.
+            state.phase = .reading
+            return admitted(connection, state, decision)
+        case .reading:
+            break
+        }
         if uploadSize.pointee > 0 {
             let size = uploadSize.pointee
-            if !state.tooLarge, let uploadData {
+            uploadSize.pointee = 0
+            if let watch = state.watch, watch.state.withLock({ $0.fired }) { return .NO }
+            if !state.tooLarge, !state.overBudget, let uploadData {
                 if state.request.body.count + size > state.bodyLimit {
                     state.tooLarge = true
                     state.request.body = Data()
                 } else {
-                    uploadData.withMemoryRebound(to: UInt8.self, capacity: size) {
-                        state.request.body.append($0, count: size)
+                    // A chunked body is counted as it comes.
+                    let needed = state.request.body.count + size - state.reserved
+                    if needed > 0 {
+                        if budget.reserve(needed, budget: state.budget) {
+                            state.reserved += needed
+                        } else {
+                            state.overBudget = true
+                            state.request.body = Data()
+                        }
+                    }
+                    if !state.overBudget {
+                        uploadData.withMemoryRebound(to: UInt8.self, capacity: size) {
+                            state.request.body.append($0, count: size)
+                        }
                     }
                 }
             }
-            uploadSize.pointee = 0
             return .YES
+        }
+        if let watch = state.watch {
+            // The body is whole: unless its deadline already answered, it is the
+            // handler's to answer now.
+            let fired = watch.state.withLock { s -> Bool in
+                if !s.fired { s.bodyDone = true }
+                return s.fired
+            }
+            if fired { return .NO }
         }
         if let response = state.response {
             return queue(connection, state, response)
         }
         if state.tooLarge {
-            return queue(connection, state, tooLargeResponse(state.bodyLimit))
+            return queue(connection, state, Self.closing(refusal(.bodyTooLarge(limit: state.bodyLimit))))
+        }
+        if state.overBudget {
+            return queue(connection, state, Self.closing(refusal(.bodiesBuffered(retryAfter: 1))))
         }
         guard !state.dispatched else { return .YES }
         state.dispatched = true
@@ -380,11 +471,175 @@ private final class ServerCore: @unchecked Sendable {
         }
     }
 
+    /// The first call: the request's head is whole. Refuses a malformed one; for a
+    /// request with a body, asks the admission policy whether to read it.
+    private func head(
+        _ connection: OpaquePointer, _ state: RequestState, url: UnsafePointer<CChar>?, method: UnsafePointer<CChar>?,
+        version: UnsafePointer<CChar>?
+    ) -> MHD_Result {
+        state.request.method = method.map { String(cString: $0) } ?? "GET"
+        state.request.path = url.map { String(cString: $0) } ?? "/"
+        readValues(connection, state)
+        active.add(1, ordering: .sequentiallyConsistent)
+        state.counted = true
+        state.phase = .reading
+        let lengths = state.request.headers.values(of: "Content-Length")
+        if let problem = Self.malformed(state, lengths: lengths, version: version.map { String(cString: $0) }) {
+            return queue(connection, state, Self.closing(refusal(.badRequest(detail: problem))))
+        }
+        state.bodyLimit = bodyLimit?(state.request.method, state.request.path) ?? maxBodyBytes
+        let length = lengths.first.flatMap { Int($0.trimmingCharacters(in: .whitespaces)) }
+        // Too large is answered once the request is admitted: a request that would
+        // be refused anyway gets that answer.
+        if let length, length > state.bodyLimit { state.tooLarge = true }
+        let chunked = state.request.headers["Transfer-Encoding"] != nil
+        guard (length ?? 0) > 0 || chunked else { return .YES }
+        guard let admission else { return admitted(connection, state, .admit(budget: nil)) }
+        let decision = admission(HTTPRequestHead(
+            method: state.request.method, path: state.request.path, headers: state.request.headers,
+            remoteHost: state.request.remoteHost, contentLength: chunked ? nil : length))
+        guard case .check(let decide) = decision else { return admitted(connection, state, decision) }
+        state.phase = .admitting
+        MHD_suspend_connection(connection)
+        admit(state, ConnectionHandle(pointer: connection), decide)
+        return .YES
+    }
+
+    /// Acts on the admission policy's decision, before any body is read.
+    private func admitted(_ connection: OpaquePointer, _ state: RequestState, _ decision: HTTPAdmission) -> MHD_Result {
+        switch decision {
+        case .refuse(let response):
+            return queue(connection, state, Self.closing(response))
+        case .check:
+            // `admit` resolves every check before it resumes.
+            return queue(connection, state, Self.closing(Self.shuttingDown))
+        case .admit(let budgetName):
+            if state.tooLarge {
+                return queue(connection, state, Self.closing(refusal(.bodyTooLarge(limit: state.bodyLimit))))
+            }
+            let declared = state.request.headers["Transfer-Encoding"] != nil
+                ? 0 : (state.request.headers["Content-Length"].flatMap { Int($0.trimmingCharacters(in: .whitespaces)) } ?? 0)
+            guard budget.reserve(declared, budget: budgetName) else {
+                return queue(connection, state, Self.closing(refusal(.bodiesBuffered(retryAfter: 1))))
+            }
+            state.reserved = declared
+            state.budget = budgetName
+            watchDeadline(connection, state)
+            return .YES
+        }
+    }
+
+    /// Runs the admission policy's wait while `connection` is suspended (reading
+    /// nothing), then resumes it with the decision. Like a handler's task, it
+    /// resumes only a connection it still holds: `stop` may have taken it (and
+    /// answered 503) meanwhile.
+    private func admit(_ state: RequestState, _ connection: ConnectionHandle, _ decide: @escaping @Sendable () async -> HTTPAdmission) {
+        let id = ObjectIdentifier(state)
+        let accepted = suspended.withLock { s -> Bool in
+            guard !s.stopping else { return false }
+            s.requests[id] = (state, connection)
+            return true
+        }
+        guard accepted else {
+            state.response = Self.shuttingDown
+            MHD_resume_connection(connection.pointer)
+            return
+        }
+        Task {
+            var decision = await decide()
+            while case .check(let next) = decision { decision = await next() }
+            let mine = self.suspended.withLock { s -> Bool in
+                guard s.requests.removeValue(forKey: id) != nil else { return false }
+                self.resuming.add(1, ordering: .sequentiallyConsistent)
+                return true
+            }
+            guard mine else { return }
+            state.phase = .admitted(decision)
+            MHD_resume_connection(connection.pointer)
+            self.resuming.subtract(1, ordering: .sequentiallyConsistent)
+        }
+    }
+
+    /// Answers 408 and closes the connection when the body has not arrived by the
+    /// deadline. libmicrohttpd has no call for this (an answer can be queued only
+    /// once the body is whole, and its idle timeout closes without one), so the
+    /// answer is written to the socket directly: safe because nothing else writes
+    /// while a body is read, and decided under the watch's lock against the
+    /// handler's answer and the connection's end (see `BodyWatch`). The socket is
+    /// shut down, never closed: libmicrohttpd owns it and cleans up once it sees the
+    /// end.
+    private func watchDeadline(_ connection: OpaquePointer, _ state: RequestState) {
+        let fd = islet_mhd_connection_fd(connection)
+        guard fd >= 0 else { return }
+        let watch = BodyWatch(fd: fd)
+        state.watch = watch
+        let timeout = bodyTimeout
+        let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
+        let answer = Self.wireBytes(Self.closing(refusal(.bodyTimeout(seconds: seconds))))
+        DispatchQueue.global().asyncAfter(deadline: .now() + seconds) {
+            watch.state.withLock { s in
+                guard s.alive, !s.bodyDone, !s.fired else { return }
+                s.fired = true
+                answer.withUnsafeBytes { bytes in
+                    _ = Glibc.send(watch.fd, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT))
+                }
+                _ = Glibc.shutdown(watch.fd, Int32(SHUT_RDWR))
+            }
+        }
+    }
+
+    /// Why a request's head is refused, or nil: a NUL anywhere in its target (which
+    /// libmicrohttpd's decoding would cut the path at), framing that two parties
+    /// could read two ways (RFC 9112 §6.3: Content-Length beside Transfer-Encoding,
+    /// two different Content-Lengths, a coding other than chunked), or HTTP/1.1
+    /// without Host.
+    private static func malformed(_ state: RequestState, lengths: [String], version: String?) -> String? {
+        if state.rawTarget.range(of: "%00") != nil || state.rawTarget.utf8.contains(0) {
+            return "The request target contains a NUL (%00), which no path or query may hold."
+        }
+        let encoding = state.request.headers.values(of: "Transfer-Encoding")
+        if !encoding.isEmpty && !lengths.isEmpty {
+            return "The request has both Content-Length and Transfer-Encoding; send one."
+        }
+        if Set(lengths.map { $0.trimmingCharacters(in: .whitespaces) }).count > 1 {
+            return "The request has two different Content-Length headers."
+        }
+        if !encoding.isEmpty && (encoding.count > 1 || encoding[0].trimmingCharacters(in: .whitespaces).lowercased() != "chunked") {
+            return "The only Transfer-Encoding taken is chunked."
+        }
+        if version == "HTTP/1.1" && state.request.headers["Host"] == nil {
+            return "An HTTP/1.1 request must carry a Host header."
+        }
+        return nil
+    }
+
+    /// `response` with `Connection: close`: said of every answer given before or
+    /// instead of reading a body, whose connection libmicrohttpd then closes.
+    static func closing(_ response: HTTPResponse) -> HTTPResponse {
+        var response = response
+        response.headers.set("Connection", "close")
+        return response
+    }
+
+    /// A complete response as HTTP/1.1 bytes, for an answer written to the socket.
+    static func wireBytes(_ response: HTTPResponse) -> Data {
+        var head = "HTTP/1.1 \(response.status) \(HTTPResponse.reasonPhrase(response.status))\r\n"
+        for (name, value) in response.headers where !HTTPHeaders.sameName(name, "Content-Length") {
+            head += "\(name): \(value)\r\n"
+        }
+        head += "Content-Length: \(response.body.count)\r\n\r\n"
+        return Data(head.utf8) + response.body
+    }
+
     func completed(requestContext: UnsafeMutablePointer<UnsafeMutableRawPointer?>?) {
         guard let requestContext, let raw = requestContext.pointee else { return }
         let state = Unmanaged<RequestState>.fromOpaque(raw).takeRetainedValue()
         requestContext.pointee = nil
-        if !state.streaming { active.subtract(1, ordering: .sequentiallyConsistent) }
+        // Before libmicrohttpd closes the socket: a deadline after this writes nothing.
+        state.watch?.state.withLock { $0.alive = false }
+        budget.release(state.reserved, budget: state.budget)
+        state.reserved = 0
+        if state.counted && !state.streaming { active.subtract(1, ordering: .sequentiallyConsistent) }
     }
 
     private func readValues(_ connection: OpaquePointer, _ state: RequestState) {
@@ -405,7 +660,8 @@ private final class ServerCore: @unchecked Sendable {
                 ? MemoryLayout<sockaddr_in6>.size : MemoryLayout<sockaddr_in>.size
             withUnsafeMutableBytes(of: &storage) { $0.copyMemory(from: UnsafeRawBufferPointer(start: address, count: size)) }
             let (host, port) = socketAddressDescription(&storage)
-            state.request.remoteAddress = "\(host):\(port)"
+            state.request.remoteAddress = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
+            state.request.remoteHost = host
         }
     }
 

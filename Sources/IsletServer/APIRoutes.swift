@@ -20,6 +20,7 @@ enum APIRoutes {
             + ScheduleRoutes(schedules: services.schedules).routes
             + NotificationRoutes(notifications: services.notifications, schedules: services.schedules).routes
             + NodeRoutes(nodes: services.nodes).routes
+            + SessionRoutes(sessions: services.sessions).routes
             + WebhookRoutes(webhooks: services.webhooks).routes
             + EventRoutes(events: services.events, stream: streaming).routes
         document.withLock { $0 = OpenAPIDocument.make(routes: routes) }
@@ -28,6 +29,6 @@ enum APIRoutes {
 
     /// The middleware every route runs behind, in order.
     static func middleware(services: Services) -> [any Middleware] {
-        [AuthenticationMiddleware(apps: services.apps, sessions: services.sessions)]
+        [AuthenticationMiddleware(apps: services.apps, sessions: services.sessions, signIns: services.signIns)]
     }
 }

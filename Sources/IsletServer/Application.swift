@@ -77,13 +77,36 @@ public final class Application: Sendable {
             dispatcher.takesLargeBody(method: method, path: path) ? largeLimit : smallLimit
         }
         http.threads = configuration.httpThreads
+        // A body is read only for a request that would be answered: its key, app
+        // and route are checked from its head first.
+        http.admission = { head in dispatcher.admission(head) }
+        http.maxBufferedBodyBytes = configuration.maxBufferedBodyBytes
+        http.maxBufferedBodyBytesPerBudget = configuration.maxBufferedBodyBytesPerApp
+        http.bodyTimeout = .milliseconds(Int(configuration.bodyTimeoutSeconds * 1000))
         self.server = HTTPServer(
             configuration: http,
-            bodyTooLarge: { limit in
-                Problem(status: 413, detail: "The request body is larger than \(limit) bytes.").response
-            },
+            refusal: { refusal in Self.problem(refusal).response },
             handler: { request in await dispatcher.handle(request) })
     }
+
+    /// What the HTTP server refuses by itself, as problem+json.
+    static func problem(_ refusal: HTTPServerRefusal) -> Problem {
+        switch refusal {
+        case .bodyTooLarge(let limit):
+            Problem(status: 413, detail: "The request body is larger than \(limit) bytes.")
+        case .bodyTimeout(let seconds):
+            Problem(status: 408, detail: "The request body did not arrive within \(seconds.formatted()) s of its headers.")
+        case .bodiesBuffered(let retryAfter):
+            Problem(
+                status: 503, detail: "The server holds too many request bodies now (for this app or in all); try again shortly.",
+                retryAfter: retryAfter)
+        case .badRequest(let detail):
+            Problem(status: 400, detail: detail)
+        }
+    }
+
+    /// Bytes of request bodies the API holds now, in all or for one app.
+    public func bufferedBodyBytes(appID: String? = nil) -> Int { server.bufferedBodyBytes(budget: appID) }
 
     /// The port the API listens on (after `start`).
     public var port: Int { server.port }

@@ -27,12 +27,29 @@ public func buildApplication(
 ) throws(ConfigurationError) -> Application {
     let logger = logger ?? Logger(level: configuration.logLevel, format: configuration.logFormat, clock: clock)
     let created = try configuration.prepareFilesystem()
+    let secrets: SecretsKeySource
+    do throws(ConfigurationError) {
+        secrets = try SecretsKeySource.load(configuration)
+    } catch {
+        Configuration.removeFolders(created)
+        throw error
+    }
+    if let mode = PrivateFile.openToOthers(configuration.dataDirectory) {
+        logger.warning(
+            "the data folder is open to other users: chmod 700 it", ("path", .string(configuration.dataDirectory)),
+            ("mode", .string(String(mode, radix: 8))))
+    }
     let store: any Store
     do {
-        store = try openStore(configuration)
+        store = try openStore(configuration, secrets: secrets.key)
     } catch {
-        // Nothing of a start that failed stays behind: the folders it made go again.
+        // Nothing of a start that failed stays behind: the folders it made go again,
+        // and the key it generated, under which nothing was sealed.
+        secrets.discardIfGenerated()
         Configuration.removeFolders(created)
+        if let error = error as? StoreError, error.code == .secretsKeyMismatch {
+            throw secrets.mismatch(database: configuration.resolvedDatabasePath)
+        }
         let reason = Configuration.redactingPassword((error as? StoreError)?.message ?? "\(error)")
         let shown = Configuration.redactingPassword(configuration.resolvedDatabasePath)
         throw ConfigurationError(.unusable, setting: "--database (ISLET_DATABASE)", message: "\(shown): \(reason)")
@@ -45,13 +62,15 @@ public func buildApplication(
     }
 }
 
-/// The store `--database` names: PostgreSQL for a `postgres://` URL, else SQLite.
-private func openStore(_ configuration: Configuration) throws -> any Store {
+/// The store `--database` names: PostgreSQL for a `postgres://` URL, else SQLite;
+/// credentials sealed under `secrets`.
+private func openStore(_ configuration: Configuration, secrets: SecretsKey) throws -> any Store {
     if let url = configuration.postgresURL {
         return try PostgreSQLStore(
-            url: url, poolSize: configuration.databasePoolSize, applicationName: "islet " + configuration.resolvedNodeID)
+            url: url, poolSize: configuration.databasePoolSize, applicationName: "islet " + configuration.resolvedNodeID,
+            secrets: secrets)
     }
-    return try SQLiteStore(path: configuration.resolvedDatabasePath)
+    return try SQLiteStore(path: configuration.resolvedDatabasePath, secrets: secrets)
 }
 
 /// The rest of `buildApplication`, once the store is open.
@@ -108,12 +127,13 @@ private func assemble(
     eventSettings.startConfirmWindow = configuration.startConfirmMinutes * 60
     let allowPrivate = configuration.webhooksAllowPrivate
     let webhookPolicy = WebhookPolicy(
-        allowHTTP: configuration.webhooksAllowHTTP, allowPrivate: allowPrivate,
+        allowHTTP: configuration.webhooksAllowHTTP, allowPrivate: allowPrivate, maxPerApp: configuration.maxWebhooksPerApp,
         addressRefusal: { host, port in await CurlWebhookTransport.addressRefusal(host: host, port: port) })
     let services = Services(
         environment: environment, adminToken: adminToken, events: eventSettings, webhooks: webhookPolicy,
         sessionLifetime: configuration.dashboardSessionHours * 3600,
-        keyCacheLifetime: .milliseconds(Int(configuration.appKeyCacheSeconds * 1000)))
+        keyCacheLifetime: .milliseconds(Int(configuration.appKeyCacheSeconds * 1000)),
+        signInAttemptsPerMinute: configuration.signInAttemptsPerMinute)
     var clientSettings = HTTPClientConfiguration()
     clientSettings.allowPrivateAddresses = allowPrivate
     let webhookClient: HTTPClient
@@ -155,16 +175,22 @@ private func assemble(
 
     let requestMetrics = RequestMetrics()
     let streaming = EventStreaming(
-        feed: feed, events: services.events, keepAlive: .milliseconds(Int(configuration.eventStreamKeepAliveSeconds * 1000)))
+        feed: feed, events: services.events, keepAlive: .milliseconds(Int(configuration.eventStreamKeepAliveSeconds * 1000)),
+        slots: EventStreamSlots(maxPerApp: configuration.maxEventStreamsPerApp))
     let routes = APIRoutes.all(services: services, delivery: delivery, requestMetrics: requestMetrics, streaming: streaming)
     // The dashboard is served beside the API, outside its OpenAPI document.
-    let dashboard = DashboardRoutes(sessions: services.sessions, publicURLIsHTTPS: configuration.publicURLIsHTTPS).routes
+    let dashboard = DashboardRoutes(
+        sessions: services.sessions, publicURLIsHTTPS: configuration.publicURLIsHTTPS, publicURL: configuration.publicURL).routes
+    let middleware = APIRoutes.middleware(services: services)
     let router = Dispatcher.router(
-        routes: routes + dashboard, middleware: APIRoutes.middleware(services: services), logger: logger)
+        routes: routes + dashboard, middleware: middleware, logger: logger,
+        trustForwardedFor: configuration.trustForwardedFor)
     return Application(
         configuration: configuration, logger: logger, store: store, services: services, delivery: delivery,
         client: client, webhooks: webhooks, webhookClient: webhookClient, feed: feed, embeddedAPNs: embedded,
         generatedAdminToken: generated ? adminToken : nil, demo: demo,
         dispatcher: Dispatcher(
-            router: router, logger: logger, metrics: requestMetrics, largeBodyRoutes: Dispatcher.largeBodyRoutes(routes)))
+            router: router, logger: logger, metrics: requestMetrics, largeBodyRoutes: Dispatcher.largeBodyRoutes(routes),
+            trustForwardedFor: configuration.trustForwardedFor, routes: routes + dashboard,
+            authentication: middleware.compactMap { $0 as? AuthenticationMiddleware }.first))
 }

@@ -32,8 +32,9 @@ public struct Configuration: Sendable, Equatable {
     public var eventRetentionDays = 7.0
     /// Whether webhook URLs may be plain `http`.
     public var webhooksAllowHTTP = false
-    /// Whether webhook URLs may reach loopback, private, link-local and metadata
-    /// addresses.
+    /// Whether webhook URLs may reach loopback, private and link-local addresses
+    /// (metadata, unspecified, multicast, broadcast and reserved ones are refused
+    /// even so).
     public var webhooksAllowPrivate = false
     /// Seconds an app read for its key is kept on this node unless a change (on any
     /// node) drops it first.
@@ -42,6 +43,11 @@ public struct Configuration: Sendable, Equatable {
     public var webhookRetryBaseSeconds = 5.0
     /// Seconds between the comments that keep an idle event stream open.
     public var eventStreamKeepAliveSeconds = 15.0
+    /// Webhooks an app may have, at most; creating one more is answered 409.
+    public var maxWebhooksPerApp = 50
+    /// Event streams an app may hold open at once on a node, at most; one more is
+    /// answered 429 with `Retry-After` until one closes.
+    public var maxEventStreamsPerApp = 100
     /// Lowest log level written.
     public var logLevel: LogLevel = .info
     /// Log line format.
@@ -50,6 +56,20 @@ public struct Configuration: Sendable, Equatable {
     public var maxBodyBytes = 64 * 1024
     /// Largest body of the routes that take a timeline (up to 1,440 entries), in bytes.
     public var maxTimelineBodyBytes = 8 * 1024 * 1024
+    /// Bytes of request bodies held at once across the server, at most; past it
+    /// a request with a body is answered 503 with `Retry-After`.
+    public var maxBufferedBodyBytes = 256 << 20
+    /// Bytes of request bodies held at once for one app, at most.
+    public var maxBufferedBodyBytesPerApp = 64 << 20
+    /// Seconds a request body may take to arrive after its headers; a slower one
+    /// is dropped with 408.
+    public var bodyTimeoutSeconds = 30.0
+    /// Sign-in attempts (and refused admin tokens) a client address may make in a
+    /// minute; 0 turns the limit off.
+    public var signInAttemptsPerMinute = 10
+    /// Whether the client address is the last one of `X-Forwarded-For` (set by a
+    /// proxy in front of Islet) rather than the connection's peer.
+    public var trustForwardedFor = false
     /// Threads serving HTTP connections.
     public var httpThreads = 2
     /// Seconds that requests in flight get to finish on shutdown.
@@ -57,6 +77,12 @@ public struct Configuration: Sendable, Equatable {
     /// The admin token for `/v1/apps`; `nil` reads (or generates once) the one in the
     /// data folder.
     public var adminToken: String?
+    /// The key that seals APNs private keys and webhook secrets in the database,
+    /// 32 bytes in base64; `nil` reads `secretsKeyFile`, or on SQLite the key kept
+    /// in (or generated once into) the data folder.
+    public var secretsKey: String?
+    /// A file holding the secrets key in base64.
+    public var secretsKeyFile: String?
     /// The APNs production endpoint.
     public var apnsProductionURL = "https://api.push.apple.com"
     /// The APNs sandbox endpoint.
@@ -237,7 +263,7 @@ public struct Configuration: Sendable, Equatable {
             return nil
         },
         Setting(flag: "--webhooks-allow-private", environment: "ISLET_WEBHOOKS_ALLOW_PRIVATE", defaultText: "false",
-                help: "Accept webhook URLs that reach loopback, private, link-local or metadata addresses.", isSwitch: true) { config, value in
+                help: "Accept webhook URLs that reach loopback, private or link-local addresses; metadata, unspecified, multicast, broadcast and reserved ones stay refused.", isSwitch: true) { config, value in
             guard let flag = Self.switchValue(value) else { return "not true or false" }
             config.webhooksAllowPrivate = flag
             return nil
@@ -256,6 +282,18 @@ public struct Configuration: Sendable, Equatable {
                 return "not a number of seconds from 0.1 to 300"
             }
             config.eventStreamKeepAliveSeconds = seconds
+            return nil
+        },
+        Setting(flag: "--max-webhooks-per-app", environment: "ISLET_MAX_WEBHOOKS_PER_APP", defaultText: "50",
+                help: "Webhooks an app may have; creating one more gets 409.") { config, value in
+            guard let count = Int(value), (1...10_000).contains(count) else { return "not a count from 1 to 10000" }
+            config.maxWebhooksPerApp = count
+            return nil
+        },
+        Setting(flag: "--max-event-streams-per-app", environment: "ISLET_MAX_EVENT_STREAMS_PER_APP", defaultText: "100",
+                help: "Event streams an app may hold open at once on a node; one more gets 429 and Retry-After until one closes.") { config, value in
+            guard let count = Int(value), (1...100_000).contains(count) else { return "not a count from 1 to 100000" }
+            config.maxEventStreamsPerApp = count
             return nil
         },
         Setting(flag: "--log-level", environment: "ISLET_LOG_LEVEL", defaultText: "info",
@@ -280,6 +318,38 @@ public struct Configuration: Sendable, Equatable {
             config.maxBodyBytes = bytes
             return nil
         },
+        Setting(flag: "--max-buffered-body-bytes", environment: "ISLET_MAX_BUFFERED_BODY_BYTES", defaultText: "268435456",
+                help: "Bytes of request bodies held at once across the server; past it a request with a body gets 503 and Retry-After.") { config, value in
+            guard let bytes = Int(value), (65_536...(64 << 30)).contains(bytes) else { return "not a size from 65536 to 68719476736 bytes" }
+            config.maxBufferedBodyBytes = bytes
+            return nil
+        },
+        Setting(flag: "--max-buffered-body-bytes-per-app", environment: "ISLET_MAX_BUFFERED_BODY_BYTES_PER_APP", defaultText: "67108864",
+                help: "Bytes of request bodies held at once for one app; past it that app's requests with a body get 503 and Retry-After.") { config, value in
+            guard let bytes = Int(value), (65_536...(64 << 30)).contains(bytes) else { return "not a size from 65536 to 68719476736 bytes" }
+            config.maxBufferedBodyBytesPerApp = bytes
+            return nil
+        },
+        Setting(flag: "--body-timeout-seconds", environment: "ISLET_BODY_TIMEOUT_SECONDS", defaultText: "30",
+                help: "Seconds a request body may take to arrive after its headers; a slower one is dropped with 408.") { config, value in
+            guard let seconds = Double(value), seconds.isFinite, (0.1...3_600).contains(seconds) else {
+                return "not a number of seconds from 0.1 to 3600"
+            }
+            config.bodyTimeoutSeconds = seconds
+            return nil
+        },
+        Setting(flag: "--sign-in-attempts-per-minute", environment: "ISLET_SIGN_IN_ATTEMPTS_PER_MINUTE", defaultText: "10",
+                help: "Dashboard sign-ins (and refused admin tokens) a client address may try in a minute, then 429; 0 turns the limit off.") { config, value in
+            guard let attempts = Int(value), (0...100_000).contains(attempts) else { return "not a count from 0 to 100000" }
+            config.signInAttemptsPerMinute = attempts
+            return nil
+        },
+        Setting(flag: "--trust-forwarded-for", environment: "ISLET_TRUST_FORWARDED_FOR", defaultText: "false",
+                help: "Take the client address from the last X-Forwarded-For entry (set only behind a proxy that writes it).", isSwitch: true) { config, value in
+            guard let flag = Self.switchValue(value) else { return "not true or false" }
+            config.trustForwardedFor = flag
+            return nil
+        },
         Setting(flag: "--http-threads", environment: "ISLET_HTTP_THREADS", defaultText: "2",
                 help: "Threads serving HTTP connections.") { config, value in
             guard let threads = Int(value), (1...256).contains(threads) else { return "not a thread count from 1 to 256" }
@@ -300,6 +370,22 @@ public struct Configuration: Sendable, Equatable {
                 return "not a token of at least 16 characters without spaces"
             }
             config.adminToken = value
+            return nil
+        },
+        Setting(flag: "--secrets-key", environment: "ISLET_SECRETS_KEY",
+                defaultText: "generated into <data-dir>/secrets.key on SQLite; required on PostgreSQL",
+                help: "Key sealing APNs keys and webhook secrets in the database: 32 random bytes in base64 (islet secrets generate); best set in the environment.") { config, value in
+            let text = value.trimmingCharacters(in: .whitespacesAndNewlines)
+            guard let bytes = Data(base64Encoded: text), bytes.count == 32 else {
+                return "not 32 bytes in base64 (islet secrets generate makes a key)"
+            }
+            config.secretsKey = text
+            return nil
+        },
+        Setting(flag: "--secrets-key-file", environment: "ISLET_SECRETS_KEY_FILE", defaultText: "none",
+                help: "File holding the secrets key in base64, for when ISLET_SECRETS_KEY does not give it.") { config, value in
+            guard !value.isEmpty else { return "a file path is required" }
+            config.secretsKeyFile = value
             return nil
         },
         Setting(flag: "--apns-production-url", environment: "ISLET_APNS_PRODUCTION_URL", defaultText: "https://api.push.apple.com",
@@ -445,6 +531,14 @@ public struct Configuration: Sendable, Equatable {
         (dataDirectory as NSString).appendingPathComponent("admin-token")
     }
 
+    /// Where the secrets key of an SQLite database is kept when none is given.
+    public var secretsKeyPath: String {
+        (dataDirectory as NSString).appendingPathComponent("secrets.key")
+    }
+
+    /// The settings whose values are never shown, even in the error refusing them.
+    static let secretFlags: Set<String> = ["--admin-token", "--secrets-key"]
+
     /// Reads the environment's `ISLET_*` variables, then `arguments` (flags of the
     /// form `--name value` or `--name=value`), over the defaults. Answers the
     /// configuration and warnings (such as unknown `ISLET_*` variables).
@@ -495,7 +589,7 @@ public struct Configuration: Sendable, Equatable {
         for setting in settings where !given.contains(setting.flag) {
             guard let value = environment[setting.environment] else { continue }
             if let problem = setting.apply(&config, value) {
-                let shown = setting.flag == "--admin-token"
+                let shown = secretFlags.contains(setting.flag)
                     ? "the value of \(setting.environment)" : "the value of \(setting.environment), \(quoted(shownValue(value))),"
                 throw ConfigurationError(
                     .invalidValue, setting: "\(setting.flag) (\(setting.environment))", message: "\(shown) is \(problem)")
@@ -503,7 +597,7 @@ public struct Configuration: Sendable, Equatable {
         }
         for (setting, value) in flags {
             if let problem = setting.apply(&config, value) {
-                let shown = setting.flag == "--admin-token" ? "the value given to \(setting.flag)" : quoted(shownValue(value))
+                let shown = secretFlags.contains(setting.flag) ? "the value given to \(setting.flag)" : quoted(shownValue(value))
                 throw ConfigurationError(
                     .invalidValue, setting: "\(setting.flag) (\(setting.environment))", message: "\(shown) is \(problem)")
             }
@@ -559,7 +653,8 @@ public struct Configuration: Sendable, Equatable {
         }
         guard !missing.isEmpty else { return [] }
         do {
-            try files.createDirectory(atPath: path, withIntermediateDirectories: true)
+            // Readable by Islet's user only: it holds the database and the keys.
+            try files.createDirectory(atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         } catch {
             removeFolders(missing)
             throw ConfigurationError(.unusable, setting: setting, message: "cannot create \(path): \(Configuration.reason(error))")

@@ -28,13 +28,16 @@ public struct Services: Sendable {
     public let webhooks: WebhookService
     /// The dashboard's sessions.
     public let sessions: SessionService
+    /// Sign-in attempts per client address (dashboard sign-ins, refused admin tokens).
+    public let signIns: SignInLimiter
 
-    /// Builds the services; `adminToken` is the token that manages apps, and a
-    /// dashboard session lasts `sessionLifetime` seconds.
+    /// Builds the services; `adminToken` is the token that manages apps, a
+    /// dashboard session lasts `sessionLifetime` seconds, and a client address may
+    /// try `signInAttemptsPerMinute` sign-ins a minute (0: no limit).
     public init(
         environment: ServiceEnvironment, adminToken: String, events: EventSettings = EventSettings(),
         webhooks: WebhookPolicy = WebhookPolicy(), sessionLifetime: TimeInterval = 12 * 3600,
-        keyCacheLifetime: Duration = .seconds(5)
+        keyCacheLifetime: Duration = .seconds(5), signInAttemptsPerMinute: Int = 10
     ) {
         self.environment = environment
         apps = AppService(environment: environment, adminToken: adminToken, keyCacheLifetime: keyCacheLifetime)
@@ -47,7 +50,8 @@ public struct Services: Sendable {
         timelines = TimelineService(environment: environment)
         self.events = EventService(environment: environment, settings: events)
         self.webhooks = WebhookService(environment: environment, policy: webhooks)
-        sessions = SessionService(environment: environment, apps: apps, lifetime: sessionLifetime)
+        signIns = SignInLimiter(attemptsPerMinute: signInAttemptsPerMinute, clock: environment.clock)
+        sessions = SessionService(environment: environment, apps: apps, lifetime: sessionLifetime, signIns: signIns)
     }
 
     /// The store they use.

@@ -32,6 +32,12 @@ extension SQLSession {
         try run("DELETE FROM dashboard_sessions WHERE token_hash = \(tokenHash)") > 0
     }
 
+    /// Removes every session. Answers how many there were.
+    @discardableResult
+    public func deleteAllSessions() throws -> Int {
+        try run("DELETE FROM dashboard_sessions")
+    }
+
     /// Removes every session that expired at or before `now`. Answers how many.
     @discardableResult
     public func deleteExpiredSessions(now: Date) throws -> Int {

@@ -29,14 +29,29 @@ public protocol AppStore {
 public protocol DeviceStore {
     /// The device `deviceID` of `appID`.
     func device(appID: String, deviceID: String) throws -> DeviceRecord?
-    /// Creates or updates a device, atomically. Answers whether it was created.
-    func upsertDevice(appID: String, deviceID: String, _ registration: DeviceRegistration, now: Date) throws -> Bool
+    /// Adds a device with its first registration and the hash of its secret, unless
+    /// it exists (then nothing changes), atomically. Answers whether it was added.
+    func insertDevice(
+        appID: String, deviceID: String, _ registration: DeviceRegistration, secretHash: Data?, now: Date
+    ) throws -> Bool
+    /// Changes a registered device by `registration` (what it leaves nil stays),
+    /// never its secret.
+    func updateDevice(appID: String, deviceID: String, _ registration: DeviceRegistration, now: Date) throws
+    /// What a device route checks its caller against: the app's `device_secrets`
+    /// setting, and the device's environment and secret hash, the device locked
+    /// until the transaction ends (`exclusive` for a change of the device or its
+    /// secret; else shared, so that its secret cannot change under the request).
+    /// A locking read: only in a write transaction.
+    func deviceAccess(appID: String, deviceID: String, exclusive: Bool) throws -> DeviceAccess
+    /// Replaces the hash of a device's secret. Answers whether the device exists.
+    func replaceDeviceSecret(appID: String, deviceID: String, secretHash: Data) throws -> Bool
     /// The kinds other than `except` under which `token` is registered anywhere in
     /// the app.
     func registeredKinds(appID: String, token: String, except: PushTokenKind?) throws -> Set<PushTokenKind>
     /// What a device's update token for an activity is checked against, read
-    /// together: the device's environment, the other kinds the token is registered
-    /// under, and the activity, locked for the rest of the transaction.
+    /// together: the device (locked, shared, as ``deviceAccess(appID:deviceID:exclusive:)``
+    /// reads it), the other kinds the token is registered under, and the activity,
+    /// locked for the rest of the transaction.
     func updateTokenChecks(appID: String, deviceID: String, activityID: String, token: String) throws -> UpdateTokenChecks
     /// The environment of a registered device, or `nil` when there is no such device.
     func deviceEnvironment(appID: String, deviceID: String) throws -> APNsEnvironment?
@@ -312,6 +327,11 @@ public protocol WebhookStore {
     func webhook(appID: String, webhookID: String) throws -> WebhookRecord?
     /// The webhooks of `appID`, oldest first.
     func webhooks(appID: String) throws -> [WebhookRecord]
+    /// The webhooks of `appID`, oldest first, after `after`, at most `limit`.
+    func webhooks(appID: String, after: WebhookCursor?, limit: Int) throws -> [WebhookRecord]
+    /// How many webhooks `appID` has, its app locked until the transaction ends so
+    /// that two creations counting at once count one after the other.
+    func lockedWebhookCount(appID: String) throws -> Int
     /// Replaces a webhook's settings (url, events, description, secrets, enabled,
     /// disabled reason, failing since).
     func updateWebhook(_ webhook: WebhookRecord) throws
@@ -358,6 +378,9 @@ public protocol SessionStore {
     /// Removes a session. Answers whether there was one.
     @discardableResult
     func deleteSession(tokenHash: Data) throws -> Bool
+    /// Removes every session. Answers how many there were.
+    @discardableResult
+    func deleteAllSessions() throws -> Int
     /// Removes every session that expired at or before `now`. Answers how many.
     @discardableResult
     func deleteExpiredSessions(now: Date) throws -> Int
@@ -413,6 +436,14 @@ extension Store {
 }
 
 extension DeviceStore {
+    /// Creates a device without a secret, or updates it. Answers whether it was
+    /// created.
+    public func upsertDevice(appID: String, deviceID: String, _ registration: DeviceRegistration, now: Date) throws -> Bool {
+        if try insertDevice(appID: appID, deviceID: deviceID, registration, secretHash: nil, now: now) { return true }
+        try updateDevice(appID: appID, deviceID: deviceID, registration, now: now)
+        return false
+    }
+
     /// The kinds under which `token` is registered anywhere in the app.
     public func registeredKinds(appID: String, token: String) throws -> Set<PushTokenKind> {
         try registeredKinds(appID: appID, token: token, except: nil)

@@ -140,8 +140,9 @@ struct HTTPServerTests {
         configuration.port = 0
         configuration.maxBodyBytes = 100
         configuration.bodyLimit = { method, path in method == "PUT" && path == "/large" ? 1_000 : 100 }
-        let server = HTTPServer(configuration: configuration, bodyTooLarge: { limit in
-            HTTPResponse(status: 413, contentType: "text/plain", body: Data("limit \(limit)".utf8))
+        let server = HTTPServer(configuration: configuration, refusal: { refusal in
+            guard case .bodyTooLarge(let limit) = refusal else { return HTTPServer.defaultRefusal(refusal) }
+            return HTTPResponse(status: 413, contentType: "text/plain", body: Data("limit \(limit)".utf8))
         }, handler: echo)
         try server.start()
         let large = try await httpRequest(port: server.port, method: "PUT", path: "/large", body: Data(count: 900))

@@ -5,6 +5,7 @@ import IsletCore
 import IsletCrypto
 import IsletLog
 import IsletServer
+import IsletSync
 import IsletTesting
 import Testing
 
@@ -29,6 +30,18 @@ struct TestApp: Sendable {
     let deviceKey: String
 }
 
+/// The device secrets a test's devices were answered, kept as an app keeps them:
+/// each from the answer that carried it, sent with every later call for the device.
+final class DeviceSecretKeeper: Sendable {
+    private let secrets = Lock<[String: String]>([:])
+
+    /// The secret kept for a device.
+    subscript(app: TestApp, deviceID: String) -> String? {
+        get { secrets.withLock { $0[app.id + "/" + deviceID] } }
+        set { secrets.withLock { $0[app.id + "/" + deviceID] = newValue } }
+    }
+}
+
 /// Islet on port 0 in a temporary folder, with two simulators over TLS (sandbox and
 /// production) sharing one CA, and a manual clock shared by all three.
 struct ServerHarness: Sendable {
@@ -40,8 +53,11 @@ struct ServerHarness: Sendable {
     let production: APNsSimulator
     let signingKey: P256.SigningKey
     let directory: URL
+    /// The secret of every device the harness registered.
+    let deviceSecrets = DeviceSecretKeeper()
 
     static func with(
+        logLevel: LogLevel = .warning, logs: MemoryLogSink = MemoryLogSink(),
         configure: @Sendable (inout Configuration) -> Void = { _ in },
         simulators: @Sendable (inout APNsSimulatorOptions) -> Void = { _ in },
         _ body: (ServerHarness) async throws -> Void
@@ -77,7 +93,7 @@ struct ServerHarness: Sendable {
             config.apnsCAFile = caFile.path
             configure(&config)
             let application = try buildApplication(
-                config, logger: Logger(level: .warning, format: .logfmt, sink: MemoryLogSink()), clock: clock)
+                config, logger: Logger(level: logLevel, format: .logfmt, sink: logs), clock: clock)
             try application.start()
             let harness = ServerHarness(
                 application: application, clock: clock, sandbox: sandbox, production: production,
@@ -141,9 +157,18 @@ struct ServerHarness: Sendable {
         if let apnsToken { body["apns_token"] = .string(apnsToken) }
         if let userID { body["user_id"] = .string(userID) }
         if let tags { body["tags"] = .array(tags.map(JSONValue.string)) }
-        let reply = try await call("PUT", "/v1/apps/\(app.id)/devices/\(deviceID)", key: app.deviceKey, json: .object(body))
+        let reply = try await call(
+            "PUT", "/v1/apps/\(app.id)/devices/\(deviceID)", key: app.deviceKey, json: .object(body),
+            headers: secretHeader(app, deviceID))
         try #require([200, 201].contains(reply.status), "\(reply.json)")
+        if let secret = reply["device_secret"]?.stringValue { deviceSecrets[app, deviceID] = secret }
         return reply
+    }
+
+    /// The `Islet-Device-Secret` header with the device's kept secret (none when
+    /// the harness registered no such device).
+    func secretHeader(_ app: TestApp, _ deviceID: String) -> [String: String] {
+        deviceSecrets[app, deviceID].map { ["Islet-Device-Secret": $0] } ?? [:]
     }
 
     /// Registers a device with a fresh push-to-start token for `activityType`;
@@ -157,7 +182,7 @@ struct ServerHarness: Sendable {
         let token = token ?? Self.token()
         let reply = try await call(
             "PUT", "/v1/apps/\(app.id)/devices/\(deviceID)/push-to-start/\(activityType)", key: app.deviceKey,
-            json: ["token": .string(token)])
+            json: ["token": .string(token)], headers: secretHeader(app, deviceID))
         try #require([200, 201].contains(reply.status), "\(reply.json)")
         return token
     }
@@ -187,7 +212,7 @@ struct ServerHarness: Sendable {
     ) async throws -> Reply {
         try await call(
             "PUT", "/v1/apps/\(app.id)/devices/\(deviceID)/activities/\(activityID)", key: app.deviceKey,
-            json: ["activity_type": .string(activityType), "token": .string(token)])
+            json: ["activity_type": .string(activityType), "token": .string(token)], headers: secretHeader(app, deviceID))
     }
 
     /// The pushes of an activity, once none is queued any more (or after 60 s).

@@ -66,11 +66,15 @@ struct APIRoute: Sendable {
     /// Whether the body may be as large as a timeline of 1,440 entries
     /// (`Configuration.maxTimelineBodyBytes`) rather than `maxBodyBytes`.
     let largeBody: Bool
+    /// Whether a success answer may carry a secret (a key, a signing secret, a
+    /// device secret): every answer of the route then says `Cache-Control:
+    /// no-store`, so that no cache or browser history keeps it.
+    let carriesSecret: Bool
     let handler: Handler
 
     init(
         _ method: String, _ pattern: String, summary: String, access: RouteAccess, body: BodySchema? = nil,
-        idempotent: Bool = false, largeBody: Bool = false, query: [QueryParameter] = [],
+        idempotent: Bool = false, largeBody: Bool = false, carriesSecret: Bool = false, query: [QueryParameter] = [],
         responses: [(status: Int, description: String)], contentType: String = "application/json",
         handler: @escaping Handler
     ) {
@@ -84,6 +88,7 @@ struct APIRoute: Sendable {
         self.responses = responses
         self.contentType = contentType
         self.largeBody = largeBody
+        self.carriesSecret = carriesSecret
         self.handler = handler
     }
 }

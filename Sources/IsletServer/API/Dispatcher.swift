@@ -22,12 +22,22 @@ struct Dispatcher: Sendable {
     private let largeBodyMethods: Set<Substring>
     /// Draws request ids.
     private let random: Lock<any RandomSource>
+    /// Whether the client address logged is the proxy's word (`ClientAddress`).
+    let trustForwardedFor: Bool
+    /// Who may call each route (`METHOD pattern`), and the check of a request's
+    /// head against it: what `admission` decides by.
+    private let access: [String: RouteAccess]
+    private let authentication: AuthenticationMiddleware?
 
     init(
         router: Router, logger: Logger, metrics: RequestMetrics?, largeBodyRoutes: Set<String> = [],
+        trustForwardedFor: Bool = false, routes: [APIRoute] = [], authentication: AuthenticationMiddleware? = nil,
         random: any RandomSource = SeededRandomSource(seed: .random(in: .min ... .max))
     ) {
         self.router = router
+        self.trustForwardedFor = trustForwardedFor
+        self.access = Dictionary(routes.map { ("\($0.method) \($0.pattern)", $0.access) }, uniquingKeysWith: { first, _ in first })
+        self.authentication = authentication
         self.largeBodyRoutes = largeBodyRoutes
         largeBodyMethods = Set(largeBodyRoutes.map { $0.prefix { $0 != " " } })
         self.logger = logger
@@ -35,8 +45,11 @@ struct Dispatcher: Sendable {
         self.random = Lock(random)
     }
 
-    /// A router serving `routes`, each behind `middleware`.
-    static func router(routes: [APIRoute], middleware: [any Middleware], logger: Logger) -> Router {
+    /// A router serving `routes`, each behind `middleware`; a request's client
+    /// address is read as `ClientAddress` says (`trustForwardedFor`).
+    static func router(
+        routes: [APIRoute], middleware: [any Middleware], logger: Logger, trustForwardedFor: Bool = false
+    ) -> Router {
         var router = Router()
         for route in routes {
             let chain = MiddlewareChain.compose(middleware, route: route)
@@ -44,12 +57,16 @@ struct Dispatcher: Sendable {
             router.add(route.method, route.pattern) { request, parameters in
                 let routeRequest = RouteRequest(
                     http: request, parameters: parameters, caller: .anyone,
-                    requestID: request.headers[requestIDHeader] ?? "")
+                    requestID: request.headers[requestIDHeader] ?? "",
+                    clientAddress: ClientAddress.of(request, trustForwardedFor: trustForwardedFor))
+                var response: HTTPResponse
                 do {
-                    return try await chain(routeRequest)
+                    response = try await chain(routeRequest)
                 } catch {
-                    return ErrorRendering.response(error, route: name, logger: logger)
+                    response = ErrorRendering.response(error, route: name, logger: logger)
                 }
+                if route.carriesSecret { response.headers.set("Cache-Control", "no-store") }
+                return response
             }
         }
         return router
@@ -85,12 +102,77 @@ struct Dispatcher: Sendable {
             response = await handler(request, parameters)
         case .methodNotAllowed(let allowed, let pattern):
             route = pattern
-            response = Problem(status: 405, detail: "\(request.method) is not allowed on \(request.path); use \(allowed.joined(separator: ", ")).").response
-            response.headers.set("Allow", allowed.joined(separator: ", "))
+            response = Self.methodNotAllowed(request, allowed: allowed)
         case .notFound:
-            route = "unmatched"
-            response = Problem(status: 404, detail: "There is no route \(request.path).").response
+            route = RequestMetrics.unmatchedRoute
+            response = Self.notFound(request)
         }
+        return finish(request, route: route, response: response, requestID: requestID, started: started)
+    }
+
+    /// Whether the body of a request is read, decided from its head: a request
+    /// that would be refused (no such route, no key or a wrong one, another app's
+    /// key, a session that is not one) is answered now, without its body, and
+    /// logged and counted like any other. One that passes counts its body against
+    /// its app's buffered bytes.
+    func admission(_ head: HTTPRequestHead) -> HTTPAdmission {
+        let started = ContinuousClock.now
+        var headRequest = HTTPRequest(method: head.method, path: head.path, headers: head.headers, remoteHost: head.remoteHost)
+        let requestID = Self.acceptable(headRequest.headers[Self.requestIDHeader]) ?? mintRequestID()
+        headRequest.headers.set(Self.requestIDHeader, requestID)
+        let request = headRequest
+        let pattern: String
+        let appID: String
+        switch router.match(method: head.method, path: head.path) {
+        case .found(_, let parameters, let found):
+            pattern = found
+            appID = parameters["app_id"] ?? ""
+        case .methodNotAllowed(let allowed, let found):
+            return .refuse(finish(
+                request, route: found, response: Self.methodNotAllowed(request, allowed: allowed), requestID: requestID,
+                started: started))
+        case .notFound:
+            return .refuse(finish(
+                request, route: RequestMetrics.unmatchedRoute, response: Self.notFound(request), requestID: requestID,
+                started: started))
+        }
+        guard let authentication, let access = access["\(head.method) \(pattern)"] else { return .admit(budget: nil) }
+        let client = ClientAddress.of(request, trustForwardedFor: trustForwardedFor)
+        let answer: @Sendable (AuthenticationMiddleware.HeadCheck) -> HTTPAdmission? = { check in
+            switch check {
+            case .pass(let appID): return .admit(budget: appID)
+            case .fail(let error):
+                let response = ErrorRendering.response(error, route: pattern, logger: logger)
+                return .refuse(finish(request, route: pattern, response: response, requestID: requestID, started: started))
+            case .wait: return nil
+            }
+        }
+        let check = authentication.admit(request, access: access, appID: appID, clientAddress: client)
+        if let decided = answer(check) { return decided }
+        guard case .wait(let decide) = check else { return .admit(budget: nil) }
+        return .check {
+            var check = await decide()
+            while case .wait(let next) = check { check = await next() }
+            return answer(check) ?? .admit(budget: nil)
+        }
+    }
+
+    private static func methodNotAllowed(_ request: HTTPRequest, allowed: [String]) -> HTTPResponse {
+        var response = Problem(
+            status: 405, detail: "\(request.method.prefix(64)) is not allowed on \(request.path); use \(allowed.joined(separator: ", ")).").response
+        response.headers.set("Allow", allowed.joined(separator: ", "))
+        return response
+    }
+
+    private static func notFound(_ request: HTTPRequest) -> HTTPResponse {
+        Problem(status: 404, detail: "There is no route \(request.path).").response
+    }
+
+    /// Stamps the request id on `response`, counts it and logs it.
+    private func finish(
+        _ request: HTTPRequest, route: String, response: HTTPResponse, requestID: String, started: ContinuousClock.Instant
+    ) -> HTTPResponse {
+        var response = response
         response.headers.set(Self.requestIDHeader, requestID)
         metrics?.record(method: request.method, route: route, status: response.status)
         let elapsed = ContinuousClock.now - started
@@ -98,9 +180,10 @@ struct Dispatcher: Sendable {
         let level: LogLevel = response.status >= 500 ? .error : .info
         if logger.isEnabled(level) {
             logger.log(level, "request", [
-                ("method", .string(request.method)), ("route", .string(route)),
+                ("method", .string(RequestMetrics.methodLabel(request.method))), ("route", .string(route)),
                 ("status", .int(response.status)), ("ms", .double((milliseconds * 1000).rounded() / 1000)),
                 ("request_id", .string(requestID)),
+                ("client", .string(ClientAddress.of(request, trustForwardedFor: trustForwardedFor))),
             ])
         }
         return response

@@ -13,6 +13,7 @@ enum ErrorRendering {
         case .forbidden: 403
         case .notFound: 404
         case .conflict: 409
+        case .limited: 429
         case .unavailable: 503
         case .failed: 500
         }
@@ -22,7 +23,8 @@ enum ErrorRendering {
     static func problem(_ error: ServiceError) -> Problem {
         Problem(
             status: status(error.code), detail: error.detail,
-            errors: error.fields.map { $0.map { Problem.FieldError(field: $0.field, message: $0.message) } })
+            errors: error.fields.map { $0.map { Problem.FieldError(field: $0.field, message: $0.message) } },
+            retryAfter: error.retryAfter)
     }
 
     /// The answer to `error`, thrown while answering `route`.

@@ -29,14 +29,25 @@ public struct Problem: Error, Sendable, Encodable {
     public let detail: String
     /// The fields at fault, when the request body had any.
     public let errors: [FieldError]?
+    /// Seconds after which the request may succeed: the answer's `Retry-After`
+    /// header (not a member of the document).
+    public let retryAfter: Int?
+
+    private enum CodingKeys: String, CodingKey {
+        case type, title, status, detail, errors
+    }
 
     /// Creates a problem.
-    public init(type: String = "about:blank", title: String? = nil, status: Int, detail: String, errors: [FieldError]? = nil) {
+    public init(
+        type: String = "about:blank", title: String? = nil, status: Int, detail: String, errors: [FieldError]? = nil,
+        retryAfter: Int? = nil
+    ) {
         self.type = type
         self.title = title ?? Problem.reasonPhrase(status)
         self.status = status
         self.detail = detail
         self.errors = errors
+        self.retryAfter = retryAfter
     }
 
     /// The problem as a response.
@@ -46,6 +57,7 @@ public struct Problem: Error, Sendable, Encodable {
         let body = (try? encoder.encode(self)) ?? Data()
         var response = HTTPResponse(status: status, contentType: "application/problem+json", body: body)
         if status == 401 { response.headers.set("WWW-Authenticate", "Bearer realm=\"islet\"") }
+        if let retryAfter { response.headers.set("Retry-After", String(max(1, retryAfter))) }
         return response
     }
 

@@ -22,6 +22,9 @@ struct RouteRequest: Sendable {
     var caller: Caller
     /// The request's id (also in the `X-Request-Id` answer header and the log line).
     let requestID: String
+    /// The address the request came from (`ClientAddress`): what per-address
+    /// limits count.
+    var clientAddress: String = "unknown"
 
     /// The authenticated app of a route declared `.server` or `.device` (the router
     /// runs no such handler without one).

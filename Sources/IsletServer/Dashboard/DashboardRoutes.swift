@@ -20,6 +20,9 @@ struct DashboardRoutes: Sendable {
     let sessions: SessionService
     /// Whether the session cookie is `Secure` whatever the request says.
     let publicURLIsHTTPS: Bool
+    /// The URL clients reach Islet at, when set: its origin is the one sign-ins
+    /// must come from.
+    var publicURL: String? = nil
 
     /// The policy of the dashboard's page: its own script, style and requests only.
     static let contentSecurityPolicy =
@@ -60,8 +63,9 @@ struct DashboardRoutes: Sendable {
     // MARK: - Sessions
 
     private func signIn(_ request: RouteRequest) async throws -> HTTPResponse {
+        try SessionService.requireOwnOrigin(request.http.headers["Origin"], own: ownOrigins(request.http))
         let token = try Self.signInToken(request.http)
-        let signedIn = try await sessions.signIn(key: token)
+        let signedIn = try await sessions.signIn(key: token, from: request.clientAddress)
         var response = APIJSON.response(Self.json(signedIn.session))
         let secure = DashboardCookie.secure(request.http, publicURLIsHTTPS: publicURLIsHTTPS)
         response.headers.set(
@@ -88,6 +92,16 @@ struct DashboardRoutes: Sendable {
         response.headers.set(
             "Set-Cookie", DashboardCookie.clearing(secure: DashboardCookie.secure(request.http, publicURLIsHTTPS: publicURLIsHTTPS)))
         return response
+    }
+
+    /// The origins this server is reached at: the public URL's, when one is set,
+    /// else the request's own `Host` over http and https.
+    private func ownOrigins(_ request: HTTPRequest) -> [String] {
+        if let publicURL, let url = URL(string: publicURL), let scheme = url.scheme, let host = url.host {
+            return ["\(scheme)://\(host)\(url.port.map { ":\($0)" } ?? "")"]
+        }
+        guard let host = request.headers["Host"] else { return [] }
+        return ["http://\(host)", "https://\(host)"]
     }
 
     /// The token a sign-in carries: `{"token": "…"}`, or `token=…` as a form.

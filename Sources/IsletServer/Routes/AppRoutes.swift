@@ -12,7 +12,7 @@ struct AppRoutes: Sendable {
         [
             APIRoute(
                 "POST", "/v1/apps", summary: "Create an app; its server and device keys are returned once.",
-                access: .admin, body: RequestSchemas.createApp,
+                access: .admin, body: RequestSchemas.createApp, carriesSecret: true,
                 responses: [(201, "The app, with its keys"), (422, "A field is invalid")]
             ) { request in try await create(request) },
             APIRoute(
@@ -25,14 +25,14 @@ struct AppRoutes: Sendable {
             ) { request in try await show(request) },
             APIRoute(
                 "PATCH", "/v1/apps/{app_id}",
-                summary: "Change an app's name, bundle id or APNs credentials (replaced as a whole group; null removes them).",
+                summary: "Change an app's name, bundle id, APNs credentials (replaced as a whole group; null removes them) or settings (strict_activity_types, device_secrets).",
                 access: .admin, body: RequestSchemas.updateApp,
                 responses: [(200, "The app"), (404, "No such app"), (422, "A field is invalid")]
             ) { request in try await update(request) },
             APIRoute(
                 "POST", "/v1/apps/{app_id}/keys/rotate",
                 summary: "Replace both app keys; the old ones stop working at once.", access: .admin,
-                body: RequestSchemas.empty,
+                body: RequestSchemas.empty, carriesSecret: true,
                 responses: [(200, "The new keys"), (404, "No such app")]
             ) { request in try await rotate(request) },
         ]
@@ -70,10 +70,11 @@ struct AppRoutes: Sendable {
         let bundleID = body.root.string("bundle_id")
         let credentials = Self.credentials(body.root)
         let strict = body.root.bool("strict_activity_types")
+        let deviceSecrets = body.root.enumeration("device_secrets", as: DeviceSecretPolicy.self)
         try body.finish()
         let updated = try await apps.update(UpdateApp(
             appID: request.parameters["app_id"] ?? "", name: name, bundleID: bundleID, credentials: credentials,
-            strictActivityTypes: strict))
+            strictActivityTypes: strict, deviceSecrets: deviceSecrets))
         return APIJSON.response(.object(Self.json(updated)))
     }
 
@@ -104,6 +105,7 @@ struct AppRoutes: Sendable {
             "id": .string(app.id), "name": .string(app.name), "bundle_id": .string(app.bundleID),
             "created_at": APIJSON.date(app.createdAt), "updated_at": APIJSON.date(app.updatedAt),
             "strict_activity_types": .bool(app.strictActivityTypes),
+            "device_secrets": .string(app.deviceSecrets.rawValue),
         ]
         if let credentials = app.credentials {
             json["apns"] = ["team_id": .string(credentials.teamID), "key_id": .string(credentials.keyID)]

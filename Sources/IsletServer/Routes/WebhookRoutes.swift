@@ -9,17 +9,25 @@ import Storage
 struct WebhookRoutes: Sendable {
     let webhooks: WebhookService
 
+    /// The bodies, as this server takes them (`http` URLs only when allowed).
+    var createSchema: BodySchema { RequestSchemas.createWebhook(allowHTTP: webhooks.allowsHTTP) }
+    var updateSchema: BodySchema { RequestSchemas.updateWebhook(allowHTTP: webhooks.allowsHTTP) }
+
     var routes: [APIRoute] {
         [
             APIRoute(
                 "POST", "/v1/apps/{app_id}/webhooks",
                 summary: "Add a webhook endpoint; its signing secret (whsec_…) is in this answer only.", access: .server,
-                body: RequestSchemas.createWebhook,
-                responses: [(201, "{id, url, events, description, enabled, secret, …}"), (422, "The URL or an event type is refused")]
+                body: createSchema, carriesSecret: true,
+                responses: [
+                    (201, "{id, url, events, description, enabled, secret, …}"), (409, "The app has as many webhooks as it may"),
+                    (422, "The URL or an event type is refused"),
+                ]
             ) { request in try await create(request) },
             APIRoute(
-                "GET", "/v1/apps/{app_id}/webhooks", summary: "List the app's webhook endpoints.", access: .server,
-                responses: [(200, "{items}")]
+                "GET", "/v1/apps/{app_id}/webhooks", summary: "List the app's webhook endpoints, oldest first.",
+                access: .server, query: Self.listQuery,
+                responses: [(200, "{items, next_cursor}"), (422, "A query parameter is invalid")]
             ) { request in try await list(request) },
             APIRoute(
                 "GET", "/v1/apps/{app_id}/webhooks/{webhook_id}", summary: "Read a webhook endpoint.", access: .server,
@@ -28,7 +36,7 @@ struct WebhookRoutes: Sendable {
             APIRoute(
                 "PATCH", "/v1/apps/{app_id}/webhooks/{webhook_id}",
                 summary: "Change a webhook's URL, events or description, or enable or disable it.", access: .server,
-                body: RequestSchemas.updateWebhook,
+                body: updateSchema,
                 responses: [(200, "The webhook"), (404, "No such webhook"), (422, "The URL or an event type is refused")]
             ) { request in try await update(request) },
             APIRoute(
@@ -38,7 +46,7 @@ struct WebhookRoutes: Sendable {
             APIRoute(
                 "POST", "/v1/apps/{app_id}/webhooks/{webhook_id}/rotate-secret",
                 summary: "Give the webhook a new secret (in this answer only); the old one also signs for 24 hours.",
-                access: .server, body: RequestSchemas.empty,
+                access: .server, body: RequestSchemas.empty, carriesSecret: true,
                 responses: [(200, "The webhook with its new secret"), (404, "No such webhook")]
             ) { request in try await rotate(request) },
             APIRoute(
@@ -55,7 +63,7 @@ struct WebhookRoutes: Sendable {
     }
 
     private func create(_ request: RouteRequest) async throws -> HTTPResponse {
-        let body = try RequestBody(request.http, schema: RequestSchemas.createWebhook)
+        let body = try RequestBody(request.http, schema: createSchema)
         let url = body.root.string("url")
         let events = body.root.strings("events")
         let description = body.root.string("description")
@@ -67,8 +75,46 @@ struct WebhookRoutes: Sendable {
     }
 
     private func list(_ request: RouteRequest) async throws -> HTTPResponse {
-        let items = try await webhooks.list(appID: request.app.id)
-        return APIJSON.response(.object(["items": .array(items.map { Self.json($0) })]))
+        let http = request.http
+        var errors: [Problem.FieldError] = []
+        for (name, _) in http.query where !["limit", "cursor"].contains(name) {
+            errors.append(.init(field: name, message: "is not a query parameter of this route"))
+        }
+        var limit = 50
+        if let text = http.queryValue("limit") {
+            if let value = Int(text), (1...200).contains(value) { limit = value } else {
+                errors.append(.init(field: "limit", message: "must be a whole number from 1 to 200"))
+            }
+        }
+        var after: WebhookCursor?
+        if let text = http.queryValue("cursor") {
+            if let value = Self.cursor(text) { after = value } else {
+                errors.append(.init(field: "cursor", message: "must be the next_cursor of a previous page"))
+            }
+        }
+        guard errors.isEmpty else { throw Problem(status: 422, detail: "The query has invalid parameters.", errors: errors) }
+        let page = try await webhooks.list(appID: request.app.id, after: after, limit: limit)
+        return APIJSON.response(.object([
+            "items": .array(page.items.map { Self.json($0) }),
+            "next_cursor": page.nextCursor.map { .string(Self.cursorText($0)) } ?? .null,
+        ]))
+    }
+
+    /// `<created_at ms>-<webhook id>`, as `next_cursor` writes it.
+    static func cursorText(_ cursor: WebhookCursor) -> String {
+        "\(cursor.createdAt.unixMilliseconds)-\(cursor.webhookID)"
+    }
+
+    /// A cursor as `cursorText` writes it, or nil.
+    static func cursor(_ text: String) -> WebhookCursor? {
+        guard let dash = text.firstIndex(of: "-") else { return nil }
+        let digits = text[..<dash]
+        let id = text[text.index(after: dash)...]
+        let hex = id.dropFirst(3)
+        guard (1...15).contains(digits.count), digits.allSatisfy({ ("0"..."9").contains($0) }), let milliseconds = Int64(digits),
+            id.hasPrefix("wh_"), (1...64).contains(hex.count), hex.allSatisfy({ ("0"..."9").contains($0) || ("a"..."f").contains($0) })
+        else { return nil }
+        return WebhookCursor(createdAt: Date(unixMilliseconds: milliseconds), webhookID: String(id))
     }
 
     private func show(_ request: RouteRequest) async throws -> HTTPResponse {
@@ -78,7 +124,7 @@ struct WebhookRoutes: Sendable {
 
     private func update(_ request: RouteRequest) async throws -> HTTPResponse {
         let id = try PathValues.identifier(request.parameters, "webhook_id")
-        let body = try RequestBody(request.http, schema: RequestSchemas.updateWebhook)
+        let body = try RequestBody(request.http, schema: updateSchema)
         let url = body.root.string("url")
         let events = body.root.strings("events")
         let description = body.root.isNull("description") ? "" : body.root.string("description")
@@ -135,6 +181,13 @@ struct WebhookRoutes: Sendable {
         let delivery = try await webhooks.retry(appID: request.app.id, webhookID: id, deliveryID: deliveryID)
         return APIJSON.response(status: 202, Self.json(delivery))
     }
+
+    static let listQuery: [QueryParameter] = [
+        QueryParameter(name: "limit", description: "Webhooks per page (default 50).", schema: ["type": "integer", "minimum": 1, "maximum": 200]),
+        QueryParameter(
+            name: "cursor", description: "The next_cursor of the previous page.",
+            schema: ["type": "string", "pattern": "^[0-9]{1,15}-wh_[0-9a-f]{1,64}$"]),
+    ]
 
     static let deliveriesQuery: [QueryParameter] = [
         QueryParameter(name: "limit", description: "Deliveries per page (default 50).", schema: ["type": "integer", "minimum": 1, "maximum": 200]),

@@ -9,7 +9,8 @@ public import Storage
 /// compared as SHA-256 hashes, in constant time; the store never holds a key.
 public final class AppService: Sendable {
     private let environment: ServiceEnvironment
-    private let adminTokenHash: Data
+    /// The SHA-256 hash of the admin token; an admin session is bound to it.
+    let adminTokenHash: Data
     private let keys: AppKeyCache
 
     /// Creates the service; `adminToken` is the token that manages apps, and an app
@@ -47,6 +48,7 @@ public final class AppService: Sendable {
             throw environment.domainError(error)
         }
         app.strictActivityTypes = command.strictActivityTypes
+        app.deviceSecrets = .required
         let created = app
         try await environment.write { try $0.insertApp(created) }
         if let credentials = app.credentials { environment.credentialsChanged(credentials) }
@@ -88,6 +90,7 @@ public final class AppService: Sendable {
             guard var app = try session.app(id: command.appID) else { throw Self.noApp(command.appID) }
             if let name = command.name { app.name = name }
             if let strict = command.strictActivityTypes { app.strictActivityTypes = strict }
+            if let policy = command.deviceSecrets { app.deviceSecrets = policy }
             if let bundleID = command.bundleID { app.bundleID = bundleID }
             if let credentials = command.credentials { app.credentials = credentials }
             app.updatedAt = max(now, app.updatedAt.addingTimeInterval(0.001))
@@ -137,25 +140,32 @@ public final class AppService: Sendable {
             return DemoApp(appID: app.id, bundleID: bundleID, serverKey: serverKey, deviceKey: deviceKey, created: false)
         }
         let signingKey = try P256.SigningKey.generate()
-        let app = AppRecord(
+        var app = AppRecord(
             id: try AppKeys.appID(), name: name, bundleID: bundleID,
             credentials: APNsCredentials(teamID: "DEMOTEAM01", keyID: "DEMOKEY001", privateKeyPEM: signingKey.pemRepresentation),
             serverKeyHash: AppKeys.hash(serverKey), deviceKeyHash: AppKeys.hash(deviceKey),
             createdAt: now, updatedAt: now)
-        try store.writeNow { try $0.insertApp(app) }
+        app.deviceSecrets = .required
+        let created = app
+        try store.writeNow { try $0.insertApp(created) }
         return DemoApp(appID: app.id, bundleID: bundleID, serverKey: serverKey, deviceKey: deviceKey, created: true)
     }
 
     // MARK: - Keys
 
     /// Passes only the admin token: an app's key is `forbidden`, anything else
-    /// `unauthenticated`.
-    public func requireAdmin(key: String) async throws(ServiceError) {
+    /// `unauthenticated`. A token refused as unknown from `address` counts against
+    /// its sign-in attempts (`signIns`); an address past its attempts is refused
+    /// (`limited`) before the token is looked at.
+    public func requireAdmin(key: String, from address: String? = nil, signIns: SignInLimiter? = nil) async throws(ServiceError) {
+        if let address, let signIns { try signIns.check(address) }
         let hashed = AppKeys.hash(key)
         guard Digest.constantTimeEquals(hashed, adminTokenHash) else {
             if AppKeys.kind(of: key) != nil, try await environment.read({ try $0.app(keyHash: hashed) }) != nil {
                 throw ServiceError(.forbidden, "App keys cannot manage apps; use the admin token.")
             }
+            // A guess at the admin token (an app's own key on the wrong route is not).
+            if let address, let signIns { signIns.failed(address) }
             throw ServiceError(.unauthenticated, "The bearer key is not the admin token.")
         }
     }
@@ -183,6 +193,17 @@ public final class AppService: Sendable {
         guard found == kind else {
             throw ServiceError(.forbidden, "This route takes the app's \(kind.rawValue) key, not its \(found.rawValue) key.")
         }
+        return app
+    }
+
+    /// The app `appID` when `key` is its key of `kind` and this node has it cached
+    /// (no wait, no database read); nil when it does not know (the key may still
+    /// be good: `requireApp` tells).
+    public func knownApp(key: String, appID: String, kind: AppKeyKind) -> AppRecord? {
+        let hashed = AppKeys.hash(key)
+        guard let (app, found) = keys.lookup(hashed), found == kind, app.id == appID,
+            Digest.constantTimeEquals(found == .server ? app.serverKeyHash : app.deviceKeyHash, hashed)
+        else { return nil }
         return app
     }
 

@@ -7,27 +7,35 @@ public import Storage
 /// The dashboard's sessions and their rules: who may sign in (the admin token, or
 /// an app's server key for that app alone), how long a session lasts, what it may
 /// call, and the CSRF token every change made with it must carry. Sessions live in
-/// the database as the SHA-256 hash of their token, so that every node knows them;
-/// an app session dies when the app's keys are rotated.
+/// the database as the SHA-256 hash of their token, so that every node knows them.
+/// A session is bound to the hash of what signed it in: an app session dies when the
+/// app's keys are rotated, an admin session when the admin token changes.
 public final class SessionService: Sendable {
     private let environment: ServiceEnvironment
     private let apps: AppService
     /// How long a session lasts from its sign-in.
     public let lifetime: TimeInterval
+    /// Sign-in attempts per client address.
+    private let signIns: SignInLimiter?
 
-    /// Creates the service; sessions last `lifetime` seconds.
-    public init(environment: ServiceEnvironment, apps: AppService, lifetime: TimeInterval) {
+    /// Creates the service; sessions last `lifetime` seconds, and sign-ins are
+    /// counted per client address by `signIns` (nil: not limited).
+    public init(environment: ServiceEnvironment, apps: AppService, lifetime: TimeInterval, signIns: SignInLimiter? = nil) {
         self.environment = environment
         self.apps = apps
         self.lifetime = lifetime
+        self.signIns = signIns
     }
 
     /// Signs in with `key`: the admin token makes an admin session, an app's server
     /// key a session for that app alone; a device key is `forbidden`, anything else
     /// `unauthenticated`. Sessions that have expired are removed in the same
     /// transaction. Answers the new session's token (the cookie's value, 32 random
-    /// bytes, shown only here) and what is stored of it.
-    public func signIn(key: String) async throws(ServiceError) -> SignedIn {
+    /// bytes, shown only here) and what is stored of it. Every attempt counts
+    /// against the sign-ins of `address` (the client's); past them it is `limited`
+    /// before the key is looked at.
+    public func signIn(key: String, from address: String? = nil) async throws(ServiceError) -> SignedIn {
+        if let address, let signIns { try signIns.attempt(address) }
         let owner = try await apps.identify(key: key)
         let scope: SessionScope
         var appID: String?
@@ -35,6 +43,7 @@ public final class SessionService: Sendable {
         switch owner {
         case .admin:
             scope = .admin
+            keyHash = apps.adminTokenHash
         case .app(let app, .server):
             scope = .app
             appID = app.id
@@ -64,7 +73,8 @@ public final class SessionService: Sendable {
     }
 
     /// The live session whose token is `token`: `unauthenticated` when there is none,
-    /// when it has expired, or when it is an app session whose app's keys were
+    /// when it has expired, when it is an admin session signed in with another admin
+    /// token than this node's, or when it is an app session whose app's keys were
     /// rotated (or whose app is gone) since it was made.
     public func session(token: String) async throws(ServiceError) -> SessionRecord {
         let hash = Self.hash(token)
@@ -79,7 +89,12 @@ public final class SessionService: Sendable {
         guard record.expiresAt > now else {
             throw ServiceError(.unauthenticated, "The dashboard session has expired; sign in again.")
         }
-        if record.scope == .app {
+        switch record.scope {
+        case .admin:
+            guard let keyHash = record.keyHash, Digest.constantTimeEquals(apps.adminTokenHash, keyHash) else {
+                throw ServiceError(.unauthenticated, "The admin token changed since this session signed in; sign in again.")
+            }
+        case .app:
             guard let app = found.1, let keyHash = record.keyHash, Digest.constantTimeEquals(app.serverKeyHash, keyHash) else {
                 throw ServiceError(.unauthenticated, "The app's keys were rotated since this session signed in; sign in again.")
             }
@@ -100,6 +115,14 @@ public final class SessionService: Sendable {
         }
         let hash = Self.hash(token)
         _ = try await environment.write { session in try session.deleteSession(tokenHash: hash) }
+    }
+
+    /// Ends every dashboard session, admin and app alike (after a leaked token, say).
+    /// Answers how many there were.
+    public func endAll() async throws(ServiceError) -> Int {
+        let ended = try await environment.write { session in try session.deleteAllSessions() }
+        environment.logger.notice("dashboard sessions ended", ("count", .int(ended)))
+        return ended
     }
 
     /// Passes a request made with `session` when it changes nothing (`GET`, `HEAD`)
@@ -134,6 +157,21 @@ public final class SessionService: Sendable {
         case (.server(let appID), .app):
             guard session.appID == appID else { throw AppService.noApp(appID) }
             return .app(try await apps.app(id: appID))
+        }
+    }
+
+    /// Passes a sign-in whose `Origin` (when the browser sent one) is one of
+    /// `own`, the origins the server is reached at; a form posted from another
+    /// site is `forbidden`, so that no page can sign its visitor in to an account
+    /// of its choosing (login CSRF). Origins compare without case and without a
+    /// trailing slash.
+    public static func requireOwnOrigin(_ origin: String?, own: [String]) throws(ServiceError) {
+        guard let origin else { return }
+        let normal = { (text: String) in text.lowercased().hasSuffix("/") ? String(text.lowercased().dropLast()) : text.lowercased() }
+        guard own.map(normal).contains(normal(origin)) else {
+            throw ServiceError(
+                .forbidden, "A sign-in must come from the dashboard's own origin, not \(origin.prefix(200)).",
+                fields: [.init(field: "Origin", message: "is not this server's origin")])
         }
     }
 

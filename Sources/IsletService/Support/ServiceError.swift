@@ -16,6 +16,9 @@ public struct ServiceError: Error, Sendable, CustomStringConvertible {
         case notFound
         /// The command collides with the state (ended, running, in use): 409.
         case conflict
+        /// Too many requests of this kind from this caller for now: 429, with
+        /// `retryAfter`.
+        case limited
         /// The database cannot serve now: 503.
         case unavailable
         /// A fault of Islet's own: 500.
@@ -46,13 +49,19 @@ public struct ServiceError: Error, Sendable, CustomStringConvertible {
     /// Why, as a word a program can test (`activity_ended`, `no_targets`): what a
     /// schedule that could not fire records as its reason.
     public let reason: String?
+    /// Whole seconds after which the same command may succeed (`limited`, and
+    /// `unavailable` when known): the answer's `Retry-After`.
+    public let retryAfter: Int?
 
     /// Creates an error.
-    public init(_ code: Code, _ detail: String, fields: [FieldError]? = nil, reason: String? = nil) {
+    public init(
+        _ code: Code, _ detail: String, fields: [FieldError]? = nil, reason: String? = nil, retryAfter: Int? = nil
+    ) {
         self.code = code
         self.detail = detail
         self.fields = fields
         self.reason = reason
+        self.retryAfter = retryAfter
     }
 
     /// The same error with every field at `prefix` (`entries[3].`, `timeline.`).
@@ -62,7 +71,7 @@ public struct ServiceError: Error, Sendable, CustomStringConvertible {
         let detail = moved.count == 1
             ? "The field \(moved[0].field) is invalid: \(ServiceError.sentence(moved[0].message))"
             : "\(moved.count) fields are invalid: \(moved.map(\.field).joined(separator: ", ")). \(self.detail)"
-        return ServiceError(code, detail, fields: moved, reason: reason)
+        return ServiceError(code, detail, fields: moved, reason: reason, retryAfter: retryAfter)
     }
 
     /// A refusal naming one field.
