@@ -29,11 +29,13 @@ test: deps
 	# Every run shares one throwaway PostgreSQL server (ISLET_TEST_POSTGRES_URL). The
 	# whole suite runs the store contracts on both backends and the rest on SQLite;
 	# the second run puts the service, delivery, API and end-to-end suites on
-	# PostgreSQL; the third is alone in a process of its own, where counting the
-	# process's threads is exact.
+	# PostgreSQL; the third and fourth are each alone in a process of their own,
+	# where counting the process's threads, and measuring its resident memory, is
+	# exact.
 	./scripts/with-postgres.sh bash -c '$(SWIFT) test --skip-build && \
 	  ISLET_TEST_BACKEND=postgresql $(SWIFT) test --skip-build --filter "$(POSTGRES_SUITES)" && \
-	  ISLET_THREAD_CENSUS=1 $(SWIFT) test --skip-build --filter ThreadCensusTests'
+	  ISLET_THREAD_CENSUS=1 $(SWIFT) test --skip-build --filter ThreadCensusTests && \
+	  ISLET_BODY_MEMORY=1 $(SWIFT) test --skip-build --filter BodyMemoryTests'
 
 # PNGs of each dashboard page, into docs/screenshots/: the browser test's own flow
 # (scripts/browser/dashboard_flow.py in headless Chromium) with screenshots on.

@@ -62,6 +62,8 @@ public final class RawHTTPConnection: @unchecked Sendable {
         // connect, which a socket timeout would let a signal interrupt.
         var timeout = timeval(tv_sec: Int(60 * TestTime.scale), tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        // A write the server never reads fails after as long, rather than hanging.
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
     }
 
     deinit { Glibc.close(fd) }
