@@ -156,7 +156,8 @@ let package = Package(
         .testTarget(name: "IsletLogTests", dependencies: ["IsletLog"], swiftSettings: swiftSettings),
         .testTarget(name: "IsletCryptoTests", dependencies: ["IsletCrypto", "IsletTesting"], swiftSettings: swiftSettings),
         .testTarget(
-            name: "StorageTests", dependencies: ["Storage", "SQLiteStorage", "PostgreSQLStorage", "IsletCore", "IsletSync", "IsletTesting"],
+            name: "StorageTests",
+            dependencies: ["Storage", "SQLiteStorage", "PostgreSQLStorage", "IsletCore", "IsletCrypto", "IsletSync", "IsletTesting"],
             swiftSettings: swiftSettings),
         // PostgreSQL connections against the server ISLET_TEST_POSTGRES_URL names (scripts/with-postgres.sh starts one).
         .testTarget(

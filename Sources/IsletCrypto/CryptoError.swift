@@ -7,6 +7,7 @@ public struct CryptoError: Error, Sendable, CustomStringConvertible {
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         private enum Base: String {
             case invalidKey, unsupportedKey, signingFailed, invalidSignature, malformedToken, randomUnavailable
+            case sealingFailed, unsealingFailed
         }
         private let base: Base
         private init(_ base: Base) { self.base = base }
@@ -23,6 +24,11 @@ public struct CryptoError: Error, Sendable, CustomStringConvertible {
         public static let malformedToken = Code(.malformedToken)
         /// The system's random source failed.
         public static let randomUnavailable = Code(.randomUnavailable)
+        /// OpenSSL refused to encrypt a value.
+        public static let sealingFailed = Code(.sealingFailed)
+        /// A sealed value does not open: a wrong key, a changed value, or no sealed
+        /// value at all.
+        public static let unsealingFailed = Code(.unsealingFailed)
 
         public var description: String { base.rawValue }
     }

@@ -10,6 +10,7 @@ enum AdminToken {
         if let token = configuration.adminToken { return (token, false) }
         let path = configuration.adminTokenPath
         if let data = FileManager.default.contents(atPath: path) {
+            PrivateFile.tighten(path)
             let token = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
             guard token.count >= 16 else {
                 throw ConfigurationError(.unusable, setting: "--admin-token (ISLET_ADMIN_TOKEN)", message: "\(path) holds no usable token; delete it to have one generated")
@@ -26,18 +27,10 @@ enum AdminToken {
     /// Writes a generated token into the data folder (mode 0600), never over a
     /// file that is already there.
     static func save(_ token: String, _ configuration: Configuration) throws(ConfigurationError) {
-        let path = configuration.adminTokenPath
-        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard fd >= 0 else {
-            throw ConfigurationError(
-                .unusable, setting: "--admin-token (ISLET_ADMIN_TOKEN)", message: "cannot write \(path): \(String(cString: strerror(errno)))")
-        }
-        defer { close(fd) }
-        let bytes = Array((token + "\n").utf8)
-        let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-        guard written == bytes.count, fsync(fd) == 0 else {
-            unlink(path)
-            throw ConfigurationError(.unusable, setting: "--admin-token (ISLET_ADMIN_TOKEN)", message: "cannot write \(path)")
+        do {
+            try PrivateFile.create(configuration.adminTokenPath, token + "\n")
+        } catch {
+            throw ConfigurationError(.unusable, setting: "--admin-token (ISLET_ADMIN_TOKEN)", message: error.description)
         }
     }
 }

@@ -13,7 +13,7 @@ extension SQLSession {
             """
             INSERT INTO apps (\(sql: Self.appColumns))
             VALUES (\(app.id), \(app.name), \(app.bundleID), \(app.credentials?.teamID), \(app.credentials?.keyID),
-                \(app.credentials?.privateKeyPEM), \(app.serverKeyHash), \(app.deviceKeyHash),
+                \(try sealed(app.credentials?.privateKeyPEM)), \(app.serverKeyHash), \(app.deviceKeyHash),
                 \(app.createdAt.unixMilliseconds), \(app.updatedAt.unixMilliseconds), \(app.strictActivityTypes))
             """) }
     }
@@ -24,7 +24,7 @@ extension SQLSession {
         try run(
             """
             UPDATE apps SET name = \(app.name), bundle_id = \(app.bundleID), apns_team_id = \(app.credentials?.teamID),
-                apns_key_id = \(app.credentials?.keyID), apns_private_key = \(app.credentials?.privateKeyPEM),
+                apns_key_id = \(app.credentials?.keyID), apns_private_key = \(try sealed(app.credentials?.privateKeyPEM)),
                 server_key_hash = \(app.serverKeyHash), device_key_hash = \(app.deviceKeyHash),
                 updated_at = \(app.updatedAt.unixMilliseconds), strict_activity_types = \(app.strictActivityTypes)
             WHERE id = \(app.id)
@@ -38,7 +38,7 @@ extension SQLSession {
         try run(
             """
             UPDATE apps SET name = \(app.name), bundle_id = \(app.bundleID), apns_team_id = \(app.credentials?.teamID),
-                apns_key_id = \(app.credentials?.keyID), apns_private_key = \(app.credentials?.privateKeyPEM),
+                apns_key_id = \(app.credentials?.keyID), apns_private_key = \(try sealed(app.credentials?.privateKeyPEM)),
                 updated_at = \(app.updatedAt.unixMilliseconds), strict_activity_types = \(app.strictActivityTypes)
             WHERE id = \(app.id)
             """)
@@ -63,7 +63,7 @@ extension SQLSession {
 
     /// The app `id`.
     public func app(id: String) throws -> AppRecord? {
-        try query("SELECT \(sql: Self.appColumns) FROM apps WHERE id = \(id)").first.map(Self.appRecord)
+        try query("SELECT \(sql: Self.appColumns) FROM apps WHERE id = \(id)").first.map(appRecord)
     }
 
     /// The app whose server or device key hashes to `hash`, and which key it is.
@@ -71,19 +71,19 @@ extension SQLSession {
         let rows = try query(
             "SELECT \(sql: Self.appColumns) FROM apps WHERE server_key_hash = \(hash) OR device_key_hash = \(hash)")
         guard let row = rows.first else { return nil }
-        let app = try Self.appRecord(row)
+        let app = try appRecord(row)
         return (app, app.serverKeyHash == hash ? .server : .device)
     }
 
     /// Every app, oldest first.
     public func apps() throws -> [AppRecord] {
-        try query("SELECT \(sql: Self.appColumns) FROM apps ORDER BY created_at, id").map(Self.appRecord)
+        try query("SELECT \(sql: Self.appColumns) FROM apps ORDER BY created_at, id").map(appRecord)
     }
 
-    private static func appRecord(_ row: SQLRow) throws -> AppRecord {
+    private func appRecord(_ row: SQLRow) throws -> AppRecord {
         var credentials: APNsCredentials?
         if let team = row.optionalString("apns_team_id"), let key = row.optionalString("apns_key_id"),
-            let pem = row.optionalString("apns_private_key")
+            let pem = try opened(row.optionalString("apns_private_key"), column: "apns_private_key")
         {
             credentials = APNsCredentials(teamID: team, keyID: key, privateKeyPEM: pem)
         }

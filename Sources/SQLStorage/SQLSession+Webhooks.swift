@@ -21,7 +21,7 @@ extension SQLSession {
                 INSERT INTO webhooks (webhook_id, app_id, url, events, description, secret, previous_secret,
                     previous_secret_until, enabled, disabled_reason, failing_since, cursor, created_at, updated_at)
                 VALUES (\(webhook.webhookID), \(webhook.appID), \(webhook.url), \(Self.eventsText(webhook.events)),
-                    \(webhook.description), \(webhook.secret), \(webhook.previousSecret),
+                    \(webhook.description), \(try sealed(webhook.secret)), \(try sealed(webhook.previousSecret)),
                     \(webhook.previousSecretUntil?.unixMilliseconds), \(webhook.enabled), \(webhook.disabledReason),
                     \(webhook.failingSince?.unixMilliseconds), \(webhook.cursor), \(webhook.createdAt.unixMilliseconds),
                     \(webhook.updatedAt.unixMilliseconds))
@@ -33,14 +33,14 @@ extension SQLSession {
     public func webhook(appID: String, webhookID: String) throws -> WebhookRecord? {
         try query(
             "SELECT \(sql: Self.webhookColumns) FROM webhooks WHERE app_id = \(appID) AND webhook_id = \(webhookID)"
-        ).first.map(Self.webhookRecord)
+        ).first.map(webhookRecord)
     }
 
     /// The webhooks of `appID`, oldest first.
     public func webhooks(appID: String) throws -> [WebhookRecord] {
         try query(
             "SELECT \(sql: Self.webhookColumns) FROM webhooks WHERE app_id = \(appID) ORDER BY created_at, webhook_id"
-        ).map(Self.webhookRecord)
+        ).map(webhookRecord)
     }
 
     /// Replaces a webhook's settings.
@@ -48,8 +48,8 @@ extension SQLSession {
         try run(
             """
             UPDATE webhooks SET url = \(webhook.url), events = \(Self.eventsText(webhook.events)),
-                description = \(webhook.description), secret = \(webhook.secret),
-                previous_secret = \(webhook.previousSecret),
+                description = \(webhook.description), secret = \(try sealed(webhook.secret)),
+                previous_secret = \(try sealed(webhook.previousSecret)),
                 previous_secret_until = \(webhook.previousSecretUntil?.unixMilliseconds), enabled = \(webhook.enabled),
                 disabled_reason = \(webhook.disabledReason), failing_since = \(webhook.failingSince?.unixMilliseconds),
                 updated_at = \(webhook.updatedAt.unixMilliseconds)
@@ -72,7 +72,7 @@ extension SQLSession {
             SELECT \(sql: Self.webhookColumns) FROM webhooks WHERE enabled = \(true) AND cursor < \(sequence)
             ORDER BY created_at, webhook_id
             """
-        ).map(Self.webhookRecord)
+        ).map(webhookRecord)
     }
 
     /// Adds one pending delivery per event to a webhook and moves its cursor.
@@ -149,8 +149,9 @@ extension SQLSession {
             ORDER BY d.id
             """)
         return try rows.map { row in
-            var secrets = [try row.string("secret")]
-            if let previous = row.optionalString("previous_secret"), let until = row.optionalDate("previous_secret_until"),
+            var secrets = [try opened(try row.string("secret"), column: "secret")]
+            if let previous = try opened(row.optionalString("previous_secret"), column: "previous_secret"),
+                let until = row.optionalDate("previous_secret_until"),
                 until > now
             {
                 secrets.append(previous)
@@ -237,12 +238,13 @@ extension SQLSession {
         JSONValue.array(events.map(JSONValue.string)).jsonText
     }
 
-    private static func webhookRecord(_ row: SQLRow) throws -> WebhookRecord {
+    private func webhookRecord(_ row: SQLRow) throws -> WebhookRecord {
         let events = (try row.json("events"))?.arrayValue?.compactMap(\.stringValue) ?? []
         return WebhookRecord(
             webhookID: try row.string("webhook_id"), appID: try row.string("app_id"), url: try row.string("url"),
-            events: events, description: row.optionalString("description"), secret: try row.string("secret"),
-            previousSecret: row.optionalString("previous_secret"),
+            events: events, description: row.optionalString("description"),
+            secret: try opened(try row.string("secret"), column: "secret"),
+            previousSecret: try opened(row.optionalString("previous_secret"), column: "previous_secret"),
             previousSecretUntil: row.optionalDate("previous_secret_until"), enabled: try row.bool("enabled"),
             disabledReason: row.optionalString("disabled_reason"), failingSince: row.optionalDate("failing_since"),
             cursor: try row.int64("cursor"), createdAt: try row.date("created_at"), updatedAt: try row.date("updated_at"))

@@ -1,5 +1,5 @@
 import Foundation
-import IsletCore
+public import IsletCore
 public import Storage
 
 /// The store's operations in SQL, on one connection of any SQL backend inside a
@@ -12,12 +12,16 @@ public struct SQLSession: StoreSession {
     let executor: any SQLExecutor
     /// The events emitted, written right before the commit.
     let outbox = EventOutbox()
+    /// What seals the credential columns (APNs private keys, webhook secrets) as they
+    /// are written and opens them as they are read; `nil` stores them as given.
+    let secrets: (any SecretSealer)?
     /// Which SQL it speaks.
     var dialect: SQLDialect { executor.dialect }
 
-    /// A session on `executor`.
-    public init(executor: any SQLExecutor) {
+    /// A session on `executor` that seals credentials with `secrets`.
+    public init(executor: any SQLExecutor, secrets: (any SecretSealer)? = nil) {
         self.executor = executor
+        self.secrets = secrets
     }
 
     /// Answers when the database does (a health check).

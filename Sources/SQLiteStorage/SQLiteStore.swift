@@ -1,4 +1,6 @@
 import Foundation
+import Glibc
+public import IsletCore
 import SQLStorage
 public import Storage
 
@@ -19,19 +21,72 @@ public final class SQLiteStore: Store {
     public var isShared: Bool { false }
     public var location: String { database.path }
 
-    /// Opens (creating and migrating) the store at `path`.
-    public init(path: String) throws {
+    /// What seals the credential columns; `nil` stores them as given.
+    private let secrets: (any SecretSealer)?
+
+    /// Opens (creating and migrating) the store at `path`. The file, and the WAL and
+    /// shared-memory files SQLite gives the same mode, are readable by their owner
+    /// only (0600): one made here is created so, one found looser is tightened.
+    /// With `secrets`, credentials are sealed as they are written and opened as they
+    /// are read, and right after the migrations, in one transaction, the key is
+    /// checked against the database's sealed values (`secretsKeyMismatch` when it
+    /// does not open them) and the credentials still stored plain are sealed.
+    public init(path: String, secrets: (any SecretSealer)? = nil) throws {
+        self.secrets = secrets
+        try Self.makeOwnerOnly(path)
         do {
             database = try SQLiteDatabase(path: path, migrations: IsletSchema.migrations)
         } catch let error as SQLiteError {
             throw error.storeError
+        }
+        guard secrets != nil else { return }
+        do {
+            _ = try sqlWrite { try $0.prepareSecrets() }
+        } catch {
+            database.close()
+            throw error
+        }
+    }
+
+    /// Creates the database file at `path` with mode 0600 when it is missing, before
+    /// SQLite opens it (SQLite gives its WAL and shared-memory files the database's
+    /// mode); tightens the file and those two to 0600 when they are open to others.
+    private static func makeOwnerOnly(_ path: String) throws {
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        if fd >= 0 {
+            Glibc.close(fd)
+            return
+        }
+        guard errno == EEXIST else {
+            throw StoreError(.unavailable, "cannot create \(path): \(String(cString: strerror(errno)))")
+        }
+        for file in [path, path + "-wal", path + "-shm"] {
+            var status = stat()
+            guard stat(file, &status) == 0, status.st_mode & 0o077 != 0, (status.st_mode & S_IFMT) == S_IFREG else { continue }
+            guard chmod(file, status.st_mode & 0o700) == 0 else {
+                throw StoreError(.unavailable, "cannot make \(file) private (chmod 600): \(String(cString: strerror(errno)))")
+            }
+        }
+    }
+
+    /// Seals every credential again under `newSecrets` in one transaction (see
+    /// `SQLSession.resealSecrets`): once it returns, only the new key opens the
+    /// database. Answers how many credentials were sealed again.
+    public func resealSecrets(under newSecrets: any SecretSealer) throws -> Int {
+        try sqlWrite { try $0.resealSecrets(under: newSecrets) }
+    }
+
+    /// Runs `body` on the shared SQL in one durable transaction on the calling thread.
+    private func sqlWrite<T: Sendable>(_ body: (SQLSession) throws -> T) throws -> T {
+        try mappingSQLiteErrors {
+            try database.write { try body(SQLSession(executor: SQLiteExecutor(connection: $0), secrets: secrets)) }
         }
     }
 
     /// Runs `body` on the database's thread.
     public func read<T: Sendable>(_ body: @escaping @Sendable (any StoreSession) throws -> T) async throws -> T {
         do {
-            return try await database.read { try body(SQLSession(executor: SQLiteExecutor(connection: $0))) }
+            return try await database.read { [secrets] in try body(SQLSession(executor: SQLiteExecutor(connection: $0), secrets: secrets)) }
         } catch let error as SQLiteError {
             throw error.storeError
         }
@@ -41,7 +96,7 @@ public final class SQLiteStore: Store {
     /// committed (and synced to disk) before this returns, or nothing is.
     public func write<T: Sendable>(_ body: @escaping @Sendable (any StoreSession) throws -> T) async throws -> T {
         do {
-            return try await database.write { try Self.writing($0, body) }
+            return try await database.write { try self.writing($0, body) }
         } catch let error as SQLiteError {
             throw error.storeError
         }
@@ -55,15 +110,15 @@ public final class SQLiteStore: Store {
     public func writeNow<T: Sendable>(durable: Bool, _ body: (any StoreSession) throws -> T) throws -> T {
         try mappingSQLiteErrors {
             if durable {
-                return try database.write { try Self.writing($0, body) }
+                return try database.write { try self.writing($0, body) }
             }
-            return try database.writeWithoutSync { try Self.writing($0, body) }
+            return try database.writeWithoutSync { try self.writing($0, body) }
         }
     }
 
     /// Runs a write's `body` on `connection`, then writes the events it emitted.
-    private static func writing<T>(_ connection: SQLiteConnection, _ body: (any StoreSession) throws -> T) throws -> T {
-        let session = SQLSession(executor: SQLiteExecutor(connection: connection))
+    private func writing<T>(_ connection: SQLiteConnection, _ body: (any StoreSession) throws -> T) throws -> T {
+        let session = SQLSession(executor: SQLiteExecutor(connection: connection), secrets: secrets)
         let result = try body(session)
         try session.flushEvents()
         return result
@@ -72,7 +127,7 @@ public final class SQLiteStore: Store {
     /// Runs `body` on the calling thread.
     public func readNow<T: Sendable>(_ body: (any StoreSession) throws -> T) throws -> T {
         try mappingSQLiteErrors {
-            try database.withConnection { try body(SQLSession(executor: SQLiteExecutor(connection: $0))) }
+            try database.withConnection { try body(SQLSession(executor: SQLiteExecutor(connection: $0), secrets: secrets)) }
         }
     }
 

@@ -23,6 +23,8 @@ let usage = """
       jwt        Print an APNs provider token: --key FILE.p8 --key-id ID --team-id ID
       schema     from-swift FILE.swift [--type NAME]: print the activity type schema of
                  the app's ActivityAttributes type, ready for PUT .../activity-types/NAME
+      secrets    generate: print a new secrets key; rotate --new-key-file FILE: seal the
+                 database's credentials under it (see `islet secrets --help`)
       version    Print the version.
       help       Print this text.
     """
@@ -46,6 +48,8 @@ case "jwt":
     exit(providerToken(arguments))
 case "schema":
     exit(schemaCommand(arguments))
+case "secrets":
+    exit(secretsCommand(arguments))
 case "version", "--version":
     Console.out("islet \(IsletVersion.current)")
 case "help", "--help", "-h":
@@ -114,7 +118,7 @@ func simulate(_ arguments: [String]) async -> Int32 {
         commandLine = try SimulatorCommandLine.parse(arguments.filter { $0 != "--quiet" })
         simulator = try APNsSimulator(options: commandLine.options, observer: observer)
         if let ca = simulator.caCertificatePEM {
-            try ca.write(toFile: commandLine.caOutputPath, atomically: true, encoding: .utf8)
+            try PrivateFile.replace(commandLine.caOutputPath, ca)
         }
         let ports = try simulator.start()
         for warning in commandLine.warnings { Console.err(warning) }

@@ -16,6 +16,7 @@ func withApplication(
             config.port = 0
             config.dataDirectory = dir.path
             config.databasePath = database
+            config.secretsKey = database.map { _ in TestPostgres.secretsKey }
             config.maxBodyBytes = maxBodyBytes
             let sink = MemoryLogSink()
             let application = try buildApplication(config, logger: Logger(level: .debug, format: .json, sink: sink))

@@ -59,7 +59,7 @@ struct CrashRecoveryTests {
             "--apns-sandbox-url", "https://127.0.0.1:\(simulator.port)",
             "--apns-production-url", "https://127.0.0.1:\(simulator.port)", "--apns-ca-file", caFile.path,
             "--node-id", "crash-test-node",
-        ] + extra + (database.map { ["--database", $0] } ?? [])
+        ] + extra + (database.map { ["--database", $0, "--secrets-key", TestPostgres.secretsKey] } ?? [])
         return Setup(simulator: simulator, signingKey: signingKey, arguments: arguments)
     }
 

@@ -48,6 +48,7 @@ struct HardeningTests {
                 config.port = 0
                 config.dataDirectory = directory.path
                 config.databasePath = database
+                config.secretsKey = database.map { _ in TestPostgres.secretsKey }
                 config.adminToken = token
                 let application = try buildApplication(config, logger: Logger(level: .error, format: .logfmt, sink: MemoryLogSink()))
                 try application.start()

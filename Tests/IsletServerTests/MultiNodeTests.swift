@@ -393,7 +393,7 @@ final class Cluster: Sendable {
     /// Starts the node `id` with `extra` arguments; answers it once it listens.
     func launch(_ id: String, _ extra: [String] = []) async throws -> ServeNode {
         let process = try Subprocess(builtProductPath("islet"), [
-            "serve", "--port", "0", "--log-format", "json", "--node-id", id, "--database", databaseURL,
+            "serve", "--port", "0", "--log-format", "json", "--node-id", id, "--database", databaseURL, "--secrets-key", TestPostgres.secretsKey,
             "--data-dir", directory.appendingPathComponent(id).path, "--admin-token", ServerHarness.adminToken,
             "--apns-sandbox-url", "https://127.0.0.1:\(simulator.port)",
             "--apns-production-url", "https://127.0.0.1:\(simulator.port)", "--apns-ca-file", caFile.path,

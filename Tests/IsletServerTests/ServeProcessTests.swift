@@ -189,7 +189,10 @@ struct ServeProcessTests {
                 ("postgresql://islet@127.0.0.1:\(serverPort)/postgres?sslmode=bogus", "sslmode"),
             ] {
                 let result = try runCommand(
-                    executable, ["serve", "--port", "0", "--data-dir", dir.appendingPathComponent("data").path, "--database", url])
+                    executable, [
+                        "serve", "--port", "0", "--data-dir", dir.appendingPathComponent("data").path, "--database", url,
+                        "--secrets-key", TestPostgres.secretsKey,
+                    ])
                 #expect(result.status == 2, "\(result.error)")
                 let lines = result.error.split(separator: "\n")
                 #expect(lines.count == 1, "\(result.error)")

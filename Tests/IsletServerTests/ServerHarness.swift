@@ -87,6 +87,7 @@ struct ServerHarness: Sendable {
             config.port = 0
             config.dataDirectory = directory.path
             config.databasePath = database
+            config.secretsKey = database.map { _ in TestPostgres.secretsKey }
             config.adminToken = adminToken
             config.apnsSandboxURL = "https://127.0.0.1:\(sandbox.port)"
             config.apnsProductionURL = "https://127.0.0.1:\(production.port)"

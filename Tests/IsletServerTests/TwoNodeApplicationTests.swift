@@ -23,6 +23,7 @@ struct TwoNodeApplicationTests {
                     config.port = 0
                     config.dataDirectory = dir.appendingPathComponent(id).path
                     config.databasePath = url
+                    config.secretsKey = TestPostgres.secretsKey
                     config.databasePoolSize = 2
                     config.nodeID = id
                     config.adminToken = Self.adminToken

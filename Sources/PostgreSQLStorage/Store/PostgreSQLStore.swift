@@ -1,4 +1,5 @@
 import Foundation
+public import IsletCore
 import IsletSync
 import SQLStorage
 public import Storage
@@ -28,14 +29,23 @@ public final class PostgreSQLStore: Store {
     private let workers: WorkerThreads
     private let listener: NoticeListener
     private let closed = Lock(false)
+    /// What seals the credential columns; `nil` stores them as given.
+    private let secrets: (any SecretSealer)?
 
     /// Connects to `url` (checking that the server answers and the password is
     /// accepted), brings the schema up to date under an advisory lock, and starts
     /// the pool (`poolSize` connections at most) and the notice listener.
-    /// `applicationName` names the connections in `pg_stat_activity`.
-    public init(url text: String, poolSize: Int = 8, applicationName: String = "islet") throws {
+    /// `applicationName` names the connections in `pg_stat_activity`. With
+    /// `secrets`, credentials are sealed as they are written and opened as they are
+    /// read, and right after the migrations, in one transaction, the key is checked
+    /// against the database's sealed values (`secretsKeyMismatch` when it does not
+    /// open them) and the credentials still stored plain are sealed.
+    public init(
+        url text: String, poolSize: Int = 8, applicationName: String = "islet", secrets: (any SecretSealer)? = nil
+    ) throws {
         let url = try PostgresURL(text)
         location = url.description
+        self.secrets = secrets
         pool = ConnectionPool(url: url, size: poolSize, applicationName: applicationName)
         let channel: String
         do {
@@ -44,6 +54,9 @@ public final class PostgreSQLStore: Store {
                     throw StoreError(.unavailable, "the connection has no schema to create Islet's tables in (check search_path)")
                 }
                 try PostgresMigrator.migrate(connection, migrations: PostgresSchema.migrations)
+                if let secrets {
+                    _ = try Self.inTransaction(connection, secrets: secrets) { try $0.prepareSecrets() }
+                }
                 guard let channel = try connection.query("SELECT \(raw: SQLSession.channelSQL) AS channel").first?["channel"].text
                 else { throw StoreError(.corrupt, "the server named no notice channel") }
                 return channel
@@ -72,6 +85,30 @@ public final class PostgreSQLStore: Store {
     /// (`synchronous_commit = off` for the transaction).
     public func writeNow<T: Sendable>(durable: Bool, _ body: (any StoreSession) throws -> T) throws -> T {
         try transaction(.write(durable: durable), body)
+    }
+
+    /// Seals every credential again under `newSecrets` in one transaction (see
+    /// `SQLSession.resealSecrets`): once it returns, only the new key opens the
+    /// database. Answers how many credentials were sealed again.
+    public func resealSecrets(under newSecrets: any SecretSealer) throws -> Int {
+        try pool.withConnection { connection in
+            try Self.inTransaction(connection, secrets: secrets) { try $0.resealSecrets(under: newSecrets) }
+        }
+    }
+
+    /// Runs `body` on the shared SQL in one transaction on `connection`.
+    private static func inTransaction<T>(
+        _ connection: PostgresConnection, secrets: (any SecretSealer)?, _ body: (SQLSession) throws -> T
+    ) throws -> T {
+        connection.begin(["BEGIN"])
+        do {
+            let result = try body(SQLSession(executor: connection, secrets: secrets))
+            try connection.commit()
+            return result
+        } catch {
+            connection.rollback()
+            throw error
+        }
     }
 
     public func subscribe(_ handler: @escaping @Sendable (StoreNotice) -> Void) {
@@ -124,7 +161,7 @@ public final class PostgreSQLStore: Store {
                     // Sent with the first statement, in one round trip.
                     connection.begin(kind.begin)
                     do {
-                        let session = SQLSession(executor: connection)
+                        let session = SQLSession(executor: connection, secrets: secrets)
                         let result = try body(session)
                         try session.flushEvents()
                         committing = true

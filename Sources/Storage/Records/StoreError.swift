@@ -2,7 +2,7 @@
 public struct StoreError: Error, Sendable, CustomStringConvertible {
     /// What went wrong; new codes may be added.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
-        private enum Base: String { case conflict, busy, unavailable, corrupt }
+        private enum Base: String { case conflict, busy, unavailable, corrupt, secretsKeyMismatch }
         private let base: Base
         private init(_ base: Base) { self.base = base }
 
@@ -15,6 +15,9 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         public static let unavailable = Code(.unavailable)
         /// A stored value that cannot be read back.
         public static let corrupt = Code(.corrupt)
+        /// The secrets key the store was given does not open the sealed values the
+        /// database holds: they were sealed under another key.
+        public static let secretsKeyMismatch = Code(.secretsKeyMismatch)
 
         public var description: String { base.rawValue }
     }
