@@ -4,7 +4,7 @@ public import Storage
 extension SQLSession {
     private static let appColumns: SQL = """
         id, name, bundle_id, apns_team_id, apns_key_id, apns_private_key, server_key_hash, device_key_hash,
-        created_at, updated_at, strict_activity_types
+        created_at, updated_at, strict_activity_types, device_secrets
         """
 
     /// Adds an app; `conflict` when the id (or a key hash) is taken.
@@ -14,7 +14,8 @@ extension SQLSession {
             INSERT INTO apps (\(sql: Self.appColumns))
             VALUES (\(app.id), \(app.name), \(app.bundleID), \(app.credentials?.teamID), \(app.credentials?.keyID),
                 \(try sealed(app.credentials?.privateKeyPEM)), \(app.serverKeyHash), \(app.deviceKeyHash),
-                \(app.createdAt.unixMilliseconds), \(app.updatedAt.unixMilliseconds), \(app.strictActivityTypes))
+                \(app.createdAt.unixMilliseconds), \(app.updatedAt.unixMilliseconds), \(app.strictActivityTypes),
+                \(app.deviceSecrets.rawValue))
             """) }
     }
 
@@ -26,7 +27,8 @@ extension SQLSession {
             UPDATE apps SET name = \(app.name), bundle_id = \(app.bundleID), apns_team_id = \(app.credentials?.teamID),
                 apns_key_id = \(app.credentials?.keyID), apns_private_key = \(try sealed(app.credentials?.privateKeyPEM)),
                 server_key_hash = \(app.serverKeyHash), device_key_hash = \(app.deviceKeyHash),
-                updated_at = \(app.updatedAt.unixMilliseconds), strict_activity_types = \(app.strictActivityTypes)
+                updated_at = \(app.updatedAt.unixMilliseconds), strict_activity_types = \(app.strictActivityTypes),
+                device_secrets = \(app.deviceSecrets.rawValue)
             WHERE id = \(app.id)
             """)
         try notifyNodes(.appChanged(appID: app.id))
@@ -39,7 +41,8 @@ extension SQLSession {
             """
             UPDATE apps SET name = \(app.name), bundle_id = \(app.bundleID), apns_team_id = \(app.credentials?.teamID),
                 apns_key_id = \(app.credentials?.keyID), apns_private_key = \(try sealed(app.credentials?.privateKeyPEM)),
-                updated_at = \(app.updatedAt.unixMilliseconds), strict_activity_types = \(app.strictActivityTypes)
+                updated_at = \(app.updatedAt.unixMilliseconds), strict_activity_types = \(app.strictActivityTypes),
+                device_secrets = \(app.deviceSecrets.rawValue)
             WHERE id = \(app.id)
             """)
         try notifyNodes(.appChanged(appID: app.id))
@@ -93,6 +96,7 @@ extension SQLSession {
             deviceKeyHash: row["device_key_hash"].blob ?? Data(), createdAt: try row.date("created_at"),
             updatedAt: try row.date("updated_at"))
         app.strictActivityTypes = (row.optionalInt64("strict_activity_types") ?? 0) != 0
+        app.deviceSecrets = row.optionalString("device_secrets").flatMap(DeviceSecretPolicy.init(rawValue:)) ?? .off
         return app
     }
 }

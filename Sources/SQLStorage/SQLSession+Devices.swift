@@ -7,57 +7,104 @@ extension SQLSession {
     public func device(appID: String, deviceID: String) throws -> DeviceRecord? {
         guard let row = try query(
             """
-            SELECT device_id, platform, environment, apns_token, unreachable_at, user_id, created_at, updated_at
+            SELECT device_id, platform, environment, apns_token, unreachable_at, user_id, created_at, updated_at,
+                secret_hash
             FROM devices WHERE app_id = \(appID) AND device_id = \(deviceID)
             """).first
         else { return nil }
         let tags = try query(
             "SELECT tag FROM device_tags WHERE app_id = \(appID) AND device_id = \(deviceID) ORDER BY tag"
         ).map { try $0.string("tag") }
-        return DeviceRecord(
+        var device = DeviceRecord(
             deviceID: try row.string("device_id"), platform: try row.string("platform"),
             environment: try row.enumValue("environment", as: APNsEnvironment.self),
             apnsToken: row.optionalString("apns_token"), unreachableAt: row.optionalDate("unreachable_at"),
             userID: row.optionalString("user_id"), tags: tags, createdAt: try row.date("created_at"),
             updatedAt: try row.date("updated_at"))
+        device.hasSecret = row["secret_hash"].blob != nil
+        return device
     }
 
-    /// Creates or updates a device. Answers whether it was created: an insert that
-    /// does nothing when the device exists, then (for one that did) an update that
-    /// changes only what the registration gives. A registration without a token
-    /// keeps the stored one; one with a token records when it was registered and
-    /// makes the device reachable again.
-    public func upsertDevice(appID: String, deviceID: String, _ registration: DeviceRegistration, now: Date) throws -> Bool {
+    /// Adds a device with its first registration and the hash of its secret, unless
+    /// it exists: an insert that does nothing then. Answers whether it was added.
+    public func insertDevice(
+        appID: String, deviceID: String, _ registration: DeviceRegistration, secretHash: Data?, now: Date
+    ) throws -> Bool {
         let millis = now.unixMilliseconds
         let token = registration.apnsToken
         let created = try run(
             """
             INSERT INTO devices (app_id, device_id, platform, environment, apns_token, apns_token_registered_at,
-                user_id, created_at, updated_at)
+                user_id, created_at, updated_at, secret_hash)
             VALUES (\(appID), \(deviceID), \(registration.platform), \(registration.environment.rawValue), \(token),
-                \(token == nil ? nil : millis), \(registration.userID ?? nil), \(millis), \(millis))
+                \(token == nil ? nil : millis), \(registration.userID ?? nil), \(millis), \(millis), \(secretHash))
             ON CONFLICT (app_id, device_id) DO NOTHING
             """) > 0
-        if !created {
-            var changes: SQL = """
-                platform = \(registration.platform), environment = \(registration.environment.rawValue), \
-                updated_at = \(millis)
-                """
-            if let userID = registration.userID {
-                changes.append(", user_id = \(userID)")
-            }
-            if let token {
-                changes.append(", apns_token = \(token), apns_token_registered_at = \(millis), unreachable_at = NULL")
-            }
-            try run("UPDATE devices SET \(sql: changes) WHERE app_id = \(appID) AND device_id = \(deviceID)")
-        }
-        if let tags = registration.tags {
-            try run("DELETE FROM device_tags WHERE app_id = \(appID) AND device_id = \(deviceID)")
-            try runEach(Set(tags)) { tag in
-                "INSERT INTO device_tags (app_id, tag, device_id) VALUES (\(appID), \(tag), \(deviceID))"
-            }
-        }
+        if created, let tags = registration.tags { try replaceTags(appID: appID, deviceID: deviceID, tags) }
         return created
+    }
+
+    /// Changes a registered device by `registration`, never its secret: an update of
+    /// only what the registration gives. A registration without a token keeps the
+    /// stored one; one with a token records when it was registered and makes the
+    /// device reachable again.
+    public func updateDevice(appID: String, deviceID: String, _ registration: DeviceRegistration, now: Date) throws {
+        let millis = now.unixMilliseconds
+        var changes: SQL = """
+            platform = \(registration.platform), environment = \(registration.environment.rawValue), \
+            updated_at = \(millis)
+            """
+        if let userID = registration.userID {
+            changes.append(", user_id = \(userID)")
+        }
+        if let token = registration.apnsToken {
+            changes.append(", apns_token = \(token), apns_token_registered_at = \(millis), unreachable_at = NULL")
+        }
+        try run("UPDATE devices SET \(sql: changes) WHERE app_id = \(appID) AND device_id = \(deviceID)")
+        if let tags = registration.tags { try replaceTags(appID: appID, deviceID: deviceID, tags) }
+    }
+
+    private func replaceTags(appID: String, deviceID: String, _ tags: [String]) throws {
+        try run("DELETE FROM device_tags WHERE app_id = \(appID) AND device_id = \(deviceID)")
+        try runEach(Set(tags)) { tag in
+            "INSERT INTO device_tags (app_id, tag, device_id) VALUES (\(appID), \(tag), \(deviceID))"
+        }
+    }
+
+    /// What a device route checks its caller against, read at once (one round trip
+    /// on PostgreSQL): the app's `device_secrets` setting, and the device's
+    /// environment and secret hash, its row locked until the transaction ends
+    /// (`exclusive` for a change of the device or its secret, else shared).
+    public func deviceAccess(appID: String, deviceID: String, exclusive: Bool) throws -> DeviceAccess {
+        let results = try executor.queryAll([
+            Self.devicePolicySQL(appID: appID), deviceAccessSQL(appID: appID, deviceID: deviceID, exclusive: exclusive),
+        ])
+        return Self.deviceAccess(policy: results[0], device: results[1])
+    }
+
+    /// Replaces the hash of a device's secret. Answers whether the device exists.
+    public func replaceDeviceSecret(appID: String, deviceID: String, secretHash: Data) throws -> Bool {
+        try run(
+            "UPDATE devices SET secret_hash = \(secretHash) WHERE app_id = \(appID) AND device_id = \(deviceID)") > 0
+    }
+
+    static func devicePolicySQL(appID: String) -> SQL {
+        "SELECT device_secrets FROM apps WHERE id = \(appID)"
+    }
+
+    func deviceAccessSQL(appID: String, deviceID: String, exclusive: Bool) -> SQL {
+        let lock: SQL = dialect == .postgresql ? (exclusive ? " FOR UPDATE" : " FOR SHARE") : ""
+        return """
+            SELECT environment, secret_hash FROM devices WHERE app_id = \(appID) AND device_id = \(deviceID)\
+            \(sql: lock)
+            """
+    }
+
+    static func deviceAccess(policy: [SQLRow], device: [SQLRow]) -> DeviceAccess {
+        DeviceAccess(
+            policy: policy.first?.optionalString("device_secrets").flatMap(DeviceSecretPolicy.init(rawValue:)) ?? .off,
+            environment: device.first?.optionalString("environment").flatMap(APNsEnvironment.init(rawValue:)),
+            secretHash: device.first?["secret_hash"].blob)
     }
 
     /// The kinds other than `except` under which `token` is registered anywhere in
@@ -86,18 +133,19 @@ extension SQLSession {
     }
 
     /// What a device's update token for an activity is checked against, read at
-    /// once (one round trip on PostgreSQL): the device's environment, the kinds
-    /// the token is registered under other than an update token, and the activity,
-    /// locked.
+    /// once (one round trip on PostgreSQL): the app's setting, the device (locked,
+    /// shared) with its secret, the kinds the token is registered under other than
+    /// an update token, and the activity, locked.
     public func updateTokenChecks(appID: String, deviceID: String, activityID: String, token: String) throws -> UpdateTokenChecks {
         let results = try executor.queryAll([
-            Self.deviceEnvironmentSQL(appID: appID, deviceID: deviceID),
+            Self.devicePolicySQL(appID: appID),
+            deviceAccessSQL(appID: appID, deviceID: deviceID, exclusive: false),
             Self.registeredKindsSQL(appID: appID, token: token, except: .liveActivityUpdate),
             lockedActivitySQL(appID: appID, activityID: activityID),
         ])
         return UpdateTokenChecks(
-            environment: results[0].first?.optionalString("environment").flatMap(APNsEnvironment.init(rawValue:)),
-            otherKinds: Self.kinds(results[1]), activity: try results[2].first.map(Self.activityRecord))
+            device: Self.deviceAccess(policy: results[0], device: results[1]),
+            otherKinds: Self.kinds(results[2]), activity: try results[3].first.map(Self.activityRecord))
     }
 
     /// The environment of a registered device, or `nil` when there is no such device.

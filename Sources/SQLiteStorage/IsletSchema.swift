@@ -286,5 +286,11 @@ public enum IsletSchema {
             ) STRICT, WITHOUT ROWID;
             CREATE INDEX dashboard_sessions_expiry ON dashboard_sessions(expires_at);
             """),
+        // Apps that exist now keep working without secrets ('off'); Islet writes
+        // 'required' for every app it creates from this version on.
+        Migration(version: 10, name: "device secrets", sql: """
+            ALTER TABLE devices ADD COLUMN secret_hash BLOB;
+            ALTER TABLE apps ADD COLUMN device_secrets TEXT NOT NULL DEFAULT 'off';
+            """),
     ]
 }

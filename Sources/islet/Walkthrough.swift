@@ -12,7 +12,13 @@ enum Walkthrough {
         let inspect = application.embeddedAPNs?.endpoint.inspectURL ?? "(no inspection port)"
         var random = SystemRandomNumberGenerator()
         let startToken = PushToken.make(byteCount: 32, using: &random)
+        // A demo app kept from an earlier start may hold phone-1 already, with a
+        // secret that start printed: this one registers a phone of its own.
+        let suffix = demo.created ? "1" : String(format: "%04x", UInt16.random(in: .min ... .max, using: &random))
+        let device = "phone-\(suffix)"
+        let user = "user-\(suffix)"
         let json = "-H 'Content-Type: application/json'"
+        let secret = "-H \"\(DeviceSecrets.header): $DEVICE_SECRET\""
         return """
 
             Islet is running with the APNs simulator in-process (pushes go nowhere near Apple).
@@ -24,17 +30,17 @@ enum Walkthrough {
               export SERVER_KEY=\(demo.serverKey)
               export DEVICE_KEY=\(demo.deviceKey)
 
-            1. The app registers its device and a push-to-start token for its activity type:
-              curl -sX PUT $ISLET/v1/apps/$APP/devices/phone-1 -H "Authorization: Bearer $DEVICE_KEY" \(json) -d '{"platform":"ios","environment":"sandbox","user_id":"user-1"}'
-              curl -sX PUT $ISLET/v1/apps/$APP/devices/phone-1/push-to-start/DeliveryAttributes -H "Authorization: Bearer $DEVICE_KEY" \(json) -d '{"token":"\(startToken)"}'
+            1. The app registers its device, keeps the device_secret the answer carries (shown once; every later request for the device sends it), and registers a push-to-start token for its activity type:
+              DEVICE_SECRET=$(curl -sX PUT $ISLET/v1/apps/$APP/devices/\(device) -H "Authorization: Bearer $DEVICE_KEY" \(json) -d '{"platform":"ios","environment":"sandbox","user_id":"\(user)"}' | sed -n 's/.*"device_secret":"\\([^"]*\\)".*/\\1/p'); echo "$DEVICE_SECRET"
+              curl -sX PUT $ISLET/v1/apps/$APP/devices/\(device)/push-to-start/DeliveryAttributes -H "Authorization: Bearer $DEVICE_KEY" \(secret) \(json) -d '{"token":"\(startToken)"}'
 
             2. Your backend starts an activity on the user's devices:
-              curl -sX POST $ISLET/v1/apps/$APP/activities -H "Authorization: Bearer $SERVER_KEY" \(json) -d '{"activity_id":"order-42","activity_type":"DeliveryAttributes","attributes":{"order":"42"},"content_state":{"status":"preparing","eta_minutes":25},"alert":{"title":"Order 42","body":"We are preparing your order"},"audience":{"user_ids":["user-1"]}}'
+              curl -sX POST $ISLET/v1/apps/$APP/activities -H "Authorization: Bearer $SERVER_KEY" \(json) -d '{"activity_id":"order-42","activity_type":"DeliveryAttributes","attributes":{"order":"42"},"content_state":{"status":"preparing","eta_minutes":25},"alert":{"title":"Order 42","body":"We are preparing your order"},"audience":{"user_ids":["\(user)"]}}'
 
             3. The simulated phone shows it and mints an update token; the app registers it:
               curl -s $SIM/activities
               TOKEN=$(curl -s $SIM/activities | tr ',' '\\n' | sed -n 's/.*"update_token":"\\([0-9a-f]*\\)".*/\\1/p' | tail -1)
-              curl -sX PUT $ISLET/v1/apps/$APP/devices/phone-1/activities/order-42 -H "Authorization: Bearer $DEVICE_KEY" \(json) -d "{\\"activity_type\\":\\"DeliveryAttributes\\",\\"token\\":\\"$TOKEN\\"}"
+              curl -sX PUT $ISLET/v1/apps/$APP/devices/\(device)/activities/order-42 -H "Authorization: Bearer $DEVICE_KEY" \(secret) \(json) -d "{\\"activity_type\\":\\"DeliveryAttributes\\",\\"token\\":\\"$TOKEN\\"}"
 
             4. Your backend updates it, then ends it:
               curl -sX POST $ISLET/v1/apps/$APP/activities/order-42/update -H "Authorization: Bearer $SERVER_KEY" \(json) -d '{"content_state":{"status":"on the way","eta_minutes":10}}'

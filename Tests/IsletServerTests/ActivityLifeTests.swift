@@ -167,7 +167,8 @@ struct ActivityLifeTests {
                 try await h.registerUpdateToken(app, phone, "score-1", token: ServerHarness.token())
             }
             let ended = try await h.call(
-                "POST", "/v1/apps/\(app.id)/devices/phone-1/activities/score-1/end", key: app.deviceKey, body: "")
+                "POST", "/v1/apps/\(app.id)/devices/phone-1/activities/score-1/end", key: app.deviceKey, body: "",
+                headers: h.secretHeader(app, "phone-1"))
             #expect(ended.status == 200)
             #expect(ended["device"]?["status"]?.stringValue == "ended")
             #expect(ended["device"]?["end_cause"]?.stringValue == "device")

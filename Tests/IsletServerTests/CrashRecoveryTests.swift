@@ -64,8 +64,11 @@ struct CrashRecoveryTests {
     }
 
     /// A request to the API on `port`, its answer as JSON.
-    func call(_ port: Int, _ method: String, _ path: String, _ key: String, _ body: JSONValue? = nil) async throws -> JSONValue {
+    func call(
+        _ port: Int, _ method: String, _ path: String, _ key: String, _ body: JSONValue? = nil, secret: String? = nil
+    ) async throws -> JSONValue {
         var headers = ["Authorization": "Bearer \(key)"]
+        if let secret { headers["Islet-Device-Secret"] = secret }
         if body != nil { headers["Content-Type"] = "application/json" }
         let response = try await httpRequest(
             port: port, method: method, path: path, headers: headers, body: body.map { Data($0.jsonText.utf8) })
@@ -92,18 +95,20 @@ struct CrashRecoveryTests {
             let simulator = setup.simulator
             var (process, port, _) = try await launch(setup.arguments)
             defer { process.stop() }
-            func call(_ method: String, _ path: String, _ key: String, _ body: JSONValue? = nil) async throws -> JSONValue {
-                try await self.call(port, method, path, key, body)
+            func call(
+                _ method: String, _ path: String, _ key: String, _ body: JSONValue? = nil, secret: String? = nil
+            ) async throws -> JSONValue {
+                try await self.call(port, method, path, key, body, secret: secret)
             }
             let (appID, serverKey, deviceKey) = try await createApp(port, setup, name: "Fans")
             let devices = 120
             for index in 0..<devices {
-                _ = try await call("PUT", "/v1/apps/\(appID)/devices/phone-\(index)", deviceKey, [
+                let device = try await call("PUT", "/v1/apps/\(appID)/devices/phone-\(index)", deviceKey, [
                     "platform": "ios", "environment": "sandbox", "tags": ["fans"],
                 ])
                 _ = try await call(
                     "PUT", "/v1/apps/\(appID)/devices/phone-\(index)/push-to-start/MatchAttributes", deviceKey,
-                    ["token": .string(ServerHarness.token())])
+                    ["token": .string(ServerHarness.token())], secret: device["device_secret"]?.stringValue)
             }
             let started = try await call("POST", "/v1/apps/\(appID)/activities", serverKey, [
                 "activity_id": "final", "activity_type": "MatchAttributes", "attributes": ["home": "A", "away": "B"],
@@ -156,13 +161,17 @@ struct CrashRecoveryTests {
             let simulator = setup.simulator
             var (process, port, _) = try await launch(setup.arguments)
             defer { process.stop() }
-            func call(_ method: String, _ path: String, _ key: String, _ body: JSONValue? = nil) async throws -> JSONValue {
-                try await self.call(port, method, path, key, body)
+            func call(
+                _ method: String, _ path: String, _ key: String, _ body: JSONValue? = nil, secret: String? = nil
+            ) async throws -> JSONValue {
+                try await self.call(port, method, path, key, body, secret: secret)
             }
             let (appID, serverKey, deviceKey) = try await createApp(port, setup, name: "Day")
             let token = ServerHarness.token()
-            _ = try await call("PUT", "/v1/apps/\(appID)/devices/phone-1", deviceKey, ["platform": "ios", "environment": "sandbox"])
-            _ = try await call("PUT", "/v1/apps/\(appID)/devices/phone-1/push-to-start/DayAttributes", deviceKey, ["token": .string(token)])
+            let device = try await call("PUT", "/v1/apps/\(appID)/devices/phone-1", deviceKey, ["platform": "ios", "environment": "sandbox"])
+            _ = try await call(
+                "PUT", "/v1/apps/\(appID)/devices/phone-1/push-to-start/DayAttributes", deviceKey, ["token": .string(token)],
+                secret: device["device_secret"]?.stringValue)
             let sendAt = Date().addingTimeInterval(2 * Double(TestTime.scale))
             let scheduled = try await call("POST", "/v1/apps/\(appID)/activities", serverKey, [
                 "activity_id": "day-1", "activity_type": "DayAttributes", "attributes": ["venue": "A"],

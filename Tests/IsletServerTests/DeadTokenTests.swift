@@ -28,7 +28,8 @@ struct DeadTokenTests {
             let again = try await h.start(app, "order-2", audience: ["device_ids": ["phone-1"]])
             #expect(again.status == 422)
             let delete = try await h.call(
-                "DELETE", "/v1/apps/\(app.id)/devices/phone-1/push-to-start/DeliveryAttributes", key: app.deviceKey)
+                "DELETE", "/v1/apps/\(app.id)/devices/phone-1/push-to-start/DeliveryAttributes", key: app.deviceKey,
+                headers: h.secretHeader(app, "phone-1"))
             #expect(delete.status == 404)
             // The device itself is untouched.
             let device = try await h.registerDevice(app, "phone-1")
@@ -168,7 +169,7 @@ struct DeadTokenTests {
             #expect(crossed.status == 201)
             let mixed = try await h.call("PUT", "/v1/apps/\(app.id)/devices/phone-3", key: app.deviceKey, json: [
                 "platform": "ios", "environment": "sandbox", "apns_token": .string(startToken),
-            ])
+            ], headers: h.secretHeader(app, "phone-3"))
             #expect(mixed.status == 422)
             #expect(mixed.errorFields == ["apns_token"])
             let deviceToken = ServerHarness.token()
@@ -213,7 +214,7 @@ struct DeadTokenTests {
             for empty: JSONValue in [.null, ""] {
                 let again = try await h.call("PUT", "/v1/apps/\(app.id)/devices/phone-1", key: app.deviceKey, json: [
                     "platform": "ios", "environment": "sandbox", "apns_token": empty,
-                ])
+                ], headers: h.secretHeader(app, "phone-1"))
                 #expect(again.status == 200)
                 #expect(again["has_apns_token"] == true)
             }
@@ -231,7 +232,7 @@ struct DeadTokenTests {
             let startToken = try await h.registerStartable(app, "phone-1")
             let repeated = try await h.call(
                 "PUT", "/v1/apps/\(app.id)/devices/phone-1/push-to-start/DeliveryAttributes", key: app.deviceKey,
-                json: ["token": .string(startToken)])
+                json: ["token": .string(startToken)], headers: h.secretHeader(app, "phone-1"))
             #expect(repeated.status == 200)
         }
     }

@@ -89,9 +89,10 @@ struct MultiNodeTests {
                 "platform": "ios", "environment": "sandbox", "apns_token": .string(deviceToken),
             ])
             #expect(device.status == 201)
+            let secret = try #require(device.json["device_secret"]?.stringValue)
             let activity = try await nodes[0].call("PUT", "/v1/apps/\(app.id)/devices/phone/activities/board", app.deviceKey, [
                 "activity_type": "BoardAttributes", "token": .string(updateToken),
-            ])
+            ], headers: ["Islet-Device-Secret": secret])
             #expect(activity.status == 201)
             try cluster.simulator.engine.registerToken(updateToken, kind: .liveActivityUpdate)
 
@@ -259,9 +260,10 @@ final class ServeNode: Sendable {
 
     /// One request with a key; the answer's body parsed (`null` when it is not JSON).
     func call(
-        _ method: String, _ path: String, _ key: String, _ body: JSONValue? = nil
+        _ method: String, _ path: String, _ key: String, _ body: JSONValue? = nil, headers extra: [String: String] = [:]
     ) async throws -> (status: Int, json: JSONValue, text: String) {
-        var headers = ["Authorization": "Bearer \(key)"]
+        var headers = extra
+        headers["Authorization"] = "Bearer \(key)"
         if body != nil { headers["Content-Type"] = "application/json" }
         let response = try await httpRequest(
             port: port, method: method, path: path, headers: headers, body: body.map { Data($0.jsonText.utf8) })
@@ -445,10 +447,11 @@ final class Cluster: Sendable {
                             if failed.withLock({ $0 }) { return }
                             let device = "/v1/apps/\(app.id)/devices/phone-\(index)"
                             do {
-                                try client.put(device, ["platform": "ios", "environment": "sandbox"])
+                                let registered = try client.put(device, ["platform": "ios", "environment": "sandbox"])
                                 try client.put(
                                     device + "/activities/\(activityID)",
-                                    ["activity_type": "MatchAttributes", "token": .string(shared[index])])
+                                    ["activity_type": "MatchAttributes", "token": .string(shared[index])],
+                                    headers: ["Islet-Device-Secret": registered["device_secret"]?.stringValue ?? ""])
                             } catch {
                                 failed.withLock { $0 = true }
                                 throw error
@@ -488,11 +491,13 @@ final class KeepAliveClient {
         self.key = key
     }
 
-    /// A PUT that must answer 200 or 201. Sent again, once, on a fresh connection
-    /// when the kept one fails (a PUT may be repeated).
-    func put(_ path: String, _ body: JSONValue) throws {
+    /// A PUT that must answer 200 or 201; answers the answer's body. Sent again,
+    /// once, on a fresh connection when the kept one fails (a PUT may be repeated).
+    @discardableResult
+    func put(_ path: String, _ body: JSONValue, headers: [String: String] = [:]) throws -> JSONValue {
         let data = Data(body.jsonText.utf8)
-        let head = "PUT \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \(key)\r\n"
+        let extra = headers.map { "\($0.key): \($0.value)\r\n" }.joined()
+        let head = "PUT \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \(key)\r\n" + extra
             + "Content-Type: application/json\r\nContent-Length: \(data.count)\r\n\r\n"
         var response: RawHTTPResponse
         do {
@@ -505,6 +510,7 @@ final class KeepAliveClient {
         guard response.status == 200 || response.status == 201 else {
             throw RawHTTPError("PUT \(path): \(response.status) \(response.text)")
         }
+        return (try? JSONValue(parsing: response.body)) ?? .null
     }
 
     private func send(_ message: Data) throws -> RawHTTPResponse {

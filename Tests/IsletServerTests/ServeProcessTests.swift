@@ -75,61 +75,62 @@ struct ServeProcessTests {
         #expect(result.error.hasPrefix("islet: unknown command \"serv\""))
     }
 
+    /// Starts `islet serve --simulator` on `dir`; answers the process, once its
+    /// walk-through is printed, with the walk-through and its exports.
+    func startWithWalkthrough(_ dir: URL) async throws -> (Subprocess, String, [String: String]) {
+        let process = try Subprocess(
+            executable,
+            [
+                "serve", "--simulator", "--port", "0", "--simulator-port", "0", "--simulator-inspect-port", "0",
+                "--data-dir", dir.path,
+            ],
+            standardOutput: .collect, standardError: .collect)
+        let output = OutputCollector(standardOutputOf: process)
+        var exports: [String: String] = [:]
+        for _ in 0..<2_400 where exports["DEVICE_KEY"] == nil || !output.value.contains("The API is described") {
+            try await Task.sleep(for: .milliseconds(25))
+            for line in output.value.split(separator: "\n") where line.hasPrefix("  export ") {
+                for pair in line.dropFirst("  export ".count).split(separator: " ") {
+                    let parts = pair.split(separator: "=", maxSplits: 1)
+                    if parts.count == 2 { exports[String(parts[0])] = String(parts[1]) }
+                }
+            }
+        }
+        return (process, output.value, exports)
+    }
+
     @Test func simulatorModePrintsAWalkThroughThatWorks() async throws {
         try #require(FileManager.default.isExecutableFile(atPath: executable), "islet not built at \(executable)")
         try await withTemporaryDirectory { dir in
-            let process = try Subprocess(
-                executable,
-                [
-                    "serve", "--simulator", "--port", "0", "--simulator-port", "0", "--simulator-inspect-port", "0",
-                    "--data-dir", dir.path,
-                ],
-                standardOutput: .collect, standardError: .collect)
-            let output = OutputCollector(standardOutputOf: process)
+            let (process, text, found) = try await startWithWalkthrough(dir)
             defer { process.stop() }
-            var exports: [String: String] = [:]
-            for _ in 0..<2_400 where exports["DEVICE_KEY"] == nil {
-                try await Task.sleep(for: .milliseconds(25))
-                for line in output.value.split(separator: "\n") where line.hasPrefix("  export ") {
-                    for pair in line.dropFirst("  export ".count).split(separator: " ") {
-                        let parts = pair.split(separator: "=", maxSplits: 1)
-                        if parts.count == 2 { exports[String(parts[0])] = String(parts[1]) }
-                    }
-                }
-            }
-            let text = output.value
+            var exports = found
             #expect(text.contains("Admin token (generated once"))
-            let api = try #require(exports["ISLET"].flatMap { Int($0.split(separator: ":").last ?? "") })
             let sim = try #require(exports["SIM"].flatMap { Int($0.split(separator: ":").last ?? "") })
-            let app = try #require(exports["APP"])
-            let serverKey = try #require(exports["SERVER_KEY"])
-            let deviceKey = try #require(exports["DEVICE_KEY"])
-            // The walk-through's own bodies, sent as printed.
-            func body(after marker: String) throws -> String {
-                let line = try #require(text.split(separator: "\n").first { $0.contains(marker) && $0.contains("-d '") })
-                let start = try #require(line.range(of: "-d '"))
-                return String(line[start.upperBound...].dropLast())
-            }
-            func call(_ method: String, _ path: String, _ key: String, _ body: String?) async throws -> RawHTTPResponse {
-                try await httpRequest(
-                    port: api, method: method, path: path,
-                    headers: ["Authorization": "Bearer \(key)", "Content-Type": "application/json"], body: body.map { Data($0.utf8) })
-            }
-            #expect(try await call("PUT", "/v1/apps/\(app)/devices/phone-1", deviceKey, try body(after: "/devices/phone-1 ")).status == 201)
-            #expect(try await call("PUT", "/v1/apps/\(app)/devices/phone-1/push-to-start/DeliveryAttributes", deviceKey, try body(after: "/push-to-start/")).status == 201)
-            #expect(try await call("POST", "/v1/apps/\(app)/activities", serverKey, try body(after: "/activities -H")).status == 202)
-            var token: String?
-            for _ in 0..<2_400 where token == nil {
+            #expect(exports["APP"] != nil && exports["SERVER_KEY"] != nil)
+            // The walk-through's commands, step by step, run as printed by a shell.
+            let steps = Self.walkthroughSteps(text)
+            try #require(steps.count == 5, "\(text)")
+            #expect(steps[1].contains { $0.contains("Islet-Device-Secret: $DEVICE_SECRET") })
+            // curl prints no newline after an answer: the secret goes on a line of its own.
+            let first = try await Self.shell(steps[1] + ["echo", #"echo "kept=$DEVICE_SECRET""#], exports)
+            let secret = try #require(
+                first.split(separator: "\n").last { $0.hasPrefix("kept=") }.map { String($0.dropFirst("kept=".count)) },
+                "\(first)")
+            #expect(secret.hasPrefix("islet_ds_"), "\(first)")
+            #expect(first.contains(#""registered_at""#), "the push-to-start token was refused: \(first)")
+            exports["DEVICE_SECRET"] = secret
+            #expect(try await Self.shell(steps[2], exports).contains(#""targets":1"#))
+            var started = false
+            for _ in 0..<2_400 where !started {
                 try await Task.sleep(for: .milliseconds(25))
                 let activities = try await httpRequest(port: sim, path: "/activities")
-                token = (try? JSONValue(parsing: activities.body))?["activities"]?.arrayValue?.first?["update_token"]?.stringValue
+                started = (try? JSONValue(parsing: activities.body))?["activities"]?.arrayValue?.first?["update_token"]?.stringValue != nil
             }
-            let updateToken = try #require(token)
-            #expect(try await call(
-                "PUT", "/v1/apps/\(app)/devices/phone-1/activities/order-42", deviceKey,
-                #"{"activity_type":"DeliveryAttributes","token":""# + updateToken + #""}"#).status == 201)
-            #expect(try await call("POST", "/v1/apps/\(app)/activities/order-42/update", serverKey, try body(after: "/update ")).status == 202)
-            #expect(try await call("POST", "/v1/apps/\(app)/activities/order-42/end", serverKey, try body(after: "/end ")).status == 202)
+            try #require(started)
+            let third = try await Self.shell(steps[3], exports)
+            #expect(third.contains(#""device_id":"phone-1""#) && third.contains(#""registered_at""#), "\(third)")
+            _ = try await Self.shell(steps[4], exports)
             var status: String?
             for _ in 0..<2_400 where status != "ended" {
                 try await Task.sleep(for: .milliseconds(25))
@@ -137,7 +138,54 @@ struct ServeProcessTests {
                 status = (try? JSONValue(parsing: activities.body))?["activities"]?.arrayValue?.first?["status"]?.stringValue
             }
             #expect(status == "ended")
+
+            // Started again on the same data, the walk-through registers a phone of
+            // its own: phone-1 and its secret belong to the first start's.
+            process.terminate()
+            #expect(await process.exited())
+            let (again, textAgain, exportsAgain) = try await startWithWalkthrough(dir)
+            defer { again.stop() }
+            #expect(textAgain.contains("The demo app was given fresh keys"))
+            let stepsAgain = Self.walkthroughSteps(textAgain)
+            try #require(stepsAgain.count == 5, "\(textAgain)")
+            #expect(!stepsAgain[1].joined().contains("/devices/phone-1"))
+            let registered = try await Self.shell(stepsAgain[1], exportsAgain)
+            #expect(registered.hasPrefix("islet_ds_") && registered.contains(#""registered_at""#), "\(registered)")
         }
+    }
+
+    /// The commands of the walk-through, by step: its exports first, then the
+    /// commands of each numbered step (lines indented by two spaces).
+    static func walkthroughSteps(_ text: String) -> [[String]] {
+        var steps: [[String]] = []
+        var inside = false
+        for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
+            if line.hasPrefix("Paste into another shell:") {
+                inside = true
+                steps = [[]]
+            } else if inside, let first = line.first, first.isNumber {
+                if line.hasPrefix("5.") { break }
+                steps.append([])
+            } else if inside, line.hasPrefix("  "), !line.hasPrefix("   "), !steps.isEmpty {
+                steps[steps.count - 1].append(String(line.dropFirst(2)))
+            } else if inside, line.hasPrefix("The API is described") {
+                break
+            }
+        }
+        return steps
+    }
+
+    /// Runs `lines` with bash (stopping at the first that fails), with
+    /// `environment`; answers what it printed.
+    static func shell(_ lines: [String], _ environment: [String: String]) async throws -> String {
+        let process = try Subprocess(
+            "/bin/bash", ["-e", "-o", "pipefail", "-c", lines.joined(separator: "\n")], environment: environment,
+            standardOutput: .collect, standardError: .collect)
+        defer { process.stop() }
+        #expect(await process.exited(within: .seconds(60 * TestTime.scale)))
+        _ = await eventually(within: .seconds(10)) { process.standardOutputClosed }
+        #expect(process.termination == .exit(0), "\(lines.joined(separator: "\n"))\n\(process.standardError)")
+        return process.standardOutput
     }
 
     /// Starts `islet serve` with `arguments`, waits for its listening line on

@@ -51,8 +51,11 @@ struct TwoNodeApplicationTests {
         }
     }
 
-    func call(_ node: Application, _ method: String, _ path: String, key: String, body: JSONValue? = nil) async throws -> (Int, JSONValue) {
+    func call(
+        _ node: Application, _ method: String, _ path: String, key: String, body: JSONValue? = nil, secret: String? = nil
+    ) async throws -> (Int, JSONValue) {
         var headers = ["Authorization": "Bearer \(key)"]
+        if let secret { headers["Islet-Device-Secret"] = secret }
         if body != nil { headers["Content-Type"] = "application/json" }
         let response = try await httpRequest(
             port: node.port, method: method, path: path, headers: headers, body: body.map { Data($0.jsonText.utf8) })
@@ -70,16 +73,18 @@ struct TwoNodeApplicationTests {
             let device = "/v1/apps/\(appID)/devices/phone-1"
             let registration: JSONValue = ["platform": "ios", "environment": "sandbox"]
             // Node b reads the key and keeps the app in its cache.
-            #expect(try await call(b, "PUT", device, key: oldKey, body: registration).0 < 300)
+            let (registered, answer) = try await call(b, "PUT", device, key: oldKey, body: registration)
+            #expect(registered == 201)
+            let secret = answer["device_secret"]?.stringValue
             let (rotated, keys) = try await call(a, "POST", "/v1/apps/\(appID)/keys/rotate", key: Self.adminToken)
             #expect(rotated == 200)
             let newKey = try #require(keys["device_key"]?.stringValue)
             // Told through the database, node b drops its cache long before the ten
             // minutes it would otherwise keep the old key.
             #expect(await eventually(within: .seconds(60)) {
-                (try? await call(b, "PUT", device, key: oldKey, body: registration).0) == 401
+                (try? await call(b, "PUT", device, key: oldKey, body: registration, secret: secret).0) == 401
             })
-            #expect(try await call(b, "PUT", device, key: newKey, body: registration).0 < 300)
+            #expect(try await call(b, "PUT", device, key: newKey, body: registration, secret: secret).0 < 300)
         }
     }
 

@@ -19,6 +19,7 @@ struct EventServiceTests {
         let services: Services
         let clock: ManualWallClock
         let store: any Store
+        let secrets = DeviceSecretBook()
 
         func app() async throws -> AppRecord {
             let key = try P256.SigningKey.generate()
@@ -27,11 +28,11 @@ struct EventServiceTests {
                 credentials: APNsCredentials(teamID: "TEAM000001", keyID: "KEY0000001", privateKeyPEM: key.pemRepresentation),
                 strictActivityTypes: false))
             for device in ["phone-1", "phone-2"] {
-                _ = try await services.devices.register(
-                    appID: created.app.id, deviceID: device,
+                try await secrets.register(
+                    services.devices, appID: created.app.id, deviceID: device,
                     DeviceRegistration(platform: "ios", environment: .sandbox, apnsToken: nil, userID: .some("user-1"), tags: nil))
                 _ = try await services.devices.putStartToken(
-                    appID: created.app.id, deviceID: device, activityType: "DeliveryAttributes",
+                    appID: created.app.id, deviceID: device, secret: secrets[created.app.id, device], activityType: "DeliveryAttributes",
                     token: String(repeating: device == "phone-1" ? "a1" : "b2", count: 32))
             }
             return created.app
@@ -94,7 +95,8 @@ struct EventServiceTests {
             try rig.acceptQueued()
             for (device, token) in [("phone-1", "c1"), ("phone-2", "c2")] {
                 _ = try await rig.services.devices.putUpdateToken(
-                    appID: app.id, deviceID: device, activityID: "order-1", activityType: "DeliveryAttributes",
+                    appID: app.id, deviceID: device, secret: rig.secrets[app.id, device], activityID: "order-1",
+                    activityType: "DeliveryAttributes",
                     token: String(repeating: token, count: 32))
             }
             rig.clock.advance(by: 1)
@@ -305,7 +307,8 @@ struct EventServiceTests {
             #expect(try rig.acceptQueued() == 2)
             // phone-2 answers with its update token; phone-1 never does.
             _ = try await rig.services.devices.putUpdateToken(
-                appID: app.id, deviceID: "phone-2", activityID: "order-1", activityType: "DeliveryAttributes",
+                appID: app.id, deviceID: "phone-2", secret: rig.secrets[app.id, "phone-2"], activityID: "order-1",
+                activityType: "DeliveryAttributes",
                 token: String(repeating: "c2", count: 32))
             rig.clock.advance(by: 599)
             #expect(await rig.services.events.reportUnconfirmedStarts() == 0)

@@ -21,6 +21,7 @@ struct ScheduleServiceTests {
         let services: Services
         let clock: ManualWallClock
         let store: any Store
+        let secrets = DeviceSecretBook()
 
         var schedules: ScheduleService { services.schedules }
         var now: Date { clock.now() }
@@ -37,11 +38,11 @@ struct ScheduleServiceTests {
         }
 
         func device(_ app: AppRecord, _ id: String, tags: [String]) async throws {
-            _ = try await services.devices.register(
-                appID: app.id, deviceID: id,
+            try await secrets.register(
+                services.devices, appID: app.id, deviceID: id,
                 DeviceRegistration(platform: "ios", environment: .sandbox, apnsToken: nil, userID: .some("user-1"), tags: tags))
             _ = try await services.devices.putStartToken(
-                appID: app.id, deviceID: id, activityType: "DayAttributes",
+                appID: app.id, deviceID: id, secret: secrets[app.id, id], activityType: "DayAttributes",
                 token: String(repeating: id == "phone-1" ? "ab" : "ac", count: 32))
         }
 
@@ -60,7 +61,8 @@ struct ScheduleServiceTests {
 
         func holds(_ app: AppRecord, _ id: String, token: String = ScheduleServiceTests.updateToken) async throws {
             _ = try await services.devices.putUpdateToken(
-                appID: app.id, deviceID: "phone-1", activityID: id, activityType: "DayAttributes", token: token)
+                appID: app.id, deviceID: "phone-1", secret: secrets[app.id, "phone-1"], activityID: id,
+                activityType: "DayAttributes", token: token)
         }
 
         func update(_ app: AppRecord, id: String = "day-1", eta: Int = 5, at: Date?, key: IdempotencyKey? = nil) async throws
@@ -426,10 +428,12 @@ struct ScheduleServiceTests {
             _ = try await rig.services.activities.start(rig.startCommand(app, audience: .deviceIDs(["phone-1", "phone-2"])))
             try await rig.holds(app, "day-1")
             _ = try await rig.services.devices.putUpdateToken(
-                appID: app.id, deviceID: "phone-2", activityID: "day-1", activityType: "DayAttributes",
+                appID: app.id, deviceID: "phone-2", secret: rig.secrets[app.id, "phone-2"], activityID: "day-1",
+                activityType: "DayAttributes",
                 token: String(repeating: "fa", count: 32))
             // phone-2 loses its push-to-start token: it cannot be renewed.
-            _ = try await rig.services.devices.deleteStartToken(appID: app.id, deviceID: "phone-2", activityType: "DayAttributes")
+            _ = try await rig.services.devices.deleteStartToken(
+                appID: app.id, deviceID: "phone-2", secret: rig.secrets[app.id, "phone-2"], activityType: "DayAttributes")
             let plan = TimelinePlan(entries: entries([3600, 9 * 3600], from: started), endAt: started.addingTimeInterval(10 * 3600), renew: true)
             _ = try await rig.services.timelines.put(PutTimeline(app: app, activityID: "day-1", plan: plan))
             rig.clock.set(started.addingTimeInterval(3600))
@@ -501,7 +505,8 @@ struct ScheduleServiceTests {
             let app = try await rig.app()
             let started = rig.now
             try await rig.running(app)
-            _ = try await rig.services.devices.deleteStartToken(appID: app.id, deviceID: "phone-1", activityType: "DayAttributes")
+            _ = try await rig.services.devices.deleteStartToken(
+                appID: app.id, deviceID: "phone-1", secret: rig.secrets[app.id, "phone-1"], activityType: "DayAttributes")
             let plan = TimelinePlan(entries: entries([3600], from: started), endAt: started.addingTimeInterval(13 * 3600), renew: true)
             _ = try await rig.services.timelines.put(PutTimeline(app: app, activityID: "day-1", plan: plan))
             rig.clock.set(started.addingTimeInterval(8 * 3600 - 15 * 60))

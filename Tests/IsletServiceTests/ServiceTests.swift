@@ -24,6 +24,7 @@ struct ServiceTests {
         let clock: ManualWallClock
         let store: any Store
         let woken: Lock<Int>
+        let secrets = DeviceSecretBook()
 
         /// An app with credentials, a device of it with a push-to-start token.
         func appWithDevice() async throws -> AppRecord {
@@ -33,11 +34,12 @@ struct ServiceTests {
                 credentials: APNsCredentials(teamID: "TEAM000001", keyID: "KEY0000001", privateKeyPEM: key.pemRepresentation),
                 strictActivityTypes: false))
             let appID = created.app.id
-            _ = try await services.devices.register(
-                appID: appID, deviceID: "phone-1",
+            try await secrets.register(
+                services.devices, appID: appID, deviceID: "phone-1",
                 DeviceRegistration(platform: "ios", environment: .sandbox, apnsToken: nil, userID: .some("user-1"), tags: nil))
             _ = try await services.devices.putStartToken(
-                appID: appID, deviceID: "phone-1", activityType: "DeliveryAttributes", token: ServiceTests.startToken)
+                appID: appID, deviceID: "phone-1", secret: secrets[appID, "phone-1"], activityType: "DeliveryAttributes",
+                token: ServiceTests.startToken)
             return created.app
         }
 
@@ -173,21 +175,21 @@ struct ServiceTests {
         try await withRig { rig in
             let app = try await rig.appWithDevice()
             do {
-                _ = try await rig.services.devices.register(
-                    appID: app.id, deviceID: "phone-2",
+                try await rig.secrets.register(
+                    rig.services.devices, appID: app.id, deviceID: "phone-2",
                     DeviceRegistration(platform: "ios", environment: .sandbox, apnsToken: Self.startToken, userID: nil, tags: nil))
                 Issue.record("a push-to-start token was taken as a device token")
             } catch let error as ServiceError {
                 #expect(error.code == .invalid && error.fields?.first?.field == "apns_token")
             }
             let first = try await rig.services.devices.putUpdateToken(
-                appID: app.id, deviceID: "phone-1", activityID: "local-1", activityType: "DeliveryAttributes", token: Self.updateToken)
+                appID: app.id, deviceID: "phone-1", secret: rig.secrets[app.id, "phone-1"], activityID: "local-1", activityType: "DeliveryAttributes", token: Self.updateToken)
             let again = try await rig.services.devices.putUpdateToken(
-                appID: app.id, deviceID: "phone-1", activityID: "local-1", activityType: "DeliveryAttributes", token: Self.updateToken)
+                appID: app.id, deviceID: "phone-1", secret: rig.secrets[app.id, "phone-1"], activityID: "local-1", activityType: "DeliveryAttributes", token: Self.updateToken)
             #expect(first.created && !again.created)
             #expect(await code {
                 _ = try await rig.services.devices.putUpdateToken(
-                    appID: app.id, deviceID: "phone-9", activityID: "local-1", activityType: "DeliveryAttributes", token: Self.updateToken)
+                    appID: app.id, deviceID: "phone-9", secret: nil, activityID: "local-1", activityType: "DeliveryAttributes", token: Self.updateToken)
             } == .notFound)
         }
     }
@@ -199,8 +201,8 @@ struct ServiceTests {
             let app = try await rig.appWithDevice()
             let devices = 8
             for index in 0..<devices {
-                _ = try await rig.services.devices.register(
-                    appID: app.id, deviceID: "fan-\(index)",
+                try await rig.secrets.register(
+                    rig.services.devices, appID: app.id, deviceID: "fan-\(index)",
                     DeviceRegistration(platform: "ios", environment: .sandbox, apnsToken: nil, userID: nil, tags: nil))
             }
             for round in 0..<10 {
@@ -209,7 +211,8 @@ struct ServiceTests {
                         group.addTask {
                             let token = String(format: "%02x%02x", round, index) + String(repeating: "ef", count: 30)
                             return try await rig.services.devices.putUpdateToken(
-                                appID: app.id, deviceID: "fan-\(index)", activityID: "match-\(round)",
+                                appID: app.id, deviceID: "fan-\(index)", secret: rig.secrets[app.id, "fan-\(index)"],
+                                activityID: "match-\(round)",
                                 activityType: "MatchAttributes", token: token
                             ).created
                         }
@@ -222,7 +225,8 @@ struct ServiceTests {
             // was created with is still refused.
             #expect(await code {
                 _ = try await rig.services.devices.putUpdateToken(
-                    appID: app.id, deviceID: "fan-0", activityID: "match-0", activityType: "OtherAttributes",
+                    appID: app.id, deviceID: "fan-0", secret: rig.secrets[app.id, "fan-0"], activityID: "match-0",
+                    activityType: "OtherAttributes",
                     token: String(repeating: "fe", count: 32))
             } == .invalid)
         }

@@ -85,11 +85,12 @@ struct WebhookServiceTests {
                 name: "Shop", bundleID: "com.example.shop",
                 credentials: APNsCredentials(teamID: "TEAM000001", keyID: "KEY0000001", privateKeyPEM: key.pemRepresentation),
                 strictActivityTypes: false)).app
-            _ = try await services.devices.register(
-                appID: app.id, deviceID: "phone-1",
+            let phone = try await services.devices.register(
+                appID: app.id, deviceID: "phone-1", secret: nil,
                 DeviceRegistration(platform: "ios", environment: .sandbox, apnsToken: nil, userID: .some("user-1"), tags: nil))
             _ = try await services.devices.putStartToken(
-                appID: app.id, deviceID: "phone-1", activityType: "DeliveryAttributes", token: String(repeating: "a1", count: 32))
+                appID: app.id, deviceID: "phone-1", secret: phone.secret, activityType: "DeliveryAttributes",
+                token: String(repeating: "a1", count: 32))
             let transport = RecordingWebhookTransport()
             let dispatcher = WebhookDispatcher(
                 environment: environment, transport: transport, random: SeededRandomSource(seed: 7))

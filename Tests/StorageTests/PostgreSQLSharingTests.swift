@@ -46,8 +46,8 @@ struct PostgreSQLSharingTests {
                 return try await group.reduce(into: []) { $0.append($1) }
             }
             defer { for store in stores { store.close() } }
-            #expect(try TestPostgres.psql(url, "SELECT count(*) FROM islet_migrations") == "4")
-            for store in stores { #expect(try store.readNow { try $0.schemaVersion() } == 9) }
+            #expect(try TestPostgres.psql(url, "SELECT count(*) FROM islet_migrations") == "5")
+            for store in stores { #expect(try store.readNow { try $0.schemaVersion() } == 10) }
         }
     }
 
@@ -160,6 +160,38 @@ struct PostgreSQLSharingTests {
             // The fixture starts at timestamp 1; the first writer made it 2 while the
             // second waited for the row.
             #expect(seen == 2)
+        }
+    }
+
+    @Test func aDeviceReadForItsSecretKeepsThatSecretUntilTheTransactionEnds() async throws {
+        try await withNodes(2) { stores, _ in
+            let first = Data("first".utf8)
+            try stores[0].writeNow { session in
+                try session.insertApp(Fixture.app())
+                _ = try session.insertDevice(appID: "app_1", deviceID: "d1", Fixture.registration(), secretHash: first, now: Fixture.t0)
+            }
+            let gate = Gate()
+            // A request checked against the secret (shared lock) acts on what it checked.
+            async let checked: (Data?, Data?) = stores[0].write { session in
+                let before = try session.deviceAccess(appID: "app_1", deviceID: "d1", exclusive: false).secretHash
+                gate.wait()
+                return (before, try session.deviceAccess(appID: "app_1", deviceID: "d1", exclusive: false).secretHash)
+            }
+            #expect(await eventually { gate.reached })
+            // A reset meanwhile waits for it.
+            let reset = Task {
+                try await stores[1].write { session in
+                    try session.replaceDeviceSecret(appID: "app_1", deviceID: "d1", secretHash: Data("second".utf8))
+                }
+            }
+            try await Task.sleep(for: .milliseconds(100))
+            gate.open()
+            let (before, after) = try await checked
+            #expect(before == first)
+            #expect(after == first)
+            #expect(try await reset.value)
+            #expect(try stores[1].writeNow { try $0.deviceAccess(appID: "app_1", deviceID: "d1", exclusive: false) }.secretHash
+                == Data("second".utf8))
         }
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import IsletCore
+import Storage
 
 /// The request bodies, field by field: the routes read their bodies through these
 /// definitions (`RequestBody(request, schema:)`) and the OpenAPI document renders
@@ -24,6 +25,9 @@ enum RequestSchemas {
         BodyField("bundle_id", .string(.bundleID)),
         BodyField("apns", .object(apnsFields), description: "Replaces the credentials as a whole group; null removes them."),
         BodyField("strict_activity_types", .bool),
+        BodyField(
+            "device_secrets", .enumeration(DeviceSecretPolicy.allCases.map(\.rawValue)),
+            description: "required: every device route for a registered device needs its Islet-Device-Secret; off: not checked."),
     ])
     static let registerDevice = BodySchema([
         BodyField("platform", .enumeration(["ios"]), required: true),

@@ -5,44 +5,73 @@ import IsletService
 import Storage
 
 /// The routes an app calls from its devices (device key): register the device and
-/// its ordinary token, its push-to-start tokens, and its update token per activity.
+/// its ordinary token, its push-to-start tokens, and its update token per activity;
+/// and the device secret's rotation (device key) and reset (server key). A route
+/// for a registered device passes the `Islet-Device-Secret` header to the service,
+/// which checks it under the app's `device_secrets` setting.
 struct DeviceRoutes: Sendable {
     let devices: DeviceService
+
+    /// What the 403 of a device route means.
+    private static let refused = (
+        403, "A key of the wrong kind, or (device_secrets: required) an Islet-Device-Secret header missing or not the device's secret"
+    )
+    /// What every later route for a device says of the secret.
+    private static let needsSecret = " A registered device's secret goes in the Islet-Device-Secret header (required when the app's device_secrets is required)."
 
     var routes: [APIRoute] {
         [
             APIRoute(
                 "PUT", "/v1/apps/{app_id}/devices/{device_id}",
-                summary: "Register or update a device; a missing or null apns_token keeps the stored one.",
+                summary: "Register or update a device; a missing or null apns_token keeps the stored one. Creating it answers its device_secret, shown once."
+                    + Self.needsSecret,
                 access: .device, body: RequestSchemas.registerDevice,
-                responses: [(201, "Registered"), (200, "Updated"), (422, "A field is invalid")]
+                responses: [(201, "Registered, with its device_secret"), (200, "Updated (with a new device_secret when device_secrets is off and the request did not carry the current one)"), Self.refused, (422, "A field is invalid")]
             ) { request in try await registerDevice(request) },
             APIRoute(
                 "PUT", "/v1/apps/{app_id}/devices/{device_id}/push-to-start/{activity_type}",
-                summary: "Store the device's push-to-start token for an activity type.", access: .device,
+                summary: "Store the device's push-to-start token for an activity type." + Self.needsSecret, access: .device,
                 body: RequestSchemas.token,
-                responses: [(201, "Stored"), (200, "Replaced or unchanged"), (404, "No such device"), (422, "A field is invalid")]
+                responses: [(201, "Stored"), (200, "Replaced or unchanged"), Self.refused, (404, "No such device"), (422, "A field is invalid")]
             ) { request in try await putStartToken(request) },
             APIRoute(
                 "DELETE", "/v1/apps/{app_id}/devices/{device_id}/push-to-start/{activity_type}",
-                summary: "Remove the device's push-to-start token: remote starts of that type stop reaching it.",
-                access: .device, responses: [(204, "Removed"), (404, "None was stored")]
+                summary: "Remove the device's push-to-start token: remote starts of that type stop reaching it." + Self.needsSecret,
+                access: .device, responses: [(204, "Removed"), Self.refused, (404, "None was stored")]
             ) { request in try await deleteStartToken(request) },
             APIRoute(
                 "PUT", "/v1/apps/{app_id}/devices/{device_id}/activities/{activity_id}",
-                summary: "Register or rotate the device's update token for an activity (creates an activity the app started locally).",
+                summary: "Register or rotate the device's update token for an activity (creates an activity the app started locally)."
+                    + Self.needsSecret,
                 access: .device, body: RequestSchemas.registerActivityToken,
-                responses: [(201, "Registered"), (200, "Rotated or unchanged"), (404, "No such device"), (409, "The activity has ended"), (422, "A field is invalid")]
+                responses: [(201, "Registered"), (200, "Rotated or unchanged"), Self.refused, (404, "No such device"), (409, "The activity has ended"), (422, "A field is invalid")]
             ) { request in try await putUpdateToken(request) },
             APIRoute(
                 "POST", "/v1/apps/{app_id}/devices/{device_id}/activities/{activity_id}/end",
-                summary: "The device ended the activity locally.", access: .device, body: RequestSchemas.empty,
-                responses: [(200, "Its copy is ended"), (404, "The device holds no such activity")]
+                summary: "The device ended the activity locally." + Self.needsSecret, access: .device, body: RequestSchemas.empty,
+                responses: [(200, "Its copy is ended"), Self.refused, (404, "The device holds no such activity")]
             ) { request in try await endOnDevice(request) },
+            APIRoute(
+                "POST", "/v1/apps/{app_id}/devices/{device_id}/secret/rotate",
+                summary: "Replace the device's secret, given its current one in the Islet-Device-Secret header (whatever device_secrets says); the old one stops working. The new one is shown once.",
+                access: .device, body: RequestSchemas.empty,
+                responses: [(200, "The new device_secret"), (403, "A key of the wrong kind, or an Islet-Device-Secret header missing or not the device's secret"), (404, "No such device")]
+            ) { request in try await rotateSecret(request) },
+            APIRoute(
+                "POST", "/v1/apps/{app_id}/devices/{device_id}/secret/reset",
+                summary: "Give the device a new secret without its old one (support: a device that lost its secret or registered before it had one); the old one stops working. The new one is shown once.",
+                access: .server, body: RequestSchemas.empty,
+                responses: [(200, "The new device_secret"), (404, "No such device")]
+            ) { request in try await resetSecret(request) },
         ]
     }
 
     // MARK: - Handlers
+
+    /// The `Islet-Device-Secret` header, as sent.
+    private static func secret(_ request: RouteRequest) -> String? {
+        request.http.headers[DeviceSecrets.header]
+    }
 
     private func registerDevice(_ request: RouteRequest) async throws -> HTTPResponse {
         let deviceID = try PathValues.identifier(request.parameters, "device_id")
@@ -58,10 +87,14 @@ struct DeviceRoutes: Sendable {
         }
         let tags = body.root.strings("tags")
         try body.finish()
-        let (created, device) = try await devices.register(
-            appID: request.app.id, deviceID: deviceID,
+        let registered = try await devices.register(
+            appID: request.app.id, deviceID: deviceID, secret: Self.secret(request),
             DeviceRegistration(platform: platform!, environment: environment!, apnsToken: token, userID: userID, tags: tags))
-        return APIJSON.response(status: created ? 201 : 200, Self.json(device))
+        var json = Self.json(registered.device)
+        if let secret = registered.secret { json["device_secret"] = .string(secret) }
+        var response = APIJSON.response(status: registered.created ? 201 : 200, .object(json))
+        if registered.secret != nil { response.headers.set("Cache-Control", "no-store") }
+        return response
     }
 
     private func putStartToken(_ request: RouteRequest) async throws -> HTTPResponse {
@@ -71,7 +104,7 @@ struct DeviceRoutes: Sendable {
         let token = body.root.token("token")
         try body.finish()
         let registered = try await devices.putStartToken(
-            appID: request.app.id, deviceID: deviceID, activityType: activityType, token: token!)
+            appID: request.app.id, deviceID: deviceID, secret: Self.secret(request), activityType: activityType, token: token!)
         return APIJSON.response(status: registered.created ? 201 : 200, .object([
             "device_id": .string(deviceID), "activity_type": .string(activityType),
             "registered_at": APIJSON.date(registered.registeredAt),
@@ -81,7 +114,8 @@ struct DeviceRoutes: Sendable {
     private func deleteStartToken(_ request: RouteRequest) async throws -> HTTPResponse {
         let deviceID = try PathValues.identifier(request.parameters, "device_id")
         let activityType = try PathValues.activityType(request.parameters)
-        try await devices.deleteStartToken(appID: request.app.id, deviceID: deviceID, activityType: activityType)
+        try await devices.deleteStartToken(
+            appID: request.app.id, deviceID: deviceID, secret: Self.secret(request), activityType: activityType)
         return HTTPResponse(status: 204)
     }
 
@@ -93,7 +127,8 @@ struct DeviceRoutes: Sendable {
         let token = body.root.token("token")
         try body.finish()
         let registered = try await devices.putUpdateToken(
-            appID: request.app.id, deviceID: deviceID, activityID: activityID, activityType: activityType!, token: token!)
+            appID: request.app.id, deviceID: deviceID, secret: Self.secret(request), activityID: activityID,
+            activityType: activityType!, token: token!)
         return APIJSON.response(status: registered.created ? 201 : 200, .object([
             "device_id": .string(deviceID), "activity_id": .string(activityID),
             "activity_type": .string(activityType!), "registered_at": APIJSON.date(registered.registeredAt),
@@ -105,21 +140,43 @@ struct DeviceRoutes: Sendable {
         let activityID = try PathValues.identifier(request.parameters, "activity_id")
         let body = try RequestBody(request.http, schema: RequestSchemas.empty)
         try body.finish()
-        let instance = try await devices.endOnDevice(appID: request.app.id, deviceID: deviceID, activityID: activityID)
+        let instance = try await devices.endOnDevice(
+            appID: request.app.id, deviceID: deviceID, secret: Self.secret(request), activityID: activityID)
         return APIJSON.response(.object([
             "activity_id": .string(activityID), "device": .object(InstanceJSON.json(instance)),
         ]))
     }
 
+    private func rotateSecret(_ request: RouteRequest) async throws -> HTTPResponse {
+        let deviceID = try PathValues.identifier(request.parameters, "device_id")
+        try RequestBody(request.http, schema: RequestSchemas.empty).finish()
+        let secret = try await devices.rotateSecret(appID: request.app.id, deviceID: deviceID, secret: Self.secret(request))
+        return Self.secretResponse(deviceID: deviceID, secret: secret)
+    }
+
+    private func resetSecret(_ request: RouteRequest) async throws -> HTTPResponse {
+        let deviceID = try PathValues.identifier(request.parameters, "device_id")
+        try RequestBody(request.http, schema: RequestSchemas.empty).finish()
+        let secret = try await devices.resetSecret(appID: request.app.id, deviceID: deviceID)
+        return Self.secretResponse(deviceID: deviceID, secret: secret)
+    }
+
+    /// A new secret, kept by no cache.
+    private static func secretResponse(deviceID: String, secret: String) -> HTTPResponse {
+        var response = APIJSON.response(.object(["device_id": .string(deviceID), "device_secret": .string(secret)]))
+        response.headers.set("Cache-Control", "no-store")
+        return response
+    }
+
     // MARK: - Rendering
 
-    static func json(_ device: DeviceRecord) -> JSONValue {
-        .object([
+    static func json(_ device: DeviceRecord) -> [String: JSONValue] {
+        [
             "device_id": .string(device.deviceID), "platform": .string(device.platform),
             "environment": .string(device.environment.rawValue), "has_apns_token": .bool(device.apnsToken != nil),
             "reachable": .bool(device.unreachableAt == nil), "user_id": APIJSON.optional(device.userID),
             "tags": .array(device.tags.map(JSONValue.string)), "created_at": APIJSON.date(device.createdAt),
-            "updated_at": APIJSON.date(device.updatedAt),
-        ])
+            "updated_at": APIJSON.date(device.updatedAt), "has_secret": .bool(device.hasSecret),
+        ]
     }
 }

@@ -33,16 +33,20 @@ public struct UpdateApp: Sendable {
     public var credentials: APNsCredentials??
     /// The new strictness.
     public var strictActivityTypes: Bool?
+    /// The new `device_secrets` setting.
+    public var deviceSecrets: DeviceSecretPolicy?
 
     /// Creates the command.
     public init(
-        appID: String, name: String?, bundleID: String?, credentials: APNsCredentials??, strictActivityTypes: Bool?
+        appID: String, name: String?, bundleID: String?, credentials: APNsCredentials??, strictActivityTypes: Bool?,
+        deviceSecrets: DeviceSecretPolicy? = nil
     ) {
         self.appID = appID
         self.name = name
         self.bundleID = bundleID
         self.credentials = credentials
         self.strictActivityTypes = strictActivityTypes
+        self.deviceSecrets = deviceSecrets
     }
 }
 

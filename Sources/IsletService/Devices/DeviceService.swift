@@ -6,6 +6,8 @@ public import Storage
 /// registration), push-to-start tokens per activity type, and update tokens per
 /// activity. A token is stored under one kind only: the same text as another kind
 /// means the app mixed them up, and a push would go to the wrong kind of token.
+/// Every request for a registered device is checked against the device's secret
+/// (``DeviceSecrets``) in the transaction that acts on it.
 public struct DeviceService: Sendable {
     private let environment: ServiceEnvironment
 
@@ -23,30 +25,59 @@ public struct DeviceService: Sendable {
         public let registeredAt: Date
     }
 
-    /// Registers or updates a device. Answers whether it was created, and the device
-    /// as stored.
+    /// What a device registration answers.
+    public struct Registered: Sendable {
+        /// Whether the device was created.
+        public let created: Bool
+        /// The device as stored.
+        public let device: DeviceRecord
+        /// The device's new secret, shown this once: issued when the device is
+        /// created and, under `device_secrets: off`, to a registration that did not
+        /// carry the device's current secret (the old one stops working).
+        public let secret: String?
+    }
+
+    /// Registers or updates a device; `secret` is what the request carried in
+    /// `Islet-Device-Secret`. A new device is given a secret; a registered one is
+    /// changed only with its secret when its app requires secrets (see
+    /// ``DeviceSecrets``).
     public func register(
-        appID: String, deviceID: String, _ registration: DeviceRegistration
-    ) async throws(ServiceError) -> (created: Bool, device: DeviceRecord) {
+        appID: String, deviceID: String, secret: String?, _ registration: DeviceRegistration
+    ) async throws(ServiceError) -> Registered {
         let now = environment.clock.now()
-        let (created, device) = try await environment.write { session -> (Bool, DeviceRecord?) in
+        let fresh = try newSecret()
+        let freshHash = DeviceSecrets.hash(fresh)
+        let (created, issued, device) = try await environment.write { session -> (Bool, Bool, DeviceRecord?) in
+            // The insert decides creation atomically (another node may create the
+            // device at the same moment); a device that exists is changed only once
+            // its secret is checked, under the lock of its row.
+            let created = try session.insertDevice(appID: appID, deviceID: deviceID, registration, secretHash: freshHash, now: now)
+            var issued = created
+            if !created {
+                let access = try session.deviceAccess(appID: appID, deviceID: deviceID, exclusive: true)
+                let current = try DeviceSecrets.check(access, presented: secret, appID: appID, deviceID: deviceID)
+                issued = !current
+            }
             if let token = registration.apnsToken {
                 try Self.refuseCrossedKind(session: session, appID: appID, token: token, kind: .device, field: "apns_token")
             }
-            let created = try session.upsertDevice(appID: appID, deviceID: deviceID, registration, now: now)
-            return (created, try session.device(appID: appID, deviceID: deviceID))
+            if !created {
+                try session.updateDevice(appID: appID, deviceID: deviceID, registration, now: now)
+                if issued { _ = try session.replaceDeviceSecret(appID: appID, deviceID: deviceID, secretHash: freshHash) }
+            }
+            return (created, issued, try session.device(appID: appID, deviceID: deviceID))
         }
         guard let device else { throw ServiceError(.failed, "The device was not stored.") }
-        return (created, device)
+        return Registered(created: created, device: device, secret: issued ? fresh : nil)
     }
 
     /// Stores a device's push-to-start token for an activity type.
     public func putStartToken(
-        appID: String, deviceID: String, activityType: String, token: String
+        appID: String, deviceID: String, secret: String?, activityType: String, token: String
     ) async throws(ServiceError) -> TokenRegistered {
         let now = environment.clock.now()
         let created = try await environment.write { session -> Bool in
-            let environment = try Self.registeredEnvironment(session: session, appID: appID, deviceID: deviceID)
+            let environment = try Self.admittedEnvironment(session: session, appID: appID, deviceID: deviceID, secret: secret)
             try Self.refuseCrossedKind(session: session, appID: appID, token: token, kind: .pushToStart, field: "token")
             return try session.upsertStartToken(
                 appID: appID, deviceID: deviceID, activityType: activityType, token: token, environment: environment,
@@ -57,9 +88,12 @@ public struct DeviceService: Sendable {
 
     /// Removes a device's push-to-start token: remote starts of that type stop
     /// reaching it.
-    public func deleteStartToken(appID: String, deviceID: String, activityType: String) async throws(ServiceError) {
-        let deleted = try await environment.write {
-            try $0.deleteStartToken(appID: appID, deviceID: deviceID, activityType: activityType)
+    public func deleteStartToken(
+        appID: String, deviceID: String, secret: String?, activityType: String
+    ) async throws(ServiceError) {
+        let deleted = try await environment.write { session -> Bool in
+            try Self.admit(session: session, appID: appID, deviceID: deviceID, secret: secret)
+            return try session.deleteStartToken(appID: appID, deviceID: deviceID, activityType: activityType)
         }
         guard deleted else {
             throw ServiceError(.notFound, "Device \(deviceID) holds no push-to-start token for \(activityType).")
@@ -69,7 +103,7 @@ public struct DeviceService: Sendable {
     /// Registers or rotates a device's update token for an activity; an activity
     /// Islet has not seen is one the app started locally, and is created.
     public func putUpdateToken(
-        appID: String, deviceID: String, activityID: String, activityType: String, token: String
+        appID: String, deviceID: String, secret: String?, activityID: String, activityType: String, token: String
     ) async throws(ServiceError) -> TokenRegistered {
         let now = environment.clock.now()
         let lifecycle = environment.lifecycle
@@ -77,6 +111,7 @@ public struct DeviceService: Sendable {
             // The device, the token's other kinds and the activity, read together.
             let checks = try session.updateTokenChecks(appID: appID, deviceID: deviceID, activityID: activityID, token: token)
             guard let environment = checks.environment else { throw Self.noDevice(appID: appID, deviceID: deviceID) }
+            try DeviceSecrets.check(checks.device, presented: secret, appID: appID, deviceID: deviceID)
             try Self.refuseCrossedKind(checks.otherKinds, kind: .liveActivityUpdate, field: "token")
             // An activity Islet has not seen is one the app started locally: added
             // unless another request (on any node) adds it first, whose activity is
@@ -145,9 +180,12 @@ public struct DeviceService: Sendable {
     }
 
     /// The device ended the activity locally: its copy ends. Answers the copy.
-    public func endOnDevice(appID: String, deviceID: String, activityID: String) async throws(ServiceError) -> InstanceRecord {
+    public func endOnDevice(
+        appID: String, deviceID: String, secret: String?, activityID: String
+    ) async throws(ServiceError) -> InstanceRecord {
         let now = environment.clock.now()
         return try await environment.write { session -> InstanceRecord in
+            try Self.admit(session: session, appID: appID, deviceID: deviceID, secret: secret)
             guard try session.instance(appID: appID, activityID: activityID, deviceID: deviceID) != nil else {
                 throw ServiceError(.notFound, "Device \(deviceID) holds no activity \(activityID).")
             }
@@ -159,15 +197,63 @@ public struct DeviceService: Sendable {
         }
     }
 
+    // MARK: - Secrets
+
+    /// Replaces a device's secret, given its current one (whatever the app's
+    /// setting): the old one stops working. Answers the new secret, shown once.
+    public func rotateSecret(appID: String, deviceID: String, secret: String?) async throws(ServiceError) -> String {
+        let fresh = try newSecret()
+        let freshHash = DeviceSecrets.hash(fresh)
+        try await environment.write { session in
+            let access = try session.deviceAccess(appID: appID, deviceID: deviceID, exclusive: true)
+            guard access.deviceExists else { throw Self.noDevice(appID: appID, deviceID: deviceID) }
+            try DeviceSecrets.requireCurrent(access.secretHash, presented: secret, appID: appID, deviceID: deviceID)
+            _ = try session.replaceDeviceSecret(appID: appID, deviceID: deviceID, secretHash: freshHash)
+        }
+        environment.logger.info("device secret rotated", ("app", .string(appID)), ("device", .string(deviceID)))
+        return fresh
+    }
+
+    /// Gives a device a new secret without its old one (the app's backend, for
+    /// support: a device that lost its secret, or registered before it had one).
+    /// Answers the new secret, shown once; the old one stops working.
+    public func resetSecret(appID: String, deviceID: String) async throws(ServiceError) -> String {
+        let fresh = try newSecret()
+        let freshHash = DeviceSecrets.hash(fresh)
+        let found = try await environment.write { session in
+            try session.replaceDeviceSecret(appID: appID, deviceID: deviceID, secretHash: freshHash)
+        }
+        guard found else { throw Self.noDevice(appID: appID, deviceID: deviceID) }
+        environment.logger.notice("device secret reset", ("app", .string(appID)), ("device", .string(deviceID)))
+        return fresh
+    }
+
+    private func newSecret() throws(ServiceError) -> String {
+        do {
+            return try DeviceSecrets.generate()
+        } catch {
+            throw environment.domainError(error)
+        }
+    }
+
     // MARK: - Rules
 
-    /// The environment of a registered device, or `notFound`.
-    private static func registeredEnvironment(
-        session: any StoreSession, appID: String, deviceID: String
+    /// Checks the secret of a request for a device, if the device is registered
+    /// (a route for a device that is not answers as it always did). The device
+    /// stays locked, shared, until the transaction ends.
+    private static func admit(session: any StoreSession, appID: String, deviceID: String, secret: String?) throws {
+        let access = try session.deviceAccess(appID: appID, deviceID: deviceID, exclusive: false)
+        if access.deviceExists { try DeviceSecrets.check(access, presented: secret, appID: appID, deviceID: deviceID) }
+    }
+
+    /// The environment of a registered device whose secret the request carried
+    /// (when its app requires one), or `notFound`.
+    private static func admittedEnvironment(
+        session: any StoreSession, appID: String, deviceID: String, secret: String?
     ) throws -> APNsEnvironment {
-        guard let environment = try session.deviceEnvironment(appID: appID, deviceID: deviceID) else {
-            throw noDevice(appID: appID, deviceID: deviceID)
-        }
+        let access = try session.deviceAccess(appID: appID, deviceID: deviceID, exclusive: false)
+        guard let environment = access.environment else { throw noDevice(appID: appID, deviceID: deviceID) }
+        try DeviceSecrets.check(access, presented: secret, appID: appID, deviceID: deviceID)
         return environment
     }
 

@@ -13,6 +13,10 @@ public struct AppRecord: Sendable, Hashable {
     public var credentials: APNsCredentials?
     /// Whether a start for a type without a registered schema is refused.
     public var strictActivityTypes: Bool = false
+    /// Whether device routes need the device's secret. A record starts `off`, as
+    /// the column does for apps older than secrets; `AppService` creates apps
+    /// `required`.
+    public var deviceSecrets: DeviceSecretPolicy = .off
     /// SHA-256 of the server key.
     public var serverKeyHash: Data
     /// SHA-256 of the device key.

@@ -1,0 +1,25 @@
+public import Foundation
+public import IsletCore
+
+/// What a device route checks its caller against, read with the device locked for
+/// the rest of the transaction: whether the device is registered (its environment),
+/// the hash of its secret, and its app's `device_secrets` setting.
+public struct DeviceAccess: Sendable, Hashable {
+    /// The app's setting (`off` when there is no such app).
+    public var policy: DeviceSecretPolicy
+    /// The device's environment, or nil when there is no such device.
+    public var environment: APNsEnvironment?
+    /// SHA-256 of the device's secret; nil when it has none (registered before
+    /// secrets existed) or does not exist.
+    public var secretHash: Data?
+
+    /// Whether the device is registered.
+    public var deviceExists: Bool { environment != nil }
+
+    /// Creates the answer.
+    public init(policy: DeviceSecretPolicy, environment: APNsEnvironment?, secretHash: Data?) {
+        self.policy = policy
+        self.environment = environment
+        self.secretHash = secretHash
+    }
+}
