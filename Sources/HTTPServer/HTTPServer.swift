@@ -356,9 +356,24 @@ private final class ServerCore: @unchecked Sendable {
         streams.watcher.stop()
     }
 
-    /// Hands `connection`, just suspended, to its handler; answers 503 at once when
-    /// the server is stopping.
+    /// Hands `connection`, just suspended, to its handler.
     private func dispatch(_ state: RequestState, _ connection: ConnectionHandle, _ handler: @escaping HTTPHandler) {
+        let request = state.request
+        resumeAfter(state, connection) {
+            let response = await handler(request)
+            return { $0.response = response }
+        }
+    }
+
+    /// Runs `work` while `connection` is suspended (libmicrohttpd reads nothing of
+    /// it meanwhile), then applies what it answers to the request's state and
+    /// resumes the connection; answers 503 at once when the server is stopping.
+    /// The connection is resumed exactly once: by this task, or by `stop` if it
+    /// took the connection out meanwhile (and answered 503).
+    private func resumeAfter(
+        _ state: RequestState, _ connection: ConnectionHandle,
+        _ work: @escaping @Sendable () async -> @Sendable (RequestState) -> Void
+    ) {
         let id = ObjectIdentifier(state)
         let accepted = suspended.withLock { s -> Bool in
             guard !s.stopping else { return false }
@@ -370,17 +385,15 @@ private final class ServerCore: @unchecked Sendable {
             MHD_resume_connection(connection.pointer)
             return
         }
-        let request = state.request
         Task {
-            let response = await handler(request)
-            // Taken out by `stop` meanwhile: it answered 503 and resumed it.
+            let apply = await work()
             let mine = self.suspended.withLock { s -> Bool in
                 guard s.requests.removeValue(forKey: id) != nil else { return false }
                 self.resuming.add(1, ordering: .sequentiallyConsistent)
                 return true
             }
             guard mine else { return }
-            state.response = response
+            apply(state)
             MHD_resume_connection(connection.pointer)
             self.resuming.subtract(1, ordering: .sequentiallyConsistent)
         }
@@ -530,33 +543,13 @@ private final class ServerCore: @unchecked Sendable {
     }
 
     /// Runs the admission policy's wait while `connection` is suspended (reading
-    /// nothing), then resumes it with the decision. Like a handler's task, it
-    /// resumes only a connection it still holds: `stop` may have taken it (and
-    /// answered 503) meanwhile.
+    /// nothing), then resumes it with the decision.
     private func admit(_ state: RequestState, _ connection: ConnectionHandle, _ decide: @escaping @Sendable () async -> HTTPAdmission) {
-        let id = ObjectIdentifier(state)
-        let accepted = suspended.withLock { s -> Bool in
-            guard !s.stopping else { return false }
-            s.requests[id] = (state, connection)
-            return true
-        }
-        guard accepted else {
-            state.response = Self.shuttingDown
-            MHD_resume_connection(connection.pointer)
-            return
-        }
-        Task {
+        resumeAfter(state, connection) {
             var decision = await decide()
             while case .check(let next) = decision { decision = await next() }
-            let mine = self.suspended.withLock { s -> Bool in
-                guard s.requests.removeValue(forKey: id) != nil else { return false }
-                self.resuming.add(1, ordering: .sequentiallyConsistent)
-                return true
-            }
-            guard mine else { return }
-            state.phase = .admitted(decision)
-            MHD_resume_connection(connection.pointer)
-            self.resuming.subtract(1, ordering: .sequentiallyConsistent)
+            let decided = decision
+            return { $0.phase = .admitted(decided) }
         }
     }
 
