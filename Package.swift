@@ -183,6 +183,13 @@ let package = Package(
             swiftSettings: swiftSettings),
         // Replays every fuzz corpus entry (crash reproducers included) through its target.
         .testTarget(name: "FuzzReplayTests", dependencies: ["FuzzTargets"], path: "Fuzz/ReplayTests", swiftSettings: swiftSettings),
-        .testTarget(name: "IsletServerTests", dependencies: ["IsletSync", "IsletServer", "islet", "IsletTesting", "HTTP2", "HTTPClient", "HTTPServer", "IsletCrypto", "APNsSimulator"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "IsletServerTests",
+            dependencies: [
+                "IsletSync", "IsletServer", "islet", "IsletTesting", "HTTP2", "HTTPClient", "HTTPServer", "IsletCrypto", "APNsSimulator",
+                // Databases written as an older Islet wrote them, and read raw.
+                "Storage", "SQLiteStorage", "PostgreSQLStorage",
+            ],
+            swiftSettings: swiftSettings),
     ]
 )

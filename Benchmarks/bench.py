@@ -17,6 +17,7 @@ Writes bench/results/results.json, bench/results/report.md and PNG plots.
 Usage: bench.py [--quick] [--only STEP,…]
 """
 import argparse
+import base64
 import bisect
 import glob
 import http.client as httpclient
@@ -41,6 +42,8 @@ BENCH = os.path.join(ROOT, ".build/release/islet-bench")
 RESULTS = os.path.join(ROOT, "bench/results")
 KEY_ID, TEAM_ID = "BENCHKEY01", "BENCHTEAM1"
 ADMIN = "bench-admin-token-0123456789"
+# The secrets key of the servers on PostgreSQL, which need one (SQLite makes its own).
+SECRETS_KEY = base64.b64encode(os.urandom(32)).decode()
 
 
 class Progress:
@@ -264,7 +267,7 @@ class Server:
             [ISLET, "serve", "--port", str(self.port), "--data-dir", data, "--admin-token", ADMIN,
              "--apns-sandbox-url", f"https://localhost:{rig.sim_port}",
              "--apns-production-url", f"https://localhost:{rig.sim_port}", "--apns-ca-file", rig.cert,
-             "--log-level", "warning"] + (["--database", database] if database else []) + pool + list(extra),
+             "--log-level", "warning"] + (["--database", database, "--secrets-key", SECRETS_KEY] if database else []) + pool + list(extra),
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         wait_port(self.port)
 

@@ -156,7 +156,10 @@ func fanout(_ arguments: [String]) async throws {
     let database = value("--database", in: arguments)
     let nodes = Int(value("--nodes", in: arguments) ?? "1") ?? 1
     let pool = value("--database-pool-size", in: arguments)
-    let extra = (database.map { ["--database", $0] } ?? []) + (pool.map { ["--database-pool-size", $0] } ?? [])
+    // Every node of a PostgreSQL database seals credentials with one key.
+    let secretsKey = try SecretsKey.generate().base64
+    let extra = (database.map { ["--database", $0, "--secrets-key", secretsKey] } ?? [])
+        + (pool.map { ["--database-pool-size", $0] } ?? [])
     var rig = try FanoutRig(islet: islet, extraArguments: extra, nodes: nodes)
     do {
         try await measure(&rig, devices: devices, connections: connections, killAt: killAt)

@@ -34,11 +34,6 @@ public func buildApplication(
         Configuration.removeFolders(created)
         throw error
     }
-    if let mode = PrivateFile.openToOthers(configuration.dataDirectory) {
-        logger.warning(
-            "the data folder is open to other users: chmod 700 it", ("path", .string(configuration.dataDirectory)),
-            ("mode", .string(String(mode, radix: 8))))
-    }
     let store: any Store
     do {
         store = try openStore(configuration, secrets: secrets.key)
@@ -55,7 +50,20 @@ public func buildApplication(
         throw ConfigurationError(.unusable, setting: "--database (ISLET_DATABASE)", message: "\(shown): \(reason)")
     }
     do throws(ConfigurationError) {
-        return try assemble(configuration, logger: logger, clock: clock, store: store, embeddedAPNs: embeddedAPNs)
+        let application = try assemble(configuration, logger: logger, clock: clock, store: store, embeddedAPNs: embeddedAPNs)
+        if secrets.generated, let file = secrets.file {
+            logger.notice(
+                "generated the secrets key that seals credentials in the database: back it up, apart from the database",
+                ("file", .string(file)))
+        }
+        // Its files are its user's only; the folder may hold others' too, so it is
+        // not changed, only named.
+        if let mode = PrivateFile.openToOthers(configuration.dataDirectory) {
+            logger.warning(
+                "the data folder is open to other users: chmod 700 it", ("path", .string(configuration.dataDirectory)),
+                ("mode", .string(String(mode, radix: 8))))
+        }
+        return application
     } catch {
         store.close()
         throw error

@@ -76,10 +76,20 @@ public final class SQLiteStore: Store {
         try sqlWrite { try $0.resealSecrets(under: newSecrets) }
     }
 
-    /// Runs `body` on the shared SQL in one durable transaction on the calling thread.
+    /// Runs `body`, which replaces credentials, on the shared SQL in one durable
+    /// transaction on the calling thread, with `secure_delete` on: what it overwrites
+    /// (plain credentials, values sealed under an old key) is zeroed in the file, not
+    /// left in its free space.
     private func sqlWrite<T: Sendable>(_ body: (SQLSession) throws -> T) throws -> T {
         try mappingSQLiteErrors {
-            try database.write { try body(SQLSession(executor: SQLiteExecutor(connection: $0), secrets: secrets)) }
+            try database.withConnection { connection in
+                let previous = try connection.query("PRAGMA secure_delete", []).first?[0].integer ?? 0
+                try connection.execute("PRAGMA secure_delete=ON")
+                defer { try? connection.execute("PRAGMA secure_delete=\(previous)") }
+                return try connection.transaction {
+                    try body(SQLSession(executor: SQLiteExecutor(connection: connection), secrets: secrets))
+                }
+            }
         }
     }
 
