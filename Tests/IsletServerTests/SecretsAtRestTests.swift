@@ -239,6 +239,30 @@ struct SecretsAtRestTests {
         }
     }
 
+    @Test func aKeyThatIsNot32BytesIsRefusedWithoutBeingShown() async throws {
+        let short = Data(repeating: 7, count: 16).base64EncodedString()
+        let flag = #expect(throws: ConfigurationError.self) {
+            try Configuration.load(arguments: ["--secrets-key", short], environment: [:])
+        }
+        #expect(flag?.setting == "--secrets-key (ISLET_SECRETS_KEY)")
+        #expect(flag?.description.contains("32 bytes in base64") == true, "\(String(describing: flag))")
+        #expect(flag?.description.contains(short) == false)
+        let variable = #expect(throws: ConfigurationError.self) {
+            try Configuration.load(arguments: [], environment: ["ISLET_SECRETS_KEY": "not a key"])
+        }
+        #expect(variable?.description.contains("not a key") == false, "\(String(describing: variable))")
+        // A key given twice is refused before anything starts.
+        try await withTemporaryDirectory { dir in
+            var config = Configuration()
+            config.dataDirectory = dir.path
+            config.secretsKey = try SecretsKey.generate().base64
+            config.secretsKeyFile = dir.appendingPathComponent("secrets.key").path
+            let twice = #expect(throws: ConfigurationError.self) { try buildApplication(config, logger: Self.quiet()) }
+            #expect(twice?.setting == "--secrets-key-file (ISLET_SECRETS_KEY_FILE)")
+            #expect(!FileManager.default.fileExists(atPath: config.resolvedDatabasePath))
+        }
+    }
+
     @Test func onPostgreSQLANodeWithoutAKeyRefusesToStartInOneLine() async throws {
         try #require(FileManager.default.isExecutableFile(atPath: executable))
         try await withTemporaryDirectory { dir in try await TestPostgres.withSchema { url in
@@ -260,6 +284,7 @@ struct SecretsAtRestTests {
             config.port = 0
             config.dataDirectory = dir.path
             config.databasePath = url
+            config.databasePoolSize = 2
             config.adminToken = Self.adminToken
             config.secretsKey = try SecretsKey.generate().base64
             let first = try buildApplication(config, logger: Self.quiet())
@@ -302,6 +327,7 @@ struct SecretsAtRestTests {
             config.port = 0
             config.dataDirectory = dir.appendingPathComponent("data").path
             config.databasePath = database
+            config.databasePoolSize = 2
             config.adminToken = Self.adminToken
             config.secretsKey = database.map { _ in TestPostgres.secretsKey }
             let first = try buildApplication(config, logger: Self.quiet())
