@@ -94,11 +94,13 @@ def median(values):
     return statistics.median(values) if values else 0
 
 
-def http(method, port, path, key=None, body=None):
+def http(method, port, path, key=None, body=None, headers=None):
     request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", method=method,
                                      data=None if body is None else json.dumps(body).encode())
     if key:
         request.add_header("Authorization", f"Bearer {key}")
+    for name, value in (headers or {}).items():
+        request.add_header(name, value)
     if body is not None:
         request.add_header("Content-Type", "application/json")
     with urllib.request.urlopen(request, timeout=30) as response:
@@ -276,23 +278,34 @@ class Server:
         self.process.wait(timeout=30)
 
 
-def registration_script(rig, app_id, device_key, round_number, tag="r"):
+def registration_script(rig, app_id, device_key, secrets, round_number, tag="r"):
     """A wrk script registering activities and tokens of its own for each round: a
-    token already registered would measure a cheaper re-registration."""
+    token already registered would measure a cheaper re-registration. `secrets`
+    holds the device secret of each of the sixteen devices w0…w15."""
     path = os.path.join(rig.work, f"register-{tag}{round_number}.lua")
+    table = ", ".join(f'"{secrets[f"w{i}"]}"' for i in range(16))
     with open(path, "w") as f:
         f.write(f"""
 local threadid = 0
+local secrets = {{{table}}}
 function setup(thread) thread:set("id", threadid); threadid = threadid + 1 end
 function init(args) n = 0 end
 request = function()
   n = n + 1
-  local path = "/v1/apps/{app_id}/devices/w" .. ((n % 8) + id * 8) .. "/activities/{tag}{round_number}a" .. id .. "-" .. n
+  local device = (n % 8) + id * 8
+  local path = "/v1/apps/{app_id}/devices/w" .. device .. "/activities/{tag}{round_number}a" .. id .. "-" .. n
   local body = '{{"activity_type":"MatchAttributes","token":"' .. string.format("%064x", ({round_number} * 100 + id) * 100000000 + n) .. '"}}'
-  return wrk.format("PUT", path, {{["Authorization"] = "Bearer {device_key}", ["Content-Type"] = "application/json"}}, body)
+  return wrk.format("PUT", path, {{["Authorization"] = "Bearer {device_key}", ["Content-Type"] = "application/json",
+    ["Islet-Device-Secret"] = secrets[device + 1]}}, body)
 end
 """)
     return path
+
+
+def register_devices(port, app, names):
+    """Registers the devices `names` of `app`; answers each one's device secret."""
+    return {name: http("PUT", port, f"/v1/apps/{app['id']}/devices/{name}", app["device_key"],
+                       {"platform": "ios", "environment": "sandbox"})["device_secret"] for name in names}
 
 
 def bench_app(rig, server):
@@ -302,9 +315,7 @@ def bench_app(rig, server):
     app = http("POST", server.port, "/v1/apps", ADMIN, {
         "name": "Bench", "bundle_id": "com.example.bench",
         "apns": {"team_id": TEAM_ID, "key_id": KEY_ID, "private_key": pem}})
-    for i in range(16):
-        http("PUT", server.port, f"/v1/apps/{app['id']}/devices/w{i}", app["device_key"],
-             {"platform": "ios", "environment": "sandbox"})
+    app["secrets"] = register_devices(server.port, app, [f"w{i}" for i in range(16)])
     return app
 
 
@@ -318,15 +329,11 @@ def api(rig, quick, results, progress):
         "name": "Bench", "bundle_id": "com.example.bench",
         "apns": {"team_id": TEAM_ID, "key_id": KEY_ID, "private_key": pem}})
     app_id, device_key, server_key = app["id"], app["device_key"], app["server_key"]
-    for i in range(16):
-        http("PUT", server.port, f"/v1/apps/{app_id}/devices/w{i}", device_key,
-             {"platform": "ios", "environment": "sandbox"})
-        http("PUT", server.port, f"/v1/apps/{app_id}/devices/paced-{i}", device_key,
-             {"platform": "ios", "environment": "sandbox"})
+    secrets = register_devices(server.port, app, [f"w{i}" for i in range(16)] + [f"paced-{i}" for i in range(16)])
     http("PUT", server.port, f"/v1/apps/{app_id}/devices/w0/activities/bench-update", device_key,
-         {"activity_type": "MatchAttributes", "token": "cd" * 32})
+         {"activity_type": "MatchAttributes", "token": "cd" * 32}, headers={"Islet-Device-Secret": secrets["w0"]})
     def register_script(round_number):
-        return registration_script(rig, app_id, device_key, round_number)
+        return registration_script(rig, app_id, device_key, secrets, round_number)
 
     update = os.path.join(rig.work, "update.lua")
     with open(update, "w") as f:
@@ -356,7 +363,8 @@ end
     table["update"] = wrk(server.port, seconds, update)
     half = max(1, int(table["register"]["rps"] / 2))
     out = kv(run([BENCH, "paced", "--port", str(server.port), "--app", app_id, "--key", device_key, "--kind",
-                  "register", "--rate", str(half), "--seconds", str(seconds)]))
+                  "register", "--rate", str(half), "--seconds", str(seconds),
+                  "--secrets", ",".join(secrets[f"paced-{i}"] for i in range(16))]))
     table["register_at_half_rate"] = {"rate": half, "achieved_rps": float(out["achieved_rps"]),
                                       "p50_ms": float(out["p50_ms"]), "p99_ms": float(out["p99_ms"]),
                                       "failures": int(out["failures"])}
@@ -384,8 +392,11 @@ def memory(rig, quick, results, progress):
     # Reads and writes over the whole table, as a live server would see.
     http("GET", server.port, f"/v1/apps/{app['id']}/activities?limit=200", app["server_key"])
     http("GET", server.port, f"/v1/apps/{app['id']}/activities/m{tokens // 2}", app["server_key"])
+    # The populated devices have no secret, as devices registered before secrets
+    # existed: the server key gives m1 one, as support would.
+    secret = http("POST", server.port, f"/v1/apps/{app['id']}/devices/m1/secret/reset", app["server_key"], {})["device_secret"]
     http("PUT", server.port, f"/v1/apps/{app['id']}/devices/m1/activities/extra", app["device_key"],
-         {"activity_type": "MatchAttributes", "token": "ef" * 32})
+         {"activity_type": "MatchAttributes", "token": "ef" * 32}, headers={"Islet-Device-Secret": secret})
     for _ in range(20):
         http("GET", server.port, f"/v1/apps/{app['id']}/activities?limit=200&status=started", app["server_key"])
     peak = rss_mb(server.process.pid)
@@ -445,7 +456,8 @@ def postgres(rig, quick, results, progress):
     samples = {name: [] for name in servers}
     for round_number in range(rounds):
         for name, server in servers.items():
-            script = registration_script(rig, apps[name]["id"], apps[name]["device_key"], round_number, tag=f"p{name[0]}")
+            script = registration_script(rig, apps[name]["id"], apps[name]["device_key"], apps[name]["secrets"], round_number,
+                                         tag=f"p{name[0]}")
             samples[name].append(wrk(server.port, max(2, seconds // rounds), script))
     for name, server in servers.items():
         ordered = sorted(samples[name], key=lambda sample: sample["rps"])
@@ -493,12 +505,12 @@ class Client:
     def __init__(self, port):
         self.port, self.connection = port, None
 
-    def request(self, method, path, key, body=None):
+    def request(self, method, path, key, body=None, headers=None):
         """Answers (status, body): parsed when JSON, the bytes otherwise. Every request
         made through this is idempotent (PUT, GET, DELETE), so one broken connection
         is retried once."""
         data = None if body is None else body if isinstance(body, bytes) else json.dumps(body, separators=(",", ":")).encode()
-        headers = {"Authorization": f"Bearer {key}"}
+        headers = dict(headers or {}, Authorization=f"Bearer {key}")
         if data is not None:
             headers["Content-Type"] = "application/json"
         for attempt in range(2):
@@ -581,11 +593,13 @@ def register_holders(server, app, activities, prefix):
     def register(client, index):
         device = f"/v1/apps/{app_id}/devices/{prefix}{index}"
         status, body = client.request("PUT", device, key, {"platform": "ios", "environment": "sandbox"})
-        if status >= 300:
+        secret = body.get("device_secret") if isinstance(body, dict) else None
+        if status >= 300 or not secret:
             return f"device {index}: {status} {body}"
         token = format(ord(prefix[0]) << 40 | index, "064x")
         status, body = client.request("PUT", f"{device}/activities/{prefix}{index}", key,
-                                      {"activity_type": "MatchAttributes", "token": token})
+                                      {"activity_type": "MatchAttributes", "token": token},
+                                      headers={"Islet-Device-Secret": secret})
         return None if status < 300 else f"activity {index}: {status} {body}"
     started = time.time()
     failures = on_lanes(server.port, 4, list(range(activities)), register)

@@ -206,8 +206,8 @@ class Http:
             self.local.connection = connection
         return connection
 
-    def call(self, kind, method, path, key=None, body=None, idempotency_key=None, parse=True):
-        headers = {}
+    def call(self, kind, method, path, key=None, body=None, idempotency_key=None, parse=True, headers=None):
+        headers = dict(headers or {})
         if key:
             headers["Authorization"] = f"Bearer {key}"
         data = None
@@ -338,6 +338,7 @@ class App:
         self.index, self.id, self.server_key, self.device_key = index, app_id, server_key, device_key
         self.lock = threading.Lock()
         self.devices = {}
+        self.secrets = {}  # device id → the device secret its registration answered
         self.running = {}
         self.activities = {}
         self.notification_targets = 0
@@ -470,13 +471,22 @@ class Soak:
             token = secrets.token_hex(32)
             self.sim_token(token, "device", "production")
             self.api.call("register device", "PUT", f"/v1/apps/{app.id}/devices/warm-up", app.device_key,
-                          {"platform": "ios", "environment": "sandbox", "apns_token": token, "user_id": "warm-up"})
+                          {"platform": "ios", "environment": "sandbox", "apns_token": token, "user_id": "warm-up"},
+                          headers=self.secret_header(app, "warm-up"))
             status, answer = self.api.call(
                 "notification", "POST", f"/v1/apps/{app.id}/notifications", app.server_key,
                 {"audience": {"user_ids": ["warm-up"]}, "alert": {"title": "Hello", "body": "Warming up"}},
                 idempotency_key=f"warm-up-{app.id}")
             if status == 202:
                 app.notification_targets += answer["targets"]
+
+    @staticmethod
+    def secret_header(app, device_id):
+        """The Islet-Device-Secret header of a device the soak registered (its app
+        requires it for every request after the one that created the device)."""
+        with app.lock:
+            secret = app.secrets.get(device_id)
+        return {"Islet-Device-Secret": secret} if secret else {}
 
     def sim_token(self, token, kind, environment):
         self.sim_api.call("sim: register token", "POST", "/tokens", body={
@@ -496,11 +506,13 @@ class Soak:
             for i in part:
                 device = f"fan-{i:05d}"
                 self.sim_token(tokens[i], "live_activity_update", "sandbox")
-                self.api.call("register device", "PUT", f"/v1/apps/{app.id}/devices/{device}", app.device_key,
-                              {"platform": "ios", "environment": "sandbox", "user_id": "fan"})
+                _, registered = self.api.call("register device", "PUT", f"/v1/apps/{app.id}/devices/{device}",
+                                              app.device_key, {"platform": "ios", "environment": "sandbox", "user_id": "fan"})
+                secret = (registered or {}).get("device_secret")
                 self.api.call("register fan-out token", "PUT",
                               f"/v1/apps/{app.id}/devices/{device}/activities/{FANOUT_ACTIVITY}", app.device_key,
-                              {"activity_type": ACTIVITY_TYPE, "token": tokens[i]})
+                              {"activity_type": ACTIVITY_TYPE, "token": tokens[i]},
+                              headers={"Islet-Device-Secret": secret} if secret else {})
         lanes = 4
         threads = [threading.Thread(target=register, args=(range(k, self.args.fanout, lanes),), daemon=True)
                    for k in range(lanes)]
@@ -525,13 +537,16 @@ class Soak:
         if stale:
             # Known to the simulator as a production token: APNs (sandbox) refuses it.
             self.sim_token(token, "device", "production")
-        status, _ = self.api.call("register device", "PUT", f"/v1/apps/{app.id}/devices/{device.id}", app.device_key,
-                                  {"platform": "ios", "environment": "sandbox", "apns_token": token,
-                                   "user_id": device.user, "tags": ["soak", f"group-{device.user[-1]}"]})
+        status, answer = self.api.call("register device", "PUT", f"/v1/apps/{app.id}/devices/{device.id}",
+                                       app.device_key, {"platform": "ios", "environment": "sandbox", "apns_token": token,
+                                                        "user_id": device.user, "tags": ["soak", f"group-{device.user[-1]}"]},
+                                       headers=self.secret_header(app, device.id))
         if status in (200, 201):
             with app.lock:
                 device.token, device.stale = token, stale
                 app.devices[device.id] = device
+                if answer and answer.get("device_secret"):
+                    app.secrets[device.id] = answer["device_secret"]
 
     def register_start_token(self, app):
         with app.lock:
@@ -544,7 +559,7 @@ class Soak:
             self.sim_token(token, "push_to_start", "production")
         status, _ = self.api.call("register push-to-start token", "PUT",
                                   f"/v1/apps/{app.id}/devices/{device.id}/push-to-start/{ACTIVITY_TYPE}",
-                                  app.device_key, {"token": token})
+                                  app.device_key, {"token": token}, headers=self.secret_header(app, device.id))
         if status in (200, 201):
             with app.lock:
                 device.start_token, device.start_stale = token, stale
@@ -637,7 +652,7 @@ class Soak:
             return self.read(app)
         device_id = self.choice(holders)
         self.api.call("end on device", "POST", f"/v1/apps/{app.id}/devices/{device_id}/activities/{activity.id}/end",
-                      app.device_key, {})
+                      app.device_key, {}, headers=self.secret_header(app, device_id))
 
     def notify(self, app):
         with app.lock:
@@ -743,7 +758,8 @@ class Soak:
                 app, device_id = owner
                 status, _ = self.api.call(
                     "register update token", "PUT", f"/v1/apps/{app.id}/devices/{device_id}/activities/{activity_id}",
-                    app.device_key, {"activity_type": ACTIVITY_TYPE, "token": body["update_token"]})
+                    app.device_key, {"activity_type": ACTIVITY_TYPE, "token": body["update_token"]},
+                    headers=self.secret_header(app, device_id))
                 self.token_answers[(app.index, activity_id, device_id)] = status
                 if status in (200, 201):
                     with app.lock:

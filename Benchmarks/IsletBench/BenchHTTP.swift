@@ -39,9 +39,12 @@ final class BenchHTTP {
 
     deinit { close(fd) }
 
-    func request(_ method: String, _ path: String, key: String? = nil, body: String? = nil) throws -> Response {
+    func request(
+        _ method: String, _ path: String, key: String? = nil, body: String? = nil, headers: [String: String] = [:]
+    ) throws -> Response {
         var head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\n"
         if let key { head += "Authorization: Bearer \(key)\r\n" }
+        for (name, value) in headers { head += "\(name): \(value)\r\n" }
         if let body { head += "Content-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n" }
         let bytes = Array((head + "\r\n" + (body ?? "")).utf8)
         var sent = 0

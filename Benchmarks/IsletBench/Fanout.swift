@@ -103,9 +103,12 @@ struct FanoutRig {
                 let device = "/v1/apps/\(appID)/devices/d\(index)"
                 let token = PushToken.make(byteCount: 32, using: &random)
                 let a = try? http.request("PUT", device, key: deviceKey, body: #"{"platform":"ios","environment":"sandbox"}"#)
+                // The app requires device secrets: the registration's answer holds this one.
+                let secret = a.flatMap { try? JSONValue(parsing: $0.body) }?["device_secret"]?.stringValue ?? ""
                 let b = try? http.request(
                     "PUT", device + "/activities/\(activityID)", key: deviceKey,
-                    body: #"{"activity_type":"MatchAttributes","token":""# + token + #""}"#)
+                    body: #"{"activity_type":"MatchAttributes","token":""# + token + #""}"#,
+                    headers: ["Islet-Device-Secret": secret])
                 if a?.status ?? 0 >= 300 || b?.status ?? 0 >= 300 { failures.add(1, ordering: .relaxed) }
             }
         }

@@ -4,9 +4,12 @@ import IsletCore
 import Synchronization
 
 /// `islet-bench paced --port P --app A --key K --kind register|update|healthz --rate R
-/// --seconds S [--connections C]`: sends requests at a fixed rate and measures each
-/// one's latency from the moment it was due (so a slow answer also counts against
-/// the requests queued behind it). Prints `achieved_rps=… p50_ms=… p99_ms=…`.
+/// --seconds S [--connections C] [--secrets S0,S1,…]`: sends requests at a fixed rate
+/// and measures each one's latency from the moment it was due (so a slow answer also
+/// counts against the requests queued behind it). Prints `achieved_rps=… p50_ms=…
+/// p99_ms=…`. `register` registers update tokens for the devices paced-0, paced-1, …
+/// (one per connection, registered beforehand), sending device `paced-i` the i-th of
+/// `--secrets`, its device secret.
 func paced(_ arguments: [String]) throws {
     guard let port = value("--port", in: arguments).flatMap(Int.init), let app = value("--app", in: arguments),
         let key = value("--key", in: arguments), let kind = value("--kind", in: arguments),
@@ -16,6 +19,7 @@ func paced(_ arguments: [String]) throws {
     }
     let seconds = value("--seconds", in: arguments).flatMap(Double.init) ?? 5
     let connections = value("--connections", in: arguments).flatMap(Int.init) ?? 16
+    let secrets = value("--secrets", in: arguments).map { $0.split(separator: ",").map(String.init) } ?? []
     let latencies = Lock<[Double]>([])
     let failures = Atomic<Int>(0)
     let start = Date().addingTimeInterval(0.2)
@@ -40,7 +44,8 @@ func paced(_ arguments: [String]) throws {
                 let token = PushToken.make(byteCount: 32, using: &random)
                 response = try? http.request(
                     "PUT", "/v1/apps/\(app)/devices/paced-\(lane)/activities/paced-\(lane)-\(n)", key: key,
-                    body: #"{"activity_type":"MatchAttributes","token":""# + token + #""}"#)
+                    body: #"{"activity_type":"MatchAttributes","token":""# + token + #""}"#,
+                    headers: lane < secrets.count ? ["Islet-Device-Secret": secrets[lane]] : [:])
             case "update":
                 response = try? http.request(
                     "POST", "/v1/apps/\(app)/activities/bench-update/update", key: key,
