@@ -43,6 +43,28 @@ extension SQLSession {
         ).map(webhookRecord)
     }
 
+    /// A page of the webhooks of `appID`, oldest first, after `after`.
+    public func webhooks(appID: String, after: WebhookCursor?, limit: Int) throws -> [WebhookRecord] {
+        var sql: SQL = "SELECT \(sql: Self.webhookColumns) FROM webhooks WHERE app_id = \(appID)"
+        if let after {
+            let createdAt = after.createdAt.unixMilliseconds
+            sql.append(" AND (created_at > \(createdAt) OR (created_at = \(createdAt) AND webhook_id > \(after.webhookID)))")
+        }
+        sql.append(" ORDER BY created_at, webhook_id LIMIT \(limit)")
+        return try query(sql).map(webhookRecord)
+    }
+
+    /// How many webhooks `appID` has, its app's row locked until the transaction
+    /// ends (`FOR NO KEY UPDATE` on PostgreSQL, which rows referring to the app do
+    /// not wait for; SQLite has one writer, whose transaction holds the whole file).
+    public func lockedWebhookCount(appID: String) throws -> Int {
+        if dialect == .postgresql {
+            _ = try query("SELECT id FROM apps WHERE id = \(appID) FOR NO KEY UPDATE")
+        }
+        let rows = try query("SELECT count(*) AS n FROM webhooks WHERE app_id = \(appID)")
+        return Int(try rows.first?.int64("n") ?? 0)
+    }
+
     /// Replaces a webhook's settings.
     public func updateWebhook(_ webhook: WebhookRecord) throws {
         try run(

@@ -162,6 +162,19 @@ struct ConfigurationTests {
         }
     }
 
+    @Test func theAllowPrivateHelpNamesOnlyWhatItAllows() throws {
+        let line = try #require(Configuration.helpText.split(separator: "\n").first { $0.contains("--webhooks-allow-private") })
+        let allowed = try #require(line.split(separator: ";").first)
+        let scopes: [NetworkAddressScope] = [
+            .public, .loopback, .privateNetwork, .linkLocal, .metadata, .unspecified, .multicast, .broadcast, .reserved,
+        ]
+        for scope in scopes where scope != .public {
+            let opened = scope.isRefusedForWebhooks(allowPrivate: false) && !scope.isRefusedForWebhooks(allowPrivate: true)
+            #expect(allowed.contains(scope.description) == opened, "\(scope)")
+            if !opened { #expect(line.contains(scope.description), "\(scope) is said to stay refused") }
+        }
+    }
+
     @Test func filesystemProblemsNameTheirSetting() async throws {
         try await withTemporaryDirectory { dir in
             let file = dir.appendingPathComponent("plain-file")

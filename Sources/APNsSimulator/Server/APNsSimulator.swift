@@ -93,7 +93,7 @@ public final class APNsSimulator: Sendable {
             http.port = inspectPort
             http.threads = 1
             http.maxBodyBytes = 1 << 20
-            let api = InspectionAPI(engine: engine)
+            let api = InspectionAPI(engine: engine, listeningHost: options.inspectHost)
             inspection = HTTPServer(configuration: http, immediate: { request in api.handle(request) })
         } else {
             inspection = nil

@@ -15,12 +15,16 @@ import IsletCore
 ///   reason. `GET /schemas` lists them.
 /// - `POST /reset`: forgets every push, token and activity.
 /// - `GET /healthz`.
+/// Requests from web pages are refused first (see `InspectionGuard`).
 struct InspectionAPI: Sendable {
     let engine: SimulatorEngine
     private let router: ImmediateRouter
+    private let guardRail: InspectionGuard
 
-    init(engine: SimulatorEngine) {
+    /// `listeningHost` is the address the API listens on, which `Host` may name.
+    init(engine: SimulatorEngine, listeningHost: String) {
         self.engine = engine
+        guardRail = InspectionGuard(listeningHost: listeningHost)
         var router = ImmediateRouter()
         router.add("GET", "/healthz") { _, _ in InspectionAPI.json(["status": "ok"]) }
         router.add("GET", "/pushes") { request, _ in
@@ -58,6 +62,7 @@ struct InspectionAPI: Sendable {
     /// Answers on the server's own thread: the engine never waits, and tests that
     /// keep the concurrency pool busy still get their answers.
     func handle(_ request: HTTPRequest) -> HTTPResponse {
+        if let refusal = guardRail.refusal(request) { return refusal }
         switch router.match(method: request.method, path: request.path) {
         case .found(let handler, let parameters, _):
             return handler(request, parameters)

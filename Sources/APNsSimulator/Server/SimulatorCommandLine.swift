@@ -23,7 +23,9 @@ public struct SimulatorCommandLine: Sendable {
           --host ADDRESS           address the APNs port listens on (default 127.0.0.1)
           --inspect-host ADDRESS   address the inspection API listens on (default 127.0.0.1);
                                    it has no authentication: anyone who reaches it reads
-                                   every push and can reset the simulator
+                                   every push and can reset the simulator (web pages are
+                                   kept out: a Host other than loopback or this address,
+                                   a foreign Origin, or a change not sent as JSON is refused)
           --cert FILE --key FILE   server certificate chain and key (PEM); without them
                                    a local CA and certificate are generated
           --ca-out FILE            where the generated CA is written (default ./islet-sim-ca.pem)

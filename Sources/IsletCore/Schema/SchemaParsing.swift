@@ -71,14 +71,17 @@ extension FieldSchema {
             }
         }
         if let values = members["enum"] {
-            let fits: (JSONValue) -> Bool = { value in
+            // An int's raw values may be written as whole fractions (5.0), as JSON
+            // allows; they are kept as integers.
+            let raw: (JSONValue) -> JSONValue? = { value in
                 switch (type, value) {
-                case (.string, .string), (.int, .integer): true
-                default: false
+                case (.string, .string): value
+                case (.int, .integer), (.int, .double): value.int64Value.map(JSONValue.integer)
+                default: nil
                 }
             }
-            if case .array(let list) = values, !list.isEmpty, list.allSatisfy(fits) {
-                field.allowed = list
+            if case .array(let list) = values, !list.isEmpty, case let kept = list.compactMap(raw), kept.count == list.count {
+                field.allowed = kept
             } else {
                 problems.append(SchemaViolation(
                     path: "\(path).enum", message: "must be a non-empty array of raw values, on a string or int field"))

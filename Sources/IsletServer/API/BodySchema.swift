@@ -23,6 +23,19 @@ enum TextRule: Sendable, Equatable {
     case visibleASCII
     /// An app id as minted: `app_` and lower-case hex digits.
     case appID
+    /// An APNs signing key in PEM: the armour of a PKCS #8 key (`PRIVATE KEY`, as
+    /// Apple's .p8 files are) or an SEC 1 one (`EC PRIVATE KEY`) around lines of
+    /// base64, with blank space around it. Whether the key inside is a P-256 key is
+    /// checked apart (a pattern cannot tell).
+    case privateKeyPEM
+    /// A webhook URL: absolute, `https` (or `http` when `allowHTTP`), a host name or
+    /// an IP address in brackets, an optional port, and RFC 3986's characters after
+    /// it; no credentials. Whether the host resolves to an address webhooks may
+    /// reach is checked apart.
+    case webhookURL(allowHTTP: Bool)
+    /// What a webhook takes: an event type (`push.failed`), a family of them
+    /// (`activity.*`), or `*`.
+    case eventPattern
 
     /// Unicode's White_Space characters (what `Character.isWhitespace` and
     /// `Unicode.Scalar.Properties.isWhitespace` answer true for), as ranges.
@@ -50,7 +63,63 @@ enum TextRule: Sendable, Equatable {
         case .token: "^([0-9a-fA-F]{2})+$"
         case .visibleASCII: "^[!-~]+$"
         case .appID: "^app_[0-9a-f]+$"
+        case .privateKeyPEM: TextRule.privateKeyPEMPattern
+        case .webhookURL(let allowHTTP): allowHTTP ? TextRule.httpURLPattern : TextRule.httpsURLPattern
+        case .eventPattern: "^" + TextRule.oneEventPattern + "$"
         }
+    }
+
+    /// Blank space around a PEM block.
+    private static let blank = "[ \\t\\r\\n]*"
+    /// The armour of a PKCS #8 or SEC 1 key around base64 lines.
+    static let privateKeyPEMPattern: String = {
+        let lines = "([A-Za-z0-9+/=]+\\r?\\n)+"
+        func block(_ label: String) -> String {
+            "-----BEGIN \(label)-----\\r?\\n" + lines + "-----END \(label)-----"
+        }
+        return "^" + blank + "(" + block("PRIVATE KEY") + "|" + block("EC PRIVATE KEY") + ")" + blank + "$"
+    }()
+
+    /// An absolute URL of scheme `scheme` (a case-insensitive pattern) as webhooks
+    /// take it.
+    private static func urlPattern(scheme: String) -> String {
+        // RFC 3986's unreserved characters and sub-delimiters; "-" last, as a class
+        // takes it literally there.
+        let plain = "A-Za-z0-9._~!$&'()*+,;="
+        let escaped = "%[0-9A-Fa-f]{2}"
+        let host = "(\\[[0-9A-Fa-f:.]+\\]|[\(plain)-]+)"
+        let segment = "([\(plain):@-]|\(escaped))*"
+        let query = "([\(plain):@/?-]|\(escaped))*"
+        return "^" + scheme + "://" + host + "(:[0-9]{1,5})?" + "(/" + segment + ")*" + "(\\?" + query + ")?"
+            + "(#" + query + ")?$"
+    }
+    static let httpsURLPattern = urlPattern(scheme: "[Hh][Tt][Tt][Pp][Ss]")
+    static let httpURLPattern = urlPattern(scheme: "[Hh][Tt][Tt][Pp][Ss]?")
+
+    /// One event pattern (`*`, a family such as `activity.*`, or a type), as a group
+    /// of alternatives.
+    static let oneEventPattern: String = {
+        let families = Set(EventType.allCases.map { String($0.family) }).sorted().map { "\($0)\\.\\*" }
+        let exact = EventType.allCases.map { $0.rawValue.replacingOccurrences(of: ".", with: "\\.") }
+        return "(\\*|" + (families + exact).joined(separator: "|") + ")"
+    }()
+
+    /// The rules checked by their pattern itself, compiled once.
+    private static let compiled: [String: NSRegularExpression] = {
+        var compiled: [String: NSRegularExpression] = [:]
+        for pattern in [privateKeyPEMPattern, httpsURLPattern, httpURLPattern] {
+            compiled[pattern] = try? NSRegularExpression(pattern: pattern)
+        }
+        return compiled
+    }()
+
+    /// Whether `text` matches `pattern` (one of `compiled`) as a whole: the match
+    /// must cover it all, since `$` here also matches before a final line break,
+    /// where ECMA-262's does not.
+    private static func matches(_ text: String, _ pattern: String) -> Bool {
+        guard let regex = compiled[pattern] else { return false }
+        let whole = NSRange(text.startIndex..., in: text)
+        return regex.firstMatch(in: text, range: whole)?.range == whole
     }
 
     /// Why `text` breaks the rule, if it does (lengths are checked apart).
@@ -96,6 +165,17 @@ enum TextRule: Sendable, Equatable {
         case .appID:
             let hex = scalars.dropFirst(4).allSatisfy { ("0"..."9").contains($0) || ("a"..."f").contains($0) }
             return text.hasPrefix("app_") && hex ? nil : "must be an app id (app_ and hex digits)"
+        case .privateKeyPEM:
+            return TextRule.matches(text, TextRule.privateKeyPEMPattern)
+                ? nil : "must be the .p8 key's PEM text, from -----BEGIN PRIVATE KEY----- to -----END PRIVATE KEY-----"
+        case .webhookURL(let allowHTTP):
+            guard TextRule.matches(text, allowHTTP ? TextRule.httpURLPattern : TextRule.httpsURLPattern) else {
+                let scheme = allowHTTP ? "an absolute http or https URL" : "an absolute https URL (http needs --webhooks-allow-http)"
+                return "must be \(scheme) with a host and no credentials, in URL characters (others %-encoded)"
+            }
+            return nil
+        case .eventPattern:
+            return EventPattern(text) == nil ? "must be \(EventPattern.explanation)" : nil
         }
     }
 
@@ -131,6 +211,9 @@ struct TextFormat: Sendable, Equatable {
     static let appleID = TextFormat(rule: .appleID, minLength: 10, maxLength: 10)
     static let token = TextFormat(rule: .token, minLength: PushToken.minimumLength, maxLength: PushToken.maximumLength)
     static let idempotencyKey = TextFormat(rule: .visibleASCII, maxLength: 255)
+    static let privateKeyPEM = TextFormat(rule: .privateKeyPEM, maxLength: 10_000)
+    static let eventPattern = TextFormat(rule: .eventPattern, maxLength: 64)
+    static func webhookURL(allowHTTP: Bool) -> TextFormat { TextFormat(rule: .webhookURL(allowHTTP: allowHTTP), maxLength: 2_048) }
 
     /// Why `text` does not fit, if it does not.
     func problem(_ text: String) -> String? {
@@ -212,10 +295,14 @@ struct BodySchema: Sendable {
     let fields: [BodyField]
     /// Exactly one of these fields must be given (with a value other than null).
     let exactlyOne: [String]?
+    /// A rule between fields that the service checks, as the alternatives of a JSON
+    /// Schema `anyOf` (the document shows it; the reader leaves it to the service).
+    let anyOf: [JSONValue]?
 
-    init(_ fields: [BodyField], exactlyOne: [String]? = nil) {
+    init(_ fields: [BodyField], exactlyOne: [String]? = nil, anyOf: [JSONValue]? = nil) {
         self.fields = fields
         self.exactlyOne = exactlyOne
+        self.anyOf = anyOf
     }
 
     subscript(name: String) -> BodyField? { fields.first { $0.name == name } }
@@ -238,6 +325,7 @@ struct BodySchema: Sendable {
             schema["minProperties"] = 1
             schema["maxProperties"] = 1
         }
+        if let anyOf { schema["anyOf"] = .array(anyOf) }
         return .object(schema)
     }
 }

@@ -111,10 +111,12 @@ enum OpenAPIDocument {
             add(422, "A field, path or query parameter, or header is invalid")
         }
         if route.body != nil {
-            add(400, "Malformed JSON")
+            add(400, "Malformed JSON, or a NUL in the path or query")
             add(413, "Body over the size limit")
             add(415, "A body that is not application/json")
         }
+        // Refused before any route is chosen.
+        add(400, "A NUL in the path or query")
         return statuses.sorted { $0.status < $1.status }
     }
 
@@ -153,7 +155,12 @@ enum OpenAPISchemas {
             "description": "A field of the app's Swift type: {type, required?, nullable?, fields?, items?, date_encoding?, enum?}.",
             "oneOf": [
                 variant(["const": "string"], ["enum": ["type": "array", "minItems": 1, "items": ["type": "string"]]]),
-                variant(["const": "int"], ["enum": ["type": "array", "minItems": 1, "items": ["type": "integer"]]]),
+                variant(["const": "int"], [
+                    "enum": [
+                        "type": "array", "minItems": 1,
+                        "items": ["type": "integer", "minimum": .integer(Int64.min), "maximum": .integer(Int64.max)],
+                    ],
+                ]),
                 variant(["enum": ["double", "bool", "url"]]),
                 variant(["const": "date"], ["date_encoding": ["enum": .array(DateEncoding.allCases.map { .string($0.rawValue) })]]),
                 variant(["const": "object"], [

@@ -259,8 +259,12 @@ final class ObjectReader {
         }
         var strings: [String] = []
         for (index, element) in elements.enumerated() {
-            guard case .string(let text) = element, item.problem(text) == nil else {
+            guard case .string(let text) = element else {
                 owner?.fail("\(field(key))[\(index)]", "must be a non-empty string of at most \(item.maxLength) characters")
+                return nil
+            }
+            if let problem = item.problem(text) {
+                owner?.fail("\(field(key))[\(index)]", item.rule == .plain ? "must be a non-empty string of at most \(item.maxLength) characters" : problem)
                 return nil
             }
             strings.append(text)

@@ -10,7 +10,7 @@ enum RequestSchemas {
         BodyField("team_id", .string(.appleID), required: true),
         BodyField("key_id", .string(.appleID), required: true),
         BodyField(
-            "private_key", .string(.text(max: 10_000)), required: true,
+            "private_key", .string(.privateKeyPEM), required: true,
             description: "The .p8 key's PEM text (a P-256 private key)."),
     ])
 
@@ -43,19 +43,27 @@ enum RequestSchemas {
         BodyField("activity_type", .string(.activityType), required: true),
         BodyField("token", .token(emptyMeansAbsent: false), required: true),
     ])
-    static let createWebhook = BodySchema([
-        BodyField("url", .string(.text(max: 2_048)), required: true, description: "https (http only with --webhooks-allow-http)."),
-        BodyField(
-            "events", .strings(minCount: 1, maxCount: 50, item: .text(max: 64)), required: true,
-            description: "Event types (push.failed), families (activity.*) or *."),
-        BodyField("description", .string(.text(max: 500))),
-    ])
-    static let updateWebhook = BodySchema([
-        BodyField("url", .string(.text(max: 2_048))),
-        BodyField("events", .strings(minCount: 1, maxCount: 50, item: .text(max: 64))),
-        BodyField("description", .string(.text(max: 500)), description: "null removes it."),
-        BodyField("enabled", .bool, description: "true enables a disabled webhook again (its failures are forgotten)."),
-    ])
+    /// A new webhook; its URL may be `http` only when the server allows it.
+    static func createWebhook(allowHTTP: Bool) -> BodySchema {
+        BodySchema([
+            BodyField(
+                "url", .string(.webhookURL(allowHTTP: allowHTTP)), required: true,
+                description: "https (http only with --webhooks-allow-http)."),
+            BodyField(
+                "events", .strings(minCount: 1, maxCount: 50, item: .eventPattern), required: true,
+                description: "Event types (push.failed), families (activity.*) or *."),
+            BodyField("description", .string(.text(max: 500))),
+        ])
+    }
+    /// Changes to a webhook; its URL may be `http` only when the server allows it.
+    static func updateWebhook(allowHTTP: Bool) -> BodySchema {
+        BodySchema([
+            BodyField("url", .string(.webhookURL(allowHTTP: allowHTTP))),
+            BodyField("events", .strings(minCount: 1, maxCount: 50, item: .eventPattern)),
+            BodyField("description", .string(.text(max: 500)), description: "null removes it."),
+            BodyField("enabled", .bool, description: "true enables a disabled webhook again (its failures are forgotten)."),
+        ])
+    }
     /// A body that takes no field (an empty body, or `{}`).
     static let empty = BodySchema([])
     static let alert = BodySchema([
@@ -121,11 +129,27 @@ enum RequestSchemas {
         BodyField("alert", .object(alert), required: true),
         sendAt,
     ])
-    static let activityType = BodySchema([
-        BodyField("format", .enumeration(ActivityTypeSchema.Format.allCases.map(\.rawValue))),
-        BodyField("widget_name", .string(.text(max: 200)), description: "Required for expo-widgets, refused otherwise."),
-        BodyField("attributes", .fieldDefinitions, required: true),
-        BodyField("content_state", .fieldDefinitions, required: true),
-        BodyField("force", .bool),
-    ])
+    static let activityType = BodySchema(
+        [
+            BodyField("format", .enumeration(ActivityTypeSchema.Format.allCases.map(\.rawValue))),
+            BodyField("widget_name", .string(.text(max: 200)), description: "Required for expo-widgets, refused otherwise."),
+            BodyField("attributes", .fieldDefinitions, required: true),
+            BodyField("content_state", .fieldDefinitions, required: true),
+            BodyField("force", .bool),
+        ],
+        // widget_name goes with expo-widgets, and only with it (ActivityTypeService).
+        anyOf: [
+            [
+                "required": ["format", "widget_name"],
+                "properties": [
+                    "format": ["const": .string(ActivityTypeSchema.Format.expoWidgets.rawValue)], "widget_name": ["type": "string"],
+                ],
+            ],
+            [
+                "properties": [
+                    "format": ["enum": [.string(ActivityTypeSchema.Format.activitykit.rawValue), .null]],
+                    "widget_name": ["type": "null"],
+                ],
+            ],
+        ])
 }

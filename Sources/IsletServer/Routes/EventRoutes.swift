@@ -18,6 +18,7 @@ struct EventRoutes: Sendable {
                 access: .server, query: Self.query,
                 responses: [
                     (200, "{items, next_cursor}, or text/event-stream"), (422, "A query parameter or Last-Event-ID is invalid"),
+                    (429, "The app has as many event streams open as it may (Retry-After)"),
                 ]
             ) { request in try await read(request) },
         ]
@@ -71,12 +72,7 @@ struct EventRoutes: Sendable {
     }
 
     /// What `types` may hold: a comma-separated list of event types, families and `*`.
-    static let typesPattern: String = {
-        let families = Set(EventType.allCases.map { String($0.family) }).sorted().map { "\($0)\\.\\*" }
-        let exact = EventType.allCases.map { $0.rawValue.replacingOccurrences(of: ".", with: "\\.") }
-        let one = "(\\*|" + (families + exact).joined(separator: "|") + ")"
-        return "^\(one)(,\(one))*$"
-    }()
+    static let typesPattern = "^\(TextRule.oneEventPattern)(,\(TextRule.oneEventPattern))*$"
 
     static let query: [QueryParameter] = [
         QueryParameter(

@@ -7,15 +7,19 @@ import Storage
 /// Writes an app's events as Server-Sent Events: each as `id:` / `event:` / `data:`
 /// lines, a comment every `keepAlive` while nothing happens (proxies close idle
 /// connections), in the order an `EventCursor` reads them: the catch-up after
-/// `Last-Event-ID`, then the live events, without a gap or a repeat.
+/// `Last-Event-ID`, then the live events, without a gap or a repeat. Each stream
+/// holds one of its app's `slots` while it is open.
 struct EventStreaming: Sendable {
     let feed: EventFeed
     let events: EventService
     let keepAlive: Duration
+    let slots: EventStreamSlots
 
     /// The stream of `appID`'s events after `after`; without it (no `Last-Event-ID`
-    /// nor `?after=`), from now on.
+    /// nor `?after=`), from now on. `limited` when the app has as many streams open
+    /// as it may.
     func response(appID: String, after: Int64?, patterns: [EventPattern]) async throws -> HTTPResponse {
+        let slot = try slots.take(appID: appID)
         let start = after ?? feed.cursor
         let feed = self.feed
         let events = self.events
@@ -26,6 +30,7 @@ struct EventStreaming: Sendable {
                 "X-Accel-Buffering": "no",
             ]
         ) { writer in
+            defer { slot.release() }
             var cursor = EventCursor(feed: feed, events: events, appID: appID, after: start, patterns: patterns)
             // The first bytes: a retry hint, so that the headers and something of the
             // body reach the client at once.

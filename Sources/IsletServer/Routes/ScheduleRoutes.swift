@@ -84,12 +84,16 @@ struct ScheduleRoutes: Sendable {
         return APIJSON.response(Self.json(outcome.schedule))
     }
 
-    /// `<send_at ms>-<sequence>`, as `next_cursor` writes it.
+    /// `<send_at ms>-<sequence>`, as `next_cursor` writes it: two numbers of 1 to 18
+    /// digits (the pattern the document shows).
     static func cursor(_ text: String) -> ScheduleCursor? {
         let parts = text.split(separator: "-", omittingEmptySubsequences: false)
-        guard parts.count == 2, let sendAt = Int64(parts[0]), let sequence = Int64(parts[1]), sendAt >= 0, sequence >= 0
-        else { return nil }
-        return ScheduleCursor(sendAt: sendAt, sequence: sequence)
+        let numbers = parts.compactMap { part -> Int64? in
+            guard (1...18).contains(part.count), part.allSatisfy({ ("0"..."9").contains($0) }) else { return nil }
+            return Int64(part)
+        }
+        guard parts.count == 2, numbers.count == 2 else { return nil }
+        return ScheduleCursor(sendAt: numbers[0], sequence: numbers[1])
     }
 
     static let listQuery: [QueryParameter] = [
@@ -105,7 +109,7 @@ struct ScheduleRoutes: Sendable {
             schema: ["type": "integer", "minimum": 1, "maximum": 200]),
         QueryParameter(
             name: "cursor", description: "The next_cursor of the previous page.",
-            schema: ["type": "string", "pattern": "^[0-9]+-[0-9]+$"]),
+            schema: ["type": "string", "pattern": "^[0-9]{1,18}-[0-9]{1,18}$"]),
     ]
 
     static func json(_ item: ScheduleRecord) -> JSONValue {

@@ -4,7 +4,7 @@ import IsletCrypto
 import IsletLog
 public import Storage
 
-/// Which webhook URLs are accepted.
+/// Which webhook URLs are accepted, and how many webhooks an app may have.
 public struct WebhookPolicy: Sendable {
     /// Whether plain `http` URLs are accepted (`--webhooks-allow-http`).
     public var allowHTTP: Bool
@@ -15,14 +15,20 @@ public struct WebhookPolicy: Sendable {
     /// resolution and address ranges, checked when a webhook is saved (and by the
     /// sender again on every connection).
     public var addressRefusal: @Sendable (_ host: String, _ port: Int) async -> String?
+    /// Webhooks an app may have, at most (`--max-webhooks-per-app`).
+    public var maxPerApp: Int
+
+    /// The default of `maxPerApp`.
+    public static let defaultMaxPerApp = 50
 
     /// A policy.
     public init(
-        allowHTTP: Bool = false, allowPrivate: Bool = false,
+        allowHTTP: Bool = false, allowPrivate: Bool = false, maxPerApp: Int = WebhookPolicy.defaultMaxPerApp,
         addressRefusal: @escaping @Sendable (_ host: String, _ port: Int) async -> String? = { _, _ in nil }
     ) {
         self.allowHTTP = allowHTTP
         self.allowPrivate = allowPrivate
+        self.maxPerApp = maxPerApp
         self.addressRefusal = addressRefusal
     }
 }
@@ -73,6 +79,14 @@ public struct UpdateWebhook: Sendable {
     }
 }
 
+/// A page of an app's webhooks, oldest first.
+public struct WebhookPage: Sendable {
+    /// The webhooks.
+    public let items: [WebhookRecord]
+    /// Where the next page starts, when there may be one.
+    public let nextCursor: WebhookCursor?
+}
+
 /// A page of deliveries, newest first.
 public struct WebhookDeliveryPage: Sendable {
     /// The deliveries.
@@ -101,8 +115,12 @@ public struct WebhookService: Sendable {
         self.policy = policy
     }
 
+    /// Whether plain `http` URLs are accepted.
+    public var allowsHTTP: Bool { policy.allowHTTP }
+
     /// Saves a webhook; its record holds the secret, shown to the caller this once.
-    /// Only events after this moment are delivered to it.
+    /// Only events after this moment are delivered to it. An app that has
+    /// `maxPerApp` webhooks already gets `conflict`, naming the cap.
     public func create(_ command: CreateWebhook) async throws(ServiceError) -> WebhookRecord {
         try await checkURL(command.url)
         let events = try Self.checkEvents(command.events)
@@ -112,6 +130,14 @@ public struct WebhookService: Sendable {
         let now = environment.clock.now()
         return try await environment.write { session -> WebhookRecord in
             guard try session.app(id: command.appID) != nil else { throw ServiceError(.notFound, "No app \(command.appID).") }
+            let count = try session.lockedWebhookCount(appID: command.appID)
+            guard count < policy.maxPerApp else {
+                throw ServiceError(
+                    .conflict,
+                    "App \(command.appID) has \(count) webhooks, the most an app may have (\(policy.maxPerApp), "
+                        + "--max-webhooks-per-app); remove one first.",
+                    reason: "webhook_limit")
+            }
             let webhook = WebhookRecord(
                 webhookID: id, appID: command.appID, url: command.url, events: events,
                 description: description, secret: secret, cursor: try session.latestEventSequence(), createdAt: now,
@@ -124,6 +150,13 @@ public struct WebhookService: Sendable {
     /// The app's webhooks, oldest first.
     public func list(appID: String) async throws(ServiceError) -> [WebhookRecord] {
         try await environment.read { try $0.webhooks(appID: appID) }
+    }
+
+    /// A page of the app's webhooks, oldest first, after `after`.
+    public func list(appID: String, after: WebhookCursor?, limit: Int) async throws(ServiceError) -> WebhookPage {
+        let items = try await environment.read { try $0.webhooks(appID: appID, after: after, limit: limit) }
+        let last = items.count == limit ? items.last : nil
+        return WebhookPage(items: items, nextCursor: last.map { WebhookCursor(createdAt: $0.createdAt, webhookID: $0.webhookID) })
     }
 
     /// One webhook, or `notFound`.
