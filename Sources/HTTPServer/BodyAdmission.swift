@@ -1,4 +1,5 @@
-public import Foundation
+import Foundation
+import Glibc
 import IsletSync
 
 /// What is known of a request before a byte of its body is read: enough to decide
@@ -106,11 +107,11 @@ final class BodyBudget: Sendable {
     }
 }
 
-/// A request whose body is being read, watched for its deadline. The watch and
-/// the daemon thread decide under `lock` who answers: the handler's answer (the
-/// body arrived: `bodyDone`), or the watch's 408 (`fired`); and the completion
+/// A request whose body is being read, watched for its deadline. The sweep and
+/// the daemon thread decide under `state`'s lock who answers: the handler's answer
+/// (the body arrived: `bodyDone`), or the sweep's 408 (`fired`); and the completion
 /// callback marks it gone (`alive` false) before libmicrohttpd closes the socket,
-/// so that a late watch never writes to a descriptor that is another's by then.
+/// so that a late sweep never writes to a descriptor that is another's by then.
 final class BodyWatch: Sendable {
     struct State {
         var alive = true
@@ -120,8 +121,94 @@ final class BodyWatch: Sendable {
 
     let state = Lock(State())
     let fd: Int32
+    let deadline: ContinuousClock.Instant
 
-    init(fd: Int32) {
+    init(fd: Int32, deadline: ContinuousClock.Instant) {
         self.fd = fd
+        self.deadline = deadline
+    }
+}
+
+/// The bodies being read, each with its deadline; a body not whole by then is
+/// answered 408 and its connection shut down. One task per server sweeps them a
+/// few times per timeout (at most every second), and only while there are any.
+///
+/// libmicrohttpd has no call for this (an answer can be queued only once the body
+/// is whole, and its idle timeout closes without one), so the answer is written to
+/// the socket directly: safe because nothing else writes while a body is read, and
+/// decided under the watch's lock against the handler's answer and the
+/// connection's end (see `BodyWatch`). The socket is shut down, never closed:
+/// libmicrohttpd owns it, and cleans up once it sees the end.
+final class BodyDeadlines: Sendable {
+    private struct State {
+        var watches: [ObjectIdentifier: BodyWatch] = [:]
+        /// Whether a sweeping task runs (it ends once nothing is watched).
+        var sweeping = false
+        var stopped = false
+    }
+
+    private let state = Lock(State())
+    private let interval: Duration
+    private let answer: @Sendable () -> Data
+
+    /// Sweeps for bodies later than `timeout`, answering each with `answer`'s bytes.
+    init(timeout: Duration, answer: @escaping @Sendable () -> Data) {
+        self.interval = min(.seconds(1), max(.milliseconds(20), timeout / 4))
+        self.answer = answer
+    }
+
+    func add(_ watch: BodyWatch) {
+        let start = state.withLock { s -> Bool in
+            guard !s.stopped else { return false }
+            s.watches[ObjectIdentifier(watch)] = watch
+            defer { s.sweeping = true }
+            return !s.sweeping
+        }
+        guard start else { return }
+        let interval = interval
+        Task { [weak self] in
+            while true {
+                try? await Task.sleep(for: interval)
+                guard let self, self.sweep() else { return }
+            }
+        }
+    }
+
+    func remove(_ watch: BodyWatch) {
+        state.withLock { _ = $0.watches.removeValue(forKey: ObjectIdentifier(watch)) }
+    }
+
+    /// Stops sweeping, for good (the sweeping task ends at its next turn).
+    func stop() {
+        state.withLock { s in
+            s.stopped = true
+            s.watches = [:]
+        }
+    }
+
+    /// Answers the bodies past their deadline; answers whether to sweep again
+    /// (false once nothing is watched, or after `stop`).
+    private func sweep() -> Bool {
+        let now = ContinuousClock.now
+        let (late, again) = state.withLock { s -> ([BodyWatch], Bool) in
+            let late = s.watches.values.filter { $0.deadline <= now }
+            for watch in late { s.watches.removeValue(forKey: ObjectIdentifier(watch)) }
+            let again = !s.stopped && !s.watches.isEmpty
+            if !again { s.sweeping = false }
+            return (late, again)
+        }
+        guard !late.isEmpty else { return again }
+        let bytes = answer()
+        for watch in late {
+            watch.state.withLock { s in
+                guard s.alive, !s.bodyDone, !s.fired else { return }
+                s.fired = true
+                bytes.withUnsafeBytes { raw in
+                    _ = send(watch.fd, raw.baseAddress, raw.count, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT))
+                }
+                _ = shutdown(watch.fd, Int32(SHUT_RDWR))
+            }
+        }
+        return again
     }
 }

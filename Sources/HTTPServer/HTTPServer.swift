@@ -286,6 +286,8 @@ private final class ServerCore: @unchecked Sendable {
     let admission: HTTPAdmissionPolicy?
     let budget: BodyBudget
     let bodyTimeout: Duration
+    /// The bodies being read, under their deadline.
+    let deadlines: BodyDeadlines
     private let active = Atomic<Int>(0)
     /// Connections suspended while their handler runs: whoever takes one out of
     /// here (its handler's task, or `stop`) answers and resumes it, exactly once.
@@ -320,6 +322,12 @@ private final class ServerCore: @unchecked Sendable {
         self.budget = BodyBudget(
             total: configuration.maxBufferedBodyBytes, perBudget: configuration.maxBufferedBodyBytesPerBudget)
         self.bodyTimeout = configuration.bodyTimeout
+        let timeout = configuration.bodyTimeout
+        let refusal = refusal
+        self.deadlines = BodyDeadlines(timeout: timeout) {
+            let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
+            return ServerCore.wireBytes(ServerCore.closing(refusal(.bodyTimeout(seconds: seconds))))
+        }
         self.streams = StreamRegistry(bufferLimit: configuration.streamBufferBytes)
     }
 
@@ -352,8 +360,10 @@ private final class ServerCore: @unchecked Sendable {
             while activeRequests > 0 && ContinuousClock.now < deadline { usleep(1_000) }
         }
         MHD_stop_daemon(daemon.pointer)
-        // Every stream's response is released by now, so no connection is watched.
+        // Every stream's response is released by now, so no connection is watched;
+        // every connection is closed, so no body is under a deadline.
         streams.watcher.stop()
+        deadlines.stop()
     }
 
     /// Hands `connection`, just suspended, to its handler.
@@ -462,6 +472,7 @@ private final class ServerCore: @unchecked Sendable {
                 return s.fired
             }
             if fired { return .NO }
+            deadlines.remove(watch)
         }
         if let response = state.response {
             return queue(connection, state, response)
@@ -501,7 +512,8 @@ private final class ServerCore: @unchecked Sendable {
             return queue(connection, state, Self.closing(refusal(.badRequest(detail: problem))))
         }
         state.bodyLimit = bodyLimit?(state.request.method, state.request.path) ?? maxBodyBytes
-        let length = lengths.first.flatMap { Int($0.trimmingCharacters(in: .whitespaces)) }
+        // libmicrohttpd takes any length below 2^64; one past Int's range is too large.
+        let length = lengths.first.map { Int($0.trimmingCharacters(in: .whitespaces)) ?? Int.max }
         // Too large is answered once the request is admitted: a request that would
         // be refused anyway gets that answer.
         if let length, length > state.bodyLimit { state.tooLarge = true }
@@ -532,6 +544,7 @@ private final class ServerCore: @unchecked Sendable {
             }
             let declared = state.request.headers["Transfer-Encoding"] != nil
                 ? 0 : (state.request.headers["Content-Length"].flatMap { Int($0.trimmingCharacters(in: .whitespaces)) } ?? 0)
+            // (A length past Int's range was found too large above.)
             guard budget.reserve(declared, budget: budgetName) else {
                 return queue(connection, state, Self.closing(refusal(.bodiesBuffered(retryAfter: 1))))
             }
@@ -553,32 +566,13 @@ private final class ServerCore: @unchecked Sendable {
         }
     }
 
-    /// Answers 408 and closes the connection when the body has not arrived by the
-    /// deadline. libmicrohttpd has no call for this (an answer can be queued only
-    /// once the body is whole, and its idle timeout closes without one), so the
-    /// answer is written to the socket directly: safe because nothing else writes
-    /// while a body is read, and decided under the watch's lock against the
-    /// handler's answer and the connection's end (see `BodyWatch`). The socket is
-    /// shut down, never closed: libmicrohttpd owns it and cleans up once it sees the
-    /// end.
+    /// Puts the body of `state` under its deadline (`BodyDeadlines`).
     private func watchDeadline(_ connection: OpaquePointer, _ state: RequestState) {
         let fd = islet_mhd_connection_fd(connection)
         guard fd >= 0 else { return }
-        let watch = BodyWatch(fd: fd)
+        let watch = BodyWatch(fd: fd, deadline: ContinuousClock.now + bodyTimeout)
         state.watch = watch
-        let timeout = bodyTimeout
-        let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
-        let answer = Self.wireBytes(Self.closing(refusal(.bodyTimeout(seconds: seconds))))
-        DispatchQueue.global().asyncAfter(deadline: .now() + seconds) {
-            watch.state.withLock { s in
-                guard s.alive, !s.bodyDone, !s.fired else { return }
-                s.fired = true
-                answer.withUnsafeBytes { bytes in
-                    _ = Glibc.send(watch.fd, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT))
-                }
-                _ = Glibc.shutdown(watch.fd, Int32(SHUT_RDWR))
-            }
-        }
+        deadlines.add(watch)
     }
 
     /// Why a request's head is refused, or nil: a NUL anywhere in its target (which
@@ -600,7 +594,8 @@ private final class ServerCore: @unchecked Sendable {
         if !encoding.isEmpty && (encoding.count > 1 || encoding[0].trimmingCharacters(in: .whitespaces).lowercased() != "chunked") {
             return "The only Transfer-Encoding taken is chunked."
         }
-        if version == "HTTP/1.1" && state.request.headers["Host"] == nil {
+        // libmicrohttpd reads any HTTP/1.x above 1.0 as 1.1.
+        if let version, version.hasPrefix("HTTP/1."), version != "HTTP/1.0", state.request.headers["Host"] == nil {
             return "An HTTP/1.1 request must carry a Host header."
         }
         return nil
@@ -629,7 +624,10 @@ private final class ServerCore: @unchecked Sendable {
         let state = Unmanaged<RequestState>.fromOpaque(raw).takeRetainedValue()
         requestContext.pointee = nil
         // Before libmicrohttpd closes the socket: a deadline after this writes nothing.
-        state.watch?.state.withLock { $0.alive = false }
+        if let watch = state.watch {
+            watch.state.withLock { $0.alive = false }
+            deadlines.remove(watch)
+        }
         budget.release(state.reserved, budget: state.budget)
         state.reserved = 0
         if state.counted && !state.streaming { active.subtract(1, ordering: .sequentiallyConsistent) }

@@ -672,7 +672,9 @@ public struct Configuration: Sendable, Equatable {
     public static var helpText: String {
         var lines = ["Usage: islet serve [options]", "", "Options (each also an environment variable):"]
         for setting in settings {
-            lines.append("  \(setting.flag)\(setting.isSwitch ? "" : " VALUE")".padding(toLength: 34, withPad: " ", startingAt: 0)
+            // A flag longer than the column keeps its whole name, and a space.
+            let name = "  \(setting.flag)\(setting.isSwitch ? "" : " VALUE")"
+            lines.append(name.padding(toLength: max(34, name.count + 1), withPad: " ", startingAt: 0)
                 + "\(setting.help) [\(setting.environment), default \(setting.defaultText)]")
         }
         return lines.joined(separator: "\n")

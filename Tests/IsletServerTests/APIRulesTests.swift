@@ -229,7 +229,7 @@ struct APIRulesTests {
                 for method in item.objectValue?.keys ?? [:].keys { documented.insert("\(method.uppercased()) \(path)") }
             }
             let contract: Set<String> = [
-                "GET /healthz", "GET /metrics", "GET /openapi.json", "GET /v1/version", "GET /v1/nodes",
+                "GET /healthz", "GET /metrics", "GET /openapi.json", "GET /v1/version", "GET /v1/nodes", "DELETE /v1/sessions",
                 "POST /v1/apps", "GET /v1/apps", "GET /v1/apps/{app_id}", "PATCH /v1/apps/{app_id}",
                 "POST /v1/apps/{app_id}/keys/rotate",
                 "PUT /v1/apps/{app_id}/devices/{device_id}",

@@ -72,7 +72,7 @@ struct ApplicationTests {
 
     @Test func oversizedBodyIsA413Problem() async throws {
         try await withApplication(maxBodyBytes: 1_000) { app, _ in
-            let response = try await httpRequest(port: app.port, method: "POST", path: "/healthz", body: Data(count: 1_001))
+            let response = try await httpRequest(port: app.port, method: "POST", path: "/dashboard/session", body: Data(count: 1_001))
             #expect(response.status == 413)
             #expect(response.headers["content-type"] == "application/problem+json")
             #expect(response.json?["detail"] as? String == "The request body is larger than 1000 bytes.")

@@ -156,6 +156,25 @@ struct HardeningTests {
                     headers: ["X-Forwarded-For": "198.51.100.7, 203.0.113.\(index)"])
                 #expect(reply.status == 401)
             }
+            // A proxy that adds a line of its own: the client's forged line before
+            // it changes nothing.
+            let port = h.application.port
+            for _ in 0..<3 {
+                let connection = try RawHTTPConnection(port: port)
+                let body = #"{"token": "wrong-token-0123456789"}"#
+                let reply = try await connection.async { c -> RawHTTPResponse in
+                    try c.write(
+                        "POST /dashboard/session HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                            + "X-Forwarded-For: 192.0.2.\(Int.random(in: 1...250))\r\nX-Forwarded-For: 203.0.113.50\r\n"
+                            + "Content-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)")
+                    return try c.readResponse()
+                }
+                _ = reply
+            }
+            let last = try await h.call(
+                "POST", "/dashboard/session", key: nil, json: ["token": .string(ServerHarness.adminToken)],
+                headers: ["X-Forwarded-For": "203.0.113.50"])
+            #expect(last.status == 429)
             let lines = trustedLogs.lines.filter { $0.contains("msg=request") && $0.contains("/dashboard/session") }
             #expect(lines.contains { $0.contains("client=203.0.113.2") }, "\(lines)")
             #expect(!lines.contains { $0.contains("client=198.51.100.7") })
@@ -178,6 +197,7 @@ struct HardeningTests {
                 port: port, method: "POST", path: "/dashboard/session",
                 headers: ["Content-Type": "application/x-www-form-urlencoded", "Origin": "http://127.0.0.1"], body: form)
             #expect(own.status == 200)
+            #expect(own.headers["cache-control"] == "no-store")
             let plain = try await httpRequest(
                 port: port, method: "POST", path: "/dashboard/session",
                 headers: ["Content-Type": "application/x-www-form-urlencoded"], body: form)

@@ -87,6 +87,9 @@ struct ServerHarness: Sendable {
             config.port = 0
             config.dataDirectory = directory.path
             config.databasePath = database
+            // Dozens of harnesses run at once, each its own pool: a few connections
+            // each keep the whole suite within the test server's connections.
+            config.databasePoolSize = 3
             config.secretsKey = database.map { _ in TestPostgres.secretsKey }
             config.adminToken = adminToken
             config.apnsSandboxURL = "https://127.0.0.1:\(sandbox.port)"

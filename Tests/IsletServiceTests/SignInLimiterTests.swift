@@ -53,6 +53,15 @@ struct SignInLimiterTests {
         try other.attempt("x")
     }
 
+    @Test func anIPv6AddressCountsAsItsSlash64() throws {
+        let limiter = SignInLimiter(attemptsPerMinute: 2, clock: ManualWallClock())
+        try limiter.attempt("2001:db8:1:2::1")
+        try limiter.attempt("2001:db8:1:2:ffff::9")
+        #expect(throws: ServiceError.self) { try limiter.attempt("[2001:db8:1:2::77]") }
+        try limiter.attempt("2001:db8:1:3::1")
+        #expect(SignInLimiter.key("192.0.2.1") == "192.0.2.1")
+    }
+
     @Test func zeroTurnsTheLimitOffAndAddressesAreBounded() throws {
         let clock = ManualWallClock()
         let off = SignInLimiter(attemptsPerMinute: 0, clock: clock)

@@ -3,12 +3,15 @@ import HTTPServer
 
 /// The address a request came from, as logs and per-address limits see it: the
 /// connection's peer, or, when Islet is told it sits behind a proxy that writes
-/// `X-Forwarded-For` (`--trust-forwarded-for`), the last address of that header
-/// (the one the proxy itself appended; entries before it are the client's word).
+/// `X-Forwarded-For` (`--trust-forwarded-for`), the last address of that header's
+/// last line (the one the proxy itself appended; entries before it are the
+/// client's word).
 enum ClientAddress {
     /// The client address of `request`; `unknown` when the server could not tell.
     static func of(_ request: HTTPRequest, trustForwardedFor: Bool) -> String {
-        if trustForwardedFor, let forwarded = request.headers["X-Forwarded-For"],
+        // The last entry of the last line: a proxy that adds a line of its own
+        // leaves the client's forged lines before it.
+        if trustForwardedFor, let forwarded = request.headers.values(of: "X-Forwarded-For").last,
             let last = forwarded.split(separator: ",").last
         {
             let address = last.trimmingCharacters(in: .whitespaces)

@@ -136,11 +136,17 @@ struct Dispatcher: Sendable {
                 request, route: RequestMetrics.unmatchedRoute, response: Self.notFound(request), requestID: requestID,
                 started: started))
         }
-        guard let authentication, let access = access["\(head.method) \(pattern)"] else { return .admit(budget: nil) }
+        // HEAD is answered by the GET route, and checked as it is.
+        let declared = access["\(head.method) \(pattern)"] ?? (head.method == "HEAD" ? access["GET \(pattern)"] : nil)
+        guard let authentication, let access = declared else { return .admit(budget: Self.anonymousBudget) }
         let client = ClientAddress.of(request, trustForwardedFor: trustForwardedFor)
         let answer: @Sendable (AuthenticationMiddleware.HeadCheck) -> HTTPAdmission? = { check in
             switch check {
-            case .pass(let appID): return .admit(budget: appID)
+            case .pass(let appID):
+                // An app's backend and its devices (whose key is public) each have
+                // a share of their own; requests no key vouches for share one.
+                guard let appID else { return .admit(budget: access == .open ? Self.anonymousBudget : nil) }
+                return .admit(budget: access == .device ? "\(appID)/device" : appID)
             case .fail(let error):
                 let response = ErrorRendering.response(error, route: pattern, logger: logger)
                 return .refuse(finish(request, route: pattern, response: response, requestID: requestID, started: started))
@@ -156,6 +162,10 @@ struct Dispatcher: Sendable {
             return answer(check) ?? .admit(budget: nil)
         }
     }
+
+    /// The budget of the bodies of requests that no key vouches for (the open
+    /// routes, a sign-in): however many, they hold no more than one app may.
+    static let anonymousBudget = "anonymous"
 
     private static func methodNotAllowed(_ request: HTTPRequest, allowed: [String]) -> HTTPResponse {
         var response = Problem(

@@ -95,13 +95,14 @@ struct DashboardRoutes: Sendable {
     }
 
     /// The origins this server is reached at: the public URL's, when one is set,
-    /// else the request's own `Host` over http and https.
+    /// and the request's own `Host` over http and https.
     private func ownOrigins(_ request: HTTPRequest) -> [String] {
+        var origins: [String] = []
         if let publicURL, let url = URL(string: publicURL), let scheme = url.scheme, let host = url.host {
-            return ["\(scheme)://\(host)\(url.port.map { ":\($0)" } ?? "")"]
+            origins.append("\(scheme)://\(host)\(url.port.map { ":\($0)" } ?? "")")
         }
-        guard let host = request.headers["Host"] else { return [] }
-        return ["http://\(host)", "https://\(host)"]
+        if let host = request.headers["Host"] { origins += ["http://\(host)", "https://\(host)"] }
+        return origins
     }
 
     /// The token a sign-in carries: `{"token": "…"}`, or `token=…` as a form.

@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 public import IsletCore
 import IsletSync
 
@@ -9,7 +10,8 @@ import IsletSync
 /// guessed faster than the limit allows.
 ///
 /// The window slides: an address has `attemptsPerMinute` attempts in any 60
-/// seconds. At most `maxAddresses` addresses are remembered; past that, addresses
+/// seconds. An IPv6 address counts as its /64, which one client usually holds
+/// whole. At most `maxAddresses` addresses are remembered; past that, addresses
 /// whose attempts have all left the window are forgotten first, then the oldest.
 public final class SignInLimiter: Sendable {
     /// The attempts an address may make in any minute.
@@ -28,6 +30,7 @@ public final class SignInLimiter: Sendable {
     /// Passes when `address` is under the limit, without counting an attempt.
     public func check(_ address: String) throws(ServiceError) {
         guard attemptsPerMinute > 0 else { return }
+        let address = Self.key(address)
         let now = clock.now()
         let wait = state.withLock { attempts -> TimeInterval? in
             Self.wait(Self.recent(attempts[address] ?? [], now: now), limit: attemptsPerMinute, now: now)
@@ -39,6 +42,7 @@ public final class SignInLimiter: Sendable {
     /// already made its attempts this minute (the refused one is not counted).
     public func attempt(_ address: String) throws(ServiceError) {
         guard attemptsPerMinute > 0 else { return }
+        let address = Self.key(address)
         let now = clock.now()
         let wait = state.withLock { attempts -> TimeInterval? in
             let recent = Self.recent(attempts[address] ?? [], now: now)
@@ -57,6 +61,7 @@ public final class SignInLimiter: Sendable {
     /// not the address is over the limit.
     public func failed(_ address: String) {
         guard attemptsPerMinute > 0 else { return }
+        let address = Self.key(address)
         let now = clock.now()
         state.withLock { attempts in
             attempts[address] = Array(Self.recent(attempts[address] ?? [], now: now).suffix(attemptsPerMinute - 1)) + [now]
@@ -70,6 +75,17 @@ public final class SignInLimiter: Sendable {
     // MARK: - Rules
 
     static let window: TimeInterval = 60
+
+    /// What an address is counted under: an IPv6 address as its /64 prefix, any
+    /// other as it is.
+    static func key(_ address: String) -> String {
+        var bytes = in6_addr()
+        guard address.contains(":"), inet_pton(AF_INET6, address.trimmingCharacters(in: ["[", "]"]), &bytes) == 1 else {
+            return address
+        }
+        let prefix = withUnsafeBytes(of: &bytes) { Array($0.prefix(8)) }
+        return prefix.map { String(format: "%02x", $0) }.joined() + "::/64"
+    }
 
     /// The attempts of `times` still inside the window at `now`.
     static func recent(_ times: [Date], now: Date) -> [Date] {
