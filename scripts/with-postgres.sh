@@ -52,10 +52,12 @@ local   all       all                           trust
 host    all       islet_password  127.0.0.1/32  scram-sha-256
 host    all       all             127.0.0.1/32  trust
 EOF
+# The suite runs its tests at once, each server with a pool and a listener of its
+# own (and the multi-node tests' processes with theirs): room for them all.
 cat >>"$data/postgresql.conf" <<EOF
 listen_addresses = '127.0.0.1'
 unix_socket_directories = '$folder'
-max_connections = 400
+max_connections = 1000
 shared_buffers = 128MB
 EOF
 # For tests, speed; for benchmarks (ISLET_POSTGRES_DURABLE=1), every commit synced,

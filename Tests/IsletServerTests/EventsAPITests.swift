@@ -122,11 +122,16 @@ struct EventsAPITests {
                 #expect(successes.first == first["id"]?.stringValue)
                 #expect(successes == expectedIDs, "deliveries of one activity arrive in the order they happened")
 
-                let deliveries = try await harness.call(
-                    "GET", "/v1/apps/\(app.id)/webhooks/\(webhookID)/deliveries?limit=200", key: app.serverKey)
-                let items = deliveries["items"]?.arrayValue ?? []
-                #expect(items.count == expectedIDs.count)
-                #expect(items.allSatisfy { $0["status"] == "succeeded" })
+                // The receiver writes its line before its answer reaches the server,
+                // which records it a moment later: waited for, not read at once.
+                var items: [JSONValue] = []
+                let recorded = try await harness.eventually {
+                    let deliveries = try await harness.call(
+                        "GET", "/v1/apps/\(app.id)/webhooks/\(webhookID)/deliveries?limit=200", key: app.serverKey)
+                    items = deliveries["items"]?.arrayValue ?? []
+                    return items.count == expectedIDs.count && items.allSatisfy { $0["status"] == "succeeded" }
+                }
+                #expect(recorded, "\(items)")
                 let retried = try #require(items.first { $0["event_id"] == first["id"] })
                 #expect(retried["attempts"] == .integer(2) && retried["response_status"] == .integer(204))
                 // Sent again on request, with the same id.
