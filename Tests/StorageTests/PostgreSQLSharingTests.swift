@@ -164,7 +164,7 @@ struct PostgreSQLSharingTests {
     }
 
     @Test func aDeviceReadForItsSecretKeepsThatSecretUntilTheTransactionEnds() async throws {
-        try await withNodes(2) { stores, _ in
+        try await withNodes(2) { stores, url in
             let first = Data("first".utf8)
             try stores[0].writeNow { session in
                 try session.insertApp(Fixture.app())
@@ -184,7 +184,15 @@ struct PostgreSQLSharingTests {
                     try session.replaceDeviceSecret(appID: "app_1", deviceID: "d1", secretHash: Data("second".utf8))
                 }
             }
-            try await Task.sleep(for: .milliseconds(100))
+            // Seen waiting on the lock, so that the gate opens on a reset that has
+            // begun, not on one yet to start.
+            let waiting = await eventually {
+                let count = try? await TestPostgres.psqlOffThePool(
+                    url, "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                        + "AND application_name LIKE 'islet-node-%-1' AND query LIKE '%devices%'")
+                return (Int(count ?? "0") ?? 0) > 0
+            }
+            #expect(waiting, "the reset never waited for the checked device's lock")
             gate.open()
             let (before, after) = try await checked
             #expect(before == first)

@@ -74,8 +74,11 @@ struct WebhookRoutes: Sendable {
         return APIJSON.response(status: 201, Self.json(webhook, secret: true))
     }
 
-    private func list(_ request: RouteRequest) async throws -> HTTPResponse {
-        let http = request.http
+    /// A list's `limit` (1 to 200, default 50) and `cursor` (read by `cursor`),
+    /// or a 422 naming every query parameter at fault.
+    private static func page<Cursor>(
+        _ http: HTTPRequest, cursor parse: (String) -> Cursor?
+    ) throws(Problem) -> (limit: Int, cursor: Cursor?) {
         var errors: [Problem.FieldError] = []
         for (name, _) in http.query where !["limit", "cursor"].contains(name) {
             errors.append(.init(field: name, message: "is not a query parameter of this route"))
@@ -86,13 +89,18 @@ struct WebhookRoutes: Sendable {
                 errors.append(.init(field: "limit", message: "must be a whole number from 1 to 200"))
             }
         }
-        var after: WebhookCursor?
+        var cursor: Cursor?
         if let text = http.queryValue("cursor") {
-            if let value = Self.cursor(text) { after = value } else {
+            if let value = parse(text) { cursor = value } else {
                 errors.append(.init(field: "cursor", message: "must be the next_cursor of a previous page"))
             }
         }
         guard errors.isEmpty else { throw Problem(status: 422, detail: "The query has invalid parameters.", errors: errors) }
+        return (limit, cursor)
+    }
+
+    private func list(_ request: RouteRequest) async throws -> HTTPResponse {
+        let (limit, after) = try Self.page(request.http) { Self.cursor($0) }
         let page = try await webhooks.list(appID: request.app.id, after: after, limit: limit)
         return APIJSON.response(.object([
             "items": .array(page.items.map { Self.json($0) }),
@@ -149,24 +157,7 @@ struct WebhookRoutes: Sendable {
 
     private func deliveries(_ request: RouteRequest) async throws -> HTTPResponse {
         let id = try PathValues.identifier(request.parameters, "webhook_id")
-        let http = request.http
-        var errors: [Problem.FieldError] = []
-        for (name, _) in http.query where !["limit", "cursor"].contains(name) {
-            errors.append(.init(field: name, message: "is not a query parameter of this route"))
-        }
-        var limit = 50
-        if let text = http.queryValue("limit") {
-            if let value = Int(text), (1...200).contains(value) { limit = value } else {
-                errors.append(.init(field: "limit", message: "must be a whole number from 1 to 200"))
-            }
-        }
-        var before: Int64?
-        if let text = http.queryValue("cursor") {
-            if let value = WebhookDeliveryRecord.sequence(of: text) { before = value } else {
-                errors.append(.init(field: "cursor", message: "must be the next_cursor of a previous page"))
-            }
-        }
-        guard errors.isEmpty else { throw Problem(status: 422, detail: "The query has invalid parameters.", errors: errors) }
+        let (limit, before) = try Self.page(request.http) { WebhookDeliveryRecord.sequence(of: $0) }
         let page = try await webhooks.deliveries(appID: request.app.id, webhookID: id, before: before, limit: limit)
         return APIJSON.response(.object([
             "items": .array(page.items.map(Self.json)),
