@@ -26,13 +26,15 @@ run: build
 test: deps
 	./scripts/test-tools.sh
 	$(SWIFT) build --build-tests $(SWIFT_FLAGS)
-	# Every run shares one throwaway PostgreSQL server (ISLET_TEST_POSTGRES_URL). The
+	# Every tier runs (ISLET_TEST_TIERS=all: PostgreSQL, the browser, the Python
+	# tools, Node.js, child processes), sharing one throwaway PostgreSQL server
+	# (ISLET_TEST_POSTGRES_URL). The
 	# whole suite runs the store contracts on both backends and the rest on SQLite;
 	# the second run puts the service, delivery, API and end-to-end suites on
 	# PostgreSQL; the third and fourth are each alone in a process of their own,
 	# where counting the process's threads, and measuring its resident memory, is
 	# exact.
-	./scripts/with-postgres.sh bash -c '$(SWIFT) test --skip-build && \
+	ISLET_TEST_TIERS=all ./scripts/with-postgres.sh bash -c '$(SWIFT) test --skip-build && \
 	  ISLET_TEST_BACKEND=postgresql $(SWIFT) test --skip-build --filter "$(POSTGRES_SUITES)" && \
 	  ISLET_THREAD_CENSUS=1 $(SWIFT) test --skip-build --filter ThreadCensusTests && \
 	  ISLET_BODY_MEMORY=1 $(SWIFT) test --skip-build --filter BodyMemoryTests'
@@ -42,7 +44,7 @@ test: deps
 screenshots: deps
 	./scripts/test-tools.sh
 	$(SWIFT) build --build-tests $(SWIFT_FLAGS)
-	ISLET_SCREENSHOTS=$(CURDIR)/docs/screenshots $(SWIFT) test --skip-build --filter DashboardBrowserTests
+	ISLET_TEST_TIERS=browser,python ISLET_SCREENSHOTS=$(CURDIR)/docs/screenshots $(SWIFT) test --skip-build --filter DashboardBrowserTests
 
 # The whole suite under AddressSanitizer, then under ThreadSanitizer, each in a
 # build folder of its own; suppressions (each with its proof) in scripts/sanitizers/.

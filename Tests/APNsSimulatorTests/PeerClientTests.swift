@@ -12,7 +12,7 @@ import Testing
 /// Java's pushy shape them. Each must get 200 for a valid alert and a valid Live
 /// Activity start, and APNs's own refusal for a token older than an hour, a token
 /// signed by another key, and a Live Activity push to a device token.
-@Suite("Simulator: independent clients")
+@Suite("Simulator: independent clients", .requires(.python))
 struct PeerClientTests {
     static let keyID = "PEERKEY001"
     static let teamID = "PEERTEAM01"

@@ -9,7 +9,7 @@ import Testing
 /// h2_apns_server.py, written on the h2 library (PyPI) over Python's TLS, answering
 /// as APNs would by the token's first digits, resetting streams, and sending a
 /// GOAWAY. Its log line for every request shows what reached it.
-@Suite("APNs client against an HTTP/2 server Islet did not write")
+@Suite("APNs client against an HTTP/2 server Islet did not write", .requires(.python))
 struct PeerServerTests {
     /// One answer the server logged.
     struct Logged: Decodable {

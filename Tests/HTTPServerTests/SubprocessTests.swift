@@ -5,7 +5,7 @@ import Testing
 
 /// The tests' own child processes (`Subprocess`, `runCommand`): what a child
 /// inherits, how it ends, and that none is left behind.
-@Suite("Test child processes")
+@Suite("Test child processes", .requires(.processes))
 struct SubprocessTests {
     /// A descriptor opened without close-on-exec (as a library might) is still not
     /// the child's: only its standard input, output and error are.

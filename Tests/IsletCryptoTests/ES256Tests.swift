@@ -50,7 +50,7 @@ struct ES256Tests {
         #expect(throws: CryptoError.self) { try ECDSASignature.raw(fromDER: Data([0x30, 0x02, 0x01])) }
     }
 
-    @Test func refusesKeysThatAreNotP256() throws {
+    @Test(.requires(.processes)) func refusesKeysThatAreNotP256() throws {
         try #require(FileManager.default.isExecutableFile(atPath: "/usr/bin/openssl"))
         let p384 = try runCommand("/usr/bin/openssl", ["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-384"])
         let error = #expect(throws: CryptoError.self) { try P256.SigningKey(pemRepresentation: p384.output) }
@@ -116,7 +116,7 @@ struct ES256Tests {
     }
 }
 
-@Suite("ES256 against the openssl command line")
+@Suite("ES256 against the openssl command line", .requires(.processes))
 struct OpenSSLCrossCheckTests {
     let openssl = "/usr/bin/openssl"
 

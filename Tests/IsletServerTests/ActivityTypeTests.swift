@@ -215,7 +215,7 @@ struct ActivityTypeTests {
         }
     }
 
-    @Test func theAppsSwiftSourceBecomesTheTypeIsletEnforces() async throws {
+    @Test(.requires(.processes)) func theAppsSwiftSourceBecomesTheTypeIsletEnforces() async throws {
         let executable = builtProductPath("islet")
         try #require(FileManager.default.isExecutableFile(atPath: executable))
         try await ServerHarness.with { h in

@@ -8,7 +8,7 @@ import Testing
 
 /// `islet serve` killed with SIGKILL in the middle of a fan-out, and started again
 /// on the same database.
-@Suite("Crash recovery of islet serve")
+@Suite("Crash recovery of islet serve", .requires(.processes))
 struct CrashRecoveryTests {
     let executable = builtProductPath("islet")
 

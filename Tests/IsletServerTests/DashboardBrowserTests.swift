@@ -14,7 +14,7 @@ import Testing
 /// entry of the browser's console. This test then checks the end reached the
 /// simulated phone. With ISLET_SCREENSHOTS=DIR (`make screenshots`) the script also
 /// writes a PNG of each page there.
-@Suite("Dashboard in a browser")
+@Suite("Dashboard in a browser", .requires(.browser, .python))
 struct DashboardBrowserTests {
     static let activityID = "order-browser-1"
     static let deviceID = "phone-1"

@@ -63,7 +63,7 @@ struct EventsAPITests {
         }
     }
 
-    @Test func deliveriesAreVerifiedByStandardWebhooksRetriedWithTheSameIDAndInOrder() async throws {
+    @Test(.requires(.python)) func deliveriesAreVerifiedByStandardWebhooksRetriedWithTheSameIDAndInOrder() async throws {
         let python = try PythonTools.python()
         let script = try PythonTools.script("scripts/peers/webhook_receiver.py")
         try await withTemporaryDirectory { folder in

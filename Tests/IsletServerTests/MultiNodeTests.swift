@@ -10,7 +10,7 @@ import Testing
 /// simulator: a node killed mid fan-out, the same `Idempotency-Key` at two nodes at
 /// once, one activity updated through two nodes, a node stopped with SIGTERM while it
 /// holds pushes.
-@Suite("Several islet serve nodes on one database", .serialized)
+@Suite("Several islet serve nodes on one database", .requires(.postgres, .processes), .serialized)
 struct MultiNodeTests {
     /// The lease every node runs with: short, so that a dead node's pushes are taken
     /// over soon.

@@ -9,7 +9,7 @@ import Testing
 /// sequences, and checks every answer: no 5xx, only documented statuses, content
 /// types and shapes, every valid request accepted, every invalid one refused, 405
 /// with Allow for other methods, authentication never ignored.
-@Suite("The API against its OpenAPI document")
+@Suite("The API against its OpenAPI document", .requires(.python))
 struct OpenAPIConformanceTests {
     /// The repository's root: this file is Tests/IsletServerTests/… in it.
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()

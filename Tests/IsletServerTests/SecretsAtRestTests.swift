@@ -135,7 +135,7 @@ struct SecretsAtRestTests {
     /// key), before the server starts on the database: at start their credentials are
     /// sealed, and the app still signs (the simulator checks its provider token) and
     /// the webhook still verifies (a receiver with the Standard Webhooks library).
-    @Test func plainCredentialsOfAnOlderIsletAreSealedAtStartAndStillWork() async throws {
+    @Test(.requires(.python)) func plainCredentialsOfAnOlderIsletAreSealedAtStartAndStillWork() async throws {
         let python = try PythonTools.python()
         let script = try PythonTools.script("scripts/peers/webhook_receiver.py")
         try await withTemporaryDirectory { folder in
@@ -263,7 +263,7 @@ struct SecretsAtRestTests {
         }
     }
 
-    @Test func onPostgreSQLANodeWithoutAKeyRefusesToStartInOneLine() async throws {
+    @Test(.requires(.postgres, .processes)) func onPostgreSQLANodeWithoutAKeyRefusesToStartInOneLine() async throws {
         try #require(FileManager.default.isExecutableFile(atPath: executable))
         try await withTemporaryDirectory { dir in try await TestPostgres.withSchema { url in
             let data = dir.appendingPathComponent("data").path
@@ -277,7 +277,7 @@ struct SecretsAtRestTests {
         } }
     }
 
-    @Test func onPostgreSQLANodeWhoseKeyDoesNotOpenTheDatabaseRefusesToStart() async throws {
+    @Test(.requires(.postgres, .processes)) func onPostgreSQLANodeWhoseKeyDoesNotOpenTheDatabaseRefusesToStart() async throws {
         try #require(FileManager.default.isExecutableFile(atPath: executable))
         try await withTemporaryDirectory { dir in try await TestPostgres.withSchema { url in
             var config = Configuration()
@@ -304,7 +304,7 @@ struct SecretsAtRestTests {
         } }
     }
 
-    @Test func secretsGeneratePrintsAFreshKeyOf32Bytes() throws {
+    @Test(.requires(.processes)) func secretsGeneratePrintsAFreshKeyOf32Bytes() throws {
         try #require(FileManager.default.isExecutableFile(atPath: executable))
         let first = try runCommand(executable, ["secrets", "generate"])
         let second = try runCommand(executable, ["secrets", "generate"])
@@ -320,7 +320,7 @@ struct SecretsAtRestTests {
 
     /// `islet secrets rotate` on the suite's database: on SQLite over the data
     /// folder's key, which it replaces; on PostgreSQL with the key in the environment.
-    @Test func rotateSealsEverythingAgainAndTheOldKeyThenFails() async throws {
+    @Test(.requires(.processes)) func rotateSealsEverythingAgainAndTheOldKeyThenFails() async throws {
         try #require(FileManager.default.isExecutableFile(atPath: executable))
         try await withTemporaryDirectory { dir in try await TestPostgres.withSuiteDatabase { database in
             var config = Configuration()

@@ -5,7 +5,7 @@ import IsletTesting
 import Testing
 
 /// Runs the real `islet send` against an in-process simulator.
-@Suite("islet send as a process")
+@Suite("islet send as a process", .requires(.processes))
 struct SendProcessTests {
     let executable = builtProductPath("islet")
 

@@ -5,7 +5,7 @@ import IsletTesting
 import Testing
 
 /// Runs the real `islet` executable, as `make run` does.
-@Suite("islet serve as a process")
+@Suite("islet serve as a process", .requires(.processes))
 struct ServeProcessTests {
     let executable = builtProductPath("islet")
 

@@ -5,7 +5,7 @@ import IsletTesting
 import Testing
 
 /// Runs the real `islet sim`, as a developer would.
-@Suite("islet sim as a process")
+@Suite("islet sim as a process", .requires(.processes))
 struct SimProcessTests {
     let executable = builtProductPath("islet")
 

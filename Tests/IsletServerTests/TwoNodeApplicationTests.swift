@@ -7,7 +7,7 @@ import Testing
 
 /// Two Islet applications in one process on one PostgreSQL schema: what one node
 /// changes, the other sees at once.
-@Suite("Two nodes on one database")
+@Suite("Two nodes on one database", .requires(.postgres))
 struct TwoNodeApplicationTests {
     static let adminToken = "two-node-admin-token-0123456789"
 

@@ -4,7 +4,7 @@ import PostgreSQLStorage
 import Storage
 import Testing
 
-@Suite("PostgreSQL connecting")
+@Suite("PostgreSQL connecting", .requires(.postgres))
 struct PostgresConnectTests {
     /// The URL of the test server's password role, with `password` in it.
     private func passwordURL(_ password: String?) throws -> String {

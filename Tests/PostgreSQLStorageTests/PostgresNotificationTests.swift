@@ -4,7 +4,7 @@ import PostgreSQLStorage
 import Storage
 import Testing
 
-@Suite("PostgreSQL notifications and lost connections")
+@Suite("PostgreSQL notifications and lost connections", .requires(.postgres))
 struct PostgresNotificationTests {
     /// A channel name no other test uses.
     private func channel() -> String { "islet_test_\(UInt32.random(in: 0...UInt32.max))" }

@@ -1,8 +1,9 @@
 import PostgreSQLStorage
+import SQLStorage
 import Storage
 import Testing
 
-@Suite("PostgreSQL statements")
+@Suite("PostgreSQL statements", .requires(.postgres))
 struct PostgresStatementTests {
     @Test("run answers the rows each statement changed")
     func runCounts() async throws {

@@ -5,7 +5,7 @@ import Storage
 import Testing
 
 /// Transactions whose start goes with their first statement, in one round trip.
-@Suite("PostgreSQL transactions started with their first statement")
+@Suite("PostgreSQL transactions started with their first statement", .requires(.postgres))
 struct PostgresTransactionTests {
     @Test func aTransactionStartsWithItsFirstStatementAndCommitsOrRollsBack() async throws {
         try await withConnection { connection, _ in

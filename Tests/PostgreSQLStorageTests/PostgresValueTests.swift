@@ -1,9 +1,10 @@
 import Foundation
 import PostgreSQLStorage
+import SQLStorage
 import Storage
 import Testing
 
-@Suite("PostgreSQL values")
+@Suite("PostgreSQL values", .requires(.postgres))
 struct PostgresValueTests {
     @Test("integers, the extremes included, come back as they went")
     func integers() async throws {

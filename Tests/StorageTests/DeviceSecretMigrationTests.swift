@@ -2,6 +2,7 @@ import Foundation
 import IsletCore
 import IsletTesting
 @testable import PostgreSQLStorage
+import SQLStorage
 import SQLiteStorage
 import Storage
 import Testing
@@ -36,7 +37,7 @@ struct DeviceSecretMigrationTests {
         }
     }
 
-    @Test func onPostgreSQLAnExistingAppIsOffAndItsDevicesHaveNoSecret() async throws {
+    @Test(.requires(.postgres)) func onPostgreSQLAnExistingAppIsOffAndItsDevicesHaveNoSecret() async throws {
         try await TestPostgres.withSchema { url in
             do {
                 let connection = try PostgresConnection(url: try PostgresURL(url), applicationName: "islet-tests")

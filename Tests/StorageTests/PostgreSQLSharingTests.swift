@@ -8,7 +8,7 @@ import Testing
 
 /// Several stores on one PostgreSQL schema, as several nodes share one database:
 /// what one writer made true must hold with many.
-@Suite("PostgreSQL shared by several nodes")
+@Suite("PostgreSQL shared by several nodes", .requires(.postgres))
 struct PostgreSQLSharingTests {
     /// Runs `body` with `count` stores on one fresh schema, all closed afterwards.
     func withNodes<T>(_ count: Int, poolSize: Int = 2, _ body: ([PostgreSQLStore], String) async throws -> T) async throws -> T {

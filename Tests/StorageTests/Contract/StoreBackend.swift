@@ -24,8 +24,18 @@ struct StoreBackend: Sendable, CustomTestStringConvertible {
     /// on a pool of two connections.
     static let postgresql = StoreBackend(name: "postgresql", kind: .postgresql)
 
-    /// Every backend the contract suites run against.
-    static let all: [StoreBackend] = [.sqlite, .postgresql]
+    /// Every backend the contract suites run against: PostgreSQL only when its tier
+    /// is enabled (`ISLET_TEST_TIERS`), since it needs a server.
+    static var all: [StoreBackend] { TestTier.postgres.isEnabled ? [.sqlite, .postgresql] : [.sqlite] }
+}
+
+/// The contract suites' PostgreSQL runs, named: when the tier is off, this is the
+/// test that says they were skipped and why.
+@Suite("Store contracts on PostgreSQL")
+struct ContractBackends {
+    @Test(.requires(.postgres)) func theContractSuitesRunOnPostgreSQLToo() {
+        #expect(StoreBackend.all.map(\.name) == ["sqlite", "postgresql"])
+    }
 }
 
 /// Runs `body` with a fresh store of `backend`, closed (and its schema dropped)
