@@ -53,11 +53,12 @@ let package = Package(
         .target(name: "IsletLog", dependencies: ["IsletSync", "IsletCore"], swiftSettings: swiftSettings),
         // ES256/RS256, digests and randomness over libcrypto.
         .target(name: "IsletCrypto", dependencies: ["IsletCore", "COpenSSL"], swiftSettings: swiftSettings),
-        // The storage boundary, backend-neutral pure Swift: the store protocols, their records and errors, SQL with bound values.
+        // The storage boundary, backend-neutral pure Swift: the store protocols, their records and errors. No SQL.
         .target(name: "Storage", dependencies: ["IsletCore"], swiftSettings: swiftSettings),
-        // The store's statements, written once in SQL for every SQL backend.
+        // What every SQL backend shares: SQL with bound values and its dialects, the executor protocol a connection
+        // implements, the store's statements written once, and the migration runner.
         .target(name: "SQLStorage", dependencies: ["Storage", "IsletCore"], swiftSettings: swiftSettings),
-        // The SQLite store: connection, statements, database thread, checkpointer, migrations, Islet's schema.
+        // The SQLite store: connection, statements, database thread, checkpointer, Islet's schema and how it migrates.
         .target(
             name: "SQLiteStorage", dependencies: ["Storage", "SQLStorage", "IsletSync", "IsletCore", "CSQLite"], swiftSettings: swiftSettings),
         // The PostgreSQL store over libpq: connections, a pool, migrations under an advisory lock, the notice listener.
@@ -157,11 +158,13 @@ let package = Package(
         .testTarget(name: "IsletCryptoTests", dependencies: ["IsletCrypto", "IsletTesting"], swiftSettings: swiftSettings),
         .testTarget(
             name: "StorageTests",
-            dependencies: ["Storage", "SQLiteStorage", "PostgreSQLStorage", "IsletCore", "IsletCrypto", "IsletSync", "IsletTesting"],
+            dependencies: [
+                "Storage", "SQLStorage", "SQLiteStorage", "PostgreSQLStorage", "IsletCore", "IsletCrypto", "IsletSync", "IsletTesting",
+            ],
             swiftSettings: swiftSettings),
         // PostgreSQL connections against the server ISLET_TEST_POSTGRES_URL names (scripts/with-postgres.sh starts one).
         .testTarget(
-            name: "PostgreSQLStorageTests", dependencies: ["PostgreSQLStorage", "Storage", "IsletCore", "IsletTesting"],
+            name: "PostgreSQLStorageTests", dependencies: ["PostgreSQLStorage", "SQLStorage", "Storage", "IsletCore", "IsletTesting"],
             swiftSettings: swiftSettings),
         .testTarget(name: "APNsSimulatorTests", dependencies: ["IsletSync", "APNsSimulator", "HTTP2", "IsletTesting"], swiftSettings: swiftSettings),
         .testTarget(name: "APNsTests", dependencies: ["APNs", "APNsSimulator", "HTTP2", "IsletTesting"], swiftSettings: swiftSettings),

@@ -1,3 +1,5 @@
+public import SQLStorage
+
 /// The history of Islet's own database schema, oldest first.
 ///
 /// Times are whole Unix milliseconds (`INTEGER`). Tokens are lowercase hex. Every

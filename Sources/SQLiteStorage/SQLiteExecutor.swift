@@ -1,4 +1,5 @@
 import Foundation
+import SQLStorage
 import Storage
 
 /// One SQLite connection as the shared SQL sees it: statements rendered for SQLite,

@@ -1,5 +1,6 @@
 import Foundation
 import IsletTesting
+import SQLStorage
 import SQLiteStorage
 import Testing
 

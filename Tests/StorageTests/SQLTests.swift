@@ -1,6 +1,7 @@
 import Foundation
 import IsletTesting
 import SQLiteStorage
+import SQLStorage
 import Storage
 import Testing
 

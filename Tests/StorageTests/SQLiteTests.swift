@@ -1,6 +1,7 @@
 import Foundation
 import IsletTesting
 import PostgreSQLStorage
+import SQLStorage
 import SQLiteStorage
 import Storage
 import Testing

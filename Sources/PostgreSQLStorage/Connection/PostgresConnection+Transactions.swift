@@ -1,4 +1,5 @@
 internal import CPostgres
+public import SQLStorage
 public import Storage
 
 extension PostgresConnection {

@@ -1,5 +1,6 @@
 internal import CPostgres
 import Foundation
+public import SQLStorage
 public import Storage
 
 /// One connection to a PostgreSQL server over libpq. It owns its `PGconn`, which

@@ -1,5 +1,6 @@
 internal import CPostgres
 import Foundation
+import SQLStorage
 import Storage
 
 /// The PostgreSQL type OIDs Islet binds and reads (from `pg_type`).

@@ -1,5 +1,6 @@
 internal import CPostgres
 import Foundation
+import SQLStorage
 import Storage
 
 /// Reads a libpq result in text form into rows, each column by its type:

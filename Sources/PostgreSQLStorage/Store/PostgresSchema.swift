@@ -1,3 +1,5 @@
+import SQLStorage
+
 /// The history of Islet's schema on PostgreSQL, beside SQLite's (`IsletSchema`):
 /// the same tables, columns and indexes, in PostgreSQL's types. Times are whole Unix
 /// milliseconds (`BIGINT`), flags `BOOLEAN`, bytes `BYTEA`. One migration stands for
@@ -5,8 +7,8 @@
 /// histories move on together from there.
 enum PostgresSchema {
     /// Every migration, in order; the version of the last is the schema's.
-    static let migrations: [PostgresMigration] = [
-        PostgresMigration(version: 6, name: "islet schema", sql: """
+    static let migrations: [Migration] = [
+        Migration(version: 6, name: "islet schema", sql: """
             CREATE TABLE islet_metadata (
                 key TEXT PRIMARY KEY,
                 value TEXT NOT NULL
@@ -175,7 +177,7 @@ enum PostgresSchema {
                 last_heartbeat_at BIGINT NOT NULL
             );
             """),
-        PostgresMigration(version: 7, name: "schedules and timelines", sql: """
+        Migration(version: 7, name: "schedules and timelines", sql: """
             CREATE TABLE schedules (
                 seq BIGSERIAL PRIMARY KEY,
                 schedule_id TEXT NOT NULL UNIQUE,
@@ -213,7 +215,7 @@ enum PostgresSchema {
             ALTER TABLE activities ADD COLUMN renewed_from TEXT;
             ALTER TABLE activities ADD COLUMN not_renewed TEXT;
             """),
-        PostgresMigration(version: 8, name: "events and webhooks", sql: """
+        Migration(version: 8, name: "events and webhooks", sql: """
             CREATE TABLE events (
                 seq BIGSERIAL PRIMARY KEY,
                 app_id TEXT NOT NULL,
@@ -268,7 +270,7 @@ enum PostgresSchema {
             ALTER TABLE activity_instances ADD COLUMN start_unconfirmed_at BIGINT;
             CREATE INDEX activity_instances_pending ON activity_instances(created_at) WHERE status = 'pending';
             """),
-        PostgresMigration(version: 9, name: "dashboard sessions", sql: """
+        Migration(version: 9, name: "dashboard sessions", sql: """
             CREATE TABLE dashboard_sessions (
                 token_hash BYTEA PRIMARY KEY,
                 scope TEXT NOT NULL,
@@ -282,19 +284,9 @@ enum PostgresSchema {
             """),
         // Apps that exist now keep working without secrets ('off'); Islet writes
         // 'required' for every app it creates from this version on.
-        PostgresMigration(version: 10, name: "device secrets", sql: """
+        Migration(version: 10, name: "device secrets", sql: """
             ALTER TABLE devices ADD COLUMN secret_hash BYTEA;
             ALTER TABLE apps ADD COLUMN device_secrets TEXT NOT NULL DEFAULT 'off';
             """),
     ]
-}
-
-/// One step of the PostgreSQL schema's history.
-struct PostgresMigration: Sendable {
-    /// Its version: the SQLite schema version it brings the database to.
-    let version: Int
-    /// A short name, recorded with it.
-    let name: String
-    /// The statements, run in one transaction.
-    let sql: String
 }

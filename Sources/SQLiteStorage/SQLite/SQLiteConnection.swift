@@ -1,6 +1,6 @@
 internal import CSQLite
 import Foundation
-public import Storage
+public import SQLStorage
 
 /// How an SQLite connection is opened.
 public struct SQLiteOptions: Sendable {

@@ -1,5 +1,6 @@
 import IsletSync
 import Foundation
+public import SQLStorage
 
 /// An SQLite database file with one connection that every caller shares in turn.
 /// `Sendable`: the connection sits behind a `Lock`, so exactly one thread uses it at

@@ -1,6 +1,6 @@
 internal import CSQLite
 import Foundation
-public import Storage
+public import SQLStorage
 
 /// A prepared statement. Owned by the connection that prepared it and used only
 /// under that connection's lock.
