@@ -47,6 +47,9 @@ let package = Package(
         .target(name: "IsletSync", dependencies: ["CLinux"], swiftSettings: swiftSettings),
         // Domain: pure Swift, no C, no I/O.
         .target(name: "IsletCore", dependencies: ["IsletSync"], swiftSettings: swiftSettings),
+        // Background work in one shape: services that run until cancelled, a sleeper on an injected clock
+        // (a manual clock in tests), a doorbell to wake them, and the runner that starts and stops them in order.
+        .target(name: "IsletBackground", dependencies: ["IsletSync", "IsletCore"], swiftSettings: swiftSettings),
         // `islet schema from-swift`: a Swift tokenizer and light parser that reads ActivityAttributes types.
         .target(name: "SwiftSchemaReader", dependencies: ["IsletCore"], swiftSettings: swiftSettings),
         // Structured logs with redaction.
@@ -76,20 +79,20 @@ let package = Package(
         .target(name: "APNs", dependencies: ["IsletSync", "IsletCore", "IsletCrypto", "HTTP2"], swiftSettings: hotPathSettings),
         // The send queue: claims due pushes, sends them, records answers, acts on dead tokens.
         .target(
-            name: "Delivery", dependencies: ["IsletSync", "IsletCore", "IsletLog", "IsletCrypto", "Storage", "APNs"],
+            name: "Delivery", dependencies: ["IsletSync", "IsletCore", "IsletBackground", "IsletLog", "IsletCrypto", "Storage", "APNs"],
             swiftSettings: swiftSettings),
         // Domain services: apps and keys, devices and tokens, activity types, activities,
         // notifications. Commands in, results or domain errors out; no HTTP; the store
         // only through its protocols.
         .target(
-            name: "IsletService", dependencies: ["IsletSync", "IsletCore", "IsletLog", "IsletCrypto", "Storage"],
+            name: "IsletService", dependencies: ["IsletSync", "IsletCore", "IsletBackground", "IsletLog", "IsletCrypto", "Storage"],
             swiftSettings: swiftSettings),
         // The HTTP API (routes that parse, call a service and render; the dispatcher and
         // its middleware), configuration, and the application that main and tests build.
         .target(
             name: "IsletServer",
             dependencies: [
-                "IsletCore", "IsletSync", "IsletLog", "IsletCrypto", "Storage", "SQLiteStorage", "PostgreSQLStorage",
+                "IsletCore", "IsletSync", "IsletBackground", "IsletLog", "IsletCrypto", "Storage", "SQLiteStorage", "PostgreSQLStorage",
                 "HTTPServer", "HTTP2", "APNs", "Delivery", "IsletService", "HTTPClient",
             ],
             swiftSettings: swiftSettings
@@ -152,6 +155,7 @@ let package = Package(
 
         .testTarget(name: "IsletSyncTests", dependencies: ["IsletSync"], swiftSettings: swiftSettings),
         .testTarget(name: "IsletCoreTests", dependencies: ["IsletCore"], swiftSettings: swiftSettings),
+        .testTarget(name: "IsletBackgroundTests", dependencies: ["IsletBackground", "IsletCore"], swiftSettings: swiftSettings),
         // The Swift schema reader on attribute files, type resolution and refused sources.
         .testTarget(name: "SwiftSchemaReaderTests", dependencies: ["SwiftSchemaReader", "IsletCore"], swiftSettings: swiftSettings),
         .testTarget(name: "IsletLogTests", dependencies: ["IsletLog"], swiftSettings: swiftSettings),
@@ -170,11 +174,17 @@ let package = Package(
         .testTarget(name: "APNsTests", dependencies: ["APNs", "APNsSimulator", "HTTP2", "IsletTesting"], swiftSettings: swiftSettings),
         .testTarget(
             name: "IsletServiceTests",
-            dependencies: ["IsletService", "IsletCore", "IsletCrypto", "IsletLog", "IsletSync", "Storage", "SQLiteStorage", "PostgreSQLStorage", "IsletTesting"],
+            dependencies: [
+                "IsletService", "IsletCore", "IsletBackground", "IsletCrypto", "IsletLog", "IsletSync", "Storage", "SQLiteStorage",
+                "PostgreSQLStorage", "IsletTesting",
+            ],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "DeliveryTests",
-            dependencies: ["Delivery", "APNs", "IsletCore", "IsletLog", "IsletSync", "Storage", "SQLiteStorage", "PostgreSQLStorage", "IsletTesting"],
+            dependencies: [
+                "Delivery", "APNs", "IsletCore", "IsletBackground", "IsletLog", "IsletSync", "Storage", "SQLiteStorage", "PostgreSQLStorage",
+                "IsletTesting",
+            ],
             swiftSettings: swiftSettings),
         .testTarget(name: "HTTP2Tests", dependencies: ["IsletSync", "HTTP2", "IsletCrypto", "IsletTesting"], swiftSettings: swiftSettings),
         .testTarget(name: "HTTPServerTests", dependencies: ["IsletSync", "HTTPServer", "IsletTesting"], swiftSettings: swiftSettings),

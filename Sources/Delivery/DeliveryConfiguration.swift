@@ -29,6 +29,8 @@ public struct DeliveryConfiguration: Sendable {
     /// How often the heartbeat beats and leases are renewed: a third of the lease,
     /// so that two renewals may fail before a live node's pushes are taken over.
     public var renewInterval: TimeInterval { lease / 3 }
+    /// How long a stop waits for the answers of the pushes in flight.
+    public var shutdownGrace: TimeInterval = 10
 
     /// The defaults.
     public init() {}

@@ -12,14 +12,15 @@ public import Foundation
 /// second at most (so that an injected clock moved forward is noticed).
 ///
 /// Two times run through it: `now` is the injected clock's (what is due, when to
-/// sweep); `real` is the system's (how long to wait, the stop deadline), so that a
-/// stopped test clock never stalls a shutdown.
+/// sweep); `real` is the sleeper's (how long to wait, the stop deadline: the system's
+/// time in a server), so that a test may stop its domain clock without stalling
+/// the loop or a shutdown.
 public struct DeliveryStateMachine: Sendable {
     /// What the worker's thread saw, at the moment it reports an event.
     public struct Observation: Sendable, Equatable {
         /// The injected clock's time.
         public var now: Date
-        /// The system's time.
+        /// The sleeper's time (the system's in a server).
         public var real: Date
         /// Pushes handed to the transport and not yet answered.
         public var inFlight: Int
@@ -38,7 +39,7 @@ public struct DeliveryStateMachine: Sendable {
         public var woken: Bool
         /// Answers held, not yet recorded.
         public var answers: Int
-        /// When a stop was asked for: the time (system) after which the worker stops
+        /// When a stop was asked for: the time (sleeper's) after which the worker stops
         /// waiting for answers in flight.
         public var stopDeadline: Date?
         /// The times and pushes in flight when the wait ended.
@@ -84,7 +85,7 @@ public struct DeliveryStateMachine: Sendable {
     /// What the worker's thread does next.
     public enum Action: Sendable, Equatable {
         /// Wait until pushes are queued, answers arrive, a stop is asked for (unless
-        /// `stopping` already), or the system time `until`.
+        /// `stopping` already), or the sleeper's time `until`.
         case wait(until: Date, stopping: Bool)
         /// Sleep `pause` seconds, then take the answers that arrived meanwhile.
         case gatherAnswers(pause: TimeInterval)

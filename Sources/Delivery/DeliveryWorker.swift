@@ -1,11 +1,14 @@
 import IsletSync
 public import APNs
+public import IsletBackground
 public import Foundation
 public import IsletCore
 public import IsletLog
 public import Storage
 
-/// Sends the queued pushes. It runs on a thread of its own: it claims pushes that
+/// Sends the queued pushes. It runs on a thread of its own (the store's calls block):
+/// `run` starts the thread and returns once it stopped, and cancelling `run` stops
+/// it, after the answers in flight came or `shutdownGrace` passed. It claims pushes that
 /// are due from the store, hands them to a `PushTransport` (whose answers arrive on
 /// the transport's threads and are handed back here), and records every answer in
 /// one transaction per batch, acting on dead tokens by kind and requeuing what may be
@@ -15,8 +18,9 @@ public import Storage
 ///
 /// The decisions are `DeliveryStateMachine`'s (when to claim, record, sweep, wait,
 /// stop) and `DeliveryPolicy`'s (what each answer leads to); this class is the
-/// thread, the store and the transport around them.
-public final class DeliveryWorker: Sendable {
+/// thread, the store and the transport around them. Its waits are its `Sleeper`'s:
+/// on a `ManualWallClock`, a test moves the clock to end them.
+public final class DeliveryWorker: BackgroundService {
     /// Counters for `/metrics`.
     public let metrics = DeliveryMetrics()
     /// The pacing and retry limits.
@@ -25,9 +29,14 @@ public final class DeliveryWorker: Sendable {
     private let store: any Store
     private let transport: any PushTransport
     private let clock: any WallClock
+    private let sleeper: any Sleeper
     private let logger: Logger
     private let policy: DeliveryPolicy
-    private let state = ConditionLock(State())
+    private let state = Lock(State())
+    /// Rung when pushes are queued, an answer arrives or a stop is asked for.
+    private let doorbell = Doorbell()
+    /// Rung by a stop only: ends the short pauses that answers must not end.
+    private let stopBell = Doorbell()
     /// Draws the retry jitter: the system's random device would cost a system call
     /// per push.
     private let random: Lock<any RandomSource>
@@ -40,78 +49,90 @@ public final class DeliveryWorker: Sendable {
     }
 
     private struct State {
-        var started = false
         var wakeRequested = false
         var stopDeadline: Date?
         var answers: [Answer] = []
         var inFlight = 0
-        var exited = false
-        var exitWaiters: [CheckedContinuation<Void, Never>] = []
+
+        /// Whether a wait would end at once.
+        func hasNews(stopping: Bool) -> Bool {
+            wakeRequested || !answers.isEmpty || (stopDeadline != nil && !stopping)
+        }
     }
 
-    /// Creates a worker sending through `transport`; nothing happens until `start`.
-    /// `random` draws the retry jitter (by default a generator seeded once from the
-    /// system).
+    /// Creates a worker sending through `transport`; nothing happens until `run`.
+    /// `clock` says what is due; `sleeper` paces the loop and times the stop's
+    /// grace. `random` draws the retry jitter (by default a generator seeded once
+    /// from the system).
     public init(
         store: any Store, transport: any PushTransport, configuration: DeliveryConfiguration = DeliveryConfiguration(),
-        clock: any WallClock = SystemWallClock(), random: any RandomSource = SeededRandomSource(seed: .random(in: .min ... .max)),
-        logger: Logger
+        clock: any WallClock = SystemWallClock(), sleeper: any Sleeper = SystemSleeper(),
+        random: any RandomSource = SeededRandomSource(seed: .random(in: .min ... .max)), logger: Logger
     ) {
         self.random = Lock(random)
         self.store = store
         self.transport = transport
         self.configuration = configuration
         self.clock = clock
+        self.sleeper = sleeper
         self.logger = logger
         self.policy = DeliveryPolicy(configuration: configuration)
     }
 
     /// Creates a worker sending to APNs through `client` (an `APNsTransport` reading
-    /// each app's credentials from `store`); nothing happens until `start`. The
+    /// each app's credentials from `store`); nothing happens until `run`. The
     /// caller shuts the client down.
     public convenience init(
         store: any Store, client: APNsClient, configuration: DeliveryConfiguration = DeliveryConfiguration(),
-        clock: any WallClock = SystemWallClock(), random: any RandomSource = SeededRandomSource(seed: .random(in: .min ... .max)),
-        logger: Logger
+        clock: any WallClock = SystemWallClock(), sleeper: any Sleeper = SystemSleeper(),
+        random: any RandomSource = SeededRandomSource(seed: .random(in: .min ... .max)), logger: Logger
     ) {
         self.init(
             store: store, transport: APNsTransport(client: client, store: store), configuration: configuration,
-            clock: clock, random: random, logger: logger)
+            clock: clock, sleeper: sleeper, random: random, logger: logger)
     }
 
     /// Puts pushes left in flight by an earlier run of this node back in the queue
     /// (on a database only this process uses, every push marked in flight; on a
-    /// shared one, only those this node's id holds: another live node's are its own),
-    /// beats the first heartbeat, and starts the worker's thread.
-    public func start() throws {
-        guard state.withLock({ state -> Bool in
-            defer { state.started = true }
-            return !state.started
-        }) else { return }
-        let requeued: Int
-        do {
-            let now = clock.now()
-            let nodeID = configuration.nodeID
-            let policy: InFlightPolicy = store.isShared ? .heldBy(nodeID: nodeID) : .requeueAll
-            requeued = try store.writeNow { session in
-                try session.recordHeartbeat(nodeID: nodeID, startedAt: now, now: now)
-                return try session.requeueInFlight(policy, now: now)
-            }
-            startedAt.withLock { $0 = now }
-        } catch {
-            state.withLock { $0.started = false }
-            throw error
+    /// shared one, only those this node's id holds: another live node's are its own)
+    /// and beats the first heartbeat.
+    public func prepare() throws {
+        let now = clock.now()
+        let nodeID = configuration.nodeID
+        let policy: InFlightPolicy = store.isShared ? .heldBy(nodeID: nodeID) : .requeueAll
+        let requeued = try store.writeNow { session in
+            try session.recordHeartbeat(nodeID: nodeID, startedAt: now, now: now)
+            return try session.requeueInFlight(policy, now: now)
         }
+        startedAt.withLock { $0 = now }
         if requeued > 0 {
             logger.notice("resuming pushes left in flight", ("count", .int(requeued)))
         }
-        let thread = Thread { [self] in
-            // Named from inside: on Linux a name given before `start` never reaches
-            // the system (`top -H`, `perf`).
-            nameCurrentThread("islet-delivery")
-            self.run()
+    }
+
+    /// Sends on the worker's thread until cancelled; then stops claiming pushes,
+    /// waits up to `shutdownGrace` for the answers in flight and records them, hands
+    /// back what is still unanswered (sent again on the next start), and returns once
+    /// the thread has ended.
+    public func run() async {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (ended: CheckedContinuation<Void, Never>) in
+                let thread = Thread { [self] in
+                    // Named from inside: on Linux a name given before `start` never
+                    // reaches the system (`top -H`, `perf`).
+                    nameCurrentThread("islet-delivery")
+                    loop()
+                    ended.resume()
+                }
+                thread.start()
+            }
+        } onCancel: {
+            let deadline = sleeper.now().addingTimeInterval(configuration.shutdownGrace)
+            signal { state in
+                if state.stopDeadline == nil { state.stopDeadline = deadline }
+            }
+            stopBell.ring()
         }
-        thread.start()
     }
 
     /// Tells the worker that pushes were queued.
@@ -122,51 +143,34 @@ public final class DeliveryWorker: Sendable {
     /// Pushes handed to APNs and not yet answered.
     public var inFlight: Int { state.withLock { $0.inFlight } }
 
-    /// Stops claiming pushes, waits up to `grace` for the answers in flight and
-    /// records them, then returns. Pushes still unanswered stay in the store and are
-    /// sent again on the next start.
-    public func shutdown(grace: TimeInterval) async {
-        let started = state.withLock { $0.started }
-        guard started else { return }
-        signal { $0.stopDeadline = Date().addingTimeInterval(grace) }
-        await withCheckedContinuation { continuation in
-            let exited = state.withLock { state -> Bool in
-                if state.exited { return true }
-                state.exitWaiters.append(continuation)
-                return false
-            }
-            if exited { continuation.resume() }
-        }
-    }
-
+    /// Changes the state, then rings the doorbell.
     private func signal(_ change: (inout State) -> Void) {
-        state.withLockBroadcasting { change(&$0) }
+        state.withLock { change(&$0) }
+        doorbell.ring()
     }
 
     // MARK: - The loop
 
     private func observe(inFlight: Int? = nil) -> DeliveryStateMachine.Observation {
-        DeliveryStateMachine.Observation(now: clock.now(), real: Date(), inFlight: inFlight ?? self.inFlight)
+        DeliveryStateMachine.Observation(now: clock.now(), real: sleeper.now(), inFlight: inFlight ?? self.inFlight)
     }
 
-    private func run() {
+    private func loop() {
         var machine = DeliveryStateMachine(configuration: configuration)
         var sends: [Int64: SendContent] = [:]
         // Answers taken from the transport and not yet recorded.
         var answers: [Answer] = []
         // Pushes claimed and not yet handed to the transport (between `claim` and `send`).
         var held: [ClaimedPush] = []
-        var action = machine.start(real: Date())
+        var action = machine.start(real: sleeper.now())
         loop: while true {
             switch action {
             case .wait(let until, let stopping):
-                let (arrived, stopDeadline, inFlight, woken) = state.wait(
-                    until: { state in
-                        state.wakeRequested || !state.answers.isEmpty || (state.stopDeadline != nil && !stopping)
-                            || Date() >= until
-                    },
-                    timeout: .seconds(max(0, until.timeIntervalSinceNow))
-                ) { state in
+                // What arrives after this look rings the doorbell, which ends the wait.
+                if !state.withLock({ $0.hasNews(stopping: stopping) }) {
+                    sleeper.block(until: until, doorbell: doorbell)
+                }
+                let (arrived, stopDeadline, inFlight, woken) = state.withLock { state in
                     defer {
                         state.answers.removeAll(keepingCapacity: true)
                         state.wakeRequested = false
@@ -177,7 +181,7 @@ public final class DeliveryWorker: Sendable {
                 action = machine.handle(.waited(.init(
                     woken: woken, answers: answers.count, stopDeadline: stopDeadline, observation: observe(inFlight: inFlight))))
             case .gatherAnswers(let pause):
-                usleep(UInt32(pause * 1_000_000))
+                sleeper.block(for: pause, doorbell: stopBell)
                 answers += state.withLock { state -> [Answer] in
                     defer { state.answers.removeAll(keepingCapacity: true) }
                     return state.answers
@@ -188,7 +192,7 @@ public final class DeliveryWorker: Sendable {
                 if recorded { answers.removeAll(keepingCapacity: true) }
                 action = machine.handle(.recorded(succeeded: recorded, observe()))
             case .pause(let seconds):
-                usleep(UInt32(seconds * 1_000_000))
+                sleeper.block(for: seconds, doorbell: stopBell)
                 action = machine.handle(.paused)
             case .sweep(let now):
                 sweep(now: now)
@@ -215,12 +219,6 @@ public final class DeliveryWorker: Sendable {
             }
         }
         handBack()
-        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
-            state.exited = true
-            defer { state.exitWaiters = [] }
-            return state.exitWaiters
-        }
-        for waiter in waiters { waiter.resume() }
     }
 
     /// Ends activities by the clock and purges old records: once across the nodes of

@@ -4,6 +4,7 @@ public import Delivery
 import Foundation
 import HTTPClient
 import HTTPServer
+public import IsletBackground
 import IsletCore
 public import IsletLog
 public import IsletService
@@ -12,6 +13,13 @@ public import Storage
 /// A running Islet: its store, its domain services, its delivery worker and APNs
 /// client, its HTTP API, an embedded APNs when one was given, and its shutdown
 /// sequence. Built by `buildApplication`, which `islet serve` and the tests both use.
+///
+/// Everything that runs or must be closed is a `BackgroundService` of one
+/// `ServiceRunner`, declared in the order it starts; a shutdown stops them in
+/// reverse: the API (no new connections, requests in flight finish), the
+/// timekeeper, the event feed, the webhook dispatcher, the delivery worker (pushes in
+/// flight get their answers), then the webhook client, the APNs client, the
+/// embedded APNs and the database (its WAL checkpointed).
 public final class Application: Sendable {
     /// The configuration it was built from.
     public let configuration: Configuration
@@ -41,6 +49,8 @@ public final class Application: Sendable {
     public let demo: DemoApp?
     let server: HTTPServer
     let timekeeper: Timekeeper
+    /// The services, in the order they start (and the reverse of their stop).
+    private let runner: ServiceRunner
     private let stopState = Lock(StopState())
 
     private struct StopState {
@@ -52,7 +62,7 @@ public final class Application: Sendable {
     init(
         configuration: Configuration, logger: Logger, store: any Store, services: Services, delivery: DeliveryWorker,
         client: APNsClient, webhooks: WebhookDispatcher, webhookClient: HTTPClient, feed: EventFeed, embeddedAPNs: (apns: any EmbeddedAPNs, endpoint: EmbeddedAPNsEndpoint)?,
-        generatedAdminToken: String?, demo: DemoApp?, dispatcher: Dispatcher
+        generatedAdminToken: String?, demo: DemoApp?, sleeper: any Sleeper, dispatcher: Dispatcher
     ) {
         self.configuration = configuration
         self.logger = logger
@@ -66,7 +76,7 @@ public final class Application: Sendable {
         self.embeddedAPNs = embeddedAPNs
         self.generatedAdminToken = generatedAdminToken
         self.demo = demo
-        self.timekeeper = Timekeeper(services: services)
+        self.timekeeper = Timekeeper(services: services, sleeper: sleeper)
         var http = HTTPServerConfiguration()
         http.host = configuration.host
         http.port = configuration.port
@@ -83,10 +93,24 @@ public final class Application: Sendable {
         http.maxBufferedBodyBytes = configuration.maxBufferedBodyBytes
         http.maxBufferedBodyBytesPerBudget = configuration.maxBufferedBodyBytesPerApp
         http.bodyTimeout = .milliseconds(Int(configuration.bodyTimeoutSeconds * 1000))
-        self.server = HTTPServer(
+        let server = HTTPServer(
             configuration: http,
             refusal: { refusal in Self.problem(refusal).response },
             handler: { request in await dispatcher.handle(request) })
+        self.server = server
+        // What is only closed comes first, so that it is closed last, after
+        // everything that uses it has stopped.
+        let resources: [any BackgroundService] = [
+            ClosingService { store.close() },
+            ClosingService { await embeddedAPNs?.apns.shutdown() },
+            ClosingService { await client.shutdown() },
+            ClosingService { await webhookClient.shutdown() },
+        ]
+        runner = ServiceRunner(
+            resources + [delivery, webhooks, feed, timekeeper, APIService(server: server, grace: configuration.shutdownGraceSeconds)])
+        // They prepare nothing and cannot fail: a shutdown closes them even when
+        // `start` never ran.
+        try? runner.start(upTo: resources.count)
     }
 
     /// What the HTTP server refuses by itself, as problem+json.
@@ -111,7 +135,7 @@ public final class Application: Sendable {
     /// The port the API listens on (after `start`).
     public var port: Int { server.port }
 
-    /// Starts the delivery worker and the HTTP API (once; later calls change
+    /// Starts the services in order, the HTTP API last (once; later calls change
     /// nothing). Answers the bound port.
     @discardableResult
     public func start() throws -> Int {
@@ -119,11 +143,8 @@ public final class Application: Sendable {
             defer { state.started = true }
             return !state.started
         }) else { return server.port }
-        try delivery.start()
-        timekeeper.start()
-        try feed.start()
-        webhooks.start()
-        let port = try server.start()
+        try runner.start()
+        let port = server.port
         if let generatedAdminToken {
             try AdminToken.save(generatedAdminToken, configuration)
         }
@@ -164,21 +185,12 @@ public final class Application: Sendable {
         }
     }
 
-    /// Shuts down in order: stops accepting requests and lets those in flight finish,
-    /// lets the pushes in flight get their answers, closes the APNs connections and
-    /// the embedded APNs, then closes the store. Pushes still queued stay queued for
-    /// the next start.
+    /// Shuts down in order (the runner's, in reverse): stops accepting requests and
+    /// lets those in flight finish, lets the pushes in flight get their answers,
+    /// closes the APNs connections and the embedded APNs, then closes the store.
+    /// Pushes still queued stay queued for the next start.
     public func shutdown() async {
-        let grace = configuration.shutdownGraceSeconds
-        await server.shutdown(gracePeriod: .milliseconds(Int(grace * 1000)))
-        await timekeeper.stop()
-        await feed.stop()
-        await webhooks.shutdown()
-        await webhookClient.shutdown()
-        await delivery.shutdown(grace: grace)
-        await client.shutdown()
-        await embeddedAPNs?.apns.shutdown()
-        store.close()
+        await runner.stop()
         logger.notice("stopped")
     }
 
@@ -189,5 +201,20 @@ public final class Application: Sendable {
 
     static func urlHost(_ host: String) -> String {
         host.contains(":") ? "[\(host)]" : host
+    }
+}
+
+/// The API as a service: listening is its preparation (a port in use fails the
+/// start); its stop refuses new connections and lets the requests in flight finish,
+/// up to `grace` seconds.
+private struct APIService: BackgroundService {
+    let server: HTTPServer
+    let grace: Double
+
+    func prepare() throws { _ = try server.start() }
+
+    func run() async {
+        await waitForCancellation()
+        await server.shutdown(gracePeriod: .milliseconds(Int(grace * 1000)))
     }
 }

@@ -2,6 +2,7 @@ import APNs
 import Delivery
 import Foundation
 import HTTPClient
+public import IsletBackground
 public import IsletCore
 import IsletCrypto
 public import IsletLog
@@ -18,11 +19,13 @@ public typealias EmbeddedAPNsFactory = @Sendable (_ configuration: Configuration
 /// opens and migrates the database, reads the admin token, starts the embedded
 /// APNs when asked for (`--simulator`, made by `embeddedAPNs`), and wires the
 /// services and routes. The API does not listen and no push is sent until `start`
-/// or `run`.
+/// or `run`. `clock` says what is due; `sleeper` paces the background loops (the
+/// system's time unless a test drives them).
 public func buildApplication(
     _ configuration: Configuration,
     logger: Logger? = nil,
     clock: any WallClock = SystemWallClock(),
+    sleeper: any Sleeper = SystemSleeper(),
     embeddedAPNs: EmbeddedAPNsFactory? = nil
 ) throws(ConfigurationError) -> Application {
     let logger = logger ?? Logger(level: configuration.logLevel, format: configuration.logFormat, clock: clock)
@@ -50,7 +53,8 @@ public func buildApplication(
         throw ConfigurationError(.unusable, setting: "--database (ISLET_DATABASE)", message: "\(shown): \(reason)")
     }
     do throws(ConfigurationError) {
-        let application = try assemble(configuration, logger: logger, clock: clock, store: store, embeddedAPNs: embeddedAPNs)
+        let application = try assemble(
+            configuration, logger: logger, clock: clock, sleeper: sleeper, store: store, embeddedAPNs: embeddedAPNs)
         if secrets.generated, let file = secrets.file {
             logger.notice(
                 "generated the secrets key that seals credentials in the database: back it up, apart from the database",
@@ -83,7 +87,7 @@ private func openStore(_ configuration: Configuration, secrets: SecretsKey) thro
 
 /// The rest of `buildApplication`, once the store is open.
 private func assemble(
-    _ configuration: Configuration, logger: Logger, clock: any WallClock, store: any Store,
+    _ configuration: Configuration, logger: Logger, clock: any WallClock, sleeper: any Sleeper, store: any Store,
     embeddedAPNs factory: EmbeddedAPNsFactory?
 ) throws(ConfigurationError) -> Application {
     let (adminToken, generated) = try AdminToken.load(configuration)
@@ -123,7 +127,9 @@ private func assemble(
     deliveryConfiguration.maxInFlight = configuration.deliveryMaxInFlight
     deliveryConfiguration.nodeID = configuration.resolvedNodeID
     deliveryConfiguration.lease = configuration.pushLeaseSeconds
-    let delivery = DeliveryWorker(store: store, client: client, configuration: deliveryConfiguration, clock: clock, logger: logger)
+    deliveryConfiguration.shutdownGrace = configuration.shutdownGraceSeconds
+    let delivery = DeliveryWorker(
+        store: store, client: client, configuration: deliveryConfiguration, clock: clock, sleeper: sleeper, logger: logger)
 
     let trust: @Sendable (APNsCredentials) -> Void = { [embedded] credentials in embedded?.apns.trust(credentials) }
     let environment = ServiceEnvironment(
@@ -153,8 +159,8 @@ private func assemble(
     var retryPolicy = WebhookRetryPolicy()
     retryPolicy.base = configuration.webhookRetryBaseSeconds
     let webhooks = WebhookDispatcher(
-        environment: environment, transport: CurlWebhookTransport(client: webhookClient), policy: retryPolicy)
-    let feed = EventFeed(environment: environment)
+        environment: environment, transport: CurlWebhookTransport(client: webhookClient), policy: retryPolicy, sleeper: sleeper)
+    let feed = EventFeed(environment: environment, sleeper: sleeper)
     // What other nodes of a shared database tell this one.
     store.subscribe { [delivery, services] notice in
         switch notice {
@@ -196,7 +202,7 @@ private func assemble(
     return Application(
         configuration: configuration, logger: logger, store: store, services: services, delivery: delivery,
         client: client, webhooks: webhooks, webhookClient: webhookClient, feed: feed, embeddedAPNs: embedded,
-        generatedAdminToken: generated ? adminToken : nil, demo: demo,
+        generatedAdminToken: generated ? adminToken : nil, demo: demo, sleeper: sleeper,
         dispatcher: Dispatcher(
             router: router, logger: logger, metrics: requestMetrics, largeBodyRoutes: Dispatcher.largeBodyRoutes(routes),
             trustForwardedFor: configuration.trustForwardedFor, routes: routes + dashboard,

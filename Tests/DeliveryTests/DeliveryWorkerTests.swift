@@ -74,14 +74,16 @@ struct DeliveryWorkerTests {
             }
             let worker = DeliveryWorker(
                 store: store, transport: transport, clock: ManualWallClock(start: now), logger: Logger(sink: MemoryLogSink()))
-            try worker.start()
+            try worker.prepare()
+            let running = Task { await worker.run() }
             worker.wake()
             let now = self.now
             let settled = try await eventually {
                 try store.readNow { try $0.pushes(appID: "app_1", activityID: "act-1", since: now.addingTimeInterval(-1)) }
                     .allSatisfy { $0.status != .queued }
             }
-            await worker.shutdown(grace: 5)
+            running.cancel()
+            await running.value
             #expect(settled)
             let pushes = try store.readNow { try $0.pushes(appID: "app_1", activityID: "act-1", since: now.addingTimeInterval(-1)) }
             #expect(pushes.map(\.status) == [.sent, .sent, .failed])
@@ -114,12 +116,14 @@ struct DeliveryWorkerTests {
             }
             let worker = DeliveryWorker(
                 store: store, transport: transport, clock: ManualWallClock(start: now), logger: Logger(sink: MemoryLogSink()))
-            try worker.start()
+            try worker.prepare()
+            let running = Task { await worker.run() }
             worker.wake()
             let found = try await eventually {
                 try store.readNow { try $0.events(appID: "app_1", after: 0, patterns: [], limit: 100) }.count >= 2
             }
-            await worker.shutdown(grace: 5)
+            running.cancel()
+            await running.value
             #expect(found)
             let events = try store.readNow { try $0.events(appID: "app_1", after: 0, patterns: [], limit: 100) }
             #expect(events.map(\.type) == ["push.failed", "token.rejected"])

@@ -1,4 +1,5 @@
 import Foundation
+import IsletBackground
 import IsletCore
 import IsletCrypto
 import IsletLog
@@ -250,14 +251,24 @@ struct EventServiceTests {
     }
 
     /// A stream sleeps through events it would not send (another app's, another
-    /// family's) and wakes for one it would.
+    /// family's) and wakes for one it would. The feed's loop polls when the test
+    /// moves its clock.
     @Test func aWaitingCursorWakesOnlyForEventsItCouldTake() async throws {
         try await withRig { rig in
             let app = try await rig.app()
             let other = try await rig.app()
-            let feed = EventFeed(environment: rig.services.environment, pollInterval: .milliseconds(20))
-            try feed.start()
+            let feed = EventFeed(environment: rig.services.environment, sleeper: rig.clock)
+            try feed.prepare()
+            let polled = rig.clock.lastWatch
+            let polling = Task { await feed.run() }
+            /// Moves the clock past the poll interval; answers once the poll it started is over.
+            func poll() async -> Bool {
+                let mark = rig.clock.lastWatch
+                rig.clock.advance(by: 0.25)
+                return await rig.clock.waitForSleepers(after: mark)
+            }
             do {
+                #expect(await rig.clock.waitForSleepers(after: polled))
                 func append(_ appID: String, _ type: EventType) throws {
                     try rig.store.writeNow { session in
                         try session.appendEvents([NewEvent(appID: appID, type: type, activityID: "a1", occurredAt: rig.clock.now(), data: [:])])
@@ -268,17 +279,22 @@ struct EventServiceTests {
                     patterns: try EventService.patterns(["activity.*"], field: "types"))
                 try append(app.id, .pushSent)
                 try append(other.id, .activityUpdated)
-                #expect(await eventually { feed.cursor > cursor.position })
+                #expect(feed.cursor == cursor.position)
+                #expect(await poll())
+                #expect(feed.cursor > cursor.position)
                 // Only news it would not send: the wait runs out and says so.
                 #expect(await cursor.waitForNews(timeout: .milliseconds(200)) == false)
                 let waiting = Task { await cursor.waitForNews(timeout: .seconds(60)) }
                 try append(app.id, .activityUpdated)
+                #expect(await poll())
                 #expect(await waiting.value == true)
             } catch {
-                await feed.stop()
+                polling.cancel()
+                await polling.value
                 throw error
             }
-            await feed.stop()
+            polling.cancel()
+            await polling.value
         }
     }
 

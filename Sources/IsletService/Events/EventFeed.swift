@@ -1,11 +1,12 @@
-import Foundation
+public import Foundation
+public import IsletBackground
 public import IsletCore
 import IsletLog
 import IsletSync
 public import Storage
 
 /// The newest events of every app, kept in memory for the streams of this node: one
-/// reader polls the outbox (a quarter second apart, or at once when woken) and every
+/// reader (`run`) polls the outbox a quarter second apart on its sleeper's clock, and every
 /// open stream takes what it needs from here, so that a thousand streams cost one
 /// query per poll, not a thousand; the memory is indexed by app and event family, so
 /// that a stream looks only at the events it could want (a dashboard following
@@ -13,10 +14,11 @@ public import Storage
 /// that is further behind than the memory
 /// reads its catch-up from the database. Sequences grow in commit order, so a
 /// stream that resumes after one misses none and sees none twice.
-public final class EventFeed: Sendable {
+public final class EventFeed: BackgroundService {
     private let environment: ServiceEnvironment
     private let capacity: Int
-    private let pollInterval: Duration
+    private let pollInterval: TimeInterval
+    private let sleeper: any Sleeper
     private let state = Lock(State())
 
     private struct State {
@@ -28,8 +30,9 @@ public final class EventFeed: Sendable {
         var start: Int64 = 1
         /// The last sequence read.
         var cursor: Int64 = 0
-        var started = false
-        var task: Task<Void, Never>?
+        var prepared = false
+        /// Between `prepare` and the end of `run`: waits for news wait for the polls.
+        var running = false
         var waiters: [UInt64: Waiter] = [:]
         /// What each waiter waits for; a waiter without an entry waits for anything.
         var interests: [UInt64: Interest] = [:]
@@ -93,38 +96,38 @@ public final class EventFeed: Sendable {
         case finished
     }
 
-    /// Creates the feed; it reads nothing until `start`.
-    public init(environment: ServiceEnvironment, capacity: Int = 20_000, pollInterval: Duration = .milliseconds(250)) {
+    /// Creates the feed, polling every `pollInterval` of `sleeper`'s clock; it reads
+    /// nothing until `prepare` and `run`.
+    public init(
+        environment: ServiceEnvironment, capacity: Int = 20_000, pollInterval: TimeInterval = 0.25,
+        sleeper: any Sleeper = SystemSleeper()
+    ) {
         self.environment = environment
         self.capacity = capacity
         self.pollInterval = pollInterval
+        self.sleeper = sleeper
     }
 
-    /// Starts polling from the newest event.
-    public func start() throws {
+    /// Starts the memory at the newest event.
+    public func prepare() throws {
         let latest = try environment.store.readNow { try $0.latestEventSequence() }
         state.withLock { state in
-            guard !state.started else { return }
-            state.started = true
+            guard !state.prepared else { return }
+            state.prepared = true
+            state.running = true
             state.cursor = latest
             state.start = latest + 1
-            state.task = Task { [self] in
-                while !Task.isCancelled {
-                    await poll()
-                    try? await Task.sleep(for: pollInterval)
-                }
-            }
         }
     }
 
-    /// Stops polling and lets every waiting stream go.
-    public func stop() async {
-        let task = state.withLock { state -> Task<Void, Never>? in
-            defer { state.task = nil }
-            return state.task
+    /// Polls until cancelled, then lets every waiting stream go.
+    public func run() async {
+        state.withLock { $0.running = true }
+        while !Task.isCancelled {
+            await poll()
+            await sleeper.sleep(for: pollInterval)
         }
-        task?.cancel()
-        await task?.value
+        state.withLock { $0.running = false }
         resumeAll()
     }
 
@@ -233,7 +236,7 @@ public final class EventFeed: Sendable {
                             state.waiters[id] = nil
                             return true
                         }
-                        if state.hasNews(after: after, for: interest) || state.task == nil {
+                        if state.hasNews(after: after, for: interest) || !state.running {
                             state.waiters[id] = .resumed
                             return true
                         }

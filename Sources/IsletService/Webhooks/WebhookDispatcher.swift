@@ -1,4 +1,5 @@
 public import Foundation
+public import IsletBackground
 public import IsletCore
 import IsletLog
 import IsletSync
@@ -44,13 +45,21 @@ public protocol WebhookTransport: Sendable {
 /// another so that they arrive in order) and sent, many chains at once; each answer
 /// is recorded, and a failure is retried by the `WebhookRetryPolicy`. Every attempt
 /// of a delivery carries the same `webhook-id` (the event's id).
-public final class WebhookDispatcher: Sendable {
+///
+/// `run` is the loop: every quarter second of its sleeper's clock, or when woken, it
+/// turns new events into deliveries and sends those due; cancelled, it waits for the
+/// chains being sent (their deliveries are recorded, or left to the lease).
+public final class WebhookDispatcher: BackgroundService {
     private let environment: ServiceEnvironment
     private let transport: any WebhookTransport
     private let policy: WebhookRetryPolicy
     private let random: Lock<any RandomSource>
+    private let sleeper: any Sleeper
     private let state = Lock(State())
-    private let wakeups = Lock<[CheckedContinuation<Void, Never>]>([])
+    private let doorbell = Doorbell()
+
+    /// Time between two looks when nothing wakes the loop, on the sleeper's clock.
+    public static let interval: TimeInterval = 0.25
 
     /// Deliveries claimed at once, at most.
     static let batchSize = 500
@@ -60,71 +69,42 @@ public final class WebhookDispatcher: Sendable {
     static let lease: TimeInterval = 60
 
     private struct State {
-        var loop: Task<Void, Never>?
         var chains: [Int: Task<Void, Never>] = [:]
         var nextChain = 0
         var inFlight = 0
         var stopping = false
     }
 
-    /// Creates the dispatcher; nothing is sent until `start`.
+    /// Creates the dispatcher, pacing itself on `sleeper`; nothing is sent until `run`.
     public init(
         environment: ServiceEnvironment, transport: any WebhookTransport, policy: WebhookRetryPolicy = WebhookRetryPolicy(),
-        random: any RandomSource = SystemRandomSource()
+        random: any RandomSource = SystemRandomSource(), sleeper: any Sleeper = SystemSleeper()
     ) {
         self.environment = environment
         self.transport = transport
         self.policy = policy
         self.random = Lock(random)
+        self.sleeper = sleeper
     }
 
-    /// Starts the loop (once): every quarter second, or when woken, it turns new
-    /// events into deliveries and sends those due.
-    public func start() {
-        state.withLock { state in
-            guard state.loop == nil, !state.stopping else { return }
-            state.loop = Task { [self] in
-                while !Task.isCancelled {
-                    _ = await fanOut()
-                    let started = await claimAndStart()
-                    if started == 0 { await sleep(upTo: .milliseconds(250)) }
-                }
-            }
+    /// Sends until cancelled, then waits for the chains being sent.
+    public func run() async {
+        while !Task.isCancelled {
+            _ = await fanOut()
+            let started = await claimAndStart()
+            if started == 0 { await sleeper.sleep(for: Self.interval, doorbell: doorbell) }
         }
-    }
-
-    /// Looks for work now (events were written, a delivery was retried).
-    public func wake() {
-        let waiting = wakeups.withLock { list in defer { list = [] }; return list }
-        for continuation in waiting { continuation.resume() }
-    }
-
-    /// Stops the loop and waits for the chains being sent (their deliveries are
-    /// recorded, or left to the lease).
-    public func shutdown() async {
-        let (loop, chains) = state.withLock { state -> (Task<Void, Never>?, [Task<Void, Never>]) in
+        let chains = state.withLock { state -> [Task<Void, Never>] in
             state.stopping = true
-            defer { state.loop = nil }
-            return (state.loop, Array(state.chains.values))
+            return Array(state.chains.values)
         }
-        loop?.cancel()
-        wake()
-        await loop?.value
         for chain in chains { await chain.value }
-        let rest = state.withLock { Array($0.chains.values) }
-        for chain in rest { await chain.value }
     }
 
-    private func sleep(upTo limit: Duration) async {
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask { [self] in
-                await withCheckedContinuation { continuation in wakeups.withLock { $0.append(continuation) } }
-            }
-            group.addTask { try? await Task.sleep(for: limit) }
-            await group.next()
-            group.cancelAll()
-            wake()
-        }
+    /// Looks for work now (events were written, a delivery was retried, a chain
+    /// ended).
+    public func wake() {
+        doorbell.ring()
     }
 
     // MARK: - Rounds (also called by tests, on the injected clock)
