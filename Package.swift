@@ -93,7 +93,7 @@ let package = Package(
             name: "IsletServer",
             dependencies: [
                 "IsletCore", "IsletSync", "IsletBackground", "IsletLog", "IsletCrypto", "Storage", "SQLiteStorage", "PostgreSQLStorage",
-                "HTTPServer", "HTTP2", "APNs", "Delivery", "IsletService", "HTTPClient",
+                "HTTPServer", "APNs", "Delivery", "IsletService", "HTTPClient",
             ],
             swiftSettings: swiftSettings
         ),

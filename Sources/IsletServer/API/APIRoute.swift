@@ -15,13 +15,6 @@ enum RouteAccess: String, Sendable {
     case device
 }
 
-/// A query parameter of a route: its name, what it means and its JSON Schema.
-struct QueryParameter: Sendable {
-    let name: String
-    let description: String
-    let schema: JSONValue
-}
-
 /// The path parameters of the API and their formats: the handlers check a path's
 /// ids by these (422 when one breaks them), and the OpenAPI document shows them.
 enum PathParameter {
@@ -50,12 +43,14 @@ struct APIRoute: Sendable {
     let pattern: String
     let summary: String
     let access: RouteAccess
-    /// The fields of the body, when the route reads one (the handler reads it by
-    /// the same schema).
+    /// The fields of the body, when the route reads one: the handler reads it by
+    /// this schema (`RouteRequest.body()`), and the document shows it.
     let body: BodySchema?
     /// Whether the route honours `Idempotency-Key`.
     let idempotent: Bool
-    /// Query parameters.
+    /// Query parameters: checked before the handler runs (`QueryValues`), which
+    /// reads their values from `RouteRequest.query`; a route that declares any
+    /// refuses the names it does not.
     let query: [QueryParameter]
     /// Statuses answered, with what each means, besides those every route of its
     /// kind answers (401/403 for a key, 404 for an app that is not the key's,

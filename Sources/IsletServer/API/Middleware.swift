@@ -19,7 +19,14 @@ enum MiddlewareChain {
     static func compose(
         _ middleware: [any Middleware], route: APIRoute
     ) -> @Sendable (RouteRequest) async throws -> HTTPResponse {
-        var next: @Sendable (RouteRequest) async throws -> HTTPResponse = route.handler
+        // Innermost, after every middleware step: the route's declarations read the
+        // request, so that the handler finds the checked query and the body schema.
+        var next: @Sendable (RouteRequest) async throws -> HTTPResponse = { request in
+            var request = request
+            if !route.query.isEmpty { request.query = try QueryValues(request.http, declared: route.query) }
+            request.bodySchema = route.body
+            return try await route.handler(request)
+        }
         for step in middleware.reversed() {
             let inner = next
             next = { request in try await step.respond(to: request, route: route, next: inner) }

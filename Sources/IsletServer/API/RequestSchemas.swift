@@ -2,9 +2,9 @@ import Foundation
 import IsletCore
 import Storage
 
-/// The request bodies, field by field: the routes read their bodies through these
-/// definitions (`RequestBody(request, schema:)`) and the OpenAPI document renders
-/// them, so what is documented is what is enforced.
+/// The request bodies, field by field: each route declares one (`APIRoute.body`),
+/// its handler reads the body by it (`RouteRequest.body()`) and the OpenAPI
+/// document renders it, so what is documented is what is enforced.
 enum RequestSchemas {
     private static let apnsFields = BodySchema([
         BodyField("team_id", .string(.appleID), required: true),

@@ -25,6 +25,18 @@ struct RouteRequest: Sendable {
     /// The address the request came from (`ClientAddress`): what per-address
     /// limits count.
     var clientAddress: String = "unknown"
+    /// The route's declared query parameters, checked, by name.
+    var query = QueryValues()
+    /// The route's declared body schema.
+    var bodySchema: BodySchema?
+
+    /// The body, read by the schema the route declares (`APIRoute.body`): 415,
+    /// 400 or 422 as `RequestBody` says. A route that declares no body has none
+    /// to read.
+    func body() throws(Problem) -> RequestBody {
+        guard let bodySchema else { preconditionFailure("a route read a body it does not declare") }
+        return try RequestBody(http, schema: bodySchema)
+    }
 
     /// The authenticated app of a route declared `.server` or `.device` (the router
     /// runs no such handler without one).

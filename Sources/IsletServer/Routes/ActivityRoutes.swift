@@ -52,7 +52,7 @@ struct ActivityRoutes: Sendable {
     // MARK: - Sends
 
     private func start(_ request: RouteRequest) async throws -> HTTPResponse {
-        let body = try RequestBody(request.http, schema: RequestSchemas.startActivity)
+        let body = try request.body()
         let root = body.root
         let activityID = root.string("activity_id")
         let activityType = root.string("activity_type")
@@ -83,7 +83,7 @@ struct ActivityRoutes: Sendable {
 
     private func update(_ request: RouteRequest) async throws -> HTTPResponse {
         let activityID = try PathValues.identifier(request.parameters, "activity_id")
-        let body = try RequestBody(request.http, schema: RequestSchemas.updateActivity)
+        let body = try request.body()
         let root = body.root
         let contentState = root.jsonObject("content_state")
         let alert = SendFields.alert(root)
@@ -103,7 +103,7 @@ struct ActivityRoutes: Sendable {
 
     private func end(_ request: RouteRequest) async throws -> HTTPResponse {
         let activityID = try PathValues.identifier(request.parameters, "activity_id")
-        let body = try RequestBody(request.http, schema: RequestSchemas.endActivity)
+        let body = try request.body()
         let contentState = body.root.jsonObject("content_state")
         let dismissalDate = body.root.date("dismissal_date")
         let sendAt = body.root.date("send_at")
@@ -123,38 +123,11 @@ struct ActivityRoutes: Sendable {
     // MARK: - Reading
 
     private func list(_ request: RouteRequest) async throws -> HTTPResponse {
-        let http = request.http
         var query = ActivityQuery()
-        var errors: [Problem.FieldError] = []
-        let known: Set = ["status", "activity_type", "limit", "cursor"]
-        for (name, _) in http.query where !known.contains(name) {
-            errors.append(.init(field: name, message: "is not a query parameter of this route"))
-        }
-        if let status = http.queryValue("status") {
-            if let value = ActivityStatus(rawValue: status) { query.status = value } else {
-                errors.append(.init(field: "status", message: "must be started, updated or ended"))
-            }
-        }
-        if let type = http.queryValue("activity_type") {
-            if let problem = TextFormat.activityType.problem(type) {
-                errors.append(.init(field: "activity_type", message: problem))
-            } else {
-                query.activityType = type
-            }
-        }
-        if let limit = http.queryValue("limit") {
-            if let value = Self.queryInteger(limit), (1...200).contains(value) { query.limit = Int(value) } else {
-                errors.append(.init(field: "limit", message: "must be a whole number from 1 to 200"))
-            }
-        }
-        if let cursor = http.queryValue("cursor") {
-            if let value = Self.queryInteger(cursor), value > 0 { query.cursor = value } else {
-                errors.append(.init(field: "cursor", message: "must be the next_cursor of a previous page"))
-            }
-        }
-        guard errors.isEmpty else {
-            throw Problem(status: 422, detail: "The query has invalid parameters.", errors: errors)
-        }
+        query.status = request.query["status"]
+        query.activityType = request.query["activity_type"]
+        if let limit = request.query.int("limit") { query.limit = limit }
+        query.cursor = request.query["cursor"]
         let page = try await activities.list(appID: request.app.id, query)
         return APIJSON.response(.object([
             "items": .array(page.items.map { .object(Self.json($0)) }),
@@ -188,20 +161,13 @@ struct ActivityRoutes: Sendable {
 
     /// The query parameters of the activity list.
     static let listQuery: [QueryParameter] = [
-        QueryParameter(
-            name: "status", description: "Only activities of this status.",
-            schema: ["type": "string", "enum": .array(ActivityStatus.allCases.map { .string($0.rawValue) })]),
-        QueryParameter(name: "activity_type", description: "Only this type.", schema: TextFormat.activityType.jsonSchema),
-        QueryParameter(
-            name: "limit", description: "Activities per page (default 50).",
-            schema: ["type": "integer", "minimum": 1, "maximum": 200]),
-        QueryParameter(
-            name: "cursor", description: "The next_cursor of the previous page.",
-            schema: ["type": "integer", "minimum": 1, "maximum": .integer(Int64.max)]),
+        .oneOf("status", "Only activities of this status.", ActivityStatus.self),
+        .text("activity_type", "Only this type.", .activityType),
+        .integer("limit", "Activities per page (default 50).", 1...200),
+        .integer(
+            "cursor", "The next_cursor of the previous page.", 1...Int64.max,
+            message: "must be the next_cursor of a previous page"),
     ]
-
-    /// A whole number in a query: decimal digits, an optional sign.
-    static func queryInteger(_ text: String) -> Int64? { Int64(text) }
 
     // MARK: - Rendering
 

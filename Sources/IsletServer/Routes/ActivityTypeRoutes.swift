@@ -35,7 +35,7 @@ struct ActivityTypeRoutes: Sendable {
 
     private func put(_ request: RouteRequest) async throws -> HTTPResponse {
         let name = try PathValues.activityType(request.parameters)
-        let body = try RequestBody(request.http, schema: RequestSchemas.activityType)
+        let body = try request.body()
         let root = body.root
         let format = root.enumeration("format", as: ActivityTypeSchema.Format.self) ?? .activitykit
         let widgetName = root.string("widget_name")

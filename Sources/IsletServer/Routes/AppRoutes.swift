@@ -41,7 +41,7 @@ struct AppRoutes: Sendable {
     // MARK: - Handlers
 
     private func create(_ request: RouteRequest) async throws -> HTTPResponse {
-        let body = try RequestBody(request.http, schema: RequestSchemas.createApp)
+        let body = try request.body()
         let name = body.root.string("name")
         let bundleID = body.root.string("bundle_id")
         let credentials = Self.credentials(body.root)
@@ -65,7 +65,7 @@ struct AppRoutes: Sendable {
     }
 
     private func update(_ request: RouteRequest) async throws -> HTTPResponse {
-        let body = try RequestBody(request.http, schema: RequestSchemas.updateApp)
+        let body = try request.body()
         let name = body.root.string("name")
         let bundleID = body.root.string("bundle_id")
         let credentials = Self.credentials(body.root)
@@ -79,7 +79,7 @@ struct AppRoutes: Sendable {
     }
 
     private func rotate(_ request: RouteRequest) async throws -> HTTPResponse {
-        try RequestBody(request.http, schema: RequestSchemas.empty).finish()
+        try request.body().finish()
         let keys = try await apps.rotateKeys(appID: request.parameters["app_id"] ?? "")
         return APIJSON.response(.object([
             "id": .string(keys.appID), "server_key": .string(keys.serverKey), "device_key": .string(keys.deviceKey),

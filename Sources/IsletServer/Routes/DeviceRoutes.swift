@@ -75,7 +75,7 @@ struct DeviceRoutes: Sendable {
 
     private func registerDevice(_ request: RouteRequest) async throws -> HTTPResponse {
         let deviceID = try PathValues.identifier(request.parameters, "device_id")
-        let body = try RequestBody(request.http, schema: RequestSchemas.registerDevice)
+        let body = try request.body()
         let platform = body.root.choice("platform")
         let environment = body.root.enumeration("environment", as: APNsEnvironment.self)
         let token = body.root.token("apns_token")
@@ -100,7 +100,7 @@ struct DeviceRoutes: Sendable {
     private func putStartToken(_ request: RouteRequest) async throws -> HTTPResponse {
         let deviceID = try PathValues.identifier(request.parameters, "device_id")
         let activityType = try PathValues.activityType(request.parameters)
-        let body = try RequestBody(request.http, schema: RequestSchemas.token)
+        let body = try request.body()
         let token = body.root.token("token")
         try body.finish()
         let registered = try await devices.putStartToken(
@@ -122,7 +122,7 @@ struct DeviceRoutes: Sendable {
     private func putUpdateToken(_ request: RouteRequest) async throws -> HTTPResponse {
         let deviceID = try PathValues.identifier(request.parameters, "device_id")
         let activityID = try PathValues.identifier(request.parameters, "activity_id")
-        let body = try RequestBody(request.http, schema: RequestSchemas.registerActivityToken)
+        let body = try request.body()
         let activityType = body.root.string("activity_type")
         let token = body.root.token("token")
         try body.finish()
@@ -138,7 +138,7 @@ struct DeviceRoutes: Sendable {
     private func endOnDevice(_ request: RouteRequest) async throws -> HTTPResponse {
         let deviceID = try PathValues.identifier(request.parameters, "device_id")
         let activityID = try PathValues.identifier(request.parameters, "activity_id")
-        let body = try RequestBody(request.http, schema: RequestSchemas.empty)
+        let body = try request.body()
         try body.finish()
         let instance = try await devices.endOnDevice(
             appID: request.app.id, deviceID: deviceID, secret: Self.secret(request), activityID: activityID)
@@ -149,14 +149,14 @@ struct DeviceRoutes: Sendable {
 
     private func rotateSecret(_ request: RouteRequest) async throws -> HTTPResponse {
         let deviceID = try PathValues.identifier(request.parameters, "device_id")
-        try RequestBody(request.http, schema: RequestSchemas.empty).finish()
+        try request.body().finish()
         let secret = try await devices.rotateSecret(appID: request.app.id, deviceID: deviceID, secret: Self.secret(request))
         return Self.secretResponse(deviceID: deviceID, secret: secret)
     }
 
     private func resetSecret(_ request: RouteRequest) async throws -> HTTPResponse {
         let deviceID = try PathValues.identifier(request.parameters, "device_id")
-        try RequestBody(request.http, schema: RequestSchemas.empty).finish()
+        try request.body().finish()
         let secret = try await devices.resetSecret(appID: request.app.id, deviceID: deviceID)
         return Self.secretResponse(deviceID: deviceID, secret: secret)
     }

@@ -25,43 +25,18 @@ struct EventRoutes: Sendable {
     }
 
     private func read(_ request: RouteRequest) async throws -> HTTPResponse {
-        let http = request.http
-        var errors: [Problem.FieldError] = []
-        let streaming = (http.headers["Accept"] ?? "").lowercased().contains("text/event-stream")
-        let known: Set = streaming ? ["types", "after"] : ["types", "after", "limit"]
-        for (name, _) in http.query where !known.contains(name) {
-            errors.append(.init(field: name, message: "is not a query parameter of this route"))
-        }
-        var patterns: [EventPattern] = []
-        if let types = http.queryValue("types") {
-            let list = types.split(separator: ",", omittingEmptySubsequences: false).map {
-                $0.trimmingCharacters(in: .whitespaces)
+        let streaming = Self.isStreaming(request.http)
+        var after: Int64? = request.query["after"]
+        if let text = request.http.headers["Last-Event-ID"], streaming {
+            guard let value = EventRecord.sequence(of: text.trimmingCharacters(in: .whitespaces)) else {
+                throw Problem(
+                    status: 422, detail: "The query has invalid parameters.",
+                    errors: [.init(field: "Last-Event-ID", message: "must be the id of an event of this stream, such as evt_42")])
             }
-            for (index, text) in list.enumerated() {
-                if let pattern = EventPattern(text) { patterns.append(pattern) } else {
-                    errors.append(.init(
-                        field: list.count == 1 ? "types" : "types[\(index)]", message: "must be \(EventPattern.explanation)"))
-                }
-            }
+            after = value
         }
-        var after: Int64?
-        if let text = http.queryValue("after") {
-            if let value = EventRecord.sequence(of: text) { after = value } else {
-                errors.append(.init(field: "after", message: "must be an event id such as evt_42"))
-            }
-        }
-        if let text = http.headers["Last-Event-ID"], streaming {
-            if let value = EventRecord.sequence(of: text.trimmingCharacters(in: .whitespaces)) { after = value } else {
-                errors.append(.init(field: "Last-Event-ID", message: "must be the id of an event of this stream, such as evt_42"))
-            }
-        }
-        var limit = 100
-        if let text = http.queryValue("limit"), !streaming {
-            if let value = Int(text), (1...EventService.maxPage).contains(value) { limit = value } else {
-                errors.append(.init(field: "limit", message: "must be a whole number from 1 to \(EventService.maxPage)"))
-            }
-        }
-        guard errors.isEmpty else { throw Problem(status: 422, detail: "The query has invalid parameters.", errors: errors) }
+        let patterns: [EventPattern] = request.query["types"] ?? []
+        let limit = request.query.int("limit") ?? 100
         if streaming, let stream {
             return try await stream.response(appID: request.app.id, after: after, patterns: patterns)
         }
@@ -71,16 +46,20 @@ struct EventRoutes: Sendable {
         ]))
     }
 
-    /// What `types` may hold: a comma-separated list of event types, families and `*`.
-    static let typesPattern = "^\(TextRule.oneEventPattern)(,\(TextRule.oneEventPattern))*$"
+    /// Whether a request asks for the stream rather than a page.
+    static func isStreaming(_ request: HTTPRequest) -> Bool {
+        (request.headers["Accept"] ?? "").lowercased().contains("text/event-stream")
+    }
 
     static let query: [QueryParameter] = [
-        QueryParameter(
-            name: "types", description: "Comma-separated event types or families (push.failed,activity.*).",
-            schema: ["type": "string", "pattern": .string(typesPattern)]),
-        QueryParameter(name: "after", description: "Events after this event id.", schema: ["type": "string", "pattern": "^evt_[0-9]{1,18}$"]),
-        QueryParameter(
-            name: "limit", description: "Events per page (default 100; JSON pages only).",
-            schema: ["type": "integer", "minimum": 1, "maximum": .integer(Int64(EventService.maxPage))]),
+        .list(
+            "types", "Comma-separated event types or families (push.failed,activity.*).", item: TextRule.oneEventPattern,
+            message: "must be \(EventPattern.explanation)", convert: { EventPattern($0) }),
+        .pattern(
+            "after", "Events after this event id.", "^evt_[0-9]{1,18}$", message: "must be an event id such as evt_42",
+            convert: EventRecord.sequence(of:)),
+        .integer(
+            "limit", "Events per page (default 100; JSON pages only).", 1...Int64(EventService.maxPage),
+            applies: { !EventRoutes.isStreaming($0) }),
     ]
 }

@@ -21,7 +21,7 @@ struct NotificationRoutes: Sendable {
     }
 
     private func send(_ request: RouteRequest) async throws -> HTTPResponse {
-        let body = try RequestBody(request.http, schema: RequestSchemas.notification)
+        let body = try request.body()
         let audience = SendFields.audience(body.root)
         let alert = SendFields.alert(body.root)
         let sendAt = body.root.date("send_at")

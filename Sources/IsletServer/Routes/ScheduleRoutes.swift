@@ -29,43 +29,12 @@ struct ScheduleRoutes: Sendable {
     }
 
     private func list(_ request: RouteRequest) async throws -> HTTPResponse {
-        let http = request.http
         var query = ScheduleQuery()
-        var errors: [Problem.FieldError] = []
-        let known: Set = ["activity_id", "status", "kind", "limit", "cursor"]
-        for (name, _) in http.query where !known.contains(name) {
-            errors.append(.init(field: name, message: "is not a query parameter of this route"))
-        }
-        if let activityID = http.queryValue("activity_id") {
-            if let problem = TextFormat.identifier.problem(activityID) {
-                errors.append(.init(field: "activity_id", message: problem))
-            } else {
-                query.activityID = activityID
-            }
-        }
-        if let status = http.queryValue("status") {
-            if let value = ScheduleStatus(rawValue: status) { query.status = value } else {
-                errors.append(.init(field: "status", message: "must be scheduled, sent, cancelled or dropped"))
-            }
-        }
-        if let kind = http.queryValue("kind") {
-            if let value = ScheduleKind(rawValue: kind) { query.kind = value } else {
-                errors.append(.init(field: "kind", message: "must be start, update, end, notification or timeline_entry"))
-            }
-        }
-        if let limit = http.queryValue("limit") {
-            if let value = Int(limit), (1...200).contains(value) { query.limit = value } else {
-                errors.append(.init(field: "limit", message: "must be a whole number from 1 to 200"))
-            }
-        }
-        if let cursor = http.queryValue("cursor") {
-            if let value = Self.cursor(cursor) { query.cursor = value } else {
-                errors.append(.init(field: "cursor", message: "must be the next_cursor of a previous page"))
-            }
-        }
-        guard errors.isEmpty else {
-            throw Problem(status: 422, detail: "The query has invalid parameters.", errors: errors)
-        }
+        query.activityID = request.query["activity_id"]
+        query.status = request.query["status"]
+        query.kind = request.query["kind"]
+        if let limit = request.query.int("limit") { query.limit = limit }
+        query.cursor = request.query["cursor"]
         let page = try await schedules.list(appID: request.app.id, query)
         return APIJSON.response(.object([
             "items": .array(page.items.map(Self.json)),
@@ -97,19 +66,13 @@ struct ScheduleRoutes: Sendable {
     }
 
     static let listQuery: [QueryParameter] = [
-        QueryParameter(name: "activity_id", description: "Only this activity's items.", schema: TextFormat.identifier.jsonSchema),
-        QueryParameter(
-            name: "status", description: "Only items of this status.",
-            schema: ["type": "string", "enum": .array(ScheduleStatus.allCases.map { .string($0.rawValue) })]),
-        QueryParameter(
-            name: "kind", description: "Only items of this kind.",
-            schema: ["type": "string", "enum": .array(ScheduleKind.allCases.map { .string($0.rawValue) })]),
-        QueryParameter(
-            name: "limit", description: "Items per page (default 50).",
-            schema: ["type": "integer", "minimum": 1, "maximum": 200]),
-        QueryParameter(
-            name: "cursor", description: "The next_cursor of the previous page.",
-            schema: ["type": "string", "pattern": "^[0-9]{1,18}-[0-9]{1,18}$"]),
+        .text("activity_id", "Only this activity's items.", .identifier),
+        .oneOf("status", "Only items of this status.", ScheduleStatus.self),
+        .oneOf("kind", "Only items of this kind.", ScheduleKind.self),
+        .integer("limit", "Items per page (default 50).", 1...200),
+        .pattern(
+            "cursor", "The next_cursor of the previous page.", "^[0-9]{1,18}-[0-9]{1,18}$",
+            message: "must be the next_cursor of a previous page", convert: ScheduleRoutes.cursor),
     ]
 
     static func json(_ item: ScheduleRecord) -> JSONValue {

@@ -1,6 +1,6 @@
+import APNs
 import Delivery
 import Foundation
-import HTTP2
 import HTTPServer
 import IsletCore
 import IsletCrypto
@@ -47,7 +47,7 @@ struct SystemRoutes: Sendable {
         return APIJSON.response([
             "name": "islet", "version": .string(IsletVersion.current), "schema_version": .integer(Int64(schema)),
             "libraries": [
-                "openssl": .string(CryptoLibrary.version), "nghttp2": .string(HTTP2Library.version),
+                "openssl": .string(CryptoLibrary.version), "nghttp2": .string(APNsTransport.nghttp2Version),
                 "libmicrohttpd": .string(HTTPServer.libraryVersion), "sqlite": .string(SQLiteConnection.libraryVersion),
                 "libpq": .string(PostgresLibrary.version),
             ],

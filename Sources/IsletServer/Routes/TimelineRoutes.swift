@@ -32,7 +32,7 @@ struct TimelineRoutes: Sendable {
 
     private func put(_ request: RouteRequest) async throws -> HTTPResponse {
         let activityID = try PathValues.identifier(request.parameters, "activity_id")
-        let body = try RequestBody(request.http, schema: RequestSchemas.timeline)
+        let body = try request.body()
         let plan = SendFields.timeline(body.root)
         try body.finish()
         let view = try await timelines.put(PutTimeline(

@@ -9,16 +9,12 @@ import Storage
 struct WebhookRoutes: Sendable {
     let webhooks: WebhookService
 
-    /// The bodies, as this server takes them (`http` URLs only when allowed).
-    var createSchema: BodySchema { RequestSchemas.createWebhook(allowHTTP: webhooks.allowsHTTP) }
-    var updateSchema: BodySchema { RequestSchemas.updateWebhook(allowHTTP: webhooks.allowsHTTP) }
-
     var routes: [APIRoute] {
         [
             APIRoute(
                 "POST", "/v1/apps/{app_id}/webhooks",
                 summary: "Add a webhook endpoint; its signing secret (whsec_…) is in this answer only.", access: .server,
-                body: createSchema, carriesSecret: true,
+                body: RequestSchemas.createWebhook(allowHTTP: webhooks.allowsHTTP), carriesSecret: true,
                 responses: [
                     (201, "{id, url, events, description, enabled, secret, …}"), (409, "The app has as many webhooks as it may"),
                     (422, "The URL or an event type is refused"),
@@ -36,7 +32,7 @@ struct WebhookRoutes: Sendable {
             APIRoute(
                 "PATCH", "/v1/apps/{app_id}/webhooks/{webhook_id}",
                 summary: "Change a webhook's URL, events or description, or enable or disable it.", access: .server,
-                body: updateSchema,
+                body: RequestSchemas.updateWebhook(allowHTTP: webhooks.allowsHTTP),
                 responses: [(200, "The webhook"), (404, "No such webhook"), (422, "The URL or an event type is refused")]
             ) { request in try await update(request) },
             APIRoute(
@@ -63,7 +59,7 @@ struct WebhookRoutes: Sendable {
     }
 
     private func create(_ request: RouteRequest) async throws -> HTTPResponse {
-        let body = try RequestBody(request.http, schema: createSchema)
+        let body = try request.body()
         let url = body.root.string("url")
         let events = body.root.strings("events")
         let description = body.root.string("description")
@@ -74,34 +70,10 @@ struct WebhookRoutes: Sendable {
         return APIJSON.response(status: 201, Self.json(webhook, secret: true))
     }
 
-    /// A list's `limit` (1 to 200, default 50) and `cursor` (read by `cursor`),
-    /// or a 422 naming every query parameter at fault.
-    private static func page<Cursor>(
-        _ http: HTTPRequest, cursor parse: (String) -> Cursor?
-    ) throws(Problem) -> (limit: Int, cursor: Cursor?) {
-        var errors: [Problem.FieldError] = []
-        for (name, _) in http.query where !["limit", "cursor"].contains(name) {
-            errors.append(.init(field: name, message: "is not a query parameter of this route"))
-        }
-        var limit = 50
-        if let text = http.queryValue("limit") {
-            if let value = Int(text), (1...200).contains(value) { limit = value } else {
-                errors.append(.init(field: "limit", message: "must be a whole number from 1 to 200"))
-            }
-        }
-        var cursor: Cursor?
-        if let text = http.queryValue("cursor") {
-            if let value = parse(text) { cursor = value } else {
-                errors.append(.init(field: "cursor", message: "must be the next_cursor of a previous page"))
-            }
-        }
-        guard errors.isEmpty else { throw Problem(status: 422, detail: "The query has invalid parameters.", errors: errors) }
-        return (limit, cursor)
-    }
-
     private func list(_ request: RouteRequest) async throws -> HTTPResponse {
-        let (limit, after) = try Self.page(request.http) { Self.cursor($0) }
-        let page = try await webhooks.list(appID: request.app.id, after: after, limit: limit)
+        let page = try await webhooks.list(
+            appID: request.app.id, after: request.query["cursor", as: WebhookCursor.self],
+            limit: request.query.int("limit") ?? 50)
         return APIJSON.response(.object([
             "items": .array(page.items.map { Self.json($0) }),
             "next_cursor": page.nextCursor.map { .string(Self.cursorText($0)) } ?? .null,
@@ -132,7 +104,7 @@ struct WebhookRoutes: Sendable {
 
     private func update(_ request: RouteRequest) async throws -> HTTPResponse {
         let id = try PathValues.identifier(request.parameters, "webhook_id")
-        let body = try RequestBody(request.http, schema: updateSchema)
+        let body = try request.body()
         let url = body.root.string("url")
         let events = body.root.strings("events")
         let description = body.root.isNull("description") ? "" : body.root.string("description")
@@ -151,14 +123,15 @@ struct WebhookRoutes: Sendable {
 
     private func rotate(_ request: RouteRequest) async throws -> HTTPResponse {
         let id = try PathValues.identifier(request.parameters, "webhook_id")
-        try RequestBody(request.http, schema: RequestSchemas.empty).finish()
+        try request.body().finish()
         return APIJSON.response(Self.json(try await webhooks.rotateSecret(appID: request.app.id, webhookID: id), secret: true))
     }
 
     private func deliveries(_ request: RouteRequest) async throws -> HTTPResponse {
         let id = try PathValues.identifier(request.parameters, "webhook_id")
-        let (limit, before) = try Self.page(request.http) { WebhookDeliveryRecord.sequence(of: $0) }
-        let page = try await webhooks.deliveries(appID: request.app.id, webhookID: id, before: before, limit: limit)
+        let page = try await webhooks.deliveries(
+            appID: request.app.id, webhookID: id, before: request.query["cursor", as: Int64.self],
+            limit: request.query.int("limit") ?? 50)
         return APIJSON.response(.object([
             "items": .array(page.items.map(Self.json)),
             "next_cursor": page.nextCursor.map { .string(WebhookDeliveryRecord.id($0)) } ?? .null,
@@ -168,21 +141,23 @@ struct WebhookRoutes: Sendable {
     private func retry(_ request: RouteRequest) async throws -> HTTPResponse {
         let id = try PathValues.identifier(request.parameters, "webhook_id")
         let deliveryID = try PathValues.identifier(request.parameters, "delivery_id")
-        try RequestBody(request.http, schema: RequestSchemas.empty).finish()
+        try request.body().finish()
         let delivery = try await webhooks.retry(appID: request.app.id, webhookID: id, deliveryID: deliveryID)
         return APIJSON.response(status: 202, Self.json(delivery))
     }
 
     static let listQuery: [QueryParameter] = [
-        QueryParameter(name: "limit", description: "Webhooks per page (default 50).", schema: ["type": "integer", "minimum": 1, "maximum": 200]),
-        QueryParameter(
-            name: "cursor", description: "The next_cursor of the previous page.",
-            schema: ["type": "string", "pattern": "^[0-9]{1,15}-wh_[0-9a-f]{1,64}$"]),
+        .integer("limit", "Webhooks per page (default 50).", 1...200),
+        .pattern(
+            "cursor", "The next_cursor of the previous page.", "^[0-9]{1,15}-wh_[0-9a-f]{1,64}$",
+            message: "must be the next_cursor of a previous page", convert: WebhookRoutes.cursor),
     ]
 
     static let deliveriesQuery: [QueryParameter] = [
-        QueryParameter(name: "limit", description: "Deliveries per page (default 50).", schema: ["type": "integer", "minimum": 1, "maximum": 200]),
-        QueryParameter(name: "cursor", description: "The next_cursor of the previous page.", schema: ["type": "string", "pattern": "^dlv_[0-9]{1,18}$"]),
+        .integer("limit", "Deliveries per page (default 50).", 1...200),
+        .pattern(
+            "cursor", "The next_cursor of the previous page.", "^dlv_[0-9]{1,18}$",
+            message: "must be the next_cursor of a previous page", convert: WebhookDeliveryRecord.sequence(of:)),
     ]
 
     static func json(_ webhook: WebhookRecord, secret: Bool = false) -> JSONValue {
