@@ -95,8 +95,14 @@ let package = Package(
                 "IsletCore", "IsletSync", "IsletBackground", "IsletLog", "IsletCrypto", "Storage", "SQLiteStorage", "PostgreSQLStorage",
                 "HTTPServer", "APNs", "Delivery", "IsletService", "HTTPClient",
             ],
-            swiftSettings: swiftSettings
+            swiftSettings: swiftSettings,
+            // The dashboard's page, script and style (Dashboard/Assets/), compiled in as strings.
+            plugins: ["EmbedAssets"]
         ),
+        // Embeds a target's .html, .js and .css files in its binary, as the constants of `EmbeddedAssets`.
+        .plugin(name: "EmbedAssets", capability: .buildTool(), dependencies: ["EmbedAssetsTool"]),
+        // What EmbedAssets runs at build time: writes the files as Swift string literals.
+        .executableTarget(name: "EmbedAssetsTool", path: "Plugins/EmbedAssetsTool", swiftSettings: swiftSettings),
         // The thin executable: subcommands, signals, and the embedded simulator of `serve --simulator`.
         .executableTarget(
             name: "islet",

@@ -4,10 +4,15 @@ import IsletCore
 import IsletService
 import Storage
 
-/// The dashboard, served by Islet itself: the page, its script and its style
-/// (embedded in the binary), and its session routes. These routes are outside the
-/// documented `/v1` API: they are served beside it, never listed in the OpenAPI
-/// document.
+/// The dashboard, served by Islet itself: the page, its script and its style, and
+/// its session routes. These routes are outside the documented `/v1` API: they are
+/// served beside it, never listed in the OpenAPI document.
+///
+/// The page, script and style are the files of Dashboard/Assets/ (`dashboard.html`,
+/// `dashboard.js`, `dashboard.css`), compiled into the binary by the EmbedAssets
+/// plugin as `EmbeddedAssets` and served byte for byte, so that Islet needs no build
+/// step, no network and no file at run time. The page has no inline script or style,
+/// so that its Content-Security-Policy can forbid both.
 ///
 /// - `GET /dashboard`: the single-page application, under a Content-Security-Policy
 ///   that allows only its own script and style.
@@ -32,11 +37,11 @@ struct DashboardRoutes: Sendable {
     var routes: [APIRoute] {
         [
             APIRoute("GET", "/dashboard", summary: "The dashboard.", access: .open, responses: [(200, "The page")],
-                     contentType: "text/html") { _ in Self.asset(DashboardPage.html, type: "text/html; charset=utf-8", page: true) },
+                     contentType: "text/html") { _ in Self.asset(EmbeddedAssets.dashboardHTML, type: "text/html; charset=utf-8", page: true) },
             APIRoute("GET", "/dashboard/app.js", summary: "The dashboard's script.", access: .open, responses: [(200, "Script")],
-                     contentType: "text/javascript") { _ in Self.asset(DashboardScript.source, type: "text/javascript; charset=utf-8") },
+                     contentType: "text/javascript") { _ in Self.asset(EmbeddedAssets.dashboardJS, type: "text/javascript; charset=utf-8") },
             APIRoute("GET", "/dashboard/app.css", summary: "The dashboard's style.", access: .open, responses: [(200, "Style")],
-                     contentType: "text/css") { _ in Self.asset(DashboardStyle.source, type: "text/css; charset=utf-8") },
+                     contentType: "text/css") { _ in Self.asset(EmbeddedAssets.dashboardCSS, type: "text/css; charset=utf-8") },
             APIRoute("POST", "/dashboard/session", summary: "Sign in to the dashboard.", access: .open,
                      responses: [(200, "The session")]) { request in try await signIn(request) },
             APIRoute("GET", "/dashboard/session", summary: "The current dashboard session.", access: .open,

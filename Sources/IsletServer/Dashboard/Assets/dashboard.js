@@ -1,9 +1,3 @@
-/// The dashboard's script: plain JavaScript that signs in, routes by `#` hash, calls the `/v1` API with the session cookie and its CSRF token, and renders everything as text.
-/// Embedded in the binary, so that Islet serves it with no build step and no
-/// network.
-enum DashboardScript {
-    /// The text served.
-    static let source = #"""
 'use strict';
 // Islet's dashboard: plain JavaScript, no framework, no build step. Every value from
 // the API is put on the page as text (textContent, attributes set one by one), never
@@ -646,5 +640,3 @@ enum DashboardScript {
 
   document.addEventListener('DOMContentLoaded', () => { start().catch(failed); });
 })();
-"""#
-}
