@@ -66,13 +66,16 @@ let package = Package(
             name: "SQLiteStorage", dependencies: ["Storage", "SQLStorage", "IsletSync", "IsletCore", "CSQLite"], swiftSettings: swiftSettings),
         // The PostgreSQL store over libpq: connections, a pool, migrations under an advisory lock, the notice listener.
         .target(name: "PostgreSQLStorage", dependencies: ["Storage", "SQLStorage", "IsletSync", "IsletCore", "CPostgres"], swiftSettings: swiftSettings),
+        // What every transport shares: header fields (case-insensitive lookup, order and repeats kept) and
+        // statuses. Pure Swift; each transport re-exports it.
+        .target(name: "HTTPTypes", swiftSettings: swiftSettings),
         // HTTP/2 over TLS on libnghttp2 and OpenSSL.
-        .target(name: "HTTP2", dependencies: ["IsletSync", "CNGHTTP2", "COpenSSL", "CLinux"], swiftSettings: hotPathSettings),
+        .target(name: "HTTP2", dependencies: ["IsletSync", "HTTPTypes", "CNGHTTP2", "COpenSSL", "CLinux"], swiftSettings: hotPathSettings),
         // HTTP/1.1 API server over libmicrohttpd (epoll from CLinux watches its quiet streams).
-        .target(name: "HTTPServer", dependencies: ["IsletSync", "CMicroHTTPD", "CLinux"], swiftSettings: swiftSettings),
+        .target(name: "HTTPServer", dependencies: ["IsletSync", "HTTPTypes", "CMicroHTTPD", "CLinux"], swiftSettings: swiftSettings),
         // Outbound HTTP/1.1 and HTTP/2 over libcurl's multi interface (webhooks): one thread, kept-alive
         // connections, the address of every connection checked against private and metadata ranges.
-        .target(name: "HTTPClient", dependencies: ["IsletSync", "IsletCore", "CCurl"], swiftSettings: swiftSettings),
+        .target(name: "HTTPClient", dependencies: ["IsletSync", "IsletCore", "HTTPTypes", "CCurl"], swiftSettings: swiftSettings),
         // An APNs you can run: the engine (APNs checks, simulated devices and ActivityKit).
         .target(name: "APNsSimulator", dependencies: ["IsletSync", "IsletCore", "IsletCrypto", "HTTP2", "HTTPServer"], swiftSettings: hotPathSettings),
         // The APNs client: provider tokens, connection pools, retries, failure policy.

@@ -1,4 +1,6 @@
 public import Foundation
+// The header fields are the shared model of every transport (`HTTPTypes`).
+@_exported public import HTTPTypes
 
 /// An HTTP/2 request from a client's point of view.
 public struct HTTP2Request: Sendable {
@@ -7,16 +9,21 @@ public struct HTTP2Request: Sendable {
     /// `:path`, with any query.
     public var path: String
     /// Regular header fields (lowercase names; HTTP/2 requires it).
-    public var headers: [(name: String, value: String)]
+    public var headers: HTTPHeaders
     /// The body; empty means none.
     public var body: Data
 
     /// Creates a request.
-    public init(method: String = "POST", path: String, headers: [(name: String, value: String)] = [], body: Data = Data()) {
+    public init(method: String = "POST", path: String, headers: HTTPHeaders = [], body: Data = Data()) {
         self.method = method
         self.path = path
         self.headers = headers
         self.body = body
+    }
+
+    /// Creates a request with the fields `headers` (the array is kept as it is).
+    public init(method: String = "POST", path: String, headers: [(name: String, value: String)], body: Data = Data()) {
+        self.init(method: method, path: path, headers: HTTPHeaders(headers), body: body)
     }
 }
 
@@ -25,20 +32,25 @@ public struct HTTP2Response: Sendable {
     /// `:status`.
     public var status: Int
     /// Regular header fields, lowercase names.
-    public var headers: [(name: String, value: String)]
+    public var headers: HTTPHeaders
     /// The body.
     public var body: Data
 
     /// Creates a response.
-    public init(status: Int, headers: [(name: String, value: String)] = [], body: Data = Data()) {
+    public init(status: Int, headers: HTTPHeaders = [], body: Data = Data()) {
         self.status = status
         self.headers = headers
         self.body = body
     }
 
-    /// The first value of header `name` (lowercase).
+    /// Creates a response with the fields `headers` (the array is kept as it is).
+    public init(status: Int, headers: [(name: String, value: String)], body: Data = Data()) {
+        self.init(status: status, headers: HTTPHeaders(headers), body: body)
+    }
+
+    /// The first value of header `name`.
     public func header(_ name: String) -> String? {
-        headers.first { $0.name == name }?.value
+        headers[name]
     }
 }
 

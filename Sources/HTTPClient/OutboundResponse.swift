@@ -7,8 +7,8 @@ public struct OutboundResponse: Sendable {
 
     /// The HTTP status code.
     public var status: Int
-    /// Header fields by lower-case name; repeated fields are joined with ", ".
-    public var headers: [String: String]
+    /// Header fields in order, lower-case names, repeats kept (`values(of:)`).
+    public var headers: HTTPHeaders
     /// The body, or its first ``maxBodyBytes`` bytes.
     public var body: Data
     /// From the call to ``HTTPClient/send(_:)`` to the answer's end, waiting for a
@@ -16,7 +16,7 @@ public struct OutboundResponse: Sendable {
     public var duration: Duration
 
     /// Creates a response.
-    public init(status: Int, headers: [String: String], body: Data, duration: Duration) {
+    public init(status: Int, headers: HTTPHeaders, body: Data, duration: Duration) {
         self.status = status
         self.headers = headers
         self.body = body

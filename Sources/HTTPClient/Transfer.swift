@@ -17,7 +17,7 @@ final class Transfer: @unchecked Sendable {
     /// The request's header lines, which libcurl reads without copying.
     private var headerList: HeaderList?
     /// Response header fields by lower-case name, since the last status line.
-    private var headers: [String: String] = [:]
+    private var headers = HTTPHeaders()
     private var body = Data()
     /// Why the address libcurl was about to connect to was refused, when it was.
     private var refusal: String?
@@ -169,17 +169,13 @@ final class Transfer: @unchecked Sendable {
         while let last = line.last, last == "\r\n" || last == "\n" || last == "\r" { line.removeLast() }
         guard !line.isEmpty else { return }
         if line.hasPrefix("HTTP/") {
-            headers = [:]
+            headers.removeAll()
             return
         }
         guard let colon = line.firstIndex(of: ":") else { return }
         let name = line[..<colon].lowercased()
         let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
-        if let earlier = headers[name] {
-            headers[name] = earlier + ", " + value
-        } else {
-            headers[name] = value
-        }
+        headers.add(name, value)
     }
 
     // MARK: Finishing

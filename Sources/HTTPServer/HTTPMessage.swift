@@ -1,59 +1,6 @@
 public import Foundation
-
-/// Request or response header fields. Names keep the case they were given in and are
-/// compared case-insensitively; order and repeats are kept.
-public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral {
-    private var fields: [(name: String, value: String)] = []
-
-    /// Creates empty headers.
-    public init() {}
-
-    public init(dictionaryLiteral elements: (String, String)...) {
-        for (name, value) in elements { add(name, value) }
-    }
-
-    /// Appends a field.
-    public mutating func add(_ name: String, _ value: String) {
-        fields.append((name, value))
-    }
-
-    /// Replaces every field named `name` with one field.
-    public mutating func set(_ name: String, _ value: String) {
-        fields.removeAll { HTTPHeaders.sameName($0.name, name) }
-        fields.append((name, value))
-    }
-
-    /// Every value of `name`, in order.
-    public func values(of name: String) -> [String] {
-        fields.filter { HTTPHeaders.sameName($0.name, name) }.map(\.value)
-    }
-
-    /// The first value of `name`, if any.
-    public subscript(name: String) -> String? {
-        fields.first { HTTPHeaders.sameName($0.name, name) }?.value
-    }
-
-    /// Whether two field names are equal ignoring ASCII case, without allocating.
-    static func sameName(_ a: String, _ b: String) -> Bool {
-        var a = a.utf8.makeIterator()
-        var b = b.utf8.makeIterator()
-        while true {
-            switch (a.next(), b.next()) {
-            case (nil, nil): return true
-            case (let x?, let y?):
-                if x == y { continue }
-                let lowerX = (0x41...0x5A).contains(x) ? x | 0x20 : x
-                let lowerY = (0x41...0x5A).contains(y) ? y | 0x20 : y
-                if lowerX != lowerY { return false }
-            default: return false
-            }
-        }
-    }
-
-    public func makeIterator() -> IndexingIterator<[(name: String, value: String)]> {
-        fields.makeIterator()
-    }
-}
+// The header fields and statuses are the shared model of every transport.
+@_exported public import HTTPTypes
 
 /// A complete HTTP request, body included.
 public struct HTTPRequest: Sendable {
@@ -141,26 +88,5 @@ public struct HTTPResponse: Sendable {
 extension HTTPResponse {
     /// The standard reason phrase of an HTTP status (RFC 9110), as a problem
     /// document's `title` carries it.
-    public static func reasonPhrase(_ status: Int) -> String {
-        switch status {
-        case 200: "OK"
-        case 201: "Created"
-        case 202: "Accepted"
-        case 204: "No Content"
-        case 400: "Bad Request"
-        case 401: "Unauthorized"
-        case 403: "Forbidden"
-        case 404: "Not Found"
-        case 405: "Method Not Allowed"
-        case 409: "Conflict"
-        case 410: "Gone"
-        case 413: "Content Too Large"
-        case 415: "Unsupported Media Type"
-        case 422: "Unprocessable Content"
-        case 429: "Too Many Requests"
-        case 500: "Internal Server Error"
-        case 503: "Service Unavailable"
-        default: "HTTP \(status)"
-        }
-    }
+    public static func reasonPhrase(_ status: Int) -> String { HTTPStatus.reasonPhrase(status) }
 }

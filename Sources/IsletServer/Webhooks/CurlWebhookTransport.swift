@@ -10,7 +10,8 @@ struct CurlWebhookTransport: WebhookTransport {
 
     func post(_ request: WebhookRequest) async -> (reply: WebhookReply, duration: Duration) {
         let started = ContinuousClock.now
-        let outbound = OutboundRequest(url: request.url, headers: request.headers, body: request.body, timeout: request.timeout)
+        let outbound = OutboundRequest(
+            url: request.url, headers: HTTPHeaders(request.headers), body: request.body, timeout: request.timeout)
         switch await client.send(outbound) {
         case .success(let response):
             return (.answered(status: response.status, retryAfter: response.headers["retry-after"]), response.duration)
