@@ -63,9 +63,11 @@ let package = Package(
         .target(name: "SQLStorage", dependencies: ["Storage", "IsletCore"], swiftSettings: swiftSettings),
         // The SQLite store: connection, statements, database thread, checkpointer, Islet's schema and how it migrates.
         .target(
-            name: "SQLiteStorage", dependencies: ["Storage", "SQLStorage", "IsletSync", "IsletCore", "CSQLite"], swiftSettings: swiftSettings),
+            name: "SQLiteStorage", dependencies: ["Storage", "SQLStorage", "IsletSync", "IsletCore", "IsletBackground", "CSQLite"], swiftSettings: swiftSettings),
         // The PostgreSQL store over libpq: connections, a pool, migrations under an advisory lock, the notice listener.
-        .target(name: "PostgreSQLStorage", dependencies: ["Storage", "SQLStorage", "IsletSync", "IsletCore", "CPostgres"], swiftSettings: swiftSettings),
+        .target(
+            name: "PostgreSQLStorage", dependencies: ["Storage", "SQLStorage", "IsletSync", "IsletCore", "IsletBackground", "CPostgres"],
+            swiftSettings: swiftSettings),
         // What every transport shares: header fields (case-insensitive lookup, order and repeats kept) and
         // statuses. Pure Swift; each transport re-exports it.
         .target(name: "HTTPTypes", swiftSettings: swiftSettings),
