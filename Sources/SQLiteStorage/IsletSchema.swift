@@ -4,7 +4,8 @@ public import SQLStorage
 ///
 /// Times are whole Unix milliseconds (`INTEGER`). Tokens are lowercase hex. Every
 /// row of an app carries its `app_id`, and every query names it, so one app never
-/// reads another's rows.
+/// reads another's rows. PostgreSQL's history (`PostgresSchema`) follows this one;
+/// `SchemaParityTests` compares the two.
 public enum IsletSchema {
     /// Every migration, in order.
     public static let migrations: [Migration] = [

@@ -4,7 +4,9 @@ import SQLStorage
 /// the same tables, columns and indexes, in PostgreSQL's types. Times are whole Unix
 /// milliseconds (`BIGINT`), flags `BOOLEAN`, bytes `BYTEA`. One migration stands for
 /// SQLite's first six: PostgreSQL support starts at that version, and both
-/// histories move on together from there.
+/// histories move on together from there. `SchemaParityTests` migrates both and
+/// compares what the two databases' catalogs hold; a difference Islet means is listed
+/// there with its reason.
 enum PostgresSchema {
     /// Every migration, in order; the version of the last is the schema's.
     static let migrations: [Migration] = [
