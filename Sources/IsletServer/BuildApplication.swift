@@ -48,8 +48,8 @@ public func buildApplication(
         if let error = error as? StoreError, error.code == .secretsKeyMismatch {
             throw secrets.mismatch(database: configuration.resolvedDatabasePath)
         }
-        let reason = Configuration.redactingPassword((error as? StoreError)?.message ?? "\(error)")
-        let shown = Configuration.redactingPassword(configuration.resolvedDatabasePath)
+        let reason = Redaction.hidingPasswords(in: (error as? StoreError)?.message ?? "\(error)")
+        let shown = Redaction.hidingPasswords(in: configuration.resolvedDatabasePath)
         throw ConfigurationError(.unusable, setting: "--database (ISLET_DATABASE)", message: "\(shown): \(reason)")
     }
     do throws(ConfigurationError) {

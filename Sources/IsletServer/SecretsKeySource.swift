@@ -84,6 +84,6 @@ struct SecretsKeySource {
     func mismatch(database: String) -> ConfigurationError {
         ConfigurationError(
             .unusable, setting: setting,
-            message: "the key does not open the sealed values in \(Configuration.redactingPassword(database)): start with the key they were sealed with (after `islet secrets rotate`, the new one)")
+            message: "the key does not open the sealed values in \(Redaction.hidingPasswords(in: database)): start with the key they were sealed with (after `islet secrets rotate`, the new one)")
     }
 }

@@ -23,7 +23,7 @@ public struct SecretsRotation: Sendable {
 public func rotateSecretsKey(_ configuration: Configuration, newKeyFile: String) throws(ConfigurationError) -> SecretsRotation {
     let current = try SecretsKeySource.load(configuration, generate: false)
     let newKey = try SecretsKeySource.read(newKeyFile, setting: "--new-key-file")
-    let database = Configuration.redactingPassword(configuration.resolvedDatabasePath)
+    let database = Redaction.hidingPasswords(in: configuration.resolvedDatabasePath)
     if configuration.postgresURL == nil, !FileManager.default.fileExists(atPath: configuration.resolvedDatabasePath) {
         throw ConfigurationError(.unusable, setting: "--database (ISLET_DATABASE)", message: "\(database): no database there")
     }
@@ -41,7 +41,7 @@ public func rotateSecretsKey(_ configuration: Configuration, newKeyFile: String)
     } catch let error as StoreError where error.code == .secretsKeyMismatch {
         throw current.mismatch(database: configuration.resolvedDatabasePath)
     } catch {
-        let reason = Configuration.redactingPassword((error as? StoreError)?.message ?? "\(error)")
+        let reason = Redaction.hidingPasswords(in: (error as? StoreError)?.message ?? "\(error)")
         throw ConfigurationError(.unusable, setting: "--database (ISLET_DATABASE)", message: "\(database): \(reason)")
     }
     // The data folder's own key gives way to the new one, or the next start would

@@ -1,7 +1,7 @@
 import Foundation
 import IsletCore
 import IsletLog
-import IsletServer
+@testable import IsletServer
 import IsletTesting
 import Testing
 
@@ -111,8 +111,6 @@ struct ConfigurationTests {
         }
         #expect(variable?.message.contains("hunter2pw") == false)
         #expect(variable?.message.contains("again") == false)
-        #expect(Configuration.redactingPassword("postgresql://u:p%40ss@h:1/d?application_name=a@b")
-            == "postgresql://u:***@h:1/d?application_name=a@b")
     }
 
     @Test func aFlagWinsOverABadEnvironmentValue() throws {
@@ -153,6 +151,41 @@ struct ConfigurationTests {
     @Test func unknownIsletVariablesAreWarnedAbout() throws {
         let loaded = try Configuration.load(arguments: [], environment: ["ISLET_PROT": "1", "HOME": "/root"])
         #expect(loaded.warnings == ["ignoring unknown environment variable ISLET_PROT"])
+    }
+
+    @Test func everyPropertyIsSetByOneSettingOrOnlyInCode() {
+        // Set by the code that builds a configuration (tests, the harness), never by a flag.
+        let codeOnly: Set = ["appKeyCacheSeconds", "maxTimelineBodyBytes"]
+        let properties = Mirror(reflecting: Configuration()).children.compactMap(\.label)
+        // `\Configuration.port` names the property `port`.
+        let set = Configuration.settings.map { String(reflecting: $0.property).replacingOccurrences(of: "\\Configuration.", with: "") }
+        #expect(Set(set).count == set.count, "a property is set by two settings")
+        #expect(set.sorted() == properties.filter { !codeOnly.contains($0) }.sorted())
+        #expect(Set(Configuration.settings.map(\.flag)).count == Configuration.settings.count)
+    }
+
+    @Test func eachDefaultShownIsTheDefault() {
+        for setting in Configuration.settings {
+            var config = Configuration()
+            // A default that is a description (a property that starts nil) is no value to read.
+            guard String(describing: Configuration()[keyPath: setting.property]) != "nil" else { continue }
+            #expect(setting.apply(&config, setting.defaultText) == nil, "\(setting.flag)")
+            #expect(config == Configuration(), "\(setting.flag): \(setting.defaultText)")
+        }
+        #expect(Configuration.setting(for: \.port).defaultText == "8080")
+        #expect(Configuration.setting(for: \.pushLeaseSeconds).defaultText == "30")
+        #expect(Configuration.setting(for: \.webhookRetryBaseSeconds).defaultText == "5")
+        #expect(Configuration.setting(for: \.logFormat).defaultText == "logfmt")
+        #expect(Configuration.setting(for: \.databasePath).defaultText == "<data-dir>/islet.sqlite")
+    }
+
+    @Test func eachVariableIsTheFlagInCapitals() {
+        for setting in Configuration.settings {
+            let variable = "ISLET_" + setting.flag.dropFirst(2).uppercased().replacingOccurrences(of: "-", with: "_")
+            #expect(setting.environment == variable)
+            #expect(setting.label == "\(setting.flag) (\(variable))")
+        }
+        #expect(Configuration.settings.filter(\.isSecret).map(\.flag) == ["--admin-token", "--secrets-key"])
     }
 
     @Test func helpListsEverySetting() {

@@ -1,4 +1,5 @@
 internal import CPostgres
+internal import IsletCore
 public import Storage
 
 /// Where a PostgreSQL database is and how to log in: a `postgres://` or
@@ -37,7 +38,7 @@ public struct PostgresURL: Sendable, Hashable, CustomStringConvertible {
                 PQfreemem(failure)
             }
             reason = PostgresMessage.hiding(Self.passwordsIn(text), in: reason)
-            throw StoreError(.unavailable, "the database URL \(Self.redact(text)) is invalid: \(reason)")
+            throw StoreError(.unavailable, "the database URL \(Redaction.hidingPasswords(in: text)) is invalid: \(reason)")
         }
         defer { PQconninfoFree(options) }
         var parameters: [String: String] = [:]
@@ -77,7 +78,7 @@ public struct PostgresURL: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The URL with every password in it replaced by `***`.
-    public var redacted: String { Self.redact(text) }
+    public var redacted: String { Redaction.hidingPasswords(in: text) }
 
     /// The URL with every password in it replaced by `***`.
     public var description: String { redacted }
@@ -98,58 +99,12 @@ public struct PostgresURL: Sendable, Hashable, CustomStringConvertible {
         return (String(text[..<mark]), String(text[text.index(after: mark)...]))
     }
 
-    /// Where the user part's password is in `text`: libpq takes the user part to be
-    /// what comes before the first `@` that precedes any `/`, and the password what
-    /// follows its first `:`.
-    private static func userPassword(in text: String) -> Range<String.Index>? {
-        guard let scheme = text.range(of: "://") else { return nil }
-        let rest = text[scheme.upperBound...]
-        let authorityEnd = rest.firstIndex(of: "/") ?? rest.endIndex
-        let authority = rest[..<authorityEnd]
-        guard let at = authority.firstIndex(of: "@") else { return nil }
-        let user = authority[..<at]
-        guard let colon = user.firstIndex(of: ":") else { return nil }
-        return user.index(after: colon)..<at
-    }
-
-    /// The query's `password=` values, as ranges of `text`.
-    private static func queryPasswords(in text: String) -> [Range<String.Index>] {
-        guard let mark = text.firstIndex(of: "?") else { return [] }
-        var ranges: [Range<String.Index>] = []
-        var start = text.index(after: mark)
-        while start <= text.endIndex {
-            let end = text[start...].firstIndex(of: "&") ?? text.endIndex
-            let pair = text[start..<end]
-            if let equals = pair.firstIndex(of: "="),
-                PostgresMessage.percentDecoded(String(pair[..<equals])) == "password"
-            {
-                ranges.append(pair.index(after: equals)..<end)
-            }
-            guard end < text.endIndex else { break }
-            start = text.index(after: end)
-        }
-        return ranges
-    }
-
     /// Every password in `text`, as written and percent-decoded.
     private static func passwordsIn(_ text: String) -> [String] {
-        var ranges = queryPasswords(in: text)
-        if let user = userPassword(in: text) { ranges.append(user) }
-        return ranges.flatMap { range -> [String] in
+        Redaction.passwordRanges(in: text).flatMap { range -> [String] in
             let written = String(text[range])
-            return written.isEmpty ? [] : [written, PostgresMessage.percentDecoded(written)]
+            return [written, PostgresMessage.percentDecoded(written)]
         }
-    }
-
-    /// `text` with each password replaced by `***`.
-    private static func redact(_ text: String) -> String {
-        var ranges = queryPasswords(in: text)
-        if let user = userPassword(in: text) { ranges.append(user) }
-        var redacted = text
-        for range in ranges.sorted(by: { $0.lowerBound > $1.lowerBound }) where !range.isEmpty {
-            redacted.replaceSubrange(range, with: "***")
-        }
-        return redacted
     }
 
     /// `text` with every byte but the unreserved ones (letters, digits, `-._~`)
