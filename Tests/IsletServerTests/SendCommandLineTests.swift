@@ -5,6 +5,8 @@ import IsletCrypto
 import IsletTesting
 import Testing
 
+@testable import islet
+
 /// `islet send`'s arguments, read without sending: every event, the environment,
 /// and each bad argument named.
 @Suite("islet send arguments")

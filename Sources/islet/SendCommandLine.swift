@@ -1,21 +1,22 @@
-public import Foundation
-public import IsletCore
+import APNs
+import Foundation
+import IsletCore
 import IsletCrypto
 
 /// The flags of `islet send`: one push, built with the payload rules, sent to APNs
 /// (or a simulator), with the request and the answer printed.
-public struct SendCommandLine: Sendable {
+struct SendCommandLine: Sendable {
     /// The signing key.
-    public var key: APNsSigningKey
+    var key: APNsSigningKey
     /// Which APNs.
-    public var environment: APNsEnvironment
+    var environment: APNsEnvironment
     /// The client configuration (endpoint overrides, CA).
-    public var client: APNsClientConfiguration
+    var client: APNsClientConfiguration
     /// The request to send.
-    public var request: APNsRequest
+    var request: APNsRequest
 
     /// Usage text for `islet send --help`.
-    public static let helpText = """
+    static let helpText = """
         Usage: islet send --key AuthKey.p8 --key-id K --team-id T --topic BUNDLE_ID --token HEX
                           --event start|update|end|alert [payload options] [--sandbox | --url URL --ca FILE]
 
@@ -44,16 +45,16 @@ public struct SendCommandLine: Sendable {
         """
 
     /// A payload rule the flags broke; nothing was sent.
-    public struct PayloadRuleBroken: Error, CustomStringConvertible {
+    struct PayloadRuleBroken: Error, CustomStringConvertible {
         /// The rule and the field.
-        public let error: PayloadError
-        public var description: String { "nothing sent, a payload rule is broken: \(error)" }
+        let error: PayloadError
+        var description: String { "nothing sent, a payload rule is broken: \(error)" }
     }
 
     /// Reads `arguments`; the push is built (and its rules checked) against `now`.
     /// Throws `ConfigurationError` for a bad flag and `PayloadRuleBroken` for a push
     /// the rules refuse.
-    public static func parse(_ arguments: [String], now: Date = Date()) throws -> SendCommandLine {
+    static func parse(_ arguments: [String], now: Date = Date()) throws -> SendCommandLine {
         var values: [String: String] = [:]
         var sandbox = false
         var index = 0
@@ -193,7 +194,7 @@ public struct SendCommandLine: Sendable {
 
     /// The request as it goes on the wire, for people: method, path, headers (the
     /// provider token left out) and the payload.
-    public var requestDescription: String {
+    var requestDescription: String {
         var lines = ["POST \(client.url(for: environment).absoluteString)\(APNsPath.device(request.deviceToken))"]
         lines.append("apns-push-type: \(request.pushType.rawValue)")
         lines.append("apns-topic: \(request.topic)")
@@ -210,25 +211,25 @@ public struct SendCommandLine: Sendable {
 
 /// What `islet send` tells its user about a push it sent: the lines to print and
 /// the exit status, which tells apart "APNs said no" from "it never got there".
-public struct SendOutcome: Sendable, Equatable {
+struct SendOutcome: Sendable, Equatable {
     /// APNs accepted the push.
-    public static let delivered: Int32 = 0
+    static let delivered: Int32 = 0
     /// APNs answered and refused it (the reason is printed).
-    public static let refused: Int32 = 1
+    static let refused: Int32 = 1
     /// Nothing was sent: a bad flag or a broken payload rule.
-    public static let notSent: Int32 = 2
+    static let notSent: Int32 = 2
     /// APNs never answered: it could not be reached (refused connection, unknown
     /// host, TLS or certificate failure, timeout) or the connection was lost first.
-    public static let unreachable: Int32 = 3
+    static let unreachable: Int32 = 3
 
     /// The exit status.
-    public let status: Int32
+    let status: Int32
     /// The lines to print: APNs's answer as it came (status, reason, ids), then a
     /// sentence saying what became of the push.
-    public let lines: [String]
+    let lines: [String]
 
     /// Reads the result of one send to `url`.
-    public init(_ result: APNsResult, url: URL) {
+    init(_ result: APNsResult, url: URL) {
         var lines: [String] = []
         guard let response = result.response else {
             let why = result.error.map { $0.message } ?? "no answer came"
