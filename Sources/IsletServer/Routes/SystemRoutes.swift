@@ -47,7 +47,7 @@ struct SystemRoutes: Sendable {
         return APIJSON.response([
             "name": "islet", "version": .string(IsletVersion.current), "schema_version": .integer(Int64(schema)),
             "libraries": [
-                "openssl": .string(CryptoLibrary.version), "nghttp2": .string(APNsTransport.nghttp2Version),
+                "openssl": .string(CryptoLibrary.version), "nghttp2": .string(APNsLibraries.nghttp2Version),
                 "libmicrohttpd": .string(HTTPServer.libraryVersion), "sqlite": .string(SQLiteConnection.libraryVersion),
                 "libpq": .string(PostgresLibrary.version),
             ],
