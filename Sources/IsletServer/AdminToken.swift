@@ -13,14 +13,14 @@ enum AdminToken {
             PrivateFile.tighten(path)
             let token = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
             guard token.count >= 16 else {
-                throw ConfigurationError(.unusable, setting: "--admin-token (ISLET_ADMIN_TOKEN)", message: "\(path) holds no usable token; delete it to have one generated")
+                throw ConfigurationError(.unusable, setting: Configuration.label(of: \.adminToken), message: "\(path) holds no usable token; delete it to have one generated")
             }
             return (token, false)
         }
         do {
             return ("islet_admin_" + Base64URL.encode(try SecureRandom.bytes(32)), true)
         } catch {
-            throw ConfigurationError(.unusable, setting: "--admin-token (ISLET_ADMIN_TOKEN)", message: "cannot generate a token: \(error)")
+            throw ConfigurationError(.unusable, setting: Configuration.label(of: \.adminToken), message: "cannot generate a token: \(error)")
         }
     }
 
@@ -30,7 +30,7 @@ enum AdminToken {
         do {
             try PrivateFile.create(configuration.adminTokenPath, token + "\n")
         } catch {
-            throw ConfigurationError(.unusable, setting: "--admin-token (ISLET_ADMIN_TOKEN)", message: error.description)
+            throw ConfigurationError(.unusable, setting: Configuration.label(of: \.adminToken), message: error.description)
         }
     }
 }

@@ -50,7 +50,7 @@ public func buildApplication(
         }
         let reason = Redaction.hidingPasswords(in: (error as? StoreError)?.message ?? "\(error)")
         let shown = Redaction.hidingPasswords(in: configuration.resolvedDatabasePath)
-        throw ConfigurationError(.unusable, setting: "--database (ISLET_DATABASE)", message: "\(shown): \(reason)")
+        throw ConfigurationError(.unusable, setting: Configuration.label(of: \.databasePath), message: "\(shown): \(reason)")
     }
     do throws(ConfigurationError) {
         let application = try assemble(
@@ -96,7 +96,7 @@ private func assemble(
     var clientConfiguration = APNsClientConfiguration()
     if configuration.simulator {
         guard let factory else {
-            throw ConfigurationError(.unusable, setting: "--simulator (ISLET_SIMULATOR)", message: "this build of Islet has no embedded simulator")
+            throw ConfigurationError(.unusable, setting: Configuration.label(of: \.simulator), message: "this build of Islet has no embedded simulator")
         }
         do {
             let apns = try factory(configuration, clock)
@@ -109,14 +109,14 @@ private func assemble(
                 "APNs simulator running in-process", ("apns", .string(endpoint.url.absoluteString)),
                 ("inspect", .string(endpoint.inspectURL ?? "none")))
         } catch {
-            throw ConfigurationError(.unusable, setting: "--simulator (ISLET_SIMULATOR)", message: "cannot start the simulator: \(error)")
+            throw ConfigurationError(.unusable, setting: Configuration.label(of: \.simulator), message: "cannot start the simulator: \(error)")
         }
     } else {
         clientConfiguration.productionURL = URL(string: configuration.apnsProductionURL)!
         clientConfiguration.sandboxURL = URL(string: configuration.apnsSandboxURL)!
         if let caFile = configuration.apnsCAFile {
             guard let pem = FileManager.default.contents(atPath: caFile), !pem.isEmpty else {
-                throw ConfigurationError(.unusable, setting: "--apns-ca-file (ISLET_APNS_CA_FILE)", message: "cannot read \(caFile)")
+                throw ConfigurationError(.unusable, setting: Configuration.label(of: \.apnsCAFile), message: "cannot read \(caFile)")
             }
             clientConfiguration.trustRootsPEM = String(decoding: pem, as: UTF8.self)
         }
@@ -183,7 +183,7 @@ private func assemble(
             demo = try services.apps.prepareDemo(name: "Demo", bundleID: "dev.islet.demo")
             if let credentials = try store.readNow({ try $0.app(id: demo!.appID) })?.credentials { trust(credentials) }
         } catch {
-            throw ConfigurationError(.unusable, setting: "--simulator (ISLET_SIMULATOR)", message: "cannot prepare the demo app: \(error)")
+            throw ConfigurationError(.unusable, setting: Configuration.label(of: \.simulator), message: "cannot prepare the demo app: \(error)")
         }
     }
 

@@ -35,7 +35,7 @@ extension Configuration {
         let database = resolvedDatabasePath
         if postgresURL == nil, files.fileExists(atPath: database, isDirectory: &isDirectory), isDirectory.boolValue {
             throw ConfigurationError(
-                .unusable, setting: Self.setting(for: \.databasePath).label, message: "\(database) is a folder, not a database file")
+                .unusable, setting: Self.label(of: \.databasePath), message: "\(database) is a folder, not a database file")
         }
         var created: [String] = []
         do throws(ConfigurationError) {

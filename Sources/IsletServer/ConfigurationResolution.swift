@@ -11,14 +11,8 @@ extension Configuration {
 
     /// The PostgreSQL URL, when the database is one.
     public var postgresURL: String? {
-        guard let databasePath, Self.isPostgresURL(databasePath) else { return nil }
+        guard let databasePath, PostgresURL.isPostgresURL(databasePath) else { return nil }
         return databasePath
-    }
-
-    /// Whether `value` names a PostgreSQL database (`postgres://` or
-    /// `postgresql://`) rather than an SQLite file.
-    static func isPostgresURL(_ value: String) -> Bool {
-        PostgresURL.isPostgresURL(value)
     }
 
     /// The lifecycle windows configured.
@@ -63,10 +57,10 @@ extension Configuration {
     /// SQLite database's folder when it is another (none for PostgreSQL, or a
     /// database in the current folder).
     var requiredFolders: [RequiredFolder] {
-        var folders = [RequiredFolder(path: dataDirectory, setting: Self.setting(for: \.dataDirectory).label, mustBeWritable: true)]
+        var folders = [RequiredFolder(path: dataDirectory, setting: Self.label(of: \.dataDirectory), mustBeWritable: true)]
         let parent = (resolvedDatabasePath as NSString).deletingLastPathComponent
         if postgresURL == nil, !parent.isEmpty, parent != dataDirectory {
-            folders.append(RequiredFolder(path: parent, setting: Self.setting(for: \.databasePath).label, mustBeWritable: false))
+            folders.append(RequiredFolder(path: parent, setting: Self.label(of: \.databasePath), mustBeWritable: false))
         }
         return folders
     }

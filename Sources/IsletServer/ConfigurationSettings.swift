@@ -1,4 +1,5 @@
 import Foundation
+import PostgreSQLStorage
 
 extension Configuration {
     /// Every setting of `islet serve`, in the order help and the README list them.
@@ -159,6 +160,11 @@ extension Configuration {
             readme: "The URL clients reach Islet at, behind a proxy; an `https://` one marks the dashboard's session cookie `Secure`, and its origin is one a dashboard sign-in may come from (besides the `Host` a request reached Islet at)."),
     ]
 
+    /// How errors name the setting that sets `property`: `--port (ISLET_PORT)`.
+    static func label(of property: PartialKeyPath<Configuration>) -> String {
+        setting(for: property).label
+    }
+
     /// The setting that sets `property`.
     static func setting(for property: PartialKeyPath<Configuration>) -> Setting {
         guard let setting = settings.first(where: { $0.property == property }) else {
@@ -174,7 +180,7 @@ extension SettingValue where Value == String {
     static var databaseLocation: Self {
         text { text throws(Refusal) in
             guard !text.isEmpty else { throw Refusal("a file path or a postgres:// URL is required") }
-            if text.contains("://") && !Configuration.isPostgresURL(text) {
+            if text.contains("://") && !PostgresURL.isPostgresURL(text) {
                 throw Refusal("neither a file path nor a postgres:// or postgresql:// URL")
             }
         }

@@ -17,8 +17,8 @@ struct SecretsKeySource {
     /// anything was sealed under it removes it again.
     let generated: Bool
 
-    static let keySetting = "--secrets-key (ISLET_SECRETS_KEY)"
-    static let fileSetting = "--secrets-key-file (ISLET_SECRETS_KEY_FILE)"
+    static let keySetting = Configuration.label(of: \.secretsKey)
+    static let fileSetting = Configuration.label(of: \.secretsKeyFile)
 
     /// The key `configuration` gives. Without one, an SQLite node reads the data
     /// folder's key, generating it the first time when `generate` says so; a

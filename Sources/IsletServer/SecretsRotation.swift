@@ -25,7 +25,7 @@ public func rotateSecretsKey(_ configuration: Configuration, newKeyFile: String)
     let newKey = try SecretsKeySource.read(newKeyFile, setting: "--new-key-file")
     let database = Redaction.hidingPasswords(in: configuration.resolvedDatabasePath)
     if configuration.postgresURL == nil, !FileManager.default.fileExists(atPath: configuration.resolvedDatabasePath) {
-        throw ConfigurationError(.unusable, setting: "--database (ISLET_DATABASE)", message: "\(database): no database there")
+        throw ConfigurationError(.unusable, setting: Configuration.label(of: \.databasePath), message: "\(database): no database there")
     }
     let resealed: Int
     do {
@@ -42,7 +42,7 @@ public func rotateSecretsKey(_ configuration: Configuration, newKeyFile: String)
         throw current.mismatch(database: configuration.resolvedDatabasePath)
     } catch {
         let reason = Redaction.hidingPasswords(in: (error as? StoreError)?.message ?? "\(error)")
-        throw ConfigurationError(.unusable, setting: "--database (ISLET_DATABASE)", message: "\(database): \(reason)")
+        throw ConfigurationError(.unusable, setting: Configuration.label(of: \.databasePath), message: "\(database): \(reason)")
     }
     // The data folder's own key gives way to the new one, or the next start would
     // bring the old one.
