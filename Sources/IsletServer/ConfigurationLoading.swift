@@ -71,7 +71,7 @@ extension Configuration {
         return flags
     }
 
-    /// A value as an error may show it: quoted, a URL's password hidden.
+    /// `value` in double quotes.
     private static func quoted(_ value: String) -> String { "\"\(value)\"" }
 
     /// A value as an error may show it: any password in it hidden.

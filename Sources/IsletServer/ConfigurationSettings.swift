@@ -4,8 +4,9 @@ import PostgreSQLStorage
 extension Configuration {
     /// Every setting of `islet serve`, in the order help and the README list them.
     /// A new setting is a property of ``Configuration`` (its initial value is the
-    /// default) and one entry here; `ConfigurationReferenceTests` then asks for its
-    /// row in the README.
+    /// default) and one entry here: `ConfigurationTests` fails on a property with
+    /// no entry (unless only code sets it), and `ConfigurationReferenceTests` on an
+    /// entry without its row in the README, printing the table to paste.
     public static let settings: [Setting] = [
         Setting(
             "--host", \.host, .listeningAddress,
@@ -186,7 +187,8 @@ extension SettingValue where Value == String {
         }
     }
 
-    /// A node id: 1 to 128 printable ASCII characters without spaces.
+    /// A node id: 1 to 128 ASCII characters from `!` up (no spaces, no control
+    /// characters).
     static var nodeID: Self {
         text { text throws(Refusal) in
             guard (1...128).contains(text.count), text.allSatisfy({ $0.isASCII && !$0.isWhitespace && !$0.isNewline && ($0.asciiValue ?? 0) >= 0x21 }) else {
