@@ -1,7 +1,7 @@
 import IsletSync
 public import APNs
 public import IsletBackground
-public import Foundation
+import Foundation
 public import IsletCore
 public import IsletLog
 public import Storage

@@ -4,7 +4,7 @@ public import Delivery
 import Foundation
 import HTTPClient
 import HTTPServer
-public import IsletBackground
+import IsletBackground
 import IsletCore
 public import IsletLog
 public import IsletService
