@@ -7,9 +7,6 @@ SWIFT_FLAGS := $(if $(filter 1,$(WERROR)),-Xswiftc -warnings-as-errors,)
 # Extra arguments for `islet serve --simulator`, e.g. make run ARGS="--port 9000".
 ARGS ?=
 
-# The suites that run a second time with every store on PostgreSQL.
-POSTGRES_SUITES := IsletServiceTests|DeliveryTests|IsletServerTests
-
 .PHONY: all deps build run test test-sanitize screenshots bench bench-quick clean
 
 all: build
@@ -27,17 +24,13 @@ test: deps
 	./scripts/test-tools.sh
 	$(SWIFT) build --build-tests $(SWIFT_FLAGS)
 	# Every tier runs (ISLET_TEST_TIERS=all: PostgreSQL, the browser, the Python
-	# tools, Node.js, child processes), sharing one throwaway PostgreSQL server
-	# (ISLET_TEST_POSTGRES_URL). The
-	# whole suite runs the store contracts on both backends and the rest on SQLite;
-	# the second run puts the service, delivery, API and end-to-end suites on
-	# PostgreSQL; the third and fourth are each alone in a process of their own,
-	# where counting the process's threads, and measuring its resident memory, is
-	# exact.
-	ISLET_TEST_TIERS=all ./scripts/with-postgres.sh bash -c '$(SWIFT) test --skip-build && \
-	  ISLET_TEST_BACKEND=postgresql $(SWIFT) test --skip-build --filter "$(POSTGRES_SUITES)" && \
-	  ISLET_THREAD_CENSUS=1 $(SWIFT) test --skip-build --filter ThreadCensusTests && \
-	  ISLET_BODY_MEMORY=1 $(SWIFT) test --skip-build --filter BodyMemoryTests'
+	# tools, Node.js, child processes), against one throwaway PostgreSQL server
+	# (ISLET_TEST_POSTGRES_URL), in four runs side by side: the whole suite (the
+	# store contracts on both backends, the rest on SQLite); the service, delivery
+	# and API suites again on PostgreSQL; and ThreadCensusTests and BodyMemoryTests
+	# each alone in a process of their own, where counting the process's threads,
+	# and measuring its resident memory, is exact (scripts/test-passes.sh).
+	./scripts/test-passes.sh
 
 # PNGs of each dashboard page, into docs/screenshots/: the browser test's own flow
 # (scripts/browser/dashboard_flow.py in headless Chromium) with screenshots on.

@@ -217,3 +217,29 @@ let package = Package(
             swiftSettings: swiftSettings),
     ]
 )
+
+/// The sanitizer builds (`scripts/test-sanitize.sh` sets `ISLET_SANITIZER_SCOPE`, in a
+/// build folder of their own) hold the tests where races and memory errors live: the
+/// lock, libcrypto, the stores and libpq, HTTP/2 and TLS, the HTTP server and client,
+/// the APNs client and simulator, the delivery worker and the services' loops, and of
+/// the API's suites those that run a whole server's life, its loops and its
+/// simulators. Suites that only drive HTTP, pure parsers and the command lines are
+/// left to `make test`; the fuzz targets have a sanitized build of their own
+/// (`make fuzz`), and the benchmarks none.
+if Context.environment["ISLET_SANITIZER_SCOPE"] != nil {
+    let sanitizedTests: Set<String> = [
+        "IsletSyncTests", "IsletCryptoTests", "StorageTests", "PostgreSQLStorageTests", "HTTP2Tests", "HTTPServerTests",
+        "HTTPClientTests", "APNsTests", "APNsSimulatorTests", "DeliveryTests", "IsletServiceTests", "IsletServerTests",
+    ]
+    let serverSuites = [
+        "ServerHarness.swift", "ApplicationTests.swift", "RequestAdmissionTests.swift", "ThreadCensusTests.swift",
+        "EventsAPITests.swift", "TwoNodeApplicationTests.swift", "DeadTokenTests.swift", "ActivityLifeTests.swift",
+    ]
+    let unsanitized: Set<String> = ["IsletBench", "EngineBench", "FuzzTargets", "CLibFuzzer"]
+    package.targets.removeAll { target in
+        (target.type == .test && !sanitizedTests.contains(target.name)) || unsanitized.contains(target.name)
+            || target.name.hasPrefix("Fuzz")
+    }
+    package.products.removeAll { $0.name != "islet" && $0.name != "IsletServer" }
+    package.targets.first { $0.name == "IsletServerTests" }?.sources = serverSuites
+}

@@ -22,6 +22,12 @@ case "$sanitizer" in
     ;;
   *) echo "test-sanitize: unknown sanitizer $sanitizer (address or thread)" >&2; exit 2 ;;
 esac
+# The build holds the suites where races and memory errors live (Package.swift's
+# ISLET_SANITIZER_SCOPE: the C edges, the transport, the stores, the loops and a
+# whole server's life); the suites that only drive HTTP are left to `make test`.
+export ISLET_SANITIZER_SCOPE=1
+# The tiers those suites need: PostgreSQL, the Python peers, child processes.
+export ISLET_TEST_TIERS=postgres,python,processes
 # Deadlines in the tests (eventually, the raw client's receive timeout) four times
 # their usual length: the suite runs several times slower here, hundreds of tests
 # sharing two cores (IsletTesting.TestTime).
@@ -42,14 +48,10 @@ show_reports() {
 status=0
 echo "test-sanitize: running the suite under the $sanitizer sanitizer"
 # Both runs share one throwaway PostgreSQL server. Deadlines, so that a stuck
-# process fails the run instead of stalling it. The multi-node suite is left to
-# `make test`: it fans out to 10,000 devices through sanitized `islet` children,
-# too slow here for its deadlines (the store's concurrency it relies on runs here,
-# in PostgreSQLSharingTests).
+# process fails the run instead of stalling it.
 ./scripts/with-postgres.sh bash -c '
   sanitizer=$1 build=$2 status=0
-  timeout --kill-after=30 1500 swift test --skip-build --sanitize="$sanitizer" --build-path "$build" \
-    --skip MultiNodeTests || status=$?
+  timeout --kill-after=30 1500 swift test --skip-build --sanitize="$sanitizer" --build-path "$build" || status=$?
   if [ "$status" -eq 0 ]; then
     ISLET_THREAD_CENSUS=1 timeout --kill-after=30 300 \
       swift test --skip-build --sanitize="$sanitizer" --build-path "$build" --filter ThreadCensusTests || status=$?
