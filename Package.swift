@@ -43,9 +43,12 @@ let package = Package(
         .systemLibrary(name: "CPostgres", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
 
-        // The project's lock (over pthreads, so that ThreadSanitizer sees it) and thread names.
-        .target(name: "IsletSync", dependencies: ["CLinux"], swiftSettings: swiftSettings),
-        // Domain: pure Swift, no C, no I/O.
+        // The project's lock and condition lock, over the C library's pthreads (so that
+        // ThreadSanitizer sees them); nothing else.
+        .target(name: "IsletSync", swiftSettings: swiftSettings),
+        // Names the threads Islet starts, as the system shows them (prctl, through CLinux).
+        .target(name: "IsletThreads", dependencies: ["CLinux"], swiftSettings: swiftSettings),
+        // Domain: pure Swift (Foundation and IsletSync's lock), no C library of its own, no I/O.
         .target(name: "IsletCore", dependencies: ["IsletSync"], swiftSettings: swiftSettings),
         // Background work in one shape: services that run until cancelled, a sleeper on an injected clock
         // (a manual clock in tests), a doorbell to wake them, and the runner that starts and stops them in order.
@@ -63,28 +66,28 @@ let package = Package(
         .target(name: "SQLStorage", dependencies: ["Storage", "IsletCore"], swiftSettings: swiftSettings),
         // The SQLite store: connection, statements, database thread, checkpointer, Islet's schema and how it migrates.
         .target(
-            name: "SQLiteStorage", dependencies: ["Storage", "SQLStorage", "IsletSync", "IsletCore", "IsletBackground", "CSQLite"], swiftSettings: swiftSettings),
+            name: "SQLiteStorage", dependencies: ["Storage", "SQLStorage", "IsletSync", "IsletThreads", "IsletCore", "IsletBackground", "CSQLite"], swiftSettings: swiftSettings),
         // The PostgreSQL store over libpq: connections, a pool, migrations under an advisory lock, the notice listener.
         .target(
-            name: "PostgreSQLStorage", dependencies: ["Storage", "SQLStorage", "IsletSync", "IsletCore", "IsletBackground", "CPostgres"],
+            name: "PostgreSQLStorage", dependencies: ["Storage", "SQLStorage", "IsletSync", "IsletThreads", "IsletCore", "IsletBackground", "CPostgres"],
             swiftSettings: swiftSettings),
         // What every transport shares: header fields (case-insensitive lookup, order and repeats kept) and
         // statuses. Pure Swift; each transport re-exports it.
         .target(name: "HTTPTypes", swiftSettings: swiftSettings),
         // HTTP/2 over TLS on libnghttp2 and OpenSSL.
-        .target(name: "HTTP2", dependencies: ["IsletSync", "HTTPTypes", "CNGHTTP2", "COpenSSL", "CLinux"], swiftSettings: hotPathSettings),
+        .target(name: "HTTP2", dependencies: ["IsletSync", "IsletThreads", "HTTPTypes", "CNGHTTP2", "COpenSSL", "CLinux"], swiftSettings: hotPathSettings),
         // HTTP/1.1 API server over libmicrohttpd (epoll from CLinux watches its quiet streams).
-        .target(name: "HTTPServer", dependencies: ["IsletSync", "HTTPTypes", "CMicroHTTPD", "CLinux"], swiftSettings: swiftSettings),
+        .target(name: "HTTPServer", dependencies: ["IsletSync", "IsletThreads", "HTTPTypes", "CMicroHTTPD", "CLinux"], swiftSettings: swiftSettings),
         // Outbound HTTP/1.1 and HTTP/2 over libcurl's multi interface (webhooks): one thread, kept-alive
         // connections, the address of every connection checked against private and metadata ranges.
-        .target(name: "HTTPClient", dependencies: ["IsletSync", "IsletCore", "HTTPTypes", "CCurl"], swiftSettings: swiftSettings),
+        .target(name: "HTTPClient", dependencies: ["IsletSync", "IsletThreads", "IsletCore", "HTTPTypes", "CCurl"], swiftSettings: swiftSettings),
         // An APNs you can run: the engine (APNs checks, simulated devices and ActivityKit).
         .target(name: "APNsSimulator", dependencies: ["IsletSync", "IsletCore", "IsletCrypto", "HTTP2", "HTTPServer"], swiftSettings: hotPathSettings),
         // The APNs client: provider tokens, connection pools, retries, failure policy.
         .target(name: "APNs", dependencies: ["IsletSync", "IsletCore", "IsletCrypto", "HTTP2"], swiftSettings: hotPathSettings),
         // The send queue: claims due pushes, sends them, records answers, acts on dead tokens.
         .target(
-            name: "Delivery", dependencies: ["IsletSync", "IsletCore", "IsletBackground", "IsletLog", "IsletCrypto", "Storage", "APNs"],
+            name: "Delivery", dependencies: ["IsletSync", "IsletThreads", "IsletCore", "IsletBackground", "IsletLog", "IsletCrypto", "Storage", "APNs"],
             swiftSettings: swiftSettings),
         // Domain services: apps and keys, devices and tokens, activity types, activities,
         // notifications. Commands in, results or domain errors out; no HTTP; the store
@@ -165,6 +168,7 @@ let package = Package(
         .target(name: "IsletTesting", dependencies: ["IsletSync", "CLinux", "Storage"], path: "Tests/IsletTesting", swiftSettings: swiftSettings),
 
         .testTarget(name: "IsletSyncTests", dependencies: ["IsletSync"], swiftSettings: swiftSettings),
+        .testTarget(name: "IsletThreadsTests", dependencies: ["IsletSync", "IsletThreads"], swiftSettings: swiftSettings),
         .testTarget(name: "IsletCoreTests", dependencies: ["IsletCore"], swiftSettings: swiftSettings),
         .testTarget(name: "IsletBackgroundTests", dependencies: ["IsletBackground", "IsletCore"], swiftSettings: swiftSettings),
         // The Swift schema reader on attribute files, type resolution and refused sources.
@@ -228,7 +232,7 @@ let package = Package(
 /// (`make fuzz`), and the benchmarks none.
 if Context.environment["ISLET_SANITIZER_SCOPE"] != nil {
     let sanitizedTests: Set<String> = [
-        "IsletSyncTests", "IsletCryptoTests", "StorageTests", "PostgreSQLStorageTests", "HTTP2Tests", "HTTPServerTests",
+        "IsletSyncTests", "IsletThreadsTests", "IsletCryptoTests", "StorageTests", "PostgreSQLStorageTests", "HTTP2Tests", "HTTPServerTests",
         "HTTPClientTests", "APNsTests", "APNsSimulatorTests", "DeliveryTests", "IsletServiceTests", "IsletServerTests",
     ]
     let serverSuites = [

@@ -4,6 +4,7 @@ public import IsletBackground
 import Foundation
 public import IsletCore
 public import IsletLog
+import IsletThreads
 public import Storage
 
 /// Sends the queued pushes. It runs on a thread of its own (the store's calls block):

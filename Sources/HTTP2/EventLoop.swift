@@ -2,6 +2,7 @@ import IsletSync
 internal import CLinux
 import Foundation
 import Glibc
+import IsletThreads
 import Synchronization
 
 /// Something the event loop tells when its file descriptor is ready.

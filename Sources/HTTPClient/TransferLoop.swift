@@ -1,6 +1,7 @@
 internal import CCurl
 import Foundation
 import IsletSync
+import IsletThreads
 
 /// What other threads share with the loop thread: new transfers, the stop request,
 /// and those waiting for the thread to finish. Everything behind one lock.

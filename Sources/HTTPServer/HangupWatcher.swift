@@ -2,6 +2,7 @@ import IsletSync
 internal import CLinux
 import Foundation
 import Glibc
+import IsletThreads
 
 /// Tells streamed responses whose connection is suspended that their client hung up.
 /// libmicrohttpd does not watch a suspended connection ("While a connection is

@@ -1,6 +1,7 @@
 import Foundation
 import IsletBackground
 import IsletSync
+import IsletThreads
 import Storage
 
 /// Listens, on a connection and a thread of its own, for the notices other nodes

@@ -1,5 +1,6 @@
 import Foundation
 import IsletSync
+import IsletThreads
 
 /// Threads of their own that run database work for async callers, so that a
 /// request never blocks the cooperative thread pool on a round trip to PostgreSQL.

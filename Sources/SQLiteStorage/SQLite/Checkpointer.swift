@@ -1,6 +1,7 @@
 import IsletBackground
 import IsletSync
 import Foundation
+import IsletThreads
 
 /// Copies the write-ahead log back into the database file from a thread and a
 /// connection of its own, once a second of its sleeper's clock, without waiting for

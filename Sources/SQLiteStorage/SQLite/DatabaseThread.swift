@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import IsletSync
+import IsletThreads
 
 /// A thread of its own that runs database work in order, so that async callers
 /// never block the cooperative thread pool on a disk sync.
