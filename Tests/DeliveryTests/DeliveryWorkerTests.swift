@@ -41,7 +41,9 @@ final class FakeTransport: PushTransport {
 struct DeliveryWorkerTests {
     let now = Date(timeIntervalSince1970: 1_800_000_000)
 
-    /// Adds an app and queues one update per token; answers the pushes' activity.
+    /// Adds an app and its activity `act-1` (started: a retry of its update is kept,
+    /// where one for an activity that ended or does not exist is dropped), and queues
+    /// one update per token.
     func queue(_ tokens: [String], in store: any Store) throws {
         let now = self.now
         try store.writeNow { session in
@@ -49,6 +51,9 @@ struct DeliveryWorkerTests {
                 id: "app_1", name: "Example", bundleID: "com.example.app", credentials: nil,
                 serverKeyHash: Data(repeating: 1, count: 32), deviceKeyHash: Data(repeating: 2, count: 32),
                 createdAt: now, updatedAt: now))
+            try session.insertActivity(
+                appID: "app_1", activityID: "act-1", activityType: "Delivery", origin: .remote, attributes: nil,
+                contentState: .object(["eta": .integer(5)]), lastTimestamp: 1, endAt: nil, replacing: false, now: now)
             let content = SendContent(
                 event: .update, topic: "com.example.app.push-type.liveactivity", pushType: .liveactivity,
                 priority: .immediate, expiration: nil, collapseID: nil, payload: Data("{}".utf8))
@@ -72,8 +77,11 @@ struct DeliveryWorkerTests {
                     ? TransportResult(disposition: .rejected, status: 413, reason: "PayloadTooLarge", attempts: 1, latency: 0.01)
                     : TransportResult(disposition: .delivered, status: 200, uniqueID: "u-\(push.id)", attempts: 1, latency: 0.01)
             }
+            // The loop paces on the manual clock too, which the test never moves:
+            // the transport's answers ring the worker awake, no timer does.
+            let clock = ManualWallClock(start: now)
             let worker = DeliveryWorker(
-                store: store, transport: transport, clock: ManualWallClock(start: now), logger: Logger(sink: MemoryLogSink()))
+                store: store, transport: transport, clock: clock, sleeper: clock, logger: Logger(sink: MemoryLogSink()))
             try worker.prepare()
             let running = Task { await worker.run() }
             worker.wake()
@@ -114,8 +122,11 @@ struct DeliveryWorkerTests {
             let transport = FakeTransport { _ in
                 TransportResult(disposition: .tokenDead(since: nil), status: 410, reason: "Unregistered", attempts: 1, latency: 0.01)
             }
+            // The loop paces on the manual clock too, which the test never moves:
+            // the transport's answers ring the worker awake, no timer does.
+            let clock = ManualWallClock(start: now)
             let worker = DeliveryWorker(
-                store: store, transport: transport, clock: ManualWallClock(start: now), logger: Logger(sink: MemoryLogSink()))
+                store: store, transport: transport, clock: clock, sleeper: clock, logger: Logger(sink: MemoryLogSink()))
             try worker.prepare()
             let running = Task { await worker.run() }
             worker.wake()
@@ -131,6 +142,82 @@ struct DeliveryWorkerTests {
             #expect(rejected.data["token_kind"] == "live_activity_update" && rejected.data["reason"] == "Unregistered")
             #expect(rejected.data["action"]?.stringValue != nil)
             #expect(!rejected.data.jsonText.contains(tokens[0]))
+        }
+    }
+
+    /// A push answered 503 is queued again with a backoff, and sent again only once
+    /// the clock reaches it: the worker sleeps on the manual clock, which stands
+    /// still until the test moves it.
+    @Test(arguments: [
+        TransportResult(disposition: .retry, status: 503, reason: "ServiceUnavailable", attempts: 1, latency: 0.01),
+        TransportResult(disposition: .retryLater, status: 429, reason: "TooManyRequests", attempts: 1, latency: 0.01),
+    ])
+    func aRetryIsSentAgainOnlyOnceTheClockReachesIt(_ refusal: TransportResult) async throws {
+        try await withTemporaryDirectory { folder in
+            let store = try makeStore(in: folder)
+            defer { store.close() }
+            let token = String(repeating: "0b", count: 32)
+            try queue([token], in: store)
+            // Refused the first time, accepted the second.
+            let answered = Lock(0)
+            let transport = FakeTransport { _ in
+                let first = answered.withLock { count -> Bool in
+                    count += 1
+                    return count == 1
+                }
+                return first ? refusal : TransportResult(disposition: .delivered, status: 200, attempts: 1, latency: 0.01)
+            }
+            let clock = ManualWallClock(start: now)
+            let worker = DeliveryWorker(
+                store: store, transport: transport, clock: clock, sleeper: clock, random: SeededRandomSource(seed: 7),
+                logger: Logger(sink: MemoryLogSink()))
+            let now = self.now
+            func sent() -> Int { transport.sent.withLock { $0.count } }
+            func counted(_ result: String) -> Int {
+                worker.metrics.snapshot().pushes.filter { $0.key.result == result }.values.reduce(0, +)
+            }
+            func status() throws -> PushStatus? {
+                try store.readNow { try $0.pushes(appID: "app_1", activityID: "act-1", since: now.addingTimeInterval(-1)) }
+                    .first?.status
+            }
+            // Moves the clock to `date` and waits until the turn it started is over
+            // (the worker sleeps on the clock again).
+            func move(to date: Date) async -> Bool {
+                let mark = clock.lastWatch
+                clock.set(date)
+                return await clock.waitForSleepers(after: mark)
+            }
+
+            try worker.prepare()
+            let start = clock.lastWatch
+            let running = Task { await worker.run() }
+            worker.wake()
+            // The refusal comes back on the transport's thread and is recorded as a
+            // retry; then the worker sleeps, and the clock has not moved.
+            #expect(await eventually { counted("retried") == 1 })
+            #expect(await clock.waitForSleepers(after: start))
+            let retryAt = try #require(try store.readNow { try $0.nextDueTime() })
+            // Within the first round's backoff (5 s), and (by the seeded jitter) past
+            // the worker's next look, a quarter second on: each move below ends a sleep.
+            let delay = retryAt.timeIntervalSince(now)
+            try #require(delay - 0.01 >= DeliveryStateMachine.ceiling && delay <= 5)
+            #expect(try status() == .queued)
+            #expect(sent() == 1)
+
+            // Just short of the retry time: the worker looks, and sends nothing.
+            #expect(await move(to: retryAt.addingTimeInterval(-0.01)))
+            #expect(sent() == 1)
+            #expect(try status() == .queued)
+
+            // Past it: sent again, and this time accepted.
+            #expect(await move(to: retryAt.addingTimeInterval(0.01)))
+            #expect(await eventually { counted("sent") == 1 })
+            #expect(sent() == 2)
+            #expect(try status() == .sent)
+            let apnsIDs = Set(transport.sent.withLock { $0.map(\.apnsID) })
+            #expect(apnsIDs.count == 1)  // The same push, sent again.
+            running.cancel()
+            await running.value
         }
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+public import IsletBackground
 public import IsletCore
 import IsletSync
 import SQLStorage
@@ -16,8 +17,9 @@ public import Storage
 ///
 /// A transaction PostgreSQL rolled back on a deadlock or a serialization failure,
 /// or one whose connection was lost before it was committed, is run again (up to
-/// three times); a connection lost while committing is `unavailable` (the commit
-/// may or may not have happened; an `Idempotency-Key` makes the retry safe).
+/// three times, after a pause on the store's `Sleeper` that grows with each attempt);
+/// a connection lost while committing is `unavailable` (the commit may or may not
+/// have happened; an `Idempotency-Key` makes the retry safe).
 public final class PostgreSQLStore: Store {
     public var backend: String { "postgresql" }
     /// Several nodes may share the database.
@@ -31,6 +33,9 @@ public final class PostgreSQLStore: Store {
     private let closed = Lock(false)
     /// What seals the credential columns; `nil` stores them as given.
     private let secrets: (any SecretSealer)?
+    /// Paces the pause before a transaction is run again, and the listener's
+    /// reconnections.
+    private let sleeper: any Sleeper
 
     /// Connects to `url` (checking that the server answers and the password is
     /// accepted), brings the schema up to date under an advisory lock, and starts
@@ -39,13 +44,17 @@ public final class PostgreSQLStore: Store {
     /// `secrets`, credentials are sealed as they are written and opened as they are
     /// read, and right after the migrations, in one transaction, the key is checked
     /// against the database's sealed values (`secretsKeyMismatch` when it does not
-    /// open them) and the credentials still stored plain are sealed.
+    /// open them) and the credentials still stored plain are sealed. `sleeper`
+    /// times the pauses before a transaction is run again and between the
+    /// listener's reconnections.
     public init(
-        url text: String, poolSize: Int = 8, applicationName: String = "islet", secrets: (any SecretSealer)? = nil
+        url text: String, poolSize: Int = 8, applicationName: String = "islet", secrets: (any SecretSealer)? = nil,
+        sleeper: any Sleeper = SystemSleeper()
     ) throws {
         let url = try PostgresURL(text)
         location = url.description
         self.secrets = secrets
+        self.sleeper = sleeper
         pool = ConnectionPool(url: url, size: poolSize, applicationName: applicationName)
         let channel: String
         do {
@@ -66,7 +75,7 @@ public final class PostgreSQLStore: Store {
             throw error
         }
         workers = WorkerThreads(count: pool.size, name: "islet-pg")
-        listener = NoticeListener(url: url, channel: channel, applicationName: applicationName)
+        listener = NoticeListener(url: url, channel: channel, applicationName: applicationName, sleeper: sleeper)
     }
 
     public func read<T: Sendable>(_ body: @escaping @Sendable (any StoreSession) throws -> T) async throws -> T {
@@ -149,7 +158,14 @@ public final class PostgreSQLStore: Store {
     }
 
     /// Attempts of one transaction, at most.
-    private static let attempts = 3
+    static let attempts = 3
+
+    /// The pause before running again a transaction PostgreSQL rolled back on a
+    /// deadlock or a serialization failure, after `attempt` attempts: 2 ms a
+    /// failed attempt, so that the transactions that collided do not collide again.
+    static func busyBackoff(afterAttempt attempt: Int) -> TimeInterval {
+        0.002 * TimeInterval(attempt)
+    }
 
     private func transaction<T>(_ kind: Kind, _ body: (any StoreSession) throws -> T) throws -> T {
         var attempt = 0
@@ -177,7 +193,7 @@ public final class PostgreSQLStore: Store {
                 case .busy where attempt < Self.attempts:
                     // Rolled back by a deadlock or serialization failure: run it again
                     // after a short pause (each attempt waits longer).
-                    usleep(UInt32(attempt) * 2_000)
+                    sleeper.block(for: Self.busyBackoff(afterAttempt: attempt))
                     continue
                 case .unavailable where committing:
                     throw StoreError(

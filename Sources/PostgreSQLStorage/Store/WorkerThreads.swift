@@ -5,6 +5,11 @@ import IsletThreads
 /// Threads of their own that run database work for async callers, so that a
 /// request never blocks the cooperative thread pool on a round trip to PostgreSQL.
 /// As many threads as the pool has connections: each job takes one.
+///
+/// It is no `BackgroundService`: it has no pace and no clock (a thread waits for a
+/// job, never for a time), and it lives and dies with the store, whose `init` starts
+/// it and whose `close` stops it. Every service still calls the store while it stops,
+/// and the store is closed after them, in its own turn.
 final class WorkerThreads: Sendable {
     private struct State {
         var jobs: [@Sendable () -> Void] = []
