@@ -37,6 +37,15 @@ final class FakeTransport: PushTransport {
     }
 }
 
+/// A transport that never answers: it keeps each push's completion.
+final class SilentTransport: PushTransport {
+    let held = Lock<[@Sendable (TransportResult) -> Void]>([])
+
+    func send(_ push: ClaimedPush, completion: @escaping @Sendable (TransportResult) -> Void) {
+        held.withLock { $0.append(completion) }
+    }
+}
+
 @Suite("Delivery worker")
 struct DeliveryWorkerTests {
     let now = Date(timeIntervalSince1970: 1_800_000_000)
@@ -218,6 +227,47 @@ struct DeliveryWorkerTests {
             #expect(apnsIDs.count == 1)  // The same push, sent again.
             running.cancel()
             await running.value
+        }
+    }
+
+    /// A stop waits for the answers in flight until the clock passes the shutdown
+    /// grace, then hands the pushes still unanswered back to the queue.
+    @Test func aStopWaitsForAnswersUntilTheClockPassesTheGraceThenHandsPushesBack() async throws {
+        try await withTemporaryDirectory { folder in
+            let store = try makeStore(in: folder)
+            defer { store.close() }
+            try queue([String(repeating: "0c", count: 32)], in: store)
+            let transport = SilentTransport()
+            let clock = ManualWallClock(start: now)
+            let worker = DeliveryWorker(
+                store: store, transport: transport, clock: clock, sleeper: clock, logger: Logger(sink: MemoryLogSink()))
+            func nextDue() throws -> Date? { try store.readNow { try $0.nextDueTime() } }
+            try worker.prepare()
+            let start = clock.lastWatch
+            let ended = Lock(false)
+            let running = Task {
+                await worker.run()
+                ended.withLock { $0 = true }
+            }
+            worker.wake()
+            #expect(await eventually { transport.held.withLock { $0.count } == 1 })
+            #expect(await clock.waitForSleepers(after: start))  // Sent, and waiting for its answer.
+            #expect(try nextDue() == nil)  // In flight, held by this node.
+
+            // The stop waits on the clock, which stands still: the push stays in flight.
+            let stopping = clock.lastWatch
+            running.cancel()
+            #expect(await clock.waitForSleepers(after: stopping))
+            #expect(!ended.withLock { $0 })
+            #expect(worker.inFlight == 1)
+            #expect(try nextDue() == nil)
+
+            // The grace is over: the worker hands the push back and ends.
+            clock.advance(by: worker.configuration.shutdownGrace)
+            await running.value
+            #expect(ended.withLock { $0 })
+            #expect(try nextDue() != nil)
+            #expect(transport.held.withLock { $0.count } == 1)
         }
     }
 
