@@ -367,7 +367,8 @@ public final class DeliveryWorker: BackgroundService {
     /// Records one answer and acts on it; answers what to count. A plain success is
     /// added to `sent`, recorded with the others in one statement.
     private func apply(
-        _ answer: Answer, session: any StoreSession, now: Date, sent: inout [SentPush], events: inout [NewEvent]
+        _ answer: Answer, session: any DeviceStore & ActivityStore & PushQueue, now: Date, sent: inout [SentPush],
+        events: inout [NewEvent]
     ) throws -> (String, String?, Double?) {
         let push = answer.push
         let settlement = try policy.settle(
@@ -408,8 +409,8 @@ public final class DeliveryWorker: BackgroundService {
     /// Acts on a refused token; a refusal older than the token's latest registration
     /// changes nothing.
     private func actOnDeadToken(
-        _ push: ClaimedPush, _ action: DeadTokenAction, reason: String?, session: any StoreSession, now: Date,
-        events: inout [NewEvent]
+        _ push: ClaimedPush, _ action: DeadTokenAction, reason: String?, session: any DeviceStore & ActivityStore,
+        now: Date, events: inout [NewEvent]
     ) throws {
         let acted: Bool
         let done: String

@@ -9,6 +9,11 @@ public import Storage
 /// (lifecycle, schema, payload rules), built once, and queued in the same
 /// transaction that records it.
 public struct ActivityService: Sendable {
+    /// The part of the store this service touches: each of its transactions sees
+    /// only these.
+    typealias Stores =
+        AppStore & DeviceStore & ActivityStore & ActivityTypeStore & PushQueue & NodeCoordination & EventStore
+
     private let environment: ServiceEnvironment
 
     /// Creates the service.
@@ -26,7 +31,9 @@ public struct ActivityService: Sendable {
         try SendRules.requireCredentials(app)
         let lifecycle = environment.lifecycle
         let now = environment.clock.now()
-        return try await environment.idempotentWrite(appID: app.id, idempotency: command.idempotency, now: now) { session in
+        return try await environment.idempotentWrite(
+            appID: app.id, idempotency: command.idempotency, now: now
+        ) { (session: any Stores) in
             try Self.start(command, session: session, lifecycle: lifecycle, now: now)
         }
     }
@@ -52,7 +59,8 @@ public struct ActivityService: Sendable {
     /// Starts an activity in `session` (see `start(_:)`): for a request, and for a
     /// scheduled start or a renewal when its time comes.
     static func start(
-        _ command: StartActivity, session: any StoreSession, lifecycle: ActivityLifecycle, now: Date
+        _ command: StartActivity, session: any DeviceStore & ActivityStore & ActivityTypeStore & PushQueue & EventStore,
+        lifecycle: ActivityLifecycle, now: Date
     ) throws -> StartResult {
         let app = command.app
         try SendRules.requireCredentials(app)
@@ -121,14 +129,17 @@ public struct ActivityService: Sendable {
         try SendRules.requireCredentials(app)
         let lifecycle = environment.lifecycle
         let now = environment.clock.now()
-        return try await environment.idempotentWrite(appID: app.id, idempotency: command.idempotency, now: now) { session in
+        return try await environment.idempotentWrite(
+            appID: app.id, idempotency: command.idempotency, now: now
+        ) { (session: any Stores) in
             try Self.update(command, session: session, lifecycle: lifecycle, now: now)
         }
     }
 
     /// Updates an activity in `session` (see `update(_:)`).
     static func update(
-        _ command: UpdateActivity, session: any StoreSession, lifecycle: ActivityLifecycle, now: Date
+        _ command: UpdateActivity, session: any ActivityStore & ActivityTypeStore & PushQueue & EventStore,
+        lifecycle: ActivityLifecycle, now: Date
     ) throws -> ActivitySendResult {
         let app = command.app
         try SendRules.requireCredentials(app)
@@ -183,7 +194,9 @@ public struct ActivityService: Sendable {
         try SendRules.requireCredentials(app)
         let lifecycle = environment.lifecycle
         let now = environment.clock.now()
-        return try await environment.idempotentWrite(appID: app.id, idempotency: command.idempotency, now: now) { session in
+        return try await environment.idempotentWrite(
+            appID: app.id, idempotency: command.idempotency, now: now
+        ) { (session: any Stores) in
             try Self.end(command, session: session, lifecycle: lifecycle, now: now)
         }
     }
@@ -197,8 +210,10 @@ public struct ActivityService: Sendable {
         let logger = environment.logger
         do {
             // Most ticks find nothing: look with a read before taking the writer.
-            guard try await !environment.store.read({ try $0.dueScheduledEnds(now: now, limit: 1) }).isEmpty else { return 0 }
-            let ended = try await environment.store.write { session -> Int in
+            guard try await !environment.store.read({ (session: any Stores) in
+                try session.dueScheduledEnds(now: now, limit: 1)
+            }).isEmpty else { return 0 }
+            let ended = try await environment.store.write { (session: any Stores) -> Int in
                 // Once across nodes: another node ending them now skips its turn.
                 guard try session.claimPeriodicJob("scheduled-ends") else { return 0 }
                 var ended = 0
@@ -239,7 +254,8 @@ public struct ActivityService: Sendable {
 
     /// Ends an activity in `session` (see `end(_:)`).
     static func end(
-        _ command: EndActivity, session: any StoreSession, lifecycle: ActivityLifecycle, now: Date
+        _ command: EndActivity, session: any ActivityStore & ActivityTypeStore & PushQueue & EventStore,
+        lifecycle: ActivityLifecycle, now: Date
     ) throws -> ActivitySendResult {
         let app = command.app
         let appID = app.id
@@ -288,7 +304,7 @@ public struct ActivityService: Sendable {
     /// stores the new state).
     private static func sendToHolders(
         _ built: BuiltPush, event: PushEvent, activity: ActivityRecord, appID: String, warnings: [String],
-        session: any StoreSession, now: Date, record: () throws -> Void
+        session: any ActivityStore & PushQueue & EventStore, now: Date, record: () throws -> Void
     ) throws -> ActivitySendResult {
         let activityID = activity.activityID
         let superseded = try session.supersedeQueuedUpdates(appID: appID, activityID: activityID, now: now)
@@ -324,7 +340,9 @@ public struct ActivityService: Sendable {
             status: query.status, activityType: query.activityType, before: query.cursor, limit: query.limit)
         filter.expiredBefore = now.addingTimeInterval(-lifecycle.windows.total)
         let pageFilter = filter
-        let items = try await environment.read { try $0.activities(appID: appID, filter: pageFilter) }
+        let items = try await environment.read { (session: any Stores) in
+            try session.activities(appID: appID, filter: pageFilter)
+        }
         return ActivityPage(
             items: items.map { ActivityView($0, lifecycle: lifecycle, now: now) },
             nextCursor: items.count == query.limit ? items.last?.sequence : nil)
@@ -334,7 +352,8 @@ public struct ActivityService: Sendable {
     public func show(appID: String, activityID: String) async throws(ServiceError) -> ActivityDetail {
         let lifecycle = environment.lifecycle
         let now = environment.clock.now()
-        let (activity, instances) = try await environment.read { session -> (ActivityRecord, [InstanceRecord]) in
+        let (activity, instances) = try await environment.read {
+            (session: any Stores) -> (ActivityRecord, [InstanceRecord]) in
             let activity = try SendRules.activity(session, appID: appID, activityID: activityID)
             return (activity, try session.instances(appID: appID, activityID: activityID))
         }
@@ -356,7 +375,7 @@ public struct ActivityService: Sendable {
 
     /// Every push made for the activity since it started, oldest first, or `notFound`.
     public func pushes(appID: String, activityID: String) async throws(ServiceError) -> [PushHistoryItem] {
-        try await environment.read { session -> [PushHistoryItem] in
+        try await environment.read { (session: any Stores) -> [PushHistoryItem] in
             let activity = try SendRules.activity(session, appID: appID, activityID: activityID)
             return try session.pushes(appID: appID, activityID: activityID, since: activity.startedAt)
         }

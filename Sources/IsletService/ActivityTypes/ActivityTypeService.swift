@@ -5,6 +5,10 @@ public import Storage
 /// Registered activity types: the schema of an app's `ActivityAttributes` type, so
 /// that every send for it is checked as the device would decode it.
 public struct ActivityTypeService: Sendable {
+    /// The part of the store this service touches: each of its transactions sees
+    /// only these.
+    typealias Stores = ActivityTypeStore
+
     private let environment: ServiceEnvironment
 
     /// Creates the service.
@@ -28,7 +32,8 @@ public struct ActivityTypeService: Sendable {
         try Self.checkWidget(schema)
         let now = environment.clock.now()
         let startedAfter = now.addingTimeInterval(-environment.lifecycle.windows.total)
-        let (created, record, changes) = try await environment.write { session -> (Bool, ActivityTypeRecord?, [String]) in
+        let (created, record, changes) = try await environment.write {
+            (session: any Stores) -> (Bool, ActivityTypeRecord?, [String]) in
             var changes: [String] = []
             if let old = try session.activityType(appID: appID, name: name) {
                 changes = schema.breakingChanges(from: old.schema)
@@ -63,12 +68,14 @@ public struct ActivityTypeService: Sendable {
 
     /// Every registered type of the app, by name.
     public func list(appID: String) async throws(ServiceError) -> [ActivityTypeRecord] {
-        try await environment.read { try $0.activityTypes(appID: appID) }
+        try await environment.read { (session: any Stores) in try session.activityTypes(appID: appID) }
     }
 
     /// One registered type, or `notFound`.
     public func show(appID: String, name: String) async throws(ServiceError) -> ActivityTypeRecord {
-        guard let record = try await environment.read({ try $0.activityType(appID: appID, name: name) }) else {
+        guard let record = try await environment.read({ (session: any Stores) in
+            try session.activityType(appID: appID, name: name)
+        }) else {
             throw Self.notRegistered(name)
         }
         return record
@@ -76,7 +83,9 @@ public struct ActivityTypeService: Sendable {
 
     /// Removes a type's schema, or `notFound`.
     public func delete(appID: String, name: String) async throws(ServiceError) {
-        guard try await environment.write({ try $0.deleteActivityType(appID: appID, name: name) }) else {
+        guard try await environment.write({ (session: any Stores) in
+            try session.deleteActivityType(appID: appID, name: name)
+        }) else {
             throw Self.notRegistered(name)
         }
     }

@@ -8,6 +8,10 @@ public import Storage
 /// bearer key (the admin token, or an app's server or device key). Keys are
 /// compared as SHA-256 hashes, in constant time; the store never holds a key.
 public final class AppService: Sendable {
+    /// The part of the store this service touches: each of its transactions sees
+    /// only these.
+    typealias Stores = AppStore
+
     private let environment: ServiceEnvironment
     /// The SHA-256 hash of the admin token; an admin session is bound to it.
     let adminTokenHash: Data
@@ -50,7 +54,7 @@ public final class AppService: Sendable {
         app.strictActivityTypes = command.strictActivityTypes
         app.deviceSecrets = .required
         let created = app
-        try await environment.write { try $0.insertApp(created) }
+        try await environment.write { (session: any Stores) in try session.insertApp(created) }
         if let credentials = app.credentials { environment.credentialsChanged(credentials) }
         environment.logger.notice("app created", ("app", .string(app.id)), ("bundle_id", .string(app.bundleID)))
         return CreatedApp(app: app, serverKey: serverKey, deviceKey: deviceKey)
@@ -71,12 +75,14 @@ public final class AppService: Sendable {
 
     /// Every app, oldest first.
     public func list() async throws(ServiceError) -> [AppRecord] {
-        try await environment.read { try $0.apps() }
+        try await environment.read { (session: any Stores) in try session.apps() }
     }
 
     /// The app `id`, or `notFound`.
     public func app(id: String) async throws(ServiceError) -> AppRecord {
-        guard let app = try await environment.read({ try $0.app(id: id) }) else { throw Self.noApp(id) }
+        guard let app = try await environment.read({ (session: any Stores) in
+            try session.app(id: id)
+        }) else { throw Self.noApp(id) }
         return app
     }
 
@@ -86,7 +92,7 @@ public final class AppService: Sendable {
     public func update(_ command: UpdateApp) async throws(ServiceError) -> AppRecord {
         if let credentials = command.credentials { try Self.check(credentials) }
         let now = environment.clock.now()
-        let updated = try await environment.write { session -> AppRecord in
+        let updated = try await environment.write { (session: any Stores) -> AppRecord in
             guard var app = try session.app(id: command.appID) else { throw Self.noApp(command.appID) }
             if let name = command.name { app.name = name }
             if let strict = command.strictActivityTypes { app.strictActivityTypes = strict }
@@ -113,7 +119,7 @@ public final class AppService: Sendable {
             throw environment.domainError(error)
         }
         let now = environment.clock.now()
-        let rotated = try await environment.write { session -> Bool in
+        let rotated = try await environment.write { (session: any Stores) -> Bool in
             try session.replaceKeys(
                 appID: appID, serverKeyHash: AppKeys.hash(serverKey), deviceKeyHash: AppKeys.hash(deviceKey), now: now)
         }
@@ -130,13 +136,15 @@ public final class AppService: Sendable {
         let deviceKey = try AppKeys.generate(.device)
         let now = environment.clock.now()
         let store = environment.store
-        let existing = try store.readNow { try $0.apps() }.first { $0.bundleID == bundleID && $0.name == name }
+        let existing = try store.readNow { (session: any Stores) in
+            try session.apps()
+        }.first { $0.bundleID == bundleID && $0.name == name }
         if var app = existing {
             app.serverKeyHash = AppKeys.hash(serverKey)
             app.deviceKeyHash = AppKeys.hash(deviceKey)
             app.updatedAt = max(now, app.updatedAt.addingTimeInterval(0.001))
             let rotated = app
-            try store.writeNow { try $0.updateApp(rotated) }
+            try store.writeNow { (session: any Stores) in try session.updateApp(rotated) }
             return DemoApp(appID: app.id, bundleID: bundleID, serverKey: serverKey, deviceKey: deviceKey, created: false)
         }
         let signingKey = try P256.SigningKey.generate()
@@ -147,7 +155,7 @@ public final class AppService: Sendable {
             createdAt: now, updatedAt: now)
         app.deviceSecrets = .required
         let created = app
-        try store.writeNow { try $0.insertApp(created) }
+        try store.writeNow { (session: any Stores) in try session.insertApp(created) }
         return DemoApp(appID: app.id, bundleID: bundleID, serverKey: serverKey, deviceKey: deviceKey, created: true)
     }
 
@@ -161,7 +169,9 @@ public final class AppService: Sendable {
         if let address, let signIns { try signIns.check(address) }
         let hashed = AppKeys.hash(key)
         guard Digest.constantTimeEquals(hashed, adminTokenHash) else {
-            if AppKeys.kind(of: key) != nil, try await environment.read({ try $0.app(keyHash: hashed) }) != nil {
+            if AppKeys.kind(of: key) != nil, try await environment.read({ (session: any Stores) in
+                try session.app(keyHash: hashed)
+            }) != nil {
                 throw ServiceError(.forbidden, "App keys cannot manage apps; use the admin token.")
             }
             // A guess at the admin token (an app's own key on the wrong route is not).
@@ -180,7 +190,9 @@ public final class AppService: Sendable {
         }
         var match = keys.lookup(hashed)
         let generation = keys.generation
-        if match == nil, let stored = try await environment.read({ try $0.app(keyHash: hashed) }) {
+        if match == nil, let stored = try await environment.read({ (session: any Stores) in
+            try session.app(keyHash: hashed)
+        }) {
             keys.store(hashed, app: stored.app, kind: stored.kind, readAt: generation)
             match = stored
         }
@@ -213,7 +225,7 @@ public final class AppService: Sendable {
     public func identify(key: String) async throws(ServiceError) -> KeyOwner {
         let hashed = AppKeys.hash(key)
         if Digest.constantTimeEquals(hashed, adminTokenHash) { return .admin }
-        guard let stored = try await environment.read({ try $0.app(keyHash: hashed) }),
+        guard let stored = try await environment.read({ (session: any Stores) in try session.app(keyHash: hashed) }),
             Digest.constantTimeEquals(stored.kind == .server ? stored.app.serverKeyHash : stored.app.deviceKeyHash, hashed)
         else {
             throw ServiceError(.unauthenticated, "The token is neither the admin token nor a key of any app (keys stop working once rotated).")

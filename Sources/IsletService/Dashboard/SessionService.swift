@@ -11,6 +11,10 @@ public import Storage
 /// A session is bound to the hash of what signed it in: an app session dies when the
 /// app's keys are rotated, an admin session when the admin token changes.
 public final class SessionService: Sendable {
+    /// The part of the store this service touches: each of its transactions sees
+    /// only these.
+    typealias Stores = AppStore & SessionStore
+
     private let environment: ServiceEnvironment
     private let apps: AppService
     /// How long a session lasts from its sign-in.
@@ -63,7 +67,7 @@ public final class SessionService: Sendable {
         let record = SessionRecord(
             tokenHash: Self.hash(token), scope: scope, appID: appID, keyHash: keyHash, csrfToken: csrf, createdAt: now,
             expiresAt: now.addingTimeInterval(lifetime))
-        try await environment.write { session in
+        try await environment.write { (session: any Stores) in
             try session.deleteExpiredSessions(now: now)
             try session.insertSession(record)
         }
@@ -79,7 +83,7 @@ public final class SessionService: Sendable {
     public func session(token: String) async throws(ServiceError) -> SessionRecord {
         let hash = Self.hash(token)
         let now = environment.clock.now()
-        let found = try await environment.read { session -> (SessionRecord?, AppRecord?) in
+        let found = try await environment.read { (session: any Stores) -> (SessionRecord?, AppRecord?) in
             guard let record = try session.session(tokenHash: hash) else { return (nil, nil) }
             return (record, try record.appID.map { try session.app(id: $0) } ?? nil)
         }
@@ -114,13 +118,13 @@ public final class SessionService: Sendable {
             // No live session: nothing to protect.
         }
         let hash = Self.hash(token)
-        _ = try await environment.write { session in try session.deleteSession(tokenHash: hash) }
+        _ = try await environment.write { (session: any Stores) in try session.deleteSession(tokenHash: hash) }
     }
 
     /// Ends every dashboard session, admin and app alike (after a leaked token, say).
     /// Answers how many there were.
     public func endAll() async throws(ServiceError) -> Int {
-        let ended = try await environment.write { session in try session.deleteAllSessions() }
+        let ended = try await environment.write { (session: any Stores) in try session.deleteAllSessions() }
         environment.logger.notice("dashboard sessions ended", ("count", .int(ended)))
         return ended
     }

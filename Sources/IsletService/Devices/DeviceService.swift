@@ -9,6 +9,10 @@ public import Storage
 /// Every request for a registered device is checked against the device's secret
 /// (``DeviceSecrets``) in the transaction that acts on it.
 public struct DeviceService: Sendable {
+    /// The part of the store this service touches: each of its transactions sees
+    /// only these.
+    typealias Stores = DeviceStore & ActivityStore & EventStore
+
     private let environment: ServiceEnvironment
 
     /// Creates the service.
@@ -47,7 +51,8 @@ public struct DeviceService: Sendable {
         let now = environment.clock.now()
         let fresh = try newSecret()
         let freshHash = DeviceSecrets.hash(fresh)
-        let (created, issued, device) = try await environment.write { session -> (Bool, Bool, DeviceRecord?) in
+        let (created, issued, device) = try await environment.write {
+            (session: any Stores) -> (Bool, Bool, DeviceRecord?) in
             // The insert decides creation atomically (another node may create the
             // device at the same moment); a device that exists is changed only once
             // its secret is checked, under the lock of its row.
@@ -76,7 +81,7 @@ public struct DeviceService: Sendable {
         appID: String, deviceID: String, secret: String?, activityType: String, token: String
     ) async throws(ServiceError) -> TokenRegistered {
         let now = environment.clock.now()
-        let created = try await environment.write { session -> Bool in
+        let created = try await environment.write { (session: any Stores) -> Bool in
             let environment = try Self.admittedEnvironment(session: session, appID: appID, deviceID: deviceID, secret: secret)
             try Self.refuseCrossedKind(session: session, appID: appID, token: token, kind: .pushToStart, field: "token")
             return try session.upsertStartToken(
@@ -91,7 +96,7 @@ public struct DeviceService: Sendable {
     public func deleteStartToken(
         appID: String, deviceID: String, secret: String?, activityType: String
     ) async throws(ServiceError) {
-        let deleted = try await environment.write { session -> Bool in
+        let deleted = try await environment.write { (session: any Stores) -> Bool in
             try Self.admit(session: session, appID: appID, deviceID: deviceID, secret: secret)
             return try session.deleteStartToken(appID: appID, deviceID: deviceID, activityType: activityType)
         }
@@ -107,7 +112,7 @@ public struct DeviceService: Sendable {
     ) async throws(ServiceError) -> TokenRegistered {
         let now = environment.clock.now()
         let lifecycle = environment.lifecycle
-        let created = try await environment.write { session -> Bool in
+        let created = try await environment.write { (session: any Stores) -> Bool in
             // The device, the token's other kinds and the activity, read together.
             let checks = try session.updateTokenChecks(appID: appID, deviceID: deviceID, activityID: activityID, token: token)
             guard let environment = checks.environment else { throw Self.noDevice(appID: appID, deviceID: deviceID) }
@@ -184,7 +189,7 @@ public struct DeviceService: Sendable {
         appID: String, deviceID: String, secret: String?, activityID: String
     ) async throws(ServiceError) -> InstanceRecord {
         let now = environment.clock.now()
-        return try await environment.write { session -> InstanceRecord in
+        return try await environment.write { (session: any Stores) -> InstanceRecord in
             try Self.admit(session: session, appID: appID, deviceID: deviceID, secret: secret)
             guard try session.instance(appID: appID, activityID: activityID, deviceID: deviceID) != nil else {
                 throw ServiceError(.notFound, "Device \(deviceID) holds no activity \(activityID).")
@@ -204,7 +209,7 @@ public struct DeviceService: Sendable {
     public func rotateSecret(appID: String, deviceID: String, secret: String?) async throws(ServiceError) -> String {
         let fresh = try newSecret()
         let freshHash = DeviceSecrets.hash(fresh)
-        try await environment.write { session in
+        try await environment.write { (session: any Stores) in
             let access = try session.deviceAccess(appID: appID, deviceID: deviceID, exclusive: true)
             guard access.deviceExists else { throw Self.noDevice(appID: appID, deviceID: deviceID) }
             try DeviceSecrets.requireCurrent(access.secretHash, presented: secret, appID: appID, deviceID: deviceID)
@@ -220,7 +225,7 @@ public struct DeviceService: Sendable {
     public func resetSecret(appID: String, deviceID: String) async throws(ServiceError) -> String {
         let fresh = try newSecret()
         let freshHash = DeviceSecrets.hash(fresh)
-        let found = try await environment.write { session in
+        let found = try await environment.write { (session: any Stores) in
             try session.replaceDeviceSecret(appID: appID, deviceID: deviceID, secretHash: freshHash)
         }
         guard found else { throw Self.noDevice(appID: appID, deviceID: deviceID) }
@@ -241,7 +246,7 @@ public struct DeviceService: Sendable {
     /// Checks the secret of a request for a device, if the device is registered
     /// (a route for a device that is not answers as it always did). The device
     /// stays locked, shared, until the transaction ends.
-    private static func admit(session: any StoreSession, appID: String, deviceID: String, secret: String?) throws {
+    private static func admit(session: any DeviceStore, appID: String, deviceID: String, secret: String?) throws {
         let access = try session.deviceAccess(appID: appID, deviceID: deviceID, exclusive: false)
         if access.deviceExists { try DeviceSecrets.check(access, presented: secret, appID: appID, deviceID: deviceID) }
     }
@@ -249,7 +254,7 @@ public struct DeviceService: Sendable {
     /// The environment of a registered device whose secret the request carried
     /// (when its app requires one), or `notFound`.
     private static func admittedEnvironment(
-        session: any StoreSession, appID: String, deviceID: String, secret: String?
+        session: any DeviceStore, appID: String, deviceID: String, secret: String?
     ) throws -> APNsEnvironment {
         let access = try session.deviceAccess(appID: appID, deviceID: deviceID, exclusive: false)
         guard let environment = access.environment else { throw noDevice(appID: appID, deviceID: deviceID) }
@@ -265,7 +270,7 @@ public struct DeviceService: Sendable {
 
     /// Refuses a token already registered under another kind.
     static func refuseCrossedKind(
-        session: any StoreSession, appID: String, token: String, kind: PushTokenKind, field: String
+        session: any DeviceStore, appID: String, token: String, kind: PushTokenKind, field: String
     ) throws {
         try refuseCrossedKind(try session.registeredKinds(appID: appID, token: token, except: kind), kind: kind, field: field)
     }

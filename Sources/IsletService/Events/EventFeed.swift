@@ -15,6 +15,10 @@ public import Storage
 /// reads its catch-up from the database. Sequences grow in commit order, so a
 /// stream that resumes after one misses none and sees none twice.
 public final class EventFeed: BackgroundService {
+    /// The part of the store this service touches: each of its transactions sees
+    /// only these.
+    typealias Stores = EventStore
+
     private let environment: ServiceEnvironment
     private let capacity: Int
     private let pollInterval: TimeInterval
@@ -110,7 +114,7 @@ public final class EventFeed: BackgroundService {
 
     /// Starts the memory at the newest event.
     public func prepare() throws {
-        let latest = try environment.store.readNow { try $0.latestEventSequence() }
+        let latest = try environment.store.readNow { (session: any Stores) in try session.latestEventSequence() }
         state.withLock { state in
             guard !state.prepared else { return }
             state.prepared = true
@@ -138,8 +142,8 @@ public final class EventFeed: BackgroundService {
     public func poll() async {
         let after = state.withLock { $0.cursor }
         do {
-            let fresh = try await environment.store.read {
-                try $0.events(appID: nil, after: after, patterns: [], limit: 5_000)
+            let fresh = try await environment.store.read { (session: any Stores) in
+                try session.events(appID: nil, after: after, patterns: [], limit: 5_000)
             }
             guard !fresh.isEmpty else { return }
             var touched: [String: Set<Substring>] = [:]

@@ -28,6 +28,10 @@ public struct EventSettings: Sendable, Hashable {
 /// The outbox read back: pages of an app's events (`?after=`), the sweep that
 /// reports push-to-starts never confirmed by an update token, and retention.
 public struct EventService: Sendable {
+    /// The part of the store this service touches: each of its transactions sees
+    /// only these.
+    typealias Stores = ActivityStore & NodeCoordination & EventStore
+
     private let environment: ServiceEnvironment
     private let settings: EventSettings
 
@@ -67,15 +71,15 @@ public struct EventService: Sendable {
 
     /// The app's events after `after` (from the oldest kept when nil), of `patterns`.
     public func page(appID: String, after: Int64?, patterns: [EventPattern], limit: Int) async throws(ServiceError) -> EventPage {
-        let items = try await environment.read {
-            try $0.events(appID: appID, after: after ?? 0, patterns: patterns, limit: limit)
+        let items = try await environment.read { (session: any Stores) in
+            try session.events(appID: appID, after: after ?? 0, patterns: patterns, limit: limit)
         }
         return EventPage(items: items, nextCursor: items.count == limit ? items.last?.id : nil)
     }
 
     /// The newest event's sequence: where a stream without `Last-Event-ID` starts.
     public func latestSequence() async throws(ServiceError) -> Int64 {
-        try await environment.read { try $0.latestEventSequence() }
+        try await environment.read { (session: any Stores) in try session.latestEventSequence() }
     }
 
     /// Reports every push-to-start APNs accepted more than `startConfirmWindow` ago
@@ -86,7 +90,7 @@ public struct EventService: Sendable {
         let now = environment.clock.now()
         let cutoff = now.addingTimeInterval(-settings.startConfirmWindow)
         do {
-            return try await environment.store.write { session -> Int in
+            return try await environment.store.write { (session: any Stores) -> Int in
                 guard try session.claimPeriodicJob("unconfirmed-starts") else { return 0 }
                 let found = try session.claimUnconfirmedStarts(sentBefore: cutoff, now: now, limit: Self.batchSize)
                 try session.appendEvents(found.map { start in
@@ -114,7 +118,7 @@ public struct EventService: Sendable {
         var total = 0
         do {
             while true {
-                let purged = try await environment.store.write { session -> Int in
+                let purged = try await environment.store.write { (session: any Stores) -> Int in
                     guard try session.claimPeriodicJob("event-retention") else { return 0 }
                     return try session.purgeEvents(before: before, limit: Self.batchSize)
                 }

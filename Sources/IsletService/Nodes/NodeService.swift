@@ -3,6 +3,11 @@ public import Storage
 
 /// The Islet nodes sharing the database, as their heartbeats show them.
 public final class NodeService: Sendable {
+    /// The part of the store this service touches: each of its transactions sees
+    /// only these, but for the health check and the schema version, which ask the
+    /// database as a whole (`StoreSession`'s own `ping` and `schemaVersion`).
+    typealias Stores = PushQueue & NodeStore & ScheduleStore
+
     private let environment: ServiceEnvironment
 
     /// How long a node that stopped beating is still listed.
@@ -19,7 +24,7 @@ public final class NodeService: Sendable {
     /// Whether this node's database answers: `nil` when it does, the reason when not.
     public func databaseProblem() async -> String? {
         do {
-            try await environment.store.read { try $0.ping() }
+            try await environment.store.read { (session: any StoreSession) in try session.ping() }
             return nil
         } catch {
             return "\(error)"
@@ -31,21 +36,23 @@ public final class NodeService: Sendable {
 
     /// The database schema's version; 0 when the database does not answer.
     public func schemaVersion() async -> Int {
-        (try? await environment.store.read { try $0.schemaVersion() }) ?? 0
+        (try? await environment.store.read { (session: any StoreSession) in try session.schemaVersion() }) ?? 0
     }
 
     /// The whole database's gauges: pushes queued or in flight, and schedule items
     /// waiting for their time; -1 each when the database does not answer.
     public func gauges() async -> NodeGauges {
-        let depth = (try? await environment.store.read { try $0.queueDepth() }) ?? -1
-        let pending = (try? await environment.store.read { try $0.pendingScheduleCount() }) ?? -1
+        let depth = (try? await environment.store.read { (session: any Stores) in try session.queueDepth() }) ?? -1
+        let pending = (try? await environment.store.read { (session: any Stores) in
+            try session.pendingScheduleCount()
+        }) ?? -1
         return NodeGauges(queueDepth: depth, pendingSchedules: pending)
     }
 
     /// Every node seen within a day, by id, with the pushes each holds in flight.
     public func list() async throws(ServiceError) -> [NodeRecord] {
         let since = environment.clock.now().addingTimeInterval(-Self.memory)
-        return try await environment.read { try $0.nodes(seenSince: since) }
+        return try await environment.read { (session: any Stores) in try session.nodes(seenSince: since) }
     }
 }
 

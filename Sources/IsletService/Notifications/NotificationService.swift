@@ -45,6 +45,10 @@ public struct NotificationResult: ReplayableResult, Hashable {
 
 /// Ordinary alerts: to device tokens only, never to a Live Activity token.
 public struct NotificationService: Sendable {
+    /// The part of the store this service touches: each of its transactions sees
+    /// only these.
+    typealias Stores = DeviceStore & PushQueue
+
     private let environment: ServiceEnvironment
 
     /// Creates the service.
@@ -57,14 +61,18 @@ public struct NotificationService: Sendable {
         let app = command.app
         try SendRules.requireCredentials(app)
         let now = environment.clock.now()
-        return try await environment.idempotentWrite(appID: app.id, idempotency: command.idempotency, now: now) { session in
+        return try await environment.idempotentWrite(
+            appID: app.id, idempotency: command.idempotency, now: now
+        ) { (session: any Stores) in
             try Self.send(command, session: session, now: now)
         }
     }
 
     /// Queues the alert in `session` (see `send(_:)`): for a request, and for a
     /// scheduled alert when its time comes.
-    static func send(_ command: SendNotification, session: any StoreSession, now: Date) throws -> NotificationResult {
+    static func send(
+        _ command: SendNotification, session: any DeviceStore & PushQueue, now: Date
+    ) throws -> NotificationResult {
         let app = command.app
         try SendRules.requireCredentials(app)
         let built = try check(command, now: now)

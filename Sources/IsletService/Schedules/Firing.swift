@@ -9,7 +9,13 @@ import Storage
 /// item when it fires drops that item only; a database failure rolls the round back
 /// (the next tick tries again).
 struct Firing {
-    let session: any StoreSession
+    /// The part of the store a round touches: the sends it fires (through the
+    /// activity and notification services), the items it settles and the events it
+    /// writes.
+    typealias Stores =
+        AppStore & DeviceStore & ActivityStore & ActivityTypeStore & PushQueue & ScheduleStore & EventStore
+
+    let session: any Stores
     let environment: ServiceEnvironment
     let now: Date
     /// Whether any push was queued.
@@ -18,7 +24,7 @@ struct Firing {
     private(set) var renewed = 0
     private var apps: [String: AppRecord?] = [:]
 
-    init(session: any StoreSession, environment: ServiceEnvironment, now: Date) {
+    init(session: any Stores, environment: ServiceEnvironment, now: Date) {
         self.session = session
         self.environment = environment
         self.now = now

@@ -43,6 +43,10 @@ public struct CancelOutcome: Sendable {
 /// Every item is in the database before the answer, and fires once: the transaction
 /// that queues its pushes is the one that marks it sent.
 public struct ScheduleService: Sendable {
+    /// The part of the store this service touches: each of its transactions sees
+    /// only these.
+    typealias Stores = Firing.Stores & NodeCoordination
+
     private let environment: ServiceEnvironment
 
     /// How far in the past a `send_at` may lie and still be sent (at once).
@@ -68,7 +72,9 @@ public struct ScheduleService: Sendable {
         let lifecycle = environment.lifecycle
         let now = environment.clock.now()
         let when = try Self.when(sendAt, now: now)
-        return try await environment.idempotentWrite(appID: app.id, idempotency: command.idempotency, now: now) { session in
+        return try await environment.idempotentWrite(
+            appID: app.id, idempotency: command.idempotency, now: now
+        ) { (session: any Stores) in
             let startedAt = when ?? now
             if let timeline {
                 try TimelineRules.check(
@@ -165,13 +171,15 @@ public struct ScheduleService: Sendable {
     /// `immediate` for a send now and `schedule` for one held until `when`.
     private func send<R: ReplayableResult>(
         app: AppRecord, idempotency: IdempotencyKey?, sendAt: Date?,
-        immediate: @escaping @Sendable (_ session: any StoreSession, _ now: Date) throws -> R,
-        schedule: @escaping @Sendable (_ session: any StoreSession, _ now: Date, _ when: Date) throws -> Scheduling<R>
+        immediate: @escaping @Sendable (_ session: any Stores, _ now: Date) throws -> R,
+        schedule: @escaping @Sendable (_ session: any Stores, _ now: Date, _ when: Date) throws -> Scheduling<R>
     ) async throws(ServiceError) -> Replayable<Scheduling<R>> {
         try SendRules.requireCredentials(app)
         let now = environment.clock.now()
         let when = try Self.when(sendAt, now: now)
-        return try await environment.idempotentWrite(appID: app.id, idempotency: idempotency, now: now) { session in
+        return try await environment.idempotentWrite(
+            appID: app.id, idempotency: idempotency, now: now
+        ) { (session: any Stores) in
             guard let when else { return .immediate(try immediate(session, now)) }
             return try schedule(session, now, when)
         }
@@ -193,7 +201,8 @@ public struct ScheduleService: Sendable {
     /// A scheduled start, checked as of its time: the payload, the schema, the end
     /// time, and that the id will be free.
     private static func checkStart(
-        _ command: StartActivity, at when: Date, session: any StoreSession, lifecycle: ActivityLifecycle
+        _ command: StartActivity, at when: Date, session: any ActivityStore & ActivityTypeStore & ScheduleStore,
+        lifecycle: ActivityLifecycle
     ) throws {
         let app = command.app
         let prepared = try SchemaEnforcement.prepare(
@@ -249,7 +258,7 @@ public struct ScheduleService: Sendable {
 
     private static func insert(
         _ kind: ScheduleKind, activityID: String?, at when: Date, command: JSONValue, appID: String,
-        session: any StoreSession, now: Date
+        session: any ScheduleStore, now: Date
     ) throws -> ScheduledSend {
         let scheduleID = ScheduleID.mint(at: now)
         try session.insertSchedules(
@@ -264,7 +273,9 @@ public struct ScheduleService: Sendable {
     public func list(appID: String, _ query: ScheduleQuery) async throws(ServiceError) -> SchedulePage {
         let filter = ScheduleFilter(
             activityID: query.activityID, status: query.status, kind: query.kind, after: query.cursor, limit: query.limit)
-        let items = try await environment.read { try $0.schedules(appID: appID, filter: filter) }
+        let items = try await environment.read { (session: any Stores) in
+            try session.schedules(appID: appID, filter: filter)
+        }
         let last = items.count == query.limit ? items.last : nil
         return SchedulePage(
             items: items, nextCursor: last.map { ScheduleCursor(sendAt: $0.sendAt.unixMilliseconds, sequence: $0.sequence) })
@@ -272,7 +283,9 @@ public struct ScheduleService: Sendable {
 
     /// One schedule item, or `notFound`.
     public func show(appID: String, scheduleID: String) async throws(ServiceError) -> ScheduleRecord {
-        guard let item = try await environment.read({ try $0.schedule(appID: appID, scheduleID: scheduleID) }) else {
+        guard let item = try await environment.read({ (session: any Stores) in
+            try session.schedule(appID: appID, scheduleID: scheduleID)
+        }) else {
             throw ServiceError(.notFound, "There is no schedule \(scheduleID).")
         }
         return item
@@ -283,7 +296,7 @@ public struct ScheduleService: Sendable {
     /// cancelled or sent, never both, and the answer says which.
     public func cancel(appID: String, scheduleID: String) async throws(ServiceError) -> CancelOutcome {
         let now = environment.clock.now()
-        let outcome = try await environment.write { session -> CancelOutcome in
+        let outcome = try await environment.write { (session: any Stores) -> CancelOutcome in
             let changed = try session.cancelSchedule(appID: appID, scheduleID: scheduleID, now: now)
             guard let item = try session.schedule(appID: appID, scheduleID: scheduleID) else {
                 throw ServiceError(.notFound, "There is no schedule \(scheduleID).")
@@ -317,7 +330,7 @@ public struct ScheduleService: Sendable {
         let logger = environment.logger
         do {
             // Most ticks find nothing: look with a read before taking the writer.
-            let due = try await environment.store.read { session -> Bool in
+            let due = try await environment.store.read { (session: any Stores) -> Bool in
                 if let next = try session.nextScheduleTime(), next <= now { return true }
                 return try !session.dueRenewals(now: now, limit: 1).isEmpty
             }
@@ -325,7 +338,8 @@ public struct ScheduleService: Sendable {
             var settled = 0
             var queued = false
             while true {
-                let round = try await environment.store.write { session -> (settled: Int, queued: Bool, more: Bool) in
+                let round = try await environment.store.write {
+                    (session: any Stores) -> (settled: Int, queued: Bool, more: Bool) in
                     guard try session.claimPeriodicJob("schedules") else { return (0, false, false) }
                     var firing = Firing(session: session, environment: environment, now: now)
                     try firing.renewDue()

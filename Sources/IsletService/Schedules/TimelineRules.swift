@@ -20,7 +20,7 @@ enum TimelineRules {
     /// after `prefix`.
     static func check(
         _ plan: TimelinePlan, app: AppRecord, activityType: String, startedAt: Date, notBefore: Date?,
-        session: any StoreSession, lifecycle: ActivityLifecycle, now: Date, prefix: String
+        session: any ActivityTypeStore, lifecycle: ActivityLifecycle, now: Date, prefix: String
     ) throws {
         var faults: [ServiceError.FieldError] = []
         func fault(_ field: String, _ message: String) {
@@ -82,7 +82,7 @@ enum TimelineRules {
     /// the plan's entries (and end) are stored as a new generation.
     static func store(
         _ plan: TimelinePlan, appID: String, activityID: String, startedAt: Date, startAlert: JSONValue?,
-        session: any StoreSession, lifecycle: ActivityLifecycle, renewLead: TimeInterval, now: Date
+        session: any ScheduleStore, lifecycle: ActivityLifecycle, renewLead: TimeInterval, now: Date
     ) throws -> (TimelineRecord, [ScheduleRecord]) {
         let previous = try session.timeline(appID: appID, activityID: activityID)
         try session.settlePendingTimeline(

@@ -60,6 +60,10 @@ public struct TimelineView: Sendable {
 /// Server-computed timelines: entries pushed as updates when their time comes
 /// (only the newest of several overdue ones), an end, and renewal past the 8 hours.
 public struct TimelineService: Sendable {
+    /// The part of the store this service touches: each of its transactions sees
+    /// only these.
+    typealias Stores = ActivityStore & ActivityTypeStore & ScheduleStore
+
     private let environment: ServiceEnvironment
 
     /// Creates the service.
@@ -74,7 +78,7 @@ public struct TimelineService: Sendable {
         let environment = self.environment
         let lifecycle = environment.lifecycle
         let now = environment.clock.now()
-        return try await environment.write { session -> TimelineView in
+        return try await environment.write { (session: any Stores) -> TimelineView in
             let activity = try SendRules.lockedActivity(session, appID: app.id, activityID: command.activityID)
             switch lifecycle.check(.update, status: activity.status, startedAt: activity.startedAt, now: now) {
             case .allowed:
@@ -107,7 +111,7 @@ public struct TimelineService: Sendable {
     /// The activity's timeline, or `notFound` when there is neither the activity nor
     /// a timeline for it.
     public func show(appID: String, activityID: String) async throws(ServiceError) -> TimelineView {
-        try await environment.read { session -> TimelineView in
+        try await environment.read { (session: any Stores) -> TimelineView in
             let timeline = try session.timeline(appID: appID, activityID: activityID)
             guard let timeline else {
                 _ = try SendRules.activity(session, appID: appID, activityID: activityID)
@@ -121,7 +125,7 @@ public struct TimelineService: Sendable {
     /// Cancels the entries (and end) not yet sent.
     public func clear(appID: String, activityID: String) async throws(ServiceError) {
         let now = environment.clock.now()
-        try await environment.write { session in
+        try await environment.write { (session: any Stores) in
             guard var timeline = try session.timeline(appID: appID, activityID: activityID) else {
                 _ = try SendRules.activity(session, appID: appID, activityID: activityID)
                 return

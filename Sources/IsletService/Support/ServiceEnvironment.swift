@@ -6,6 +6,12 @@ public import Storage
 /// What every service shares, injected once: the store (through its protocols
 /// only), the clock, the lifecycle rules, the logger, and the hooks to the rest of
 /// the server (waking the delivery worker, trusting new credentials).
+///
+/// A transaction is handed the whole session (`StoreSession`), since one may span
+/// concerns; each service names the part it touches (its `Stores`, a composition of
+/// Storage's protocols) as the type of its closures' session, and each function it
+/// hands the session to names the narrower part that function uses, so that a
+/// signature tells what of the store it reads or changes.
 public struct ServiceEnvironment: Sendable {
     /// The database.
     public let store: any Store

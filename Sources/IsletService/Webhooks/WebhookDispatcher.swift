@@ -50,6 +50,10 @@ public protocol WebhookTransport: Sendable {
 /// turns new events into deliveries and sends those due; cancelled, it waits for the
 /// chains being sent (their deliveries are recorded, or left to the lease).
 public final class WebhookDispatcher: BackgroundService {
+    /// The part of the store this service touches: each of its transactions sees
+    /// only these.
+    typealias Stores = NodeCoordination & EventStore & WebhookStore
+
     private let environment: ServiceEnvironment
     private let transport: any WebhookTransport
     private let policy: WebhookRetryPolicy
@@ -115,9 +119,11 @@ public final class WebhookDispatcher: BackgroundService {
     public func fanOut() async -> Int {
         let now = environment.clock.now()
         do {
-            let latest = try await environment.store.read { try $0.latestEventSequence() }
-            guard try await !environment.store.read({ try $0.webhooksBehind(latest) }).isEmpty else { return 0 }
-            return try await environment.store.write { session -> Int in
+            let latest = try await environment.store.read { (session: any Stores) in try session.latestEventSequence() }
+            guard try await !environment.store.read({ (session: any Stores) in
+                try session.webhooksBehind(latest)
+            }).isEmpty else { return 0 }
+            return try await environment.store.write { (session: any Stores) -> Int in
                 guard try session.claimPeriodicJob("webhook-fanout") else { return 0 }
                 let latest = try session.latestEventSequence()
                 var added = 0
@@ -179,8 +185,10 @@ public final class WebhookDispatcher: BackgroundService {
         let now = environment.clock.now()
         let nodeID = environment.nodeID
         do {
-            guard let next = try await environment.store.read({ try $0.nextDeliveryTime() }), next <= now else { return [] }
-            return try await environment.store.write { session in
+            guard let next = try await environment.store.read({ (session: any Stores) in
+                try session.nextDeliveryTime()
+            }), next <= now else { return [] }
+            return try await environment.store.write { (session: any Stores) in
                 // One claim at a time across nodes, so that a chain is never split.
                 guard try session.claimPeriodicJob("webhook-claim") else { return [] }
                 return try session.claimDueDeliveries(
@@ -272,7 +280,7 @@ public final class WebhookDispatcher: BackgroundService {
         let disableAfter = policy.disableAfter
         let now = environment.clock.now()
         do {
-            try await environment.store.write { session in
+            try await environment.store.write { (session: any Stores) in
                 for (item, attempt, at) in attempts {
                     try session.recordAttempt(deliverySequence: item.delivery.sequence, attempt, nodeID: nodeID, now: at)
                 }

@@ -99,6 +99,10 @@ public struct WebhookDeliveryPage: Sendable {
 /// addresses it resolves to), each with a signing secret shown once, rotated on
 /// demand; their deliveries listed and retried. Sending is `WebhookDispatcher`'s.
 public struct WebhookService: Sendable {
+    /// The part of the store this service touches: each of its transactions sees
+    /// only these.
+    typealias Stores = AppStore & EventStore & WebhookStore
+
     private let environment: ServiceEnvironment
     private let policy: WebhookPolicy
 
@@ -128,7 +132,7 @@ public struct WebhookService: Sendable {
         let secret = try WebhookSignature.newSecret()
         let id = try Self.newID()
         let now = environment.clock.now()
-        return try await environment.write { session -> WebhookRecord in
+        return try await environment.write { (session: any Stores) -> WebhookRecord in
             guard try session.app(id: command.appID) != nil else { throw ServiceError(.notFound, "No app \(command.appID).") }
             let count = try session.lockedWebhookCount(appID: command.appID)
             guard count < policy.maxPerApp else {
@@ -149,19 +153,23 @@ public struct WebhookService: Sendable {
 
     /// The app's webhooks, oldest first.
     public func list(appID: String) async throws(ServiceError) -> [WebhookRecord] {
-        try await environment.read { try $0.webhooks(appID: appID) }
+        try await environment.read { (session: any Stores) in try session.webhooks(appID: appID) }
     }
 
     /// A page of the app's webhooks, oldest first, after `after`.
     public func list(appID: String, after: WebhookCursor?, limit: Int) async throws(ServiceError) -> WebhookPage {
-        let items = try await environment.read { try $0.webhooks(appID: appID, after: after, limit: limit) }
+        let items = try await environment.read { (session: any Stores) in
+            try session.webhooks(appID: appID, after: after, limit: limit)
+        }
         let last = items.count == limit ? items.last : nil
         return WebhookPage(items: items, nextCursor: last.map { WebhookCursor(createdAt: $0.createdAt, webhookID: $0.webhookID) })
     }
 
     /// One webhook, or `notFound`.
     public func show(appID: String, webhookID: String) async throws(ServiceError) -> WebhookRecord {
-        try await environment.read { try Self.webhook($0, appID: appID, webhookID: webhookID) }
+        try await environment.read { (session: any Stores) in
+            try Self.webhook(session, appID: appID, webhookID: webhookID)
+        }
     }
 
     /// Changes a webhook. Enabling one that Islet disabled clears its failures.
@@ -172,7 +180,7 @@ public struct WebhookService: Sendable {
         if let text = command.description { checked = .some(try Self.checkDescription(text)) }
         let description = checked
         let now = environment.clock.now()
-        return try await environment.write { session -> WebhookRecord in
+        return try await environment.write { (session: any Stores) -> WebhookRecord in
             var webhook = try Self.webhook(session, appID: command.appID, webhookID: command.webhookID)
             if let url = command.url { webhook.url = url }
             if let events { webhook.events = events }
@@ -193,7 +201,9 @@ public struct WebhookService: Sendable {
 
     /// Removes a webhook and its deliveries, or `notFound`.
     public func delete(appID: String, webhookID: String) async throws(ServiceError) {
-        let removed = try await environment.write { try $0.deleteWebhook(appID: appID, webhookID: webhookID) }
+        let removed = try await environment.write { (session: any Stores) in
+            try session.deleteWebhook(appID: appID, webhookID: webhookID)
+        }
         guard removed else { throw ServiceError(.notFound, "No webhook \(webhookID).") }
     }
 
@@ -203,7 +213,7 @@ public struct WebhookService: Sendable {
     public func rotateSecret(appID: String, webhookID: String) async throws(ServiceError) -> WebhookRecord {
         let secret = try WebhookSignature.newSecret()
         let now = environment.clock.now()
-        return try await environment.write { session -> WebhookRecord in
+        return try await environment.write { (session: any Stores) -> WebhookRecord in
             var webhook = try Self.webhook(session, appID: appID, webhookID: webhookID)
             webhook.previousSecret = webhook.secret
             webhook.previousSecretUntil = now.addingTimeInterval(Self.rotationOverlap)
@@ -218,7 +228,7 @@ public struct WebhookService: Sendable {
     public func deliveries(
         appID: String, webhookID: String, before: Int64?, limit: Int
     ) async throws(ServiceError) -> WebhookDeliveryPage {
-        let items = try await environment.read { session -> [WebhookDeliveryRecord] in
+        let items = try await environment.read { (session: any Stores) -> [WebhookDeliveryRecord] in
             _ = try Self.webhook(session, appID: appID, webhookID: webhookID)
             return try session.deliveries(appID: appID, webhookID: webhookID, before: before, limit: limit)
         }
@@ -232,7 +242,7 @@ public struct WebhookService: Sendable {
             throw ServiceError(.notFound, "No delivery \(deliveryID).")
         }
         let now = environment.clock.now()
-        let delivery = try await environment.write { session -> WebhookDeliveryRecord in
+        let delivery = try await environment.write { (session: any Stores) -> WebhookDeliveryRecord in
             let webhook = try Self.webhook(session, appID: appID, webhookID: webhookID)
             guard try session.delivery(appID: appID, webhookID: webhookID, sequence: sequence) != nil else {
                 throw ServiceError(.notFound, "No delivery \(deliveryID) of webhook \(webhookID).")
@@ -253,7 +263,7 @@ public struct WebhookService: Sendable {
 
     // MARK: - Rules
 
-    private static func webhook(_ session: any StoreSession, appID: String, webhookID: String) throws -> WebhookRecord {
+    private static func webhook(_ session: any WebhookStore, appID: String, webhookID: String) throws -> WebhookRecord {
         guard let webhook = try session.webhook(appID: appID, webhookID: webhookID) else {
             throw ServiceError(.notFound, "No webhook \(webhookID).")
         }
