@@ -17,7 +17,9 @@
 #               is its own.
 #
 # The runs share the machine (the suite waits for conditions, never for fixed
-# times), each writes its own log, shown whole once it ends, with its time; the
+# times); none builds (--skip-build), so none needs SwiftPM's lock on .build,
+# which would otherwise run them one after another (--ignore-lock). Each writes
+# its own log, shown whole once it ends, with its time; the
 # script fails if any run failed. SWIFT_TEST_FLAGS adds flags to every run (the
 # sanitizer build's --build-path and --sanitize).
 set -uo pipefail
@@ -49,17 +51,17 @@ run() {
   return "$status"
 }
 # shellcheck disable=SC2086
-run sqlite $swift test --skip-build $flags &
+run sqlite $swift test --skip-build --ignore-lock $flags &
 pids+=($!)
 # shellcheck disable=SC2086
-run postgresql env ISLET_TEST_BACKEND=postgresql $swift test --skip-build $flags \
+run postgresql env ISLET_TEST_BACKEND=postgresql $swift test --skip-build --ignore-lock $flags \
   --filter "$postgres_suites" --skip "$once" &
 pids+=($!)
 # shellcheck disable=SC2086
-run census env ISLET_THREAD_CENSUS=1 $swift test --skip-build $flags --filter ThreadCensusTests &
+run census env ISLET_THREAD_CENSUS=1 $swift test --skip-build --ignore-lock $flags --filter ThreadCensusTests &
 pids+=($!)
 # shellcheck disable=SC2086
-run memory env ISLET_BODY_MEMORY=1 $swift test --skip-build $flags --filter BodyMemoryTests &
+run memory env ISLET_BODY_MEMORY=1 $swift test --skip-build --ignore-lock $flags --filter BodyMemoryTests &
 pids+=($!)
 
 failed=()
