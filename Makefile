@@ -27,10 +27,11 @@ test: deps
 	# tools, Node.js, child processes), against one throwaway PostgreSQL server
 	# (ISLET_TEST_POSTGRES_URL), in four runs side by side: the whole suite (the
 	# store contracts on both backends, the rest on SQLite); the service, delivery
-	# and API suites again on PostgreSQL; and ThreadCensusTests and BodyMemoryTests
-	# each alone in a process of their own, where counting the process's threads,
-	# and measuring its resident memory, is exact (scripts/test-passes.sh).
-	./scripts/test-passes.sh
+	# and API suites again on PostgreSQL (the OpenAPI conformance run there only);
+	# and ThreadCensusTests and BodyMemoryTests each alone in a process of their
+	# own, where counting the process's threads, and measuring its resident
+	# memory, is exact (scripts/test-passes.sh).
+	SWIFT=$(SWIFT) ./scripts/test-passes.sh
 
 # PNGs of each dashboard page, into docs/screenshots/: the browser test's own flow
 # (scripts/browser/dashboard_flow.py in headless Chromium) with screenshots on.
@@ -39,12 +40,15 @@ screenshots: deps
 	$(SWIFT) build --build-tests $(SWIFT_FLAGS)
 	ISLET_TEST_TIERS=browser,python ISLET_SCREENSHOTS=$(CURDIR)/docs/screenshots $(SWIFT) test --skip-build --filter DashboardBrowserTests
 
-# The whole suite under AddressSanitizer, then under ThreadSanitizer, each in a
-# build folder of its own; suppressions (each with its proof) in scripts/sanitizers/.
+# The suites where races and memory errors live (Package.swift's
+# ISLET_SANITIZER_SCOPE) under AddressSanitizer, then under ThreadSanitizer, each
+# in a build folder of its own; suppressions (each with its proof) in
+# scripts/sanitizers/.
+# SANITIZERS=address (or thread) runs one.
+SANITIZERS ?= address thread
 test-sanitize: deps
 	./scripts/test-tools.sh
-	./scripts/test-sanitize.sh address
-	./scripts/test-sanitize.sh thread
+	for sanitizer in $(SANITIZERS); do ./scripts/test-sanitize.sh $$sanitizer || exit 1; done
 
 # Benchmarks side by side with the limit and with peers; results in bench/results/.
 bench: deps

@@ -224,16 +224,18 @@ let package = Package(
 
 /// The sanitizer builds (`scripts/test-sanitize.sh` sets `ISLET_SANITIZER_SCOPE`, in a
 /// build folder of their own) hold the tests where races and memory errors live: the
-/// lock, libcrypto, the stores and libpq, HTTP/2 and TLS, the HTTP server and client,
-/// the APNs client and simulator, the delivery worker and the services' loops, and of
-/// the API's suites those that run a whole server's life, its loops and its
-/// simulators. Suites that only drive HTTP, pure parsers and the command lines are
+/// lock, thread names, the domain's clocks and the background shape (doorbells,
+/// sleepers, the runner), libcrypto, the stores and libpq, HTTP/2 and TLS, the HTTP
+/// server and client, the APNs client and simulator, the delivery worker and the
+/// services' loops, and of the API's suites those that run a whole server's life,
+/// its loops and its simulators. Suites that only drive HTTP, pure parsers and the command lines are
 /// left to `make test`; the fuzz targets have a sanitized build of their own
 /// (`make fuzz`), and the benchmarks none.
 if Context.environment["ISLET_SANITIZER_SCOPE"] != nil {
     let sanitizedTests: Set<String> = [
-        "IsletSyncTests", "IsletThreadsTests", "IsletCryptoTests", "StorageTests", "PostgreSQLStorageTests", "HTTP2Tests", "HTTPServerTests",
-        "HTTPClientTests", "APNsTests", "APNsSimulatorTests", "DeliveryTests", "IsletServiceTests", "IsletServerTests",
+        "IsletSyncTests", "IsletThreadsTests", "IsletCoreTests", "IsletBackgroundTests", "IsletCryptoTests", "StorageTests",
+        "PostgreSQLStorageTests", "HTTP2Tests", "HTTPServerTests", "HTTPClientTests", "APNsTests", "APNsSimulatorTests",
+        "DeliveryTests", "IsletServiceTests", "IsletServerTests",
     ]
     let serverSuites = [
         "ServerHarness.swift", "ApplicationTests.swift", "RequestAdmissionTests.swift", "ThreadCensusTests.swift",
