@@ -222,4 +222,30 @@ struct EventsAPITests {
             #expect(paged["items"]?.arrayValue?.count == 2 && paged["next_cursor"] == .string(ids[1]))
         }
     }
+
+    @Test func faultsOfTheQueryAndOfWhatTheRouteReadsBesideItAreAnsweredAsOne() async throws {
+        try await ServerHarness.with { harness in
+            let app = try await harness.createApp()
+            let events = "/v1/apps/\(app.id)/events"
+            let stream = ["Accept": "text/event-stream", "Last-Event-ID": "nope"]
+            // A stream's bad query and bad Last-Event-ID in one 422: names it does not
+            // take first, then the query's faults, then the header's.
+            let both = try await harness.call("GET", "\(events)?types=nope&after=12&limit=5", key: app.serverKey, headers: stream)
+            #expect(both.status == 422 && both.errorFields == ["limit", "types", "after", "Last-Event-ID"], "\(both.json)")
+            #expect(both.json["detail"] == "The query has invalid parameters.")
+            let header = try await harness.call("GET", events, key: app.serverKey, headers: stream)
+            #expect(header.status == 422 && header.errorFields == ["Last-Event-ID"], "\(header.json)")
+            // A JSON page does not read Last-Event-ID.
+            let page = try await harness.call("GET", "\(events)?limit=5", key: app.serverKey, headers: ["Last-Event-ID": "nope"])
+            #expect(page.status == 200, "\(page.json)")
+
+            // A bad path id is answered alone, before the query.
+            let path = "/v1/apps/\(app.id)/webhooks/wh%20x/deliveries?limit=0&cursor=7"
+            let badPath = try await harness.call("GET", path, key: app.serverKey)
+            #expect(badPath.status == 422 && badPath.errorFields == ["webhook_id"], "\(badPath.json)")
+            #expect(badPath.json["detail"]?.stringValue?.hasPrefix("The path's webhook_id") == true, "\(badPath.json)")
+            let badQuery = try await harness.call("GET", "/v1/apps/\(app.id)/webhooks/wh_1/deliveries?limit=0&cursor=7", key: app.serverKey)
+            #expect(badQuery.status == 422 && badQuery.errorFields == ["limit", "cursor"], "\(badQuery.json)")
+        }
+    }
 }

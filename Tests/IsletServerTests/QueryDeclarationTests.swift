@@ -74,6 +74,48 @@ struct QueryDeclarationTests {
         }
     }
 
+    @Test func aDeclaredDefaultIsWhatTheHandlerReadsAndWhatTheDocumentShows() async throws {
+        let route = APIRoute(
+            "GET", "/things", summary: "Things.", access: .open, query: [.integer("limit", "How many.", 1...10, default: 5)],
+            responses: [(200, "Things")]
+        ) { request in
+            APIJSON.response(["limit": .integer(Int64(request.query.defaultedInt("limit")))])
+        }
+        let dispatcher = Self.dispatcher([route])
+        #expect(await Self.call(dispatcher, "GET", "/things").json == ["limit": 5])
+        #expect(await Self.call(dispatcher, "GET", "/things", query: [("limit", "3")]).json == ["limit": 3])
+        let shown = OpenAPIDocument.make(routes: [route])["paths"]?["/things"]?["get"]?["parameters"]?.arrayValue?.first
+        #expect(shown?["schema"] == ["type": "integer", "minimum": 1, "maximum": 10, "default": 5])
+        #expect(shown?["description"] == "How many.")
+    }
+
+    @Test func faultsTheRouteFindsBesideTheQueryAreAnsweredWithItAndABadPathIdBeforeIt() async throws {
+        let route = APIRoute(
+            "GET", "/things/{thing_id}", summary: "A thing.", access: .open, query: [.integer("limit", "How many.", 1...10)],
+            alsoChecks: { request in
+                request.headers["X-Colour"] == "red" ? [] : [.init(field: "X-Colour", message: "must be red")]
+            },
+            responses: [(200, "The thing")]
+        ) { _ in HTTPResponse(status: 200) }
+        let dispatcher = Self.dispatcher([route])
+        func call(_ path: String, query: [(String, String)], colour: String) async -> (status: Int, json: JSONValue) {
+            let response = await dispatcher.handle(HTTPRequest(
+                method: "GET", path: path, query: query.map { (name: $0.0, value: $0.1) }, headers: ["X-Colour": colour]))
+            return (response.status, (try? JSONValue(parsing: response.body)) ?? .null)
+        }
+        let both = await call("/things/t1", query: [("limit", "11"), ("nope", "1")], colour: "blue")
+        #expect(both.status == 422)
+        #expect(Self.faults(both.json) == [
+            "nope: is not a query parameter of this route", "limit: must be a whole number from 1 to 10", "X-Colour: must be red",
+        ])
+        let header = await call("/things/t1", query: [], colour: "blue")
+        #expect(header.status == 422 && Self.faults(header.json) == ["X-Colour: must be red"])
+        #expect(await call("/things/t1", query: [("limit", "3")], colour: "red").status == 200)
+        // The path's id is checked first and answered alone.
+        let path = await call("/things/t 1", query: [("limit", "11")], colour: "blue")
+        #expect(path.status == 422 && Self.faults(path.json) == ["thing_id: must not contain whitespace or control characters"])
+    }
+
     @Test func aRouteWithoutDeclaredParametersTakesAnyQuery() async throws {
         let route = APIRoute("GET", "/plain", summary: "Plain.", access: .open, responses: [(200, "OK")]) { _ in
             HTTPResponse(status: 200)
@@ -97,8 +139,7 @@ struct QueryDeclarationTests {
 
     @Test func parameterRulesAreCheckedAsTheirSchemasSay() {
         // The list's document pattern and its item checks agree on spaces and commas.
-        let types = QueryParameter.list(
-            "types", "Types.", item: TextRule.oneEventPattern, message: "must be an event pattern") { EventPattern($0) }
+        let types = QueryParameter.list("types", "Types.", item: .eventPattern) { EventPattern($0) }
         let read = { (text: String) -> [String]? in
             switch types.read(text) {
             case .success(let value): (value as? [EventPattern])?.map(\.description)
@@ -190,6 +231,9 @@ struct QueryDeclarationTests {
                     }
                 }
             }
+            // Every page size has its default in its declaration, and the document shows it.
+            let limits = routes.flatMap(\.query).filter { $0.name == "limit" }
+            #expect(limits.count == 5 && limits.allSatisfy { $0.schema["default"]?.int64Value != nil })
             // Activities, schedules, webhooks, deliveries and events declare queries.
             #expect(routes.filter { !$0.query.isEmpty }.count == 5)
             #expect(checked > 500)

@@ -22,6 +22,13 @@ enum PathParameter {
     /// app (404).
     static let appID = TextFormat(rule: .appID, minLength: 24, maxLength: 24)
 
+    /// The names of `pattern`'s `{name}` segments, in order.
+    static func names(in pattern: String) -> [String] {
+        pattern.split(separator: "/").compactMap { part in
+            part.hasPrefix("{") && part.hasSuffix("}") ? String(part.dropFirst().dropLast()) : nil
+        }
+    }
+
     /// The format of the path parameter `name`.
     static func format(_ name: String) -> TextFormat {
         switch name {
@@ -52,6 +59,10 @@ struct APIRoute: Sendable {
     /// reads their values from `RouteRequest.query`; a route that declares any
     /// refuses the names it does not.
     let query: [QueryParameter]
+    /// What a route with a declared query finds wrong in what it reads beside the
+    /// query and the body (the event stream's `Last-Event-ID`), checked with the
+    /// query: its faults are answered in the query's one 422, after the query's.
+    let alsoChecks: (@Sendable (HTTPRequest) -> [Problem.FieldError])?
     /// Statuses answered, with what each means, besides those every route of its
     /// kind answers (401/403 for a key, 404 for an app that is not the key's,
     /// 400/413/415/422 for a body).
@@ -70,6 +81,7 @@ struct APIRoute: Sendable {
     init(
         _ method: String, _ pattern: String, summary: String, access: RouteAccess, body: BodySchema? = nil,
         idempotent: Bool = false, largeBody: Bool = false, carriesSecret: Bool = false, query: [QueryParameter] = [],
+        alsoChecks: (@Sendable (HTTPRequest) -> [Problem.FieldError])? = nil,
         responses: [(status: Int, description: String)], contentType: String = "application/json",
         handler: @escaping Handler
     ) {
@@ -80,6 +92,7 @@ struct APIRoute: Sendable {
         self.body = body
         self.idempotent = idempotent
         self.query = query
+        self.alsoChecks = alsoChecks
         self.responses = responses
         self.contentType = contentType
         self.largeBody = largeBody

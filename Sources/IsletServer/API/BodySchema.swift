@@ -69,6 +69,14 @@ enum TextRule: Sendable, Equatable {
         }
     }
 
+    /// The rule's pattern without its anchors, as one group: an item of a list
+    /// (`QueryRule.list`).
+    var group: String {
+        if self == .eventPattern { return TextRule.oneEventPattern }
+        let pattern = self.pattern ?? "^.*$"
+        return "(" + pattern.dropFirst().dropLast() + ")"
+    }
+
     /// Blank space around a PEM block.
     private static let blank = "[ \\t\\r\\n]*"
     /// The armour of a PKCS #8 or SEC 1 key around base64 lines.

@@ -21,9 +21,16 @@ enum MiddlewareChain {
     ) -> @Sendable (RouteRequest) async throws -> HTTPResponse {
         // Innermost, after every middleware step: the route's declarations read the
         // request, so that the handler finds the checked query and the body schema.
+        // The path's ids come before the query (a bad one is answered alone, as the
+        // handler answers it); what the route checks beside the query is answered
+        // with it.
         var next: @Sendable (RouteRequest) async throws -> HTTPResponse = { request in
             var request = request
-            if !route.query.isEmpty { request.query = try QueryValues(request.http, declared: route.query) }
+            if !route.query.isEmpty {
+                try PathValues.check(request.parameters, pattern: route.pattern)
+                request.query = try QueryValues(
+                    request.http, declared: route.query, alsoFaults: route.alsoChecks?(request.http) ?? [])
+            }
             request.bodySchema = route.body
             return try await route.handler(request)
         }

@@ -79,9 +79,7 @@ enum OpenAPIDocument {
     }
 
     private static func pathParameters(_ pattern: String) -> [String] {
-        pattern.split(separator: "/").compactMap { part in
-            part.hasPrefix("{") && part.hasSuffix("}") ? String(part.dropFirst().dropLast()) : nil
-        }
+        PathParameter.names(in: pattern)
     }
 
     private static func operationID(_ route: APIRoute) -> String {

@@ -14,6 +14,12 @@ enum PathValues {
         try value(parameters, "activity_type")
     }
 
+    /// Checks the path's ids of a route of `pattern` (all but `app_id`, which the
+    /// authentication finds or answers 404 for), as its handler reads them.
+    static func check(_ parameters: PathParameters, pattern: String) throws(Problem) {
+        for name in PathParameter.names(in: pattern) where name != "app_id" { _ = try value(parameters, name) }
+    }
+
     private static func value(_ parameters: PathParameters, _ name: String) throws(Problem) -> String {
         let value = parameters[name] ?? ""
         if let problem = PathParameter.format(name).problem(value) {

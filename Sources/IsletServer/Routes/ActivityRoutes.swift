@@ -126,7 +126,7 @@ struct ActivityRoutes: Sendable {
         var query = ActivityQuery()
         query.status = request.query["status"]
         query.activityType = request.query["activity_type"]
-        if let limit = request.query.int("limit") { query.limit = limit }
+        query.limit = request.query.defaultedInt("limit")
         query.cursor = request.query["cursor"]
         let page = try await activities.list(appID: request.app.id, query)
         return APIJSON.response(.object([
@@ -163,10 +163,8 @@ struct ActivityRoutes: Sendable {
     static let listQuery: [QueryParameter] = [
         .oneOf("status", "Only activities of this status.", ActivityStatus.self),
         .text("activity_type", "Only this type.", .activityType),
-        .integer("limit", "Activities per page (default 50).", 1...200),
-        .integer(
-            "cursor", "The next_cursor of the previous page.", 1...Int64.max,
-            message: "must be the next_cursor of a previous page"),
+        .integer("limit", "Activities per page.", 1...200, default: 50),
+        .integer("cursor", QueryParameter.cursorDescription, 1...Int64.max, message: QueryParameter.cursorMessage),
     ]
 
     // MARK: - Rendering

@@ -33,7 +33,7 @@ struct ScheduleRoutes: Sendable {
         query.activityID = request.query["activity_id"]
         query.status = request.query["status"]
         query.kind = request.query["kind"]
-        if let limit = request.query.int("limit") { query.limit = limit }
+        query.limit = request.query.defaultedInt("limit")
         query.cursor = request.query["cursor"]
         let page = try await schedules.list(appID: request.app.id, query)
         return APIJSON.response(.object([
@@ -69,10 +69,8 @@ struct ScheduleRoutes: Sendable {
         .text("activity_id", "Only this activity's items.", .identifier),
         .oneOf("status", "Only items of this status.", ScheduleStatus.self),
         .oneOf("kind", "Only items of this kind.", ScheduleKind.self),
-        .integer("limit", "Items per page (default 50).", 1...200),
-        .pattern(
-            "cursor", "The next_cursor of the previous page.", "^[0-9]{1,18}-[0-9]{1,18}$",
-            message: "must be the next_cursor of a previous page", convert: ScheduleRoutes.cursor),
+        .integer("limit", "Items per page.", 1...200, default: 50),
+        .cursor("^[0-9]{1,18}-[0-9]{1,18}$", convert: ScheduleRoutes.cursor),
     ]
 
     static func json(_ item: ScheduleRecord) -> JSONValue {

@@ -73,7 +73,7 @@ struct WebhookRoutes: Sendable {
     private func list(_ request: RouteRequest) async throws -> HTTPResponse {
         let page = try await webhooks.list(
             appID: request.app.id, after: request.query["cursor", as: WebhookCursor.self],
-            limit: request.query.int("limit") ?? 50)
+            limit: request.query.defaultedInt("limit"))
         return APIJSON.response(.object([
             "items": .array(page.items.map { Self.json($0) }),
             "next_cursor": page.nextCursor.map { .string(Self.cursorText($0)) } ?? .null,
@@ -131,7 +131,7 @@ struct WebhookRoutes: Sendable {
         let id = try PathValues.identifier(request.parameters, "webhook_id")
         let page = try await webhooks.deliveries(
             appID: request.app.id, webhookID: id, before: request.query["cursor", as: Int64.self],
-            limit: request.query.int("limit") ?? 50)
+            limit: request.query.defaultedInt("limit"))
         return APIJSON.response(.object([
             "items": .array(page.items.map(Self.json)),
             "next_cursor": page.nextCursor.map { .string(WebhookDeliveryRecord.id($0)) } ?? .null,
@@ -147,17 +147,13 @@ struct WebhookRoutes: Sendable {
     }
 
     static let listQuery: [QueryParameter] = [
-        .integer("limit", "Webhooks per page (default 50).", 1...200),
-        .pattern(
-            "cursor", "The next_cursor of the previous page.", "^[0-9]{1,15}-wh_[0-9a-f]{1,64}$",
-            message: "must be the next_cursor of a previous page", convert: WebhookRoutes.cursor),
+        .integer("limit", "Webhooks per page.", 1...200, default: 50),
+        .cursor("^[0-9]{1,15}-wh_[0-9a-f]{1,64}$", convert: WebhookRoutes.cursor),
     ]
 
     static let deliveriesQuery: [QueryParameter] = [
-        .integer("limit", "Deliveries per page (default 50).", 1...200),
-        .pattern(
-            "cursor", "The next_cursor of the previous page.", "^dlv_[0-9]{1,18}$",
-            message: "must be the next_cursor of a previous page", convert: WebhookDeliveryRecord.sequence(of:)),
+        .integer("limit", "Deliveries per page.", 1...200, default: 50),
+        .cursor("^dlv_[0-9]{1,18}$", convert: WebhookDeliveryRecord.sequence(of:)),
     ]
 
     static func json(_ webhook: WebhookRecord, secret: Bool = false) -> JSONValue {
