@@ -21,9 +21,12 @@ extension Redaction {
     /// percent-encoded `pass%77ord=`), in a URL's query or in `key=value` text such as
     /// libpq's connection strings and its messages. An empty password stays as it is.
     ///
-    /// It leans toward hiding too much: the user part ends at the last `@` before the
-    /// first `/` after `://` (a `?` or `@` may stand in a password, and libpq takes
-    /// the first `@`), so text that is not a URL may lose more than a password.
+    /// Where a password holds what a URL reserves, it leans toward hiding too much:
+    /// the authority after `://` ends at the first `/`, or at the first `?` or `#`
+    /// after its first `@`, and the user part at the authority's last `@` (libpq
+    /// takes the first, but an `@` may stand in a password, and so may a `?` or `#`
+    /// before the first `@`). An `@` in the path, the query or the fragment is no
+    /// user part's.
     public static func hidingPasswords(in text: String) -> String {
         var hidden = text
         for range in passwordRanges(in: text).reversed() {
@@ -55,9 +58,13 @@ extension Redaction {
         var searchStart = text.startIndex
         while let scheme = text.range(of: "://", range: searchStart..<text.endIndex) {
             let rest = text[scheme.upperBound...]
-            let authority = rest[..<(rest.firstIndex(of: "/") ?? rest.endIndex)]
-            if let at = authority.lastIndex(of: "@"), let colon = authority[..<at].firstIndex(of: ":") {
-                ranges.append(text.index(after: colon)..<at)
+            let beforePath = rest[..<(rest.firstIndex(of: "/") ?? rest.endIndex)]
+            if let firstAt = beforePath.firstIndex(of: "@") {
+                let hostEnd = beforePath[firstAt...].firstIndex { $0 == "?" || $0 == "#" } ?? beforePath.endIndex
+                let authority = beforePath[..<hostEnd]
+                if let at = authority.lastIndex(of: "@"), let colon = authority[..<at].firstIndex(of: ":") {
+                    ranges.append(text.index(after: colon)..<at)
+                }
             }
             searchStart = scheme.upperBound
         }

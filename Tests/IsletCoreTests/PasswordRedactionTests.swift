@@ -12,8 +12,11 @@ struct PasswordRedactionTests {
         ("postgres://db/islet?user=islet&password=hunter2&sslmode=disable", "postgres://db/islet?user=islet&password=***&sslmode=disable"),
         // Both at once.
         ("postgres://u:one@db/islet?password=two", "postgres://u:***@db/islet?password=***"),
-        // An `@` after the path is no user part.
+        // An `@` in the query is no user part's, with a path or without one.
         ("postgresql://u:p%40ss@h:1/d?application_name=a@b", "postgresql://u:***@h:1/d?application_name=a@b"),
+        ("postgres://u:p@h/d?application_name=a@b", "postgres://u:***@h/d?application_name=a@b"),
+        ("postgres://u:p@h?application_name=a@b", "postgres://u:***@h?application_name=a@b"),
+        ("postgres://u:p@h#a@b", "postgres://u:***@h#a@b"),
         // A `?` or an `@` standing in a password.
         ("postgresql://islet:se?cr3t@db.example/islet", "postgresql://islet:***@db.example/islet"),
         ("postgresql://islet:p@ss@db.example/islet", "postgresql://islet:***@db.example/islet"),

@@ -1,5 +1,5 @@
 import Foundation
-import PostgreSQLStorage
+@testable import PostgreSQLStorage
 import Storage
 import Testing
 
@@ -76,6 +76,16 @@ struct PostgresURLTests {
         #expect(renamed.parameter("application_name") == "second")
         #expect(renamed.description.components(separatedBy: "application_name").count == 2)
         #expect(throws: StoreError.self) { try url.setting("colour", "blue") }
+    }
+
+    @Test func anAtSignInTheQueryIsNotTakenForTheUserPart() throws {
+        // libpq reads the user part up to the first `@`: the host and the query stay shown.
+        let noPath = try PostgresURL("postgres://u:p@h?application_name=a@b")
+        #expect(noPath.parameter("host") == "h" && noPath.parameter("application_name") == "a@b")
+        #expect(noPath.description == "postgres://u:***@h?application_name=a@b")
+        let withPath = try PostgresURL("postgres://u:p@h/d?application_name=a@b")
+        #expect(withPath.description == "postgres://u:***@h/d?application_name=a@b")
+        #expect(noPath.secrets == ["p"] && withPath.secrets == ["p"])
     }
 
     @Test func aPasswordWithAQuestionMarkIsHiddenToo() throws {
