@@ -14,15 +14,21 @@ public protocol BackgroundService: Sendable {
     func prepare() throws
     /// Works until the running task is cancelled, then stops; returns once stopped.
     func run() async
+    /// What a stop does, in this service's turn, when the service never started: it
+    /// releases what the service holds from its creation.
+    func stopUnstarted() async
 }
 
 extension BackgroundService {
     /// Nothing to prepare.
     public func prepare() throws {}
+    /// Nothing to release: a service that never ran holds nothing.
+    public func stopUnstarted() async {}
 }
 
 /// A service with no loop of its own that is closed in its turn: `run` waits for
-/// the cancellation, then calls `close` (a client's connections, a database).
+/// the cancellation, then calls `close` (a client's connections, a database); a
+/// stop that finds it never started calls `close` directly.
 public struct ClosingService: BackgroundService {
     private let close: @Sendable () async -> Void
 
@@ -34,6 +40,11 @@ public struct ClosingService: BackgroundService {
     /// Waits for the cancellation, then closes.
     public func run() async {
         await waitForCancellation()
+        await close()
+    }
+
+    /// Closes: what it closes was opened before the runner started anything.
+    public func stopUnstarted() async {
         await close()
     }
 }

@@ -26,26 +26,56 @@ extension Sleeper {
     }
 }
 
-/// Sleeps on the system's time.
+/// Sleeps on the system's time. A deadline is a wall-clock time, read once against
+/// `wallClock` and turned into an instant of the monotonic clock, on which the sleep
+/// then waits: a system clock stepped back (or forward) during a sleep neither
+/// stalls nor shortens it.
 public struct SystemSleeper: Sleeper {
-    /// The system's sleeper.
-    public init() {}
+    private let wallClock: any WallClock
 
-    /// The system's time.
-    public func now() -> Date { Date() }
+    /// The system's sleeper.
+    public init() {
+        wallClock = SystemWallClock()
+    }
+
+    /// A sleeper that reads its deadlines against `wallClock` (the system's by
+    /// default; a test gives one it steps) and waits on the monotonic clock.
+    public init(wallClock: any WallClock) {
+        self.wallClock = wallClock
+    }
+
+    /// The wall clock's time.
+    public func now() -> Date { wallClock.now() }
+
+    /// The instant of the monotonic clock standing at `monotonicNow` that lies as far
+    /// ahead as `deadline` lies after `wallNow` (`monotonicNow` itself when the
+    /// deadline has passed). A pure function: a sleep computes it once, so that no
+    /// later read of the wall clock moves its end.
+    public static func monotonicDeadline(
+        for deadline: Date, wallNow: Date, monotonicNow: ContinuousClock.Instant
+    ) -> ContinuousClock.Instant {
+        let seconds = max(0, deadline.timeIntervalSince(wallNow))
+        // A deadline centuries away (`.distantFuture`) is capped: a Duration holds it,
+        // an instant past the clock's range would not.
+        return monotonicNow + .seconds(min(seconds, 100 * 365 * 86_400))
+    }
+
+    private func monotonic(_ deadline: Date) -> ContinuousClock.Instant {
+        Self.monotonicDeadline(for: deadline, wallNow: now(), monotonicNow: .now)
+    }
 
     public func sleep(until deadline: Date, doorbell: Doorbell?) async {
-        let seconds = deadline.timeIntervalSince(now())
+        let end = monotonic(deadline)
         guard let doorbell else {
-            if seconds > 0 { try? await Task.sleep(for: .seconds(seconds)) }
+            if end > .now { try? await Task.sleep(until: end, clock: .continuous) }
             return
         }
         let alarm = Alarm()
         guard doorbell.hang(alarm) else { return }
         defer { doorbell.unhang() }
-        guard seconds > 0 else { return }
+        guard end > .now else { return }
         let timer = Task {
-            try? await Task.sleep(for: .seconds(seconds))
+            try? await Task.sleep(until: end, clock: .continuous)
             alarm.fire()
         }
         await alarm.wait()
@@ -53,14 +83,15 @@ public struct SystemSleeper: Sleeper {
     }
 
     public func block(until deadline: Date, doorbell: Doorbell?) {
+        let end = monotonic(deadline)
         let alarm = Alarm()
         guard doorbell?.hang(alarm) ?? true else { return }
         defer { doorbell?.unhang() }
-        // Again until the deadline: a condition's wait may end a little early.
+        // Again until the monotonic deadline: a condition's wait may end a little early.
         while !alarm.fired {
-            let seconds = deadline.timeIntervalSince(now())
-            guard seconds > 0 else { return }
-            alarm.block(timeout: .seconds(seconds))
+            let left = end - ContinuousClock.now
+            guard left > .zero else { return }
+            alarm.block(timeout: left)
         }
     }
 }

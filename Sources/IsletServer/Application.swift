@@ -106,11 +106,10 @@ public final class Application: Sendable {
             ClosingService { await client.shutdown() },
             ClosingService { await webhookClient.shutdown() },
         ]
+        // Nothing runs before `start`: a shutdown without one closes the resources
+        // (each service's `stopUnstarted`), in the same reverse order.
         runner = ServiceRunner(
             resources + [delivery, webhooks, feed, timekeeper, APIService(server: server, grace: configuration.shutdownGraceSeconds)])
-        // They prepare nothing and cannot fail: a shutdown closes them even when
-        // `start` never ran.
-        try? runner.start(upTo: resources.count)
     }
 
     /// What the HTTP server refuses by itself, as problem+json.
