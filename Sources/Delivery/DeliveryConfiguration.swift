@@ -29,9 +29,12 @@ public struct DeliveryConfiguration: Sendable {
     /// How often the heartbeat beats and leases are renewed: a third of the lease,
     /// so that two renewals may fail before a live node's pushes are taken over.
     public var renewInterval: TimeInterval { lease / 3 }
-    /// How long a stop waits for the answers of the pushes in flight.
-    public var shutdownGrace: TimeInterval = 10
+    /// How long a stop waits for the answers of the pushes in flight: the server's
+    /// shutdown grace (`--shutdown-grace-seconds`), whose default is the setting's.
+    public var shutdownGrace: TimeInterval
 
-    /// The defaults.
-    public init() {}
+    /// The defaults, with the shutdown grace the server's setting gives.
+    public init(shutdownGrace: TimeInterval) {
+        self.shutdownGrace = shutdownGrace
+    }
 }

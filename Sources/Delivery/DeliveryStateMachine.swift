@@ -13,8 +13,11 @@ public import Foundation
 ///
 /// Two times run through it: `now` is the injected clock's (what is due, when to
 /// sweep); `real` is the sleeper's (how long to wait, the stop deadline: the system's
-/// time in a server), so that a test may stop its domain clock without stalling
-/// the loop or a shutdown.
+/// time in a server). A test that stops only its domain clock (a `ManualWallClock`
+/// as the clock, the system's sleeper) stalls neither the loop nor a stop. A test
+/// that paces the worker on a `ManualWallClock` too stops it on that clock: a stop
+/// with answers still in flight waits until the test moves the clock past the
+/// shutdown grace, as every other wait of the worker does.
 public struct DeliveryStateMachine: Sendable {
     /// What the worker's thread saw, at the moment it reports an event.
     public struct Observation: Sendable, Equatable {

@@ -19,8 +19,9 @@ public import Storage
 ///
 /// The decisions are `DeliveryStateMachine`'s (when to claim, record, sweep, wait,
 /// stop) and `DeliveryPolicy`'s (what each answer leads to); this class is the
-/// thread, the store and the transport around them. Its waits are its `Sleeper`'s:
-/// on a `ManualWallClock`, a test moves the clock to end them.
+/// thread, the store and the transport around them. Its waits are its `Sleeper`'s,
+/// the stop's grace included: on a `ManualWallClock`, a test moves the clock to end
+/// them (a stop with answers in flight returns once the clock passes the grace).
 public final class DeliveryWorker: BackgroundService {
     /// Counters for `/metrics`.
     public let metrics = DeliveryMetrics()
@@ -66,7 +67,7 @@ public final class DeliveryWorker: BackgroundService {
     /// grace. `random` draws the retry jitter (by default a generator seeded once
     /// from the system).
     public init(
-        store: any Store, transport: any PushTransport, configuration: DeliveryConfiguration = DeliveryConfiguration(),
+        store: any Store, transport: any PushTransport, configuration: DeliveryConfiguration,
         clock: any WallClock = SystemWallClock(), sleeper: any Sleeper = SystemSleeper(),
         random: any RandomSource = SeededRandomSource(seed: .random(in: .min ... .max)), logger: Logger
     ) {
@@ -84,7 +85,7 @@ public final class DeliveryWorker: BackgroundService {
     /// each app's credentials from `store`); nothing happens until `run`. The
     /// caller shuts the client down.
     public convenience init(
-        store: any Store, client: APNsClient, configuration: DeliveryConfiguration = DeliveryConfiguration(),
+        store: any Store, client: APNsClient, configuration: DeliveryConfiguration,
         clock: any WallClock = SystemWallClock(), sleeper: any Sleeper = SystemSleeper(),
         random: any RandomSource = SeededRandomSource(seed: .random(in: .min ... .max)), logger: Logger
     ) {
@@ -128,6 +129,7 @@ public final class DeliveryWorker: BackgroundService {
                 thread.start()
             }
         } onCancel: {
+            // On the sleeper's clock, as the waits for the answers are.
             let deadline = sleeper.now().addingTimeInterval(configuration.shutdownGrace)
             signal { state in
                 if state.stopDeadline == nil { state.stopDeadline = deadline }

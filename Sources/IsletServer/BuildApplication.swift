@@ -122,12 +122,11 @@ private func assemble(
         }
     }
     let client = APNsClient(configuration: clientConfiguration, clock: clock)
-    var deliveryConfiguration = DeliveryConfiguration()
+    var deliveryConfiguration = DeliveryConfiguration(shutdownGrace: configuration.shutdownGraceSeconds)
     deliveryConfiguration.lifecycle = configuration.lifecycleWindows
     deliveryConfiguration.maxInFlight = configuration.deliveryMaxInFlight
     deliveryConfiguration.nodeID = configuration.resolvedNodeID
     deliveryConfiguration.lease = configuration.pushLeaseSeconds
-    deliveryConfiguration.shutdownGrace = configuration.shutdownGraceSeconds
     let delivery = DeliveryWorker(
         store: store, client: client, configuration: deliveryConfiguration, clock: clock, sleeper: sleeper, logger: logger)
 

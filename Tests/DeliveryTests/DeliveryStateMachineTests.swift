@@ -12,7 +12,7 @@ struct DeliveryStateMachineTests {
     /// 2,000 slots, batches of 250, a sweep a minute, leases renewed every hour (the
     /// renewal has a test of its own).
     func machine() -> DeliveryStateMachine {
-        var configuration = DeliveryConfiguration()
+        var configuration = DeliveryConfiguration(shutdownGrace: 10)
         configuration.lease = 3 * 3600
         return DeliveryStateMachine(configuration: configuration)
     }
@@ -120,7 +120,7 @@ struct DeliveryStateMachineTests {
     /// The heartbeat and lease renewal come first, on their own interval (a third of
     /// the lease), each followed by the sweep when that is due too.
     @Test func renewsLeasesOnAThirdOfTheLease() {
-        var configuration = DeliveryConfiguration()
+        var configuration = DeliveryConfiguration(shutdownGrace: 10)
         configuration.lease = 30
         var machine = DeliveryStateMachine(configuration: configuration)
         #expect(machine.renewInterval == 10)

@@ -49,6 +49,8 @@ final class SilentTransport: PushTransport {
 @Suite("Delivery worker")
 struct DeliveryWorkerTests {
     let now = Date(timeIntervalSince1970: 1_800_000_000)
+    /// The worker's limits (the server passes its `--shutdown-grace-seconds`).
+    let configuration = DeliveryConfiguration(shutdownGrace: 10)
 
     /// Adds an app and its activity `act-1` (started: a retry of its update is kept,
     /// where one for an activity that ended or does not exist is dropped), and queues
@@ -90,7 +92,7 @@ struct DeliveryWorkerTests {
             // the transport's answers ring the worker awake, no timer does.
             let clock = ManualWallClock(start: now)
             let worker = DeliveryWorker(
-                store: store, transport: transport, clock: clock, sleeper: clock, logger: Logger(sink: MemoryLogSink()))
+                store: store, transport: transport, configuration: configuration, clock: clock, sleeper: clock, logger: Logger(sink: MemoryLogSink()))
             try worker.prepare()
             let running = Task { await worker.run() }
             worker.wake()
@@ -135,7 +137,7 @@ struct DeliveryWorkerTests {
             // the transport's answers ring the worker awake, no timer does.
             let clock = ManualWallClock(start: now)
             let worker = DeliveryWorker(
-                store: store, transport: transport, clock: clock, sleeper: clock, logger: Logger(sink: MemoryLogSink()))
+                store: store, transport: transport, configuration: configuration, clock: clock, sleeper: clock, logger: Logger(sink: MemoryLogSink()))
             try worker.prepare()
             let running = Task { await worker.run() }
             worker.wake()
@@ -178,7 +180,7 @@ struct DeliveryWorkerTests {
             }
             let clock = ManualWallClock(start: now)
             let worker = DeliveryWorker(
-                store: store, transport: transport, clock: clock, sleeper: clock, random: SeededRandomSource(seed: 7),
+                store: store, transport: transport, configuration: configuration, clock: clock, sleeper: clock, random: SeededRandomSource(seed: 7),
                 logger: Logger(sink: MemoryLogSink()))
             let now = self.now
             func sent() -> Int { transport.sent.withLock { $0.count } }
@@ -240,7 +242,7 @@ struct DeliveryWorkerTests {
             let transport = SilentTransport()
             let clock = ManualWallClock(start: now)
             let worker = DeliveryWorker(
-                store: store, transport: transport, clock: clock, sleeper: clock, logger: Logger(sink: MemoryLogSink()))
+                store: store, transport: transport, configuration: configuration, clock: clock, sleeper: clock, logger: Logger(sink: MemoryLogSink()))
             func nextDue() throws -> Date? { try store.readNow { try $0.nextDueTime() } }
             try worker.prepare()
             let start = clock.lastWatch

@@ -10,7 +10,7 @@ import Testing
 struct SettlementTests {
     let now = Date(timeIntervalSince1970: 1_800_000_000)
     let policy: DeliveryPolicy = {
-        var configuration = DeliveryConfiguration()
+        var configuration = DeliveryConfiguration(shutdownGrace: 10)
         configuration.retryBase = 5
         configuration.retryMax = 60
         configuration.maxRounds = 4
