@@ -282,8 +282,20 @@ struct EventServiceTests {
                 #expect(feed.cursor == cursor.position)
                 #expect(await poll())
                 #expect(feed.cursor > cursor.position)
-                // Only news it would not send: the wait runs out and says so.
-                #expect(await cursor.waitForNews(timeout: .milliseconds(200)) == false)
+                // Only news it would not send: the wait sleeps on the clock until a
+                // move passes its time out, then says so.
+                let asleep = rig.clock.lastWatch
+                let quiet = Task { await cursor.waitForNews(timeout: .seconds(15)) }
+                #expect(await rig.clock.waitForSleepers(after: asleep))
+                let moved = rig.clock.lastWatch
+                rig.clock.advance(by: 14.9)
+                // Short of the time out: the feed polled again (and sleeps), the wait sleeps on.
+                #expect(await rig.clock.waitForSleepers(after: moved))
+                #expect(rig.clock.watches(after: asleep) == 2)
+                let passed = rig.clock.lastWatch
+                rig.clock.advance(by: 1)
+                #expect(await quiet.value == false)
+                #expect(await rig.clock.waitForSleepers(after: passed))  // The feed sleeps again.
                 let waiting = Task { await cursor.waitForNews(timeout: .seconds(60)) }
                 try append(app.id, .activityUpdated)
                 #expect(await poll())

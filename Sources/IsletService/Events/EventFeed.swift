@@ -211,13 +211,15 @@ public final class EventFeed: BackgroundService {
         }
     }
 
-    /// Waits until the feed reads something new after `after`, or `timeout` passes.
+    /// Waits until the feed reads something new after `after`, or `timeout` passes
+    /// on the sleeper's clock.
     public func wait(after: Int64, timeout: Duration) async {
         await wait(after: after, interest: nil, timeout: timeout)
     }
 
     /// Waits until the feed reads, after `after`, an event of `appID` of a family
-    /// `patterns` can take, or `timeout` passes; answers whether such news came.
+    /// `patterns` can take, or `timeout` passes on the sleeper's clock; answers
+    /// whether such news came.
     /// Events of other apps and families wake nobody who does not want them: a
     /// thousand dashboards following `activity.*` sleep through a fan-out's `push.*`.
     @discardableResult
@@ -250,7 +252,9 @@ public final class EventFeed: BackgroundService {
                     if ready { continuation.resume() }
                 }
             }
-            group.addTask { try? await Task.sleep(for: timeout) }
+            // The time out is the sleeper's, as the polls are: on a manual clock a
+            // test moves the clock to end a quiet wait (a stream's keep-alive).
+            group.addTask { [sleeper] in await sleeper.sleep(for: Self.seconds(timeout)) }
             await group.next()
             group.cancelAll()
             let waiting = state.withLock { state -> CheckedContinuation<Void, Never>? in
@@ -266,6 +270,12 @@ public final class EventFeed: BackgroundService {
             waiting?.resume()
         }
         return state.withLock { $0.hasNews(after: after, for: interest) }
+    }
+
+    /// `duration` in seconds.
+    static func seconds(_ duration: Duration) -> TimeInterval {
+        let (seconds, attoseconds) = duration.components
+        return Double(seconds) + Double(attoseconds) / 1e18
     }
 
     /// Resumes the waiters that want an event of `touched` (app → families), and
