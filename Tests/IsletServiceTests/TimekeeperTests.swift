@@ -5,8 +5,9 @@ import IsletService
 import Testing
 
 /// The timekeeper's loop on a manual clock: it acts when the test moves the clock,
-/// never by waiting for real time.
-@Suite("Timekeeper")
+/// never by waiting for real time. A stop that no longer ends the loop fails the test
+/// at its time limit instead of hanging the suite.
+@Suite("Timekeeper", .timeLimit(.minutes(1)))
 struct TimekeeperTests {
     @Test func anEndTimeIsActedOnWhenTheClockReachesItAndCancellationStopsTheLoop() async throws {
         try await ServiceTests().withRig { rig in
