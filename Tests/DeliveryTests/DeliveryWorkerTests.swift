@@ -46,7 +46,9 @@ final class SilentTransport: PushTransport {
     }
 }
 
-@Suite("Delivery worker")
+/// A stop that no longer ends the worker fails its test at the time limit instead of
+/// hanging the suite.
+@Suite("Delivery worker", .timeLimit(.minutes(1)))
 struct DeliveryWorkerTests {
     let now = Date(timeIntervalSince1970: 1_800_000_000)
     /// The worker's limits (the server passes its `--shutdown-grace-seconds`).

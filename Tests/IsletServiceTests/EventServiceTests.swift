@@ -252,8 +252,8 @@ struct EventServiceTests {
 
     /// A stream sleeps through events it would not send (another app's, another
     /// family's) and wakes for one it would. The feed's loop polls when the test
-    /// moves its clock.
-    @Test func aWaitingCursorWakesOnlyForEventsItCouldTake() async throws {
+    /// moves its clock. A wait that no longer ends fails at the time limit.
+    @Test(.timeLimit(.minutes(1))) func aWaitingCursorWakesOnlyForEventsItCouldTake() async throws {
         try await withRig { rig in
             let app = try await rig.app()
             let other = try await rig.app()
