@@ -36,17 +36,21 @@ extension Configuration {
         /// A setting whose default is the property's initial value.
         ///
         /// - Parameters:
+        ///   - help: the help line; `{range}` stands for the values the setting
+        ///     takes as its `SettingValue` says them (`1–200`), and `{default}` for
+        ///     its default (`256 MiB`), so that the text follows the parser.
         ///   - readme: the README's description, in Markdown, when it says more than
-        ///     `help`.
+        ///     `help` (with the same stand-ins).
         ///   - secret: whether the value is never shown.
         init<Value>(
             _ flag: String, _ property: any WritableKeyPath<Configuration, Value> & Sendable, _ value: SettingValue<Value>,
             help: String, readme: String? = nil, secret: Bool = false
         ) {
-            let shown = value.show(Configuration()[keyPath: property])
+            let initial = Configuration()[keyPath: property]
+            let shown = value.show(initial)
             self.init(
-                flag, property, value, defaultText: shown, documentedDefault: "`\(shown)`", help: help, readme: readme,
-                secret: secret
+                flag, property, value, defaultText: shown, documentedDefault: "`\(shown)`",
+                spokenDefault: value.spoken?(initial) ?? shown, help: help, readme: readme, secret: secret
             ) { config, parsed in config[keyPath: property] = parsed }
         }
 
@@ -56,23 +60,30 @@ extension Configuration {
             _ flag: String, _ property: any WritableKeyPath<Configuration, Value?> & Sendable, _ value: SettingValue<Value>,
             default described: String, help: String, readme: String? = nil, secret: Bool = false
         ) {
+            let plain = described.replacingOccurrences(of: "`", with: "")
             self.init(
-                flag, property, value, defaultText: described.replacingOccurrences(of: "`", with: ""),
-                documentedDefault: described, help: help, readme: readme, secret: secret
+                flag, property, value, defaultText: plain, documentedDefault: described, spokenDefault: plain, help: help,
+                readme: readme, secret: secret
             ) { config, parsed in config[keyPath: property] = parsed }
         }
 
         private init<Value>(
             _ flag: String, _ property: any PartialKeyPath<Configuration> & Sendable, _ value: SettingValue<Value>,
-            defaultText: String, documentedDefault: String, help: String, readme: String?, secret: Bool,
-            set: @escaping @Sendable (inout Configuration, Value) -> Void
+            defaultText: String, documentedDefault: String, spokenDefault: String, help: String, readme: String?,
+            secret: Bool, set: @escaping @Sendable (inout Configuration, Value) -> Void
         ) {
+            /// `text` with its stand-ins for the range and the default filled in.
+            func filled(_ text: String) -> String {
+                precondition(!text.contains("{range}") || value.range != nil, "\(flag) says {range}, but takes no range")
+                return text.replacingOccurrences(of: "{range}", with: value.range ?? "")
+                    .replacingOccurrences(of: "{default}", with: spokenDefault)
+            }
             self.flag = flag
             self.environment = "ISLET_" + flag.dropFirst(2).uppercased().replacingOccurrences(of: "-", with: "_")
             self.defaultText = defaultText
             self.documentedDefault = documentedDefault
-            self.help = help
-            self.documentation = readme ?? help
+            self.help = filled(help)
+            self.documentation = filled(readme ?? help)
             self.isSwitch = value.isSwitch
             self.isSecret = secret
             self.property = property
@@ -103,6 +114,11 @@ struct SettingValue<Value>: Sendable {
     let show: @Sendable (Value) -> String
     /// Whether a flag alone means a value (true).
     var isSwitch = false
+    /// The values `read` takes, as a sentence says them (`1–200`, `above 0, at
+    /// most 720`); nil when it takes no range.
+    var range: String?
+    /// A value as a sentence says it (`256 MiB`); nil: as `show` shows it.
+    var spoken: (@Sendable (Value) -> String)?
 }
 
 extension SettingValue where Value == Int {
@@ -114,25 +130,49 @@ extension SettingValue where Value == Int {
         integer(range, refusal: "not \(noun) from \(range.lowerBound) to \(range.upperBound)")
     }
 
-    /// A size in bytes in `range`.
+    /// A size in bytes in `range`; a sentence says a size in the largest unit that
+    /// divides it (`256 MiB`).
     static func bytes(_ range: ClosedRange<Int>) -> Self {
-        integer(range, refusal: "not a size from \(range.lowerBound) to \(range.upperBound) bytes")
+        var value = integer(range, refusal: "not a size from \(range.lowerBound) to \(range.upperBound) bytes")
+        value.range = "\(spokenSize(range.lowerBound))–\(spokenSize(range.upperBound))"
+        value.spoken = spokenSize
+        return value
+    }
+
+    /// `bytes` in GiB, MiB or KiB when it is a whole number of one, else in bytes.
+    static func spokenSize(_ bytes: Int) -> String {
+        for (shift, unit) in [(30, "GiB"), (20, "MiB"), (10, "KiB")] where bytes != 0 && bytes % (1 << shift) == 0 {
+            return "\(bytes >> shift) \(unit)"
+        }
+        return "\(bytes) bytes"
     }
 
     private static func integer(_ range: ClosedRange<Int>, refusal: String) -> Self {
         Self(read: { text throws(Refusal) in
             guard let number = Int(text), range.contains(number) else { throw Refusal(refusal) }
             return number
-        }, show: { String($0) })
+        }, show: { String($0) }, range: "\(range.lowerBound)–\(range.upperBound)")
     }
 }
 
 extension SettingValue where Value == Double {
     /// A finite number of `unit` in `range` (`not a number of seconds from 0.1 to 3600`).
     static func number(_ range: ClosedRange<Double>, of unit: String) -> Self {
-        number(
+        var value = number(
             where: { range.contains($0) },
             refusal: "not a number of \(unit) from \(shown(range.lowerBound)) to \(shown(range.upperBound))")
+        value.range = "\(shown(range.lowerBound))–\(shown(range.upperBound))"
+        return value
+    }
+
+    /// A finite number of `unit` above `lower`, at most `upper` (`not a number of
+    /// hours above 0 (at most 720)`).
+    static func number(above lower: Double, atMost upper: Double, of unit: String) -> Self {
+        let range = "above \(shown(lower)), at most \(shown(upper))"
+        var value = number(
+            where: { $0 > lower && $0 <= upper }, refusal: "not a number of \(unit) above \(shown(lower)) (at most \(shown(upper)))")
+        value.range = range
+        return value
     }
 
     /// A finite number that `accepts` takes.

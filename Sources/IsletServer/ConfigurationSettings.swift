@@ -26,7 +26,7 @@ extension Configuration {
         Setting(
             "--database-pool-size", \.databasePoolSize, .count(1...200),
             help: "Connections to PostgreSQL, at most (each used by one thread at a time).",
-            readme: "Connections to PostgreSQL, at most (1–200), each used by one thread at a time; one more listens for other nodes' notices."),
+            readme: "Connections to PostgreSQL, at most ({range}), each used by one thread at a time; one more listens for other nodes' notices."),
         Setting(
             "--node-id", \.nodeID, .nodeID, default: "`<host name>:<port>`",
             help: "This node's id among the nodes sharing one database: the holder of the pushes it claims.",
@@ -38,15 +38,15 @@ extension Configuration {
         Setting(
             "--renew-lead-minutes", \.renewLeadMinutes, .number(1...240, of: "minutes"),
             help: "Minutes before an activity's update window closes that a timeline with renew starts its successor.",
-            readme: "How long before an activity's update window closes a timeline with `renew: true` ends it and starts its successor (1–240)."),
+            readme: "How long before an activity's update window closes a timeline with `renew: true` ends it and starts its successor ({range})."),
         Setting(
             "--start-confirm-minutes", \.startConfirmMinutes, .number(1...1_440, of: "minutes"),
             help: "Minutes a push-to-start APNs accepted may wait for its update token before activity.start_unconfirmed.",
-            readme: "Minutes a push-to-start that APNs accepted may wait for the device's update token before `activity.start_unconfirmed` (1–1440)."),
+            readme: "Minutes a push-to-start that APNs accepted may wait for the device's update token before `activity.start_unconfirmed` ({range})."),
         Setting(
             "--event-retention-days", \.eventRetentionDays, .number(1...365, of: "days"),
             help: "Days events and their finished webhook deliveries are kept.",
-            readme: "Days events (and their finished webhook deliveries) are kept (1–365)."),
+            readme: "Days events (and their finished webhook deliveries) are kept ({range})."),
         Setting(
             "--webhooks-allow-http", \.webhooksAllowHTTP, .switch,
             help: "Accept plain http webhook URLs (https only by default).",
@@ -65,11 +65,11 @@ extension Configuration {
         Setting(
             "--max-webhooks-per-app", \.maxWebhooksPerApp, .count(1...10_000),
             help: "Webhooks an app may have; creating one more gets 409.",
-            readme: "Webhooks an app may have (1–10000); creating one more is `409`, naming the cap."),
+            readme: "Webhooks an app may have ({range}); creating one more is `409`, naming the cap."),
         Setting(
             "--max-event-streams-per-app", \.maxEventStreamsPerApp, .count(1...100_000),
             help: "Event streams an app may hold open at once on a node; one more gets 429 and Retry-After until one closes.",
-            readme: "Event streams an app may hold open at once on a node (1–100000); one more is `429` with `Retry-After`, naming the cap, until one closes."),
+            readme: "Event streams an app may hold open at once on a node ({range}); one more is `429` with `Retry-After`, naming the cap, until one closes."),
         Setting(
             "--log-level", \.logLevel, .choice("a log level"),
             help: "Lowest level logged: debug, info, notice, warning or error.",
@@ -81,19 +81,19 @@ extension Configuration {
         Setting(
             "--max-body-bytes", \.maxBodyBytes, .bytes(1...(64 << 20)),
             help: "Largest request body accepted; larger bodies get 413.",
-            readme: "Largest request body; larger ones get 413. The routes that take a timeline (`PUT …/timeline`, `POST …/activities`) accept up to 8 MiB, or this value when it is larger."),
+            readme: "Largest request body; larger ones get 413. The routes that take a timeline (`PUT …/timeline`, `POST …/activities`) accept up to \(SettingValue<Int>.spokenSize(Configuration().maxTimelineBodyBytes)), or this value when it is larger."),
         Setting(
             "--max-buffered-body-bytes", \.maxBufferedBodyBytes, .bytes(65_536...(64 << 30)),
             help: "Bytes of request bodies held at once across the server; past it a request with a body gets 503 and Retry-After.",
-            readme: "Bytes of request bodies held at once across the server (256 MiB by default); past it a request with a body is answered `503` with `Retry-After: 1`, without its body."),
+            readme: "Bytes of request bodies held at once across the server ({default} by default); past it a request with a body is answered `503` with `Retry-After: 1`, without its body."),
         Setting(
             "--max-buffered-body-bytes-per-app", \.maxBufferedBodyBytesPerApp, .bytes(65_536...(64 << 30)),
             help: "Bytes of request bodies held at once for one app; past it that app's requests with a body get 503 and Retry-After.",
-            readme: "The same, for the requests of one app (64 MiB by default): one app cannot take the others' share."),
+            readme: "The same, for the requests of one app ({default} by default): one app cannot take the others' share."),
         Setting(
             "--body-timeout-seconds", \.bodyTimeoutSeconds, .number(0.1...3_600, of: "seconds"),
             help: "Seconds a request body may take to arrive after its headers; a slower one is dropped with 408.",
-            readme: "Seconds a request body may take to arrive after its headers (0.1–3600); a slower one is dropped with `408` and its connection closed."),
+            readme: "Seconds a request body may take to arrive after its headers ({range}); a slower one is dropped with `408` and its connection closed."),
         Setting(
             "--sign-in-attempts-per-minute", \.signInAttemptsPerMinute, .count(0...100_000),
             help: "Dashboard sign-ins (and refused admin tokens) a client address may try in a minute, then 429; 0 turns the limit off.",
@@ -152,9 +152,9 @@ extension Configuration {
             help: "Hours after the update window during which an end is still accepted."),
         Setting(
             "--dashboard-session-hours", \.dashboardSessionHours,
-            .number(where: { $0 > 0 && $0 <= 24 * 30 }, refusal: "not a number of hours above 0 (at most 720)"),
+            .number(above: 0, atMost: 24 * 30, of: "hours"),
             help: "Hours a dashboard session lasts from its sign-in.",
-            readme: "Hours a dashboard session lasts from its sign-in (above 0, at most 720)."),
+            readme: "Hours a dashboard session lasts from its sign-in ({range})."),
         Setting(
             "--public-url", \.publicURL, .url, default: "none",
             help: "The URL clients reach Islet at (behind a proxy); https marks the dashboard's cookie Secure.",

@@ -1,5 +1,5 @@
 import Foundation
-import IsletServer
+@testable import IsletServer
 import Testing
 
 /// The README's Configuration table is written from the settings' declarations:
@@ -32,6 +32,33 @@ struct ConfigurationReferenceTests {
             Issue.record("README.md has a row no setting declares\n\(row)")
         }
         #expect(documented == declared, "README.md's Configuration table should read (from Configuration.settings):\n\(declared)")
+    }
+
+    @Test func rangesAndSizesInTheProseAreThoseOfTheParser() {
+        // A setting's text names its range and its default through stand-ins, so that
+        // a changed range or default changes the help and the README row with it.
+        let pool = Configuration.Setting(
+            "--database-pool-size", \.databasePoolSize, .count(2...7), help: "Connections ({range}).", readme: "At most {range}.")
+        #expect(pool.help == "Connections (2–7).")
+        #expect(pool.documentation == "At most 2–7.")
+        let timeout = Configuration.Setting(
+            "--body-timeout-seconds", \.bodyTimeoutSeconds, .number(0.5...90, of: "seconds"), help: "Seconds ({range}).")
+        #expect(timeout.documentation == "Seconds (0.5–90).")
+        let session = Configuration.Setting(
+            "--dashboard-session-hours", \.dashboardSessionHours, .number(above: 0, atMost: 48, of: "hours"), help: "Hours ({range}).")
+        #expect(session.help == "Hours (above 0, at most 48).")
+        var configuration = Configuration()
+        #expect(session.apply(&configuration, "49") == "not a number of hours above 0 (at most 48)")
+        #expect(session.apply(&configuration, "48") == nil && configuration.dashboardSessionHours == 48)
+        let buffered = Configuration.Setting(
+            "--max-buffered-body-bytes", \.maxBufferedBodyBytes, .bytes(1...(1 << 40)), help: "Bytes ({default} by default).")
+        #expect(buffered.help == "Bytes (\(Configuration().maxBufferedBodyBytes >> 20) MiB by default).")
+        #expect(SettingValue<Int>.spokenSize(3 << 30) == "3 GiB" && SettingValue<Int>.spokenSize(1_536) == "1536 bytes")
+        // The declared settings say the ranges their parsers take.
+        let declared = Dictionary(uniqueKeysWithValues: Configuration.settings.map { ($0.flag, $0.documentation) })
+        #expect(declared["--event-retention-days"]?.hasSuffix("(1–365).") == true)
+        #expect(declared["--dashboard-session-hours"]?.hasSuffix("(above 0, at most 720).") == true)
+        #expect(declared["--max-buffered-body-bytes-per-app"]?.contains("(64 MiB by default)") == true)
     }
 
     @Test func everySettingHasItsRowAndHelpLine() {
