@@ -87,6 +87,18 @@ struct QueryDeclarationTests {
         let shown = OpenAPIDocument.make(routes: [route])["paths"]?["/things"]?["get"]?["parameters"]?.arrayValue?.first
         #expect(shown?["schema"] == ["type": "integer", "minimum": 1, "maximum": 10, "default": 5])
         #expect(shown?["description"] == "How many.")
+
+        // Where the parameter does not apply, it is refused by name, and its default stands.
+        let inapplicable = APIRoute(
+            "GET", "/stream", summary: "A stream.", access: .open,
+            query: [.integer("limit", "How many.", 1...10, default: 7, applies: { _ in false })], responses: [(200, "It")]
+        ) { request in
+            APIJSON.response(["limit": .integer(Int64(request.query.defaultedInt("limit")))])
+        }
+        let streams = Self.dispatcher([inapplicable])
+        #expect(await Self.call(streams, "GET", "/stream").json == ["limit": 7])
+        let refused = await Self.call(streams, "GET", "/stream", query: [("limit", "3")])
+        #expect(refused.status == 422 && Self.faults(refused.json) == ["limit: is not a query parameter of this route"])
     }
 
     @Test func faultsTheRouteFindsBesideTheQueryAreAnsweredWithItAndABadPathIdBeforeIt() async throws {

@@ -228,15 +228,15 @@ struct QueryValues: Sendable {
     /// name is read by its first value.
     init(_ request: HTTPRequest, declared: [QueryParameter], alsoFaults: [Problem.FieldError] = []) throws(Problem) {
         var errors: [Problem.FieldError] = []
+        // A default stands for its parameter wherever the request does not give it
+        // (also where the parameter does not apply: a stream served as a page).
+        for parameter in declared { if let value = parameter.defaultValue { values[parameter.name] = value } }
         let applying = declared.filter { $0.applies(request) }
         for (name, _) in request.query where !applying.contains(where: { $0.name == name }) {
             errors.append(.init(field: name, message: "is not a query parameter of this route"))
         }
         for parameter in applying {
-            guard let text = request.queryValue(parameter.name) else {
-                if let value = parameter.defaultValue { values[parameter.name] = value }
-                continue
-            }
+            guard let text = request.queryValue(parameter.name) else { continue }
             switch parameter.read(text) {
             case .success(let value): values[parameter.name] = value
             case .failure(let faults): errors += faults.errors
