@@ -150,10 +150,14 @@ final class BodyDeadlines: Sendable {
     private let state = Lock(State())
     private let interval: Duration
     private let answer: @Sendable () -> Data
+    /// Where the sweeping task runs.
+    private let tasks: TaskThreads
 
-    /// Sweeps for bodies later than `timeout`, answering each with `answer`'s bytes.
-    init(timeout: Duration, answer: @escaping @Sendable () -> Data) {
+    /// Sweeps for bodies later than `timeout`, answering each with `answer`'s bytes,
+    /// in a task on `tasks`.
+    init(timeout: Duration, tasks: TaskThreads, answer: @escaping @Sendable () -> Data) {
         self.interval = min(.seconds(1), max(.milliseconds(20), timeout / 4))
+        self.tasks = tasks
         self.answer = answer
     }
 
@@ -166,7 +170,7 @@ final class BodyDeadlines: Sendable {
         }
         guard start else { return }
         let interval = interval
-        Task { [weak self] in
+        Task(executorPreference: tasks) { [weak self] in
             while true {
                 try? await Task.sleep(for: interval)
                 guard let self, self.sweep() else { return }

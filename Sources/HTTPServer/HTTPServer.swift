@@ -40,6 +40,10 @@ public struct HTTPServerConfiguration: Sendable {
     public var bodyTimeout: Duration = .seconds(30)
     /// Threads that run libmicrohttpd's event loops.
     public var threads: Int = 2
+    /// Threads that run the server's tasks: async handlers, admission checks and the
+    /// producers of streamed responses (`TaskThreads`: not the concurrency pool,
+    /// which anything else in the process can hold up).
+    public var taskThreads: Int = max(2, ProcessInfo.processInfo.activeProcessorCount)
     /// Connections held at once; more are refused.
     public var connectionLimit: Int = 10_000
     /// Seconds an idle connection is kept.
@@ -57,7 +61,10 @@ public struct HTTPServerConfiguration: Sendable {
 /// An HTTP/1.1 server on libmicrohttpd. Requests are read whole (bounded by
 /// `maxBodyBytes`), handed to an async handler while their connection is suspended,
 /// and answered when the handler returns; the event-loop threads never wait on a
-/// handler. A server made with an immediate handler instead answers on the
+/// handler. Handlers run as tasks on the server's own threads
+/// (`HTTPServerConfiguration.taskThreads`), not on the concurrency pool: a process
+/// that holds the pool's few threads (waiting on a child process, say) still gets
+/// its answers. A server made with an immediate handler instead answers on the
 /// event-loop thread, and so keeps answering when the concurrency pool is busy (the
 /// simulator's inspection API, which tests of a whole process rely on). Either kind
 /// of handler may answer with a streamed response (`HTTPResponse.stream`, for
@@ -153,6 +160,7 @@ public final class HTTPServer: Sendable {
             close(socket.fd)
             throw HTTPServerError(.daemonStart, "libmicrohttpd could not start on \(configuration.host):\(socket.port)")
         }
+        core.tasks.start()
         state.withLock {
             $0.daemon = DaemonHandle(pointer: daemon)
             $0.listenFD = socket.fd
@@ -304,6 +312,8 @@ private final class ServerCore: @unchecked Sendable {
 
     /// The server's streamed responses.
     let streams: StreamRegistry
+    /// The threads that run handlers, admission checks and stream producers.
+    let tasks: TaskThreads
 
     /// What a request still running when the server stops is answered.
     static let shuttingDown = HTTPResponse(
@@ -324,11 +334,13 @@ private final class ServerCore: @unchecked Sendable {
         self.bodyTimeout = configuration.bodyTimeout
         let timeout = configuration.bodyTimeout
         let refusal = refusal
-        self.deadlines = BodyDeadlines(timeout: timeout) {
+        let tasks = TaskThreads(count: configuration.taskThreads, name: "islet-http-task")
+        self.tasks = tasks
+        self.deadlines = BodyDeadlines(timeout: timeout, tasks: tasks) {
             let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
             return ServerCore.wireBytes(ServerCore.closing(refusal(.bodyTimeout(seconds: seconds))))
         }
-        self.streams = StreamRegistry(bufferLimit: configuration.streamBufferBytes)
+        self.streams = StreamRegistry(bufferLimit: configuration.streamBufferBytes, tasks: tasks)
     }
 
     /// Bytes of request bodies held now, in all or for `budget`.
@@ -364,6 +376,9 @@ private final class ServerCore: @unchecked Sendable {
         // every connection is closed, so no body is under a deadline.
         streams.watcher.stop()
         deadlines.stop()
+        // Tasks still running (a handler past the grace, a producer that has not
+        // returned yet) go on on the global executor.
+        tasks.stop()
     }
 
     /// Hands `connection`, just suspended, to its handler.
@@ -395,7 +410,7 @@ private final class ServerCore: @unchecked Sendable {
             MHD_resume_connection(connection.pointer)
             return
         }
-        Task {
+        Task(executorPreference: tasks) {
             let apply = await work()
             let mine = self.suspended.withLock { s -> Bool in
                 guard s.requests.removeValue(forKey: id) != nil else { return false }

@@ -15,14 +15,17 @@ final class StreamRegistry: Sendable {
     let watcher = HangupWatcher()
     /// Resumes begun and not yet returned.
     let resuming = Atomic<Int>(0)
+    /// Where producers run.
+    private let tasks: TaskThreads
     private let streams = Lock<(open: [UInt64: HTTPBodyWriter], closing: Bool)>(([:], false))
     private let nextID = Atomic<UInt64>(1)
 
     /// libmicrohttpd asks a content reader for at most this much at a time.
     static let blockSize = 16 * 1024
 
-    init(bufferLimit: Int) {
+    init(bufferLimit: Int, tasks: TaskThreads) {
         self.bufferLimit = max(1, bufferLimit)
+        self.tasks = tasks
     }
 
     /// Streams not yet released by libmicrohttpd.
@@ -69,7 +72,7 @@ final class StreamRegistry: Sendable {
         let queued = MHD_queue_response(connection, UInt32(status), created)
         // Not queued: destroying the response releases the writer, which closes it.
         if queued == .YES {
-            Task {
+            Task(executorPreference: tasks) {
                 await producer(writer)
                 writer.finish()
             }

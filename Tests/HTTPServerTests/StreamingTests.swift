@@ -58,6 +58,29 @@ func streamRequest(_ path: String, close: Bool = false) -> String {
     "GET \(path) HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\(close ? "Connection: close\r\n" : "")\r\n"
 }
 
+/// Runs `body` on a thread of its own while every thread of the concurrency pool is
+/// held by a task that waits, as a test waiting on a child process or a blocking
+/// call holds one: what `body` needs from a server must come without the pool.
+/// The pool has one thread per core; when other work holds some of them already,
+/// the tasks that find none still wait their turn, and `body` runs after at most
+/// `TestTime.scaled(10 s)` with the pool held as far as it could be.
+func withThePoolHeld<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    let width = ProcessInfo.processInfo.activeProcessorCount
+    let held = ConditionLock((entered: 0, released: false))
+    for _ in 0..<width {
+        Task.detached {
+            held.withLockBroadcasting { $0.entered += 1 }
+            // Bounded, so that a failing server cannot hold the pool for good.
+            held.wait(until: { $0.released }, timeout: TestTime.scaled(.seconds(120))) { _ in }
+        }
+    }
+    return try await runBlocking {
+        defer { held.withLockBroadcasting { $0.released = true } }
+        held.wait(until: { $0.entered == width }, timeout: TestTime.scaled(.seconds(10))) { _ in }
+        return try body()
+    }
+}
+
 @Suite("Streamed responses over a real socket")
 struct StreamingTests {
     @Test func eventsArriveOneByOneAndTheConnectionIsKeptForTheNextRequest() async throws {
@@ -195,6 +218,40 @@ struct StreamingTests {
         #expect(await eventually { server.openStreams == 0 })
         // The server still answers.
         #expect(try await httpRequest(port: server.port, path: "/after").status == 200)
+        await server.shutdown()
+    }
+
+    /// Handlers and producers run on the server's own threads: with every thread of
+    /// the concurrency pool held (as a test waiting on a child process holds one), an
+    /// answer and a stream whose producer sleeps and waits still arrive.
+    @Test func answersAndStreamsArriveWhileTheConcurrencyPoolIsHeld() async throws {
+        let gates = Gates()
+        let server = try startServer { request in
+            guard request.path == "/events" else { return await echo(request) }
+            return eventStream { writer in
+                writer.write(Data("data: one\n\n".utf8))
+                await gates.wait(1)
+                try? await Task.sleep(for: .milliseconds(5))
+                writer.write(Data("data: two\n\n".utf8))
+            }
+        }
+        let connection = try RawHTTPConnection(port: server.port)
+        let (answer, head, events, rest) = try await withThePoolHeld {
+            try connection.write("POST /plain HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi")
+            let answer = try connection.readResponse()
+            try connection.write(streamRequest("/events"))
+            let head = try connection.readResponseHead(timeout: .seconds(30))
+            var events = [try connection.readChunkedBody(through: "\n\n")]
+            gates.open(1)
+            events.append(try connection.readChunkedBody(through: "\n\n"))
+            return (answer, head, events, try connection.readChunkedBodyToEnd())
+        }
+        #expect(answer.status == 200)
+        #expect(answer.json?["path"] as? String == "/plain")
+        #expect(head.status == 200)
+        #expect(events == ["data: one\n\n", "data: two\n\n"])
+        #expect(rest.isEmpty)
+        #expect(await eventually { server.openStreams == 0 })
         await server.shutdown()
     }
 
