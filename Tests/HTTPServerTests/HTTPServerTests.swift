@@ -208,9 +208,13 @@ struct HTTPServerTests {
 
     @Test func aRequestStillRunningAtTheEndOfTheGraceIsAnswered503() async throws {
         let started = Lock(false)
+        // The handler returns only after the test has its answer: still running at
+        // the end of the grace by construction, however long the test takes to get
+        // there.
+        let gates = Gates()
         let server = try startServer { _ in
             started.withLock { $0 = true }
-            try? await Task.sleep(for: .seconds(30))
+            await gates.wait(0)
             return HTTPResponse(status: 200, contentType: "text/plain", body: Data("too late".utf8))
         }
         let port = server.port
@@ -218,6 +222,7 @@ struct HTTPServerTests {
         #expect(await eventually { started.withLock { $0 } })
         await server.shutdown(gracePeriod: .milliseconds(50))
         let response = try await inFlight.value
+        gates.open(0)
         #expect(response.status == 503)
         #expect(response.headers["retry-after"] == "1")
         #expect(await eventually { portIsFree(port) })
