@@ -1,4 +1,5 @@
 import IsletSync
+import IsletThreads
 internal import CMicroHTTPD
 import Foundation
 import Glibc
@@ -196,8 +197,20 @@ public final class HTTPServer: Sendable {
         while (core.activeRequests > 0 || core.streams.openCount > 0) && ContinuousClock.now < deadline {
             try? await Task.sleep(for: .milliseconds(5))
         }
-        core.stop(daemon)
-        if fd >= 0 { close(fd) }
+        // The stop waits (for resumes, for the answers to requests cut short, for
+        // libmicrohttpd's threads to end): on a thread of its own, not on one of the
+        // concurrency pool's few threads, which every other task needs meanwhile.
+        let core = core
+        await withCheckedContinuation { (stopped: CheckedContinuation<Void, Never>) in
+            let thread = Thread {
+                nameCurrentThread("islet-http-stop")
+                core.stop(daemon)
+                if fd >= 0 { close(fd) }
+                stopped.resume()
+            }
+            thread.stackSize = 256 << 10
+            thread.start()
+        }
     }
 
     /// A server released while running stops at once (a daemon left running would
