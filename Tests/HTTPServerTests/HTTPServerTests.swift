@@ -36,6 +36,14 @@ func startServer(maxBody: Int = 1024, handler: @escaping HTTPHandler = echo) thr
 }
 
 /// Whether nothing listens on `port` of 127.0.0.1: a socket of ours can bind it.
+/// Sends `GET path` on a new connection now, and answers a task that reads the
+/// response off the concurrency pool.
+func sendRequest(port: Int, path: String) throws -> Task<RawHTTPResponse, any Error> {
+    let connection = try RawHTTPConnection(port: port)
+    try connection.write("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+    return Task { try await connection.async { try $0.readResponse() } }
+}
+
 func portIsFree(_ port: Int) -> Bool {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     defer { close(fd) }
@@ -193,7 +201,9 @@ struct HTTPServerTests {
             return HTTPResponse(status: 200, contentType: "text/plain", body: Data("finished".utf8))
         }
         let port = server.port
-        let inFlight = Task { try await httpRequest(port: port, path: "/slow") }
+        // On the wire before the wait: sent from a task instead, the request could
+        // still be waiting for a thread of the concurrency pool when the wait ends.
+        let inFlight = try sendRequest(port: port, path: "/slow")
         #expect(await eventually { started.withLock { $0 } })
         // A grace far longer than the request needs, however slow the machine: the
         // shutdown returns as soon as the request has finished.
@@ -218,7 +228,9 @@ struct HTTPServerTests {
             return HTTPResponse(status: 200, contentType: "text/plain", body: Data("too late".utf8))
         }
         let port = server.port
-        let inFlight = Task { try await httpRequest(port: port, path: "/slow") }
+        // On the wire before the wait: sent from a task instead, the request could
+        // still be waiting for a thread of the concurrency pool when the wait ends.
+        let inFlight = try sendRequest(port: port, path: "/slow")
         #expect(await eventually { started.withLock { $0 } })
         await server.shutdown(gracePeriod: .milliseconds(50))
         let response = try await inFlight.value
