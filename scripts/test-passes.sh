@@ -39,6 +39,8 @@ logs=$(mktemp -d)
 pids=()
 # Interrupted (Ctrl-C, CI's deadline), the runs stop too, before the database does.
 stop_runs() {
+  local file
+  for file in "$logs"/*.pid; do [ -e "$file" ] && kill_tree "$(cat "$file")"; done
   for pid in "${pids[@]}"; do kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true; done
 }
 trap 'stop_runs; exit 130' INT TERM
@@ -46,14 +48,44 @@ trap 'rm -rf "$logs"' EXIT
 set -m
 
 names=(sqlite postgresql census memory)
+# Each run has a deadline (ISLET_TEST_PASS_SECONDS, default 1200), so that a test
+# that never ends fails the run, naming the tests started and not ended, instead of
+# stalling it. `swift test` runs the test binary in a process group of its own,
+# so a run is stopped by killing `swift test` and its children by pid.
+deadline=${ISLET_TEST_PASS_SECONDS:-1200}
+kill_tree() {
+  local pid=$1 child
+  for child in $(pgrep -P "$pid" 2>/dev/null); do kill_tree "$child"; done
+  kill -KILL "$pid" 2>/dev/null || true
+}
 run() {
   local name=$1
   shift
-  local began
+  local began late=0
   began=$(date +%s)
-  # shellcheck disable=SC2086
-  ( "$@" ) >"$logs/$name.log" 2>&1
+  "$@" >"$logs/$name.log" 2>&1 &
+  local pid=$!
+  echo "$pid" >"$logs/$name.pid"
+  while kill -0 "$pid" 2>/dev/null; do
+    if [ $(( $(date +%s) - began )) -ge "$deadline" ]; then
+      late=1
+      kill_tree "$pid"
+      break
+    fi
+    sleep 1
+  done
+  wait "$pid"
   local status=$?
+  if [ "$late" -eq 1 ]; then
+    status=124
+    {
+      echo
+      echo "test-passes: the $name run passed its deadline of $deadline s; tests started and not ended:"
+      comm -23 \
+        <(sed -n 's/^.*◇ Test \(.*\) started\.$/\1/p' "$logs/$name.log" | sort -u) \
+        <(sed -n 's/^.*Test \(.*\) \(passed\|failed\) after.*$/\1/p' "$logs/$name.log" | sort -u)
+    } >>"$logs/$name.log"
+  fi
   echo "$status $(( $(date +%s) - began ))" >"$logs/$name.status"
   return "$status"
 }
