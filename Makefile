@@ -25,7 +25,7 @@ test: deps
 	$(SWIFT) build --build-tests $(SWIFT_FLAGS)
 	# Every tier runs (ISLET_TEST_TIERS=all: PostgreSQL, the browser, the Python
 	# tools, Node.js, child processes), against one throwaway PostgreSQL server
-	# (ISLET_TEST_POSTGRES_URL), in four runs side by side: the whole suite (the
+	# (ISLET_TEST_POSTGRES_URL), in four runs: the whole suite (the
 	# store contracts on both backends, the rest on SQLite); the service, delivery
 	# and API suites again on PostgreSQL (the OpenAPI conformance run there only);
 	# and ThreadCensusTests and BodyMemoryTests each alone in a process of their
