@@ -38,7 +38,7 @@ public enum TestTier: String, CaseIterable, Sendable {
         case .browser: "headless Chromium (scripts/test-tools.sh)"
         case .python: "the Python test tools (scripts/test-tools.sh)"
         case .node: "Node.js"
-        case .processes: "child processes (the built islet executable)"
+        case .processes: "child processes (the built islet executable, openssl, /bin/sh)"
         }
     }
 }
