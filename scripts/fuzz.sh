@@ -8,6 +8,7 @@
 #   scripts/fuzz.sh                 every target
 #   scripts/fuzz.sh JSON Simulator  only these
 #   FUZZ_SECONDS=30 scripts/fuzz.sh
+#   scripts/fuzz.sh --build-only    build every target, run none (CI builds ahead)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -29,6 +30,11 @@ targets=(
 # See the file for why Data buffers are left out of leak reports.
 export LSAN_OPTIONS="suppressions=$PWD/Fuzz/lsan-suppressions.txt:print_suppressions=0${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 
+build_only=0
+if [[ "${1:-}" == --build-only ]]; then
+  build_only=1
+  shift
+fi
 selected=("$@")
 wanted() {
   [[ ${#selected[@]} -eq 0 ]] && return 0
@@ -48,6 +54,7 @@ for entry in "${targets[@]}"; do
   swift build --build-path "$build" --product "$product" \
     -Xswiftc -sanitize=fuzzer,address -Xswiftc -parse-as-library -Xswiftc -DFUZZING >"$work.$name.build.log" 2>&1 \
     || { cat "$work.$name.build.log"; echo "$product: build failed"; exit 1; }
+  if [[ $build_only -eq 1 ]]; then continue; fi
   binary=$(swift build --build-path "$build" --show-bin-path)/$product
 
   rm -rf "${work:?}/$name"
@@ -71,6 +78,7 @@ for entry in "${targets[@]}"; do
   fi
 done
 
+if [[ $build_only -eq 1 ]]; then exit 0; fi
 echo
 echo "== fuzz summary ($seconds s each)"
 printf '%s\n' "${summary[@]}"

@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # `make test-sanitize`: builds the suite with one sanitizer (address or thread) in a
-# build folder of its own and runs it; any report fails the run.
+# build folder of its own and runs it; any report fails the run. With --build-only
+# (second argument) it builds and stops (CI builds ahead while other stages run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-sanitizer=${1:?usage: test-sanitize.sh address|thread}
+sanitizer=${1:?usage: test-sanitize.sh address|thread [--build-only]}
+build_only=0
+if [ "${2:-}" = --build-only ]; then build_only=1; fi
 build=.build/sanitize-$sanitizer
 here=$(pwd)
 # Reports go to files (one per process, children included), so that a report is
@@ -34,6 +37,7 @@ export ISLET_TEST_TIERS=postgres,python,processes
 export ISLET_TEST_TIME_SCALE=4
 echo "test-sanitize: building with the $sanitizer sanitizer in $build"
 swift build --build-tests --sanitize="$sanitizer" --build-path "$build" ${WERROR:+-Xswiftc -warnings-as-errors}
+if [ "$build_only" -eq 1 ]; then exit 0; fi
 # Any report file fails the run, and is shown whole.
 show_reports() {
   local found=0
