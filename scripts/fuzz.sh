@@ -51,7 +51,8 @@ for entry in "${targets[@]}"; do
   product=Fuzz$name
   mkdir -p "$work"
   echo "== $product: building"
-  swift build --build-path "$build" --product "$product" \
+  # shellcheck disable=SC2086 # EXTRA_SWIFT_FLAGS holds several words (see the Makefile)
+  swift build --build-path "$build" --product "$product" ${EXTRA_SWIFT_FLAGS:-} \
     -Xswiftc -sanitize=fuzzer,address -Xswiftc -parse-as-library -Xswiftc -DFUZZING >"$work.$name.build.log" 2>&1 \
     || { cat "$work.$name.build.log"; echo "$product: build failed"; exit 1; }
   if [[ $build_only -eq 1 ]]; then continue; fi

@@ -36,7 +36,9 @@ export ISLET_TEST_TIERS=postgres,python,processes
 # sharing two cores (IsletTesting.TestTime).
 export ISLET_TEST_TIME_SCALE=4
 echo "test-sanitize: building with the $sanitizer sanitizer in $build"
-swift build --build-tests --sanitize="$sanitizer" --build-path "$build" ${WERROR:+-Xswiftc -warnings-as-errors}
+# shellcheck disable=SC2086 # EXTRA_SWIFT_FLAGS holds several words (see the Makefile)
+swift build --build-tests --sanitize="$sanitizer" --build-path "$build" ${WERROR:+-Xswiftc -warnings-as-errors} \
+  ${EXTRA_SWIFT_FLAGS:-}
 if [ "$build_only" -eq 1 ]; then exit 0; fi
 # Any report file fails the run, and is shown whole.
 show_reports() {
