@@ -145,7 +145,9 @@ struct FanoutRig {
 }
 
 /// `islet-bench fanout`: one update through the API to an activity held by N
-/// devices, timed until the simulator has answered the last push. With
+/// devices, timed until the simulator has answered the last push. The devices are
+/// registered through the API, or with `--populate` written straight into the
+/// server's SQLite database while it is stopped (for a million). With
 /// `--kill-at F`, the server is killed with SIGKILL once a fraction F of the pushes
 /// was answered, restarted, and the fan-out timed to its end, counting pushes lost
 /// and sent twice.
@@ -163,9 +165,13 @@ func fanout(_ arguments: [String]) async throws {
     let secretsKey = try SecretsKey.generate().base64
     let extra = (database.map { ["--database", $0, "--secrets-key", secretsKey] } ?? [])
         + (pool.map { ["--database-pool-size", $0] } ?? [])
+    let populated = arguments.contains("--populate")
+    if populated && database != nil {
+        throw BenchHTTP.Failure(description: "--populate writes into SQLite; leave out --database")
+    }
     var rig = try FanoutRig(islet: islet, extraArguments: extra, nodes: nodes)
     do {
-        try await measure(&rig, devices: devices, connections: connections, killAt: killAt)
+        try await measure(&rig, devices: devices, connections: connections, killAt: killAt, populated: populated)
     } catch {
         // The servers go with the run, whatever ends it.
         await rig.cleanUp()
@@ -174,9 +180,19 @@ func fanout(_ arguments: [String]) async throws {
 }
 
 /// The fan-out `fanout` times, on a started rig; cleans it up when done.
-private func measure(_ rig: inout FanoutRig, devices: Int, connections: Int, killAt: Double?) async throws {
-    let registrations = try rig.registerHolders(count: devices, activityID: "final", connections: connections)
-    emit("registration_requests_per_second=\(Int(registrations))")
+private func measure(
+    _ rig: inout FanoutRig, devices: Int, connections: Int, killAt: Double?, populated: Bool
+) async throws {
+    if populated {
+        rig.server.stop()
+        let began = Date()
+        try populate(path: rig.work + "/data/islet.sqlite", app: rig.appID, count: devices, sharedActivity: "final")
+        emit("populate_seconds=\(String(format: "%.1f", Date().timeIntervalSince(began)))")
+        try rig.restart()
+    } else {
+        let registrations = try rig.registerHolders(count: devices, activityID: "final", connections: connections)
+        emit("registration_requests_per_second=\(Int(registrations))")
+    }
     let started = Date()
     try rig.sendUpdate(activityID: "final")
     if let killAt {

@@ -4,10 +4,12 @@ import IsletCore
 import Synchronization
 
 /// `islet-bench paced --port P --app A --key K --kind register|update|healthz --rate R
-/// --seconds S [--connections C] [--secrets S0,S1,…]`: sends requests at a fixed rate
-/// and measures each one's latency from the moment it was due (so a slow answer also
-/// counts against the requests queued behind it). Prints `achieved_rps=… p50_ms=…
-/// p99_ms=…`. `register` registers update tokens for the devices paced-0, paced-1, …
+/// --seconds S [--connections C] [--secrets S0,S1,…] [--timeline FILE]`: sends requests
+/// at a fixed rate and measures each one's latency from the moment it was due (so a
+/// slow answer also counts against the requests queued behind it). Prints
+/// `achieved_rps=… p50_ms=… p90_ms=… p99_ms=… p999_ms=… max_ms=…`; with `--timeline`,
+/// writes each request's due time (seconds from the start) and latency (ms), a line
+/// each, in the order they were due. `register` registers update tokens for the devices paced-0, paced-1, …
 /// (one per connection, registered beforehand), sending device `paced-i` the i-th of
 /// `--secrets`, its device secret.
 func paced(_ arguments: [String]) throws {
@@ -20,7 +22,9 @@ func paced(_ arguments: [String]) throws {
     let seconds = value("--seconds", in: arguments).flatMap(Double.init) ?? 5
     let connections = value("--connections", in: arguments).flatMap(Int.init) ?? 16
     let secrets = value("--secrets", in: arguments).map { $0.split(separator: ",").map(String.init) } ?? []
-    let latencies = Lock<[Double]>([])
+    let timeline = value("--timeline", in: arguments)
+    // (due, in seconds from the start; latency, in ms)
+    let latencies = Lock<[(Double, Double)]>([])
     let failures = Atomic<Int>(0)
     let start = Date().addingTimeInterval(0.2)
     let interval = Double(connections) / rate
@@ -29,7 +33,7 @@ func paced(_ arguments: [String]) throws {
             failures.add(1, ordering: .relaxed)
             return
         }
-        var mine: [Double] = []
+        var mine: [(Double, Double)] = []
         var random = SystemRandomNumberGenerator()
         var n = 0
         while true {
@@ -54,15 +58,23 @@ func paced(_ arguments: [String]) throws {
                 response = try? http.request("GET", "/healthz")
             }
             if response == nil || response!.status >= 300 { failures.add(1, ordering: .relaxed) }
-            mine.append(-due.timeIntervalSinceNow * 1000)
+            mine.append((due.timeIntervalSince(start), -due.timeIntervalSinceNow * 1000))
         }
         latencies.withLock { $0 += mine }
     }
-    let sorted = latencies.withLock { $0 }.sorted()
+    let samples = latencies.withLock { $0 }
+    let sorted = samples.map(\.1).sorted()
     guard !sorted.isEmpty else { throw BenchHTTP.Failure(description: "no request completed") }
+    if let timeline {
+        let lines = samples.sorted { $0.0 < $1.0 }.map { String(format: "%.4f %.3f", $0.0, $0.1) }
+        try (lines.joined(separator: "\n") + "\n").write(toFile: timeline, atomically: true, encoding: .utf8)
+    }
     func percentile(_ p: Double) -> Double { sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))] }
     emit("achieved_rps=\(Int(Double(sorted.count) / seconds))")
     emit("p50_ms=\(String(format: "%.2f", percentile(0.5)))")
+    emit("p90_ms=\(String(format: "%.2f", percentile(0.9)))")
     emit("p99_ms=\(String(format: "%.2f", percentile(0.99)))")
+    emit("p999_ms=\(String(format: "%.2f", percentile(0.999)))")
+    emit("max_ms=\(String(format: "%.2f", sorted[sorted.count - 1]))")
     emit("failures=\(failures.load(ordering: .relaxed))")
 }
