@@ -112,33 +112,39 @@ public enum JSONValue: Sendable, Hashable {
     /// Compact JSON text with members in sorted order, so that equal values always
     /// print the same.
     public var jsonText: String {
-        var out = ""
+        var out: [UInt8] = []
+        out.reserveCapacity(64)
         write(to: &out)
-        return out
+        return String(decoding: out, as: UTF8.self)
     }
 
-    private func write(to out: inout String) {
+    /// Appends the value's compact JSON text, members in sorted order, to the UTF-8
+    /// bytes `out`.
+    public func write(to out: inout [UInt8]) {
         switch self {
-        case .null: out += "null"
-        case .bool(let flag): out += flag ? "true" : "false"
-        case .integer(let value): out += String(value)
-        case .double(let value): out += value.isFinite ? "\(value)" : "null"
-        case .string(let text): out += JSONText.quoted(text)
+        case .null: out.append(contentsOf: "null".utf8)
+        case .bool(let flag): out.append(contentsOf: (flag ? "true" : "false").utf8)
+        case .integer(let value): out.append(contentsOf: String(value).utf8)
+        case .double(let value): out.append(contentsOf: (value.isFinite ? "\(value)" : "null").utf8)
+        case .string(let text): JSONText.appendQuoted(text, to: &out)
         case .array(let elements):
-            out += "["
+            out.append(UInt8(ascii: "["))
             for (index, element) in elements.enumerated() {
-                if index > 0 { out += "," }
+                if index > 0 { out.append(UInt8(ascii: ",")) }
                 element.write(to: &out)
             }
-            out += "]"
+            out.append(UInt8(ascii: "]"))
         case .object(let members):
-            out += "{"
-            for (index, key) in members.keys.sortedByScalars().enumerated() {
-                if index > 0 { out += "," }
-                out += JSONText.quoted(key) + ":"
-                members[key]!.write(to: &out)
+            out.append(UInt8(ascii: "{"))
+            // By the keys' UTF-8 bytes, which order as their scalars do (`sortedByScalars`).
+            let sorted = members.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
+            for (index, member) in sorted.enumerated() {
+                if index > 0 { out.append(UInt8(ascii: ",")) }
+                JSONText.appendQuoted(member.key, to: &out)
+                out.append(UInt8(ascii: ":"))
+                member.value.write(to: &out)
             }
-            out += "}"
+            out.append(UInt8(ascii: "}"))
         }
     }
 }
