@@ -93,7 +93,7 @@ public final class SQLiteStore: Store {
         }
     }
 
-    /// Runs `body` on the database's thread.
+    /// Runs `body` on the database's reading thread, with its reading connection.
     public func read<T: Sendable>(_ body: @escaping @Sendable (any StoreSession) throws -> T) async throws -> T {
         do {
             return try await database.read { [secrets] in try body(SQLSession(executor: SQLiteExecutor(connection: $0), secrets: secrets)) }
@@ -134,10 +134,10 @@ public final class SQLiteStore: Store {
         return result
     }
 
-    /// Runs `body` on the calling thread.
+    /// Runs `body` on the calling thread, with the database's reading connection.
     public func readNow<T: Sendable>(_ body: (any StoreSession) throws -> T) throws -> T {
         try mappingSQLiteErrors {
-            try database.withConnection { try body(SQLSession(executor: SQLiteExecutor(connection: $0), secrets: secrets)) }
+            try database.withReader { try body(SQLSession(executor: SQLiteExecutor(connection: $0), secrets: secrets)) }
         }
     }
 

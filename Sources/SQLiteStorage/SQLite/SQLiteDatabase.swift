@@ -2,11 +2,15 @@ import IsletSync
 import Foundation
 public import SQLStorage
 
-/// An SQLite database file with one connection that every caller shares in turn.
-/// `Sendable`: the connection sits behind a `Lock`, so exactly one thread uses it at
-/// a time, as SQLite's no-mutex mode requires. Async callers hand their work to the
-/// database's own thread (`read`, `write`), so that a commit's disk sync never blocks
-/// the cooperative thread pool.
+/// An SQLite database file with two connections: one that writes (and reads within
+/// its writes), which callers share in turn, and one that only reads (`read`,
+/// `readNow`). In WAL mode the reader sees the last commit without waiting for the
+/// writer, and holds no writer up: a long read (the event feed's) never stalls a
+/// commit, nor a commit's disk sync a read. `Sendable`: each connection sits behind
+/// a `Lock`, so exactly one thread uses it at a time, as SQLite's no-mutex mode
+/// requires. Async callers hand their work to a thread of the database's own (writes
+/// to `islet-db`, reads to `islet-db-read`), so that a commit's disk sync never
+/// blocks the cooperative thread pool. A read-only database has its one connection.
 ///
 /// Async writes are committed in groups: the writes waiting when the thread gets to
 /// them run in one transaction, each in a savepoint of its own (a write that throws
@@ -17,6 +21,11 @@ public final class SQLiteDatabase: Sendable {
     public let path: String
     private let connection: Lock<SQLiteConnection?>
     private let thread: DatabaseThread
+    /// The connection that only reads (`PRAGMA query_only`); nil once closed, and
+    /// for a read-only database, whose one connection reads.
+    private let reader: Lock<SQLiteConnection?>
+    /// Where async reads run; nil for a read-only database.
+    private let readThread: DatabaseThread?
     private let synchronousFull: Bool
     private let checkpointer: Checkpointer?
     private let pendingWrites = Lock<(jobs: [PendingWrite], scheduled: Bool)>(([], false))
@@ -42,9 +51,40 @@ public final class SQLiteDatabase: Sendable {
         } else {
             checkpointer = nil
         }
+        if options.readOnly {
+            reader = Lock(nil)
+            readThread = nil
+        } else {
+            let reading = try SQLiteConnection(path: path, options: options)
+            try reading.execute("PRAGMA query_only=ON")
+            reader = Lock(reading)
+            readThread = DatabaseThread(name: "islet-db-read")
+        }
         connection = Lock(opened)
         thread = DatabaseThread(name: "islet-db")
         synchronousFull = options.synchronousFull
+    }
+
+    /// Runs `body` with the reading connection (the one connection of a read-only
+    /// database), holding it for the duration, in one read transaction: every
+    /// statement of `body` sees the same commit, as when reads and writes took turns
+    /// on one connection. `body` must only read.
+    public func withReader<T: Sendable>(_ body: (SQLiteConnection) throws -> T) throws -> T {
+        guard readThread != nil else { return try withConnection(body) }
+        return try reader.withLock { (reader: inout SQLiteConnection?) throws -> T in
+            guard let reader else {
+                throw SQLiteError(code: .closed, message: "the database is closed")
+            }
+            try reader.execute("BEGIN")
+            do {
+                let value = try body(reader)
+                try reader.execute("COMMIT")
+                return value
+            } catch {
+                try? reader.execute("ROLLBACK")
+                throw error
+            }
+        }
     }
 
     /// Runs `body` with the connection, holding it for the duration.
@@ -75,11 +115,12 @@ public final class SQLiteDatabase: Sendable {
         }
     }
 
-    /// Runs `body` with the connection on the database's thread.
+    /// Runs `body` with the reading connection on the database's reading thread.
+    /// `body` must only read.
     public func read<T: Sendable>(_ body: @escaping @Sendable (SQLiteConnection) throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
-            thread.submit {
-                continuation.resume(with: Result { try self.withConnection(body) })
+            (readThread ?? thread).submit {
+                continuation.resume(with: Result { try self.withReader(body) })
             }
         }
     }
@@ -161,6 +202,8 @@ public final class SQLiteDatabase: Sendable {
     /// fail with `closed`.
     public func close() {
         checkpointer?.stop()
+        readThread?.stop()
+        reader.withLock { $0 = nil }
         connection.withLock { connection in
             try? connection?.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             connection = nil
