@@ -46,7 +46,7 @@ extension SQLSession {
                         \(SQLValue.array(chunk.map { .text($0.type.rawValue) }))::text[],
                         \(SQLValue.array(chunk.map { $0.activityID.map(SQLValue.text) ?? .null }))::text[],
                         \(SQLValue.array(chunk.map { .integer($0.occurredAt.unixMilliseconds) }))::int8[],
-                        \(SQLValue.array(chunk.map { .text($0.data.jsonText) }))::text[])
+                        \(SQLValue.array(chunk.map { .text($0.dataText) }))::text[])
                         WITH ORDINALITY AS t(app_id, type, activity_id, occurred_at, data, n)
                     ORDER BY t.n
                     """)
@@ -57,7 +57,7 @@ extension SQLSession {
             """
             INSERT INTO events (app_id, type, activity_id, occurred_at, data)
             VALUES (\(event.appID), \(event.type.rawValue), \(event.activityID), \(event.occurredAt.unixMilliseconds),
-                \(event.data.jsonText))
+                \(event.dataText))
             """
         }
     }

@@ -12,8 +12,34 @@ public struct NewEvent: Sendable, Hashable {
     public var activityID: String?
     /// When it happened.
     public var occurredAt: Date
+    /// The data as given, or as the JSON text it was written as (the events a
+    /// fan-out makes by the thousand are rendered straight to text).
+    private var body: Body
+
+    private enum Body: Sendable {
+        case value(JSONValue)
+        case text(String)
+    }
+
     /// What a reader needs to know: ids and reasons, never whole tokens.
-    public var data: JSONValue
+    public var data: JSONValue {
+        get {
+            switch body {
+            case .value(let value): value
+            case .text(let text): (try? JSONValue(parsing: Data(text.utf8))) ?? .null
+            }
+        }
+        set { body = .value(newValue) }
+    }
+
+    /// The data as compact JSON text, members in sorted order (`JSONValue.jsonText`):
+    /// what the store writes.
+    public var dataText: String {
+        switch body {
+        case .value(let value): value.jsonText
+        case .text(let text): text
+        }
+    }
 
     /// An event of `appID`.
     public init(appID: String, type: EventType, activityID: String?, occurredAt: Date, data: JSONValue) {
@@ -21,7 +47,31 @@ public struct NewEvent: Sendable, Hashable {
         self.type = type
         self.activityID = activityID
         self.occurredAt = occurredAt
-        self.data = data
+        self.body = .value(data)
+    }
+
+    /// An event whose data is already JSON text as `JSONValue.jsonText` writes it
+    /// (compact, members in sorted order), so that equal data has equal text.
+    init(appID: String, type: EventType, activityID: String?, occurredAt: Date, dataText: String) {
+        self.appID = appID
+        self.type = type
+        self.activityID = activityID
+        self.occurredAt = occurredAt
+        self.body = .text(dataText)
+    }
+
+    /// Equal when every field is, the data compared as its text.
+    public static func == (left: NewEvent, right: NewEvent) -> Bool {
+        left.appID == right.appID && left.type == right.type && left.activityID == right.activityID
+            && left.occurredAt == right.occurredAt && left.dataText == right.dataText
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(appID)
+        hasher.combine(type)
+        hasher.combine(activityID)
+        hasher.combine(occurredAt)
+        hasher.combine(dataText)
     }
 }
 

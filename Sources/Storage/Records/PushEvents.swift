@@ -23,15 +23,19 @@ extension NewEvent {
         case .dropped: type = .pushDropped
         case .queued: return nil
         }
-        var extra: [String: JSONValue] = ["attempts": .integer(Int64(push.attempts + attempts))]
-        if let apnsStatus { extra["apns_status"] = .integer(Int64(apnsStatus)) }
-        if let reason { extra["reason"] = .string(reason) }
-        extra["environment"] = .string(push.environment.rawValue)
-        return NewEvent(
-            appID: push.appID, type: type, activityID: push.activityID, occurredAt: date,
-            data: pushData(
-                activityID: push.activityID, deviceID: push.deviceID, event: push.content.event,
-                tokenKind: push.tokenKind, apnsID: push.apnsID, extra: extra))
+        // Written straight to text, members in sorted order: a fan-out makes one
+        // of these per push.
+        var object = JSONObjectWriter()
+        if let activityID = push.activityID { object.string("activity_id", activityID) }
+        object.string("apns_id", push.apnsID)
+        if let apnsStatus { object.integer("apns_status", Int64(apnsStatus)) }
+        object.integer("attempts", Int64(push.attempts + attempts))
+        object.string("device_id", push.deviceID)
+        object.string("environment", push.environment.rawValue)
+        object.string("event", push.content.event.rawValue)
+        if let reason { object.string("reason", reason) }
+        object.string("token_kind", push.tokenKind.rawValue)
+        return NewEvent(appID: push.appID, type: type, activityID: push.activityID, occurredAt: date, dataText: object.text)
     }
 
     private static func pushData(

@@ -97,7 +97,7 @@ struct NodeContractTests {
             let recorded = try store.writeNow { session -> Set<Int64> in
                 let recorded = try session.recordSent(
                     [
-                        SentPush(pushID: claimed[0].id, attempts: 1, apnsStatus: 200, apnsUniqueID: "unique-1"),
+                        SentPush(pushID: claimed[0].id, attempts: 1, apnsStatus: 200, apnsUniqueID: #"unique-1 "quoted" \é"#),
                         SentPush(pushID: claimed[1].id, attempts: 2, apnsStatus: 200, apnsUniqueID: nil),
                     ], by: "node-1", now: Fixture.at(3))
                 #expect(try session.recordSent([], by: "node-1", now: Fixture.at(3)).isEmpty)
@@ -107,7 +107,7 @@ struct NodeContractTests {
             let items = try store.readNow { try $0.pushes(appID: "app_1", activityID: "a1", since: Fixture.t0) }
             #expect(items.map(\.status) == [.sent, .sent, .queued])
             #expect(items.map(\.attempts) == [1, 2, 0])
-            #expect(items.map(\.apnsUniqueID) == ["unique-1", nil, nil])
+            #expect(items.map(\.apnsUniqueID) == [#"unique-1 "quoted" \é"#, nil, nil])
             #expect(items.map(\.apnsStatus) == [200, 200, nil])
             #expect(items[0].sentAt == Fixture.at(3))
             // Recorded pushes are no longer the node's: only the third is counted.

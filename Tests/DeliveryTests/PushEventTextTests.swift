@@ -1,0 +1,51 @@
+import Foundation
+import IsletCore
+@testable import Storage
+import Testing
+
+/// A push's settled event is written straight to JSON text; it must be the text the
+/// same data printed as a `JSONValue` gives, member for member.
+@Suite("Push events written as text")
+struct PushEventTextTests {
+    /// The data of a settled push as a dictionary: the definition the text keeps.
+    static func definition(
+        _ push: ClaimedPush, attempts: Int, apnsStatus: Int?, reason: String?
+    ) -> JSONValue {
+        var members: [String: JSONValue] = [
+            "device_id": .string(push.deviceID), "event": .string(push.content.event.rawValue),
+            "token_kind": .string(push.tokenKind.rawValue), "apns_id": .string(push.apnsID),
+            "attempts": .integer(Int64(push.attempts + attempts)), "environment": .string(push.environment.rawValue),
+        ]
+        if let activityID = push.activityID { members["activity_id"] = .string(activityID) }
+        if let apnsStatus { members["apns_status"] = .integer(Int64(apnsStatus)) }
+        if let reason { members["reason"] = .string(reason) }
+        return .object(members)
+    }
+
+    @Test(arguments: [PushStatus.sent, .failed, .dropped])
+    func textIsTheDefinitionsText(status: PushStatus) throws {
+        let at = Date(timeIntervalSince1970: 1_800_000_000)
+        for activityID in ["act-1", "quote \" and \u{1}é🛵", nil] as [String?] {
+            for apnsStatus in [200, 410, nil] as [Int?] {
+                for reason in ["Unregistered", "line\nbreak", nil] as [String?] {
+                    for kind in [PushTokenKind.liveActivityUpdate, .pushToStart, .device] {
+                        var push = claimedPush(kind: kind, activityID: activityID, environment: .production, createdAt: at)
+                        push.attempts = 2
+                        let event = try #require(NewEvent.pushSettled(
+                            push, status: status, attempts: 3, apnsStatus: apnsStatus, reason: reason, at: at))
+                        let expected = Self.definition(push, attempts: 3, apnsStatus: apnsStatus, reason: reason)
+                        #expect(event.dataText == expected.jsonText)
+                        #expect(event.data == expected)
+                        #expect(event == NewEvent(
+                            appID: push.appID, type: event.type, activityID: activityID, occurredAt: at, data: expected))
+                    }
+                }
+            }
+        }
+    }
+
+    @Test func aRequeuedPushIsNoEvent() {
+        let push = claimedPush(createdAt: Date(timeIntervalSince1970: 0))
+        #expect(NewEvent.pushSettled(push, status: .queued, attempts: 1, apnsStatus: 503, reason: nil, at: Date()) == nil)
+    }
+}
