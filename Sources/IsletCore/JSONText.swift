@@ -70,6 +70,12 @@ public struct JSONObjectWriter: Sendable {
         JSONText.appendQuoted(value, to: &bytes)
     }
 
+    /// Adds a member whose value is `json`, JSON text written elsewhere, as it is.
+    public mutating func raw(_ name: String, _ json: String) {
+        key(name)
+        bytes.append(contentsOf: json.utf8)
+    }
+
     /// Adds an integer member.
     public mutating func integer(_ name: String, _ value: Int64) {
         key(name)

@@ -123,6 +123,6 @@ extension SQLSession {
         EventRecord(
             sequence: try row.int64("seq"), appID: try row.string("app_id"), type: try row.string("type"),
             activityID: row.optionalString("activity_id"), occurredAt: try row.date("occurred_at"),
-            data: try row.json("data") ?? .null)
+            dataText: row.optionalString("data") ?? "null")
     }
 }

@@ -182,7 +182,7 @@ extension SQLSession {
             let event = EventRecord(
                 sequence: try row.int64("seq"), appID: delivery.appID, type: try row.string("type"),
                 activityID: row.optionalString("activity_id"), occurredAt: try row.date("occurred_at"),
-                data: try row.json("data") ?? .null)
+                dataText: row.optionalString("data") ?? "null")
             return ClaimedWebhookDelivery(delivery: delivery, url: try row.string("url"), secrets: secrets, event: event)
         }
     }

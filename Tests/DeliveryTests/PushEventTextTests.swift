@@ -44,6 +44,24 @@ struct PushEventTextTests {
         }
     }
 
+    /// A stored event prints with its data's text spliced in: the same text as the
+    /// event printed from its parsed data.
+    @Test func aStoredEventPrintsAsItsParsedSelf() throws {
+        let at = Date(timeIntervalSince1970: 1_800_000_000.25)
+        let push = claimedPush(activityID: "quote \" é🛵\n", createdAt: at)
+        let event = try #require(NewEvent.pushSettled(push, status: .failed, attempts: 1, apnsStatus: 400, reason: "Bad\\", at: at))
+        let stored = EventRecord(
+            sequence: 42, appID: event.appID, type: event.type.rawValue, activityID: event.activityID, occurredAt: at,
+            dataText: event.dataText)
+        let parsed = EventRecord(
+            sequence: 42, appID: event.appID, type: event.type.rawValue, activityID: event.activityID, occurredAt: at,
+            data: event.data)
+        #expect(stored.jsonText == parsed.json.jsonText)
+        #expect(stored == parsed)
+        #expect(stored.data == event.data)
+        #expect(try JSONValue(parsing: Data(stored.jsonText.utf8)) == stored.json)
+    }
+
     @Test func aRequeuedPushIsNoEvent() {
         let push = claimedPush(createdAt: Date(timeIntervalSince1970: 0))
         #expect(NewEvent.pushSettled(push, status: .queued, attempts: 1, apnsStatus: 503, reason: nil, at: Date()) == nil)

@@ -90,6 +90,6 @@ struct EventStreaming: Sendable {
 
     /// One event as a Server-Sent Events message.
     static func frame(_ event: EventRecord) -> String {
-        "id: \(event.id)\nevent: \(event.type)\ndata: \(event.json.jsonText)\n\n"
+        "id: \(event.id)\nevent: \(event.type)\ndata: \(event.jsonText)\n\n"
     }
 }

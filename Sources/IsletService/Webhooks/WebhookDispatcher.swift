@@ -235,7 +235,7 @@ public final class WebhookDispatcher: BackgroundService {
 
     private func attempt(_ item: ClaimedWebhookDelivery) async -> (outcome: WebhookAttempt, at: Date) {
         let started = environment.clock.now()
-        let body = Data(item.event.json.jsonText.utf8)
+        let body = Data(item.event.jsonText.utf8)
         let id = item.event.id
         let timestamp = Int64(started.timeIntervalSince1970)
         let request = WebhookRequest(

@@ -88,8 +88,34 @@ public struct EventRecord: Sendable, Hashable {
     public var activityID: String?
     /// When it happened.
     public var occurredAt: Date
-    /// Its data.
-    public var data: JSONValue
+    /// The data as given, or as the JSON text it was stored as: an event read from the
+    /// store is parsed only when its data is asked for, and is printed (to a stream,
+    /// to a webhook) with its text spliced in.
+    private var body: Body
+
+    private enum Body: Sendable {
+        case value(JSONValue)
+        case text(String)
+    }
+
+    /// Its data (`null` for stored text that does not parse).
+    public var data: JSONValue {
+        get {
+            switch body {
+            case .value(let value): value
+            case .text(let text): (try? JSONValue(parsing: Data(text.utf8))) ?? .null
+            }
+        }
+        set { body = .value(newValue) }
+    }
+
+    /// Its data as JSON text.
+    public var dataText: String {
+        switch body {
+        case .value(let value): value.jsonText
+        case .text(let text): text
+        }
+    }
 
     /// Creates a record.
     public init(sequence: Int64, appID: String, type: String, activityID: String?, occurredAt: Date, data: JSONValue) {
@@ -98,7 +124,34 @@ public struct EventRecord: Sendable, Hashable {
         self.type = type
         self.activityID = activityID
         self.occurredAt = occurredAt
-        self.data = data
+        self.body = .value(data)
+    }
+
+    /// Creates a record whose data is the JSON text `dataText`, as the store keeps it
+    /// (written by `NewEvent.dataText`).
+    public init(sequence: Int64, appID: String, type: String, activityID: String?, occurredAt: Date, dataText: String) {
+        self.sequence = sequence
+        self.appID = appID
+        self.type = type
+        self.activityID = activityID
+        self.occurredAt = occurredAt
+        self.body = .text(dataText)
+    }
+
+    /// Equal when every field is, the data compared as its text.
+    public static func == (left: EventRecord, right: EventRecord) -> Bool {
+        left.sequence == right.sequence && left.appID == right.appID && left.type == right.type
+            && left.activityID == right.activityID && left.occurredAt == right.occurredAt
+            && left.dataText == right.dataText
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(sequence)
+        hasher.combine(appID)
+        hasher.combine(type)
+        hasher.combine(activityID)
+        hasher.combine(occurredAt)
+        hasher.combine(dataText)
     }
 
     /// The public id of the event at `sequence`.
@@ -112,6 +165,17 @@ public struct EventRecord: Sendable, Hashable {
 
     /// The public id.
     public var id: String { Self.id(sequence) }
+
+    /// `json` as compact text, members sorted, the data's text spliced in as stored.
+    public var jsonText: String {
+        var object = JSONObjectWriter()
+        object.string("app_id", appID)
+        object.raw("data", dataText)
+        object.string("id", id)
+        object.string("occurred_at", RFC3339.string(occurredAt))
+        object.string("type", type)
+        return object.text
+    }
 
     /// The event as readers see it: `{id, type, app_id, occurred_at, data}`.
     public var json: JSONValue {
