@@ -330,6 +330,20 @@ extension SQLSession {
         ).map(Self.target)
     }
 
+    /// A page of the update tokens of an activity's copies that have not ended, after
+    /// `afterDeviceID`, in device order (the primary key's: no sort).
+    public func updateTargets(appID: String, activityID: String, afterDeviceID: String?, limit: Int) throws -> [PushTarget] {
+        let after: SQL = afterDeviceID.map { " AND device_id > \($0)" } ?? ""
+        return try query(
+            """
+            SELECT device_id, update_token AS token, environment FROM activity_instances
+            WHERE app_id = \(appID) AND activity_id = \(activityID)\(sql: after) AND status = 'active'
+                AND update_token IS NOT NULL
+            ORDER BY device_id LIMIT \(limit)
+            """
+        ).map(Self.target)
+    }
+
     static func activityRecord(_ row: SQLRow) throws -> ActivityRecord {
         ActivityRecord(
             sequence: try row.int64("seq"), activityID: try row.string("activity_id"),

@@ -141,6 +141,10 @@ public protocol ActivityStore {
     func endRefusedInstance(appID: String, activityID: String, token: String, refusedAt: Date?, now: Date) throws -> Bool
     /// The update tokens of every copy of an activity that has not ended.
     func updateTargets(appID: String, activityID: String) throws -> [PushTarget]
+    /// A page of those: at most `limit`, of the devices after `afterDeviceID` (from
+    /// the first when nil), in device order. A fan-out reads its targets a page at a
+    /// time, so that a million of them are never in memory at once.
+    func updateTargets(appID: String, activityID: String, afterDeviceID: String?, limit: Int) throws -> [PushTarget]
     /// Stores the alert an activity was started with (a successor starts with it).
     func setStartAlert(appID: String, activityID: String, alert: JSONValue) throws
     /// Copies whose push-to-start APNs accepted at or before `sentBefore` and that

@@ -299,8 +299,11 @@ public struct ActivityService: Sendable {
             ])
     }
 
+    /// Update targets read per page while a fan-out is queued.
+    static let targetPage = 10_000
+
     /// Queues `built` to every device holding the activity, after dropping its
-    /// queued updates (the device shows only the newest) and running `record` (which
+    /// queued updates (the device shows only the newest), then runs `record` (which
     /// stores the new state).
     private static func sendToHolders(
         _ built: BuiltPush, event: PushEvent, activity: ActivityRecord, appID: String, warnings: [String],
@@ -308,25 +311,36 @@ public struct ActivityService: Sendable {
     ) throws -> ActivitySendResult {
         let activityID = activity.activityID
         let superseded = try session.supersedeQueuedUpdates(appID: appID, activityID: activityID, now: now)
-        let targets = try session.updateTargets(appID: appID, activityID: activityID)
-        try record()
         let sendID = try session.insertSend(
             appID: appID, activityID: activityID, content: SendRules.content(built, event: event), now: now)
-        try session.enqueuePushes(
-            sendID: sendID, appID: appID, activityID: activityID, activityType: activity.activityType, event: event,
-            tokenKind: .liveActivityUpdate, targets: targets, now: now, mintID: APNsMessageID.mint)
+        // A page of targets at a time, in the one transaction: a million holders are
+        // never all in memory. The targets are the holders before `record` (an end
+        // ends their copies), so it runs once they are queued.
+        var targets = 0
+        var after: String?
+        while true {
+            let page = try session.updateTargets(
+                appID: appID, activityID: activityID, afterDeviceID: after, limit: Self.targetPage)
+            try session.enqueuePushes(
+                sendID: sendID, appID: appID, activityID: activityID, activityType: activity.activityType, event: event,
+                tokenKind: .liveActivityUpdate, targets: page, now: now, mintID: APNsMessageID.mint)
+            targets += page.count
+            guard page.count == Self.targetPage, let last = page.last else { break }
+            after = last.deviceID
+        }
+        try record()
         var events = superseded.map { NewEvent.pushDropped($0, at: now) }
         if event == .update {
             events.append(NewEvent(
                 appID: appID, type: .activityUpdated, activityID: activityID, occurredAt: now,
                 data: [
-                    "activity_id": .string(activityID), "targets": .integer(Int64(targets.count)),
+                    "activity_id": .string(activityID), "targets": .integer(Int64(targets)),
                     "superseded": .integer(Int64(superseded.count)),
                 ]))
         }
         try session.appendEvents(events)
         return ActivitySendResult(
-            activityID: activityID, targets: targets.count, superseded: superseded.count, warnings: warnings,
+            activityID: activityID, targets: targets, superseded: superseded.count, warnings: warnings,
             alreadyEnded: false)
     }
 

@@ -227,6 +227,43 @@ struct ActivityContractTests {
         }
     }
 
+    /// Read a page at a time, the targets are the whole list's, in device order,
+    /// each once: ended copies and copies without a token are left out of every page.
+    @Test(arguments: StoreBackend.all)
+    func updateTargetsComeAPageAtATime(_ backend: StoreBackend) async throws {
+        try await withStore(backend) { store in
+            try store.writeNow { session in
+                try session.insertApp(Fixture.app())
+                try session.startActivity("a1")
+                for index in 0..<23 {
+                    let device = String(format: "d%02d", index)
+                    #expect(try session.registerUpdateToken(
+                        appID: "app_1", activityID: "a1", deviceID: device, token: "u\(index)", environment: .sandbox,
+                        now: Fixture.at(1)))
+                }
+                try session.insertPendingInstances(appID: "app_1", activityID: "a1", targets: [Fixture.target("d99", "s")], now: Fixture.t0)
+                #expect(try session.endInstance(appID: "app_1", activityID: "a1", deviceID: "d07", cause: .device, at: Fixture.at(2)))
+            }
+            let whole = try store.readNow { try $0.updateTargets(appID: "app_1", activityID: "a1") }
+            #expect(whole.count == 22)
+            for limit in [1, 5, 22, 100] {
+                var pages: [[PushTarget]] = []
+                var after: String?
+                while true {
+                    let page = try store.readNow {
+                        try $0.updateTargets(appID: "app_1", activityID: "a1", afterDeviceID: after, limit: limit)
+                    }
+                    #expect(page.count <= limit)
+                    if page.isEmpty { break }
+                    pages.append(page)
+                    after = page.last?.deviceID
+                }
+                #expect(pages.flatMap { $0 } == whole)
+                #expect(pages.count == (whole.count + limit - 1) / limit)
+            }
+        }
+    }
+
     @Test(arguments: StoreBackend.all)
     func refusedUpdateTokensEndTheirCopyUnlessRegisteredAgain(_ backend: StoreBackend) async throws {
         try await withStore(backend) { store in
