@@ -189,16 +189,19 @@ extension SQLSession {
     }
 
     /// Copies whose start APNs accepted at or before `sentBefore` and that have no
-    /// update token yet, not reported before; each is marked reported.
+    /// update token yet, not reported before; each is marked reported. `CROSS JOIN`
+    /// makes SQLite take the pending copies (few) as the outer loop and find each
+    /// one's start push by `pushes_starts`; it chose to scan every push of the queue
+    /// instead, a million in a large fan-out, holding the writer meanwhile.
     public func claimUnconfirmedStarts(sentBefore: Date, now: Date, limit: Int) throws -> [UnconfirmedStart] {
         let lock: SQL = dialect == .postgresql ? " FOR UPDATE OF i SKIP LOCKED" : ""
         let found = try query(
             """
             SELECT i.app_id, i.activity_id, i.device_id, p.apns_id, p.sent_at
-            FROM activity_instances i
-            JOIN pushes p ON p.app_id = i.app_id AND p.activity_id = i.activity_id AND p.device_id = i.device_id
-                AND p.event = 'start' AND p.status = 'sent' AND p.created_at >= i.created_at
+            FROM activity_instances i CROSS JOIN pushes p
             WHERE i.status = 'pending' AND i.update_token IS NULL AND i.start_unconfirmed_at IS NULL
+                AND p.app_id = i.app_id AND p.activity_id = i.activity_id AND p.device_id = i.device_id
+                AND p.event = 'start' AND p.status = 'sent' AND p.created_at >= i.created_at
                 AND p.sent_at <= \(sentBefore.unixMilliseconds)
             ORDER BY p.sent_at LIMIT \(limit)\(sql: lock)
             """

@@ -46,8 +46,8 @@ struct PostgreSQLSharingTests {
                 return try await group.reduce(into: []) { $0.append($1) }
             }
             defer { for store in stores { store.close() } }
-            #expect(try TestPostgres.psql(url, "SELECT count(*) FROM islet_migrations") == "5")
-            for store in stores { #expect(try store.readNow { try $0.schemaVersion() } == 10) }
+            #expect(try TestPostgres.psql(url, "SELECT count(*) FROM islet_migrations") == "6")
+            for store in stores { #expect(try store.readNow { try $0.schemaVersion() } == 11) }
         }
     }
 

@@ -290,5 +290,10 @@ enum PostgresSchema {
             ALTER TABLE devices ADD COLUMN secret_hash BYTEA;
             ALTER TABLE apps ADD COLUMN device_secrets TEXT NOT NULL DEFAULT 'off';
             """),
+        // The report of starts no device confirmed looks up each pending copy's start
+        // push; without this it read every push of the queue.
+        Migration(version: 11, name: "start pushes by device", sql: """
+            CREATE INDEX pushes_starts ON pushes(app_id, activity_id, device_id) WHERE event = 'start';
+            """),
     ]
 }
