@@ -4,7 +4,7 @@ SHELL := /bin/bash
 SWIFT ?= swift
 # WERROR=1 turns compiler warnings into errors (CI sets it). EXTRA_SWIFT_FLAGS are
 # added to every build of the suite, the sanitizer suites and the fuzz targets (CI
-# keeps line tables only as debug information: a sixth less compiling).
+# keeps line tables only as debug information: about 6% less compiling).
 SWIFT_FLAGS := $(if $(filter 1,$(WERROR)),-Xswiftc -warnings-as-errors,) $(EXTRA_SWIFT_FLAGS)
 # Extra arguments for `islet serve --simulator`, e.g. make run ARGS="--port 9000".
 ARGS ?=
