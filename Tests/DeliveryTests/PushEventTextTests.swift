@@ -62,6 +62,22 @@ struct PushEventTextTests {
         #expect(try JSONValue(parsing: Data(stored.jsonText.utf8)) == stored.json)
     }
 
+    /// Data given as a value and data given as its text are one datum: equal, with
+    /// equal hashes, and each gives the other's form back.
+    @Test func dataAsValueAndAsTextAreOne() throws {
+        let value: JSONValue = .object(["b": .integer(2), "a": .string("é\"\n"), "c": .array([.null, .bool(true)])])
+        let text = EventData(text: value.jsonText)
+        #expect(text == EventData(value))
+        #expect(text.hashValue == EventData(value).hashValue)
+        #expect(text.value == value)
+        #expect(EventData(value).text == value.jsonText)
+        #expect(EventData(text: "{\"a\":1}") != EventData(.object(["a": .integer(2)])))
+        #expect(EventData(text: "not json").value == .null)
+        var record = EventRecord(sequence: 1, appID: "app", type: "t", activityID: nil, occurredAt: Date(timeIntervalSince1970: 0), content: text)
+        record.data = .integer(7)
+        #expect(record.dataText == "7")
+    }
+
     @Test func aRequeuedPushIsNoEvent() {
         let push = claimedPush(createdAt: Date(timeIntervalSince1970: 0))
         #expect(NewEvent.pushSettled(push, status: .queued, attempts: 1, apnsStatus: 503, reason: nil, at: Date()) == nil)

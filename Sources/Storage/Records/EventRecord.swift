@@ -1,6 +1,47 @@
 public import Foundation
 public import IsletCore
 
+/// An event's data: a value as given, or the JSON text it was written as (the events
+/// a fan-out makes by the thousand are rendered straight to text, and an event read
+/// from the store is parsed only when its value is asked for). Equal data is equal
+/// text: both forms compare and hash as `text`, compact with members in sorted order
+/// (`JSONValue.jsonText`).
+public struct EventData: Sendable, Hashable {
+    private enum Form: Sendable {
+        case value(JSONValue)
+        case text(String)
+    }
+
+    private var form: Form
+
+    /// Data holding `value`.
+    public init(_ value: JSONValue) { form = .value(value) }
+
+    /// Data that is already the JSON text `text`, written as `JSONValue.jsonText`
+    /// writes it, so that equal data has equal text.
+    public init(text: String) { form = .text(text) }
+
+    /// The value (`null` for text that does not parse).
+    public var value: JSONValue {
+        switch form {
+        case .value(let value): value
+        case .text(let text): (try? JSONValue(parsing: Data(text.utf8))) ?? .null
+        }
+    }
+
+    /// The JSON text: what the store writes and what readers are sent.
+    public var text: String {
+        switch form {
+        case .value(let value): value.jsonText
+        case .text(let text): text
+        }
+    }
+
+    public static func == (left: EventData, right: EventData) -> Bool { left.text == right.text }
+
+    public func hash(into hasher: inout Hasher) { hasher.combine(text) }
+}
+
 /// An event to write in the transaction of the change it describes.
 public struct NewEvent: Sendable, Hashable {
     /// The app it belongs to.
@@ -12,66 +53,34 @@ public struct NewEvent: Sendable, Hashable {
     public var activityID: String?
     /// When it happened.
     public var occurredAt: Date
-    /// The data as given, or as the JSON text it was written as (the events a
-    /// fan-out makes by the thousand are rendered straight to text).
-    private var body: Body
-
-    private enum Body: Sendable {
-        case value(JSONValue)
-        case text(String)
-    }
-
     /// What a reader needs to know: ids and reasons, never whole tokens.
+    public var content: EventData
+
+    /// The data's value.
     public var data: JSONValue {
-        get {
-            switch body {
-            case .value(let value): value
-            case .text(let text): (try? JSONValue(parsing: Data(text.utf8))) ?? .null
-            }
-        }
-        set { body = .value(newValue) }
+        get { content.value }
+        set { content = EventData(newValue) }
     }
 
-    /// The data as compact JSON text, members in sorted order (`JSONValue.jsonText`):
-    /// what the store writes.
-    public var dataText: String {
-        switch body {
-        case .value(let value): value.jsonText
-        case .text(let text): text
-        }
-    }
+    /// The data as the JSON text the store writes.
+    public var dataText: String { content.text }
 
     /// An event of `appID`.
     public init(appID: String, type: EventType, activityID: String?, occurredAt: Date, data: JSONValue) {
-        self.appID = appID
-        self.type = type
-        self.activityID = activityID
-        self.occurredAt = occurredAt
-        self.body = .value(data)
+        self.init(appID: appID, type: type, activityID: activityID, occurredAt: occurredAt, content: EventData(data))
     }
 
-    /// An event whose data is already JSON text as `JSONValue.jsonText` writes it
-    /// (compact, members in sorted order), so that equal data has equal text.
+    /// An event whose data is already JSON text as `JSONValue.jsonText` writes it.
     init(appID: String, type: EventType, activityID: String?, occurredAt: Date, dataText: String) {
+        self.init(appID: appID, type: type, activityID: activityID, occurredAt: occurredAt, content: EventData(text: dataText))
+    }
+
+    init(appID: String, type: EventType, activityID: String?, occurredAt: Date, content: EventData) {
         self.appID = appID
         self.type = type
         self.activityID = activityID
         self.occurredAt = occurredAt
-        self.body = .text(dataText)
-    }
-
-    /// Equal when every field is, the data compared as its text.
-    public static func == (left: NewEvent, right: NewEvent) -> Bool {
-        left.appID == right.appID && left.type == right.type && left.activityID == right.activityID
-            && left.occurredAt == right.occurredAt && left.dataText == right.dataText
-    }
-
-    public func hash(into hasher: inout Hasher) {
-        hasher.combine(appID)
-        hasher.combine(type)
-        hasher.combine(activityID)
-        hasher.combine(occurredAt)
-        hasher.combine(dataText)
+        self.content = content
     }
 }
 
@@ -88,70 +97,38 @@ public struct EventRecord: Sendable, Hashable {
     public var activityID: String?
     /// When it happened.
     public var occurredAt: Date
-    /// The data as given, or as the JSON text it was stored as: an event read from the
-    /// store is parsed only when its data is asked for, and is printed (to a stream,
-    /// to a webhook) with its text spliced in.
-    private var body: Body
+    /// Its data, kept as the text the store holds until its value is asked for: it is
+    /// printed (to a stream, to a webhook) with that text spliced in.
+    public var content: EventData
 
-    private enum Body: Sendable {
-        case value(JSONValue)
-        case text(String)
-    }
-
-    /// Its data (`null` for stored text that does not parse).
+    /// Its data's value (`null` for stored text that does not parse).
     public var data: JSONValue {
-        get {
-            switch body {
-            case .value(let value): value
-            case .text(let text): (try? JSONValue(parsing: Data(text.utf8))) ?? .null
-            }
-        }
-        set { body = .value(newValue) }
+        get { content.value }
+        set { content = EventData(newValue) }
     }
 
     /// Its data as JSON text.
-    public var dataText: String {
-        switch body {
-        case .value(let value): value.jsonText
-        case .text(let text): text
-        }
-    }
+    public var dataText: String { content.text }
 
     /// Creates a record.
     public init(sequence: Int64, appID: String, type: String, activityID: String?, occurredAt: Date, data: JSONValue) {
-        self.sequence = sequence
-        self.appID = appID
-        self.type = type
-        self.activityID = activityID
-        self.occurredAt = occurredAt
-        self.body = .value(data)
+        self.init(sequence: sequence, appID: appID, type: type, activityID: activityID, occurredAt: occurredAt, content: EventData(data))
     }
 
     /// Creates a record whose data is the JSON text `dataText`, as the store keeps it
     /// (written by `NewEvent.dataText`).
     public init(sequence: Int64, appID: String, type: String, activityID: String?, occurredAt: Date, dataText: String) {
+        self.init(sequence: sequence, appID: appID, type: type, activityID: activityID, occurredAt: occurredAt, content: EventData(text: dataText))
+    }
+
+    /// Creates a record of `content`.
+    public init(sequence: Int64, appID: String, type: String, activityID: String?, occurredAt: Date, content: EventData) {
         self.sequence = sequence
         self.appID = appID
         self.type = type
         self.activityID = activityID
         self.occurredAt = occurredAt
-        self.body = .text(dataText)
-    }
-
-    /// Equal when every field is, the data compared as its text.
-    public static func == (left: EventRecord, right: EventRecord) -> Bool {
-        left.sequence == right.sequence && left.appID == right.appID && left.type == right.type
-            && left.activityID == right.activityID && left.occurredAt == right.occurredAt
-            && left.dataText == right.dataText
-    }
-
-    public func hash(into hasher: inout Hasher) {
-        hasher.combine(sequence)
-        hasher.combine(appID)
-        hasher.combine(type)
-        hasher.combine(activityID)
-        hasher.combine(occurredAt)
-        hasher.combine(dataText)
+        self.content = content
     }
 
     /// The public id of the event at `sequence`.
