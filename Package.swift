@@ -214,7 +214,7 @@ let package = Package(
         .testTarget(
             name: "IsletServerTests",
             dependencies: [
-                "IsletSync", "IsletServer", "islet", "IsletTesting", "HTTP2", "HTTPClient", "HTTPServer", "IsletCrypto", "APNsSimulator",
+                "IsletSync", "IsletServer", "islet", "IsletTesting", "HTTP2", "HTTPClient", "HTTPServer", "IsletCrypto", "APNsSimulator", "Delivery",
                 // Databases written as an older Islet wrote them, and read raw.
                 "Storage", "SQLiteStorage", "PostgreSQLStorage",
             ],

@@ -1002,7 +1002,9 @@ def webhooks(rig, quick, results, progress):
     receiver_port = free_port()
     receiver = rig.spawn([BENCH, "webhook-receiver", "--port", str(receiver_port)])
     wait_port(receiver_port)
-    server = Server(rig, data, extra=["--webhooks-allow-http", "--webhooks-allow-private"])
+    # The streams exceed the default cap of event streams an app may hold (100).
+    server = Server(rig, data, extra=["--webhooks-allow-http", "--webhooks-allow-private",
+                                      "--max-event-streams-per-app", str(streams * 2)])
     try:
         app = bench_app(rig, server)
         app_id = app["id"]

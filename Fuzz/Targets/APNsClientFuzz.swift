@@ -47,7 +47,6 @@ public enum APNsClientFuzz {
         var configuration = APNsClientConfiguration()
         configuration.sandboxURL = URL(string: "http://127.0.0.1:\(port)")!
         configuration.productionURL = configuration.sandboxURL
-        configuration.maxAttempts = 1
         configuration.breakerThreshold = 1 << 40
         configuration.connectTimeout = .seconds(2)
         let client = APNsClient(configuration: configuration, clock: ManualWallClock())

@@ -5,7 +5,7 @@ public import IsletCore
 import IsletCrypto
 import Synchronization
 
-/// Where and how the APNs client connects, and how hard it retries.
+/// Where and how the APNs client connects, and when it pauses a failing host.
 public struct APNsClientConfiguration: Sendable {
     /// The production endpoint (`https://api.push.apple.com`, port 443).
     public var productionURL = URL(string: "https://api.push.apple.com")!
@@ -19,14 +19,6 @@ public struct APNsClientConfiguration: Sendable {
     /// connection). One thread carries tens of thousands of pushes a second; more
     /// only help when cores are idle.
     public var threadsPerPool = 1
-    /// Attempts per push, the first included, for retryable failures.
-    public var maxAttempts = 5
-    /// No retry starts after this long from the first attempt.
-    public var retryDeadline: TimeInterval = 60
-    /// Backoff before the second attempt; doubles each time, with full jitter.
-    public var backoffBase: TimeInterval = 0.1
-    /// Longest backoff.
-    public var backoffMax: TimeInterval = 10
     /// 503s or connection failures in a row that open a host's circuit breaker.
     public var breakerThreshold = 5
     /// How long an open breaker waits before it probes.
@@ -34,17 +26,10 @@ public struct APNsClientConfiguration: Sendable {
     /// Keep-alive PING interval.
     public var pingInterval: Duration = .seconds(60)
     /// How long an attempt waits for a connection (reconnecting with backoff
-    /// meanwhile) before it fails as a transport failure and is retried.
+    /// meanwhile) before it fails as a passing fault.
     public var connectTimeout: Duration = .seconds(10)
     /// Provider tokens are replaced after this long (APNs allows an hour).
     public var providerTokenMaximumAge: TimeInterval = 55 * 60
-
-    /// The backoff before the attempt after `attempts` attempts: `backoffBase`
-    /// doubled per attempt up to `backoffMax`, with full jitter drawn from `random`.
-    public func retryDelay(afterAttempts attempts: Int, using random: inout some RandomNumberGenerator) -> TimeInterval {
-        let ceiling = max(0, min(backoffMax, backoffBase * pow(2, Double(max(0, attempts - 1)))))
-        return Double.random(in: 0...ceiling, using: &random)
-    }
 
     /// Apple's hosts, the system's roots.
     public init() {}
@@ -56,23 +41,25 @@ public struct APNsClientConfiguration: Sendable {
 }
 
 /// Sends pushes to APNs over HTTP/2: a pool of connections per (signing key,
-/// environment), one provider token per key shared by its connections, retries
-/// with backoff and jitter that keep the `apns-id`, a circuit breaker per host, and
-/// every answer classified by `APNsFailurePolicy`.
+/// environment), one provider token per key shared by its connections, a circuit
+/// breaker per host, and one attempt per push, its answer classified by
+/// `APNsFailurePolicy`. The client never sends a push again on its own (only the
+/// HTTP/2 layer re-sends a request the server refused unprocessed): what follows an
+/// answer is the caller's to decide.
 public final class APNsClient: Sendable {
     /// The configuration it was made with.
     public let configuration: APNsClientConfiguration
-    fileprivate let clock: any WallClock
+    private let clock: any WallClock
     private let pools = Lock<[PoolKey: Pool]>([:])
     private let tokens = Lock<[String: ProviderTokenManager]>([:])
     private let breakers = Lock<[String: CircuitBreaker]>([:])
     private let shuttingDown = Atomic<Bool>(false)
-    /// Draws the jitter of retries and reconnects.
-    fileprivate let random: Lock<any RandomSource>
+    /// Draws the jitter of reconnects.
+    private let random: Lock<any RandomSource>
 
     /// Creates a client; connections open on first use. `clock` drives provider-token
-    /// ages and the circuit breakers; `random` draws the jitter of retries and of the
-    /// connections' reconnects (by default a generator seeded once from the system).
+    /// ages and the circuit breakers; `random` draws the jitter of the connections'
+    /// reconnects (by default a generator seeded once from the system).
     public init(
         configuration: APNsClientConfiguration = APNsClientConfiguration(), clock: any WallClock = SystemWallClock(),
         random: any RandomSource = SeededRandomSource(seed: .random(in: .min ... .max))
@@ -82,9 +69,8 @@ public final class APNsClient: Sendable {
         self.random = Lock(random)
     }
 
-    /// Sends `request` with `key` to `environment`, retrying passing faults within
-    /// the configured attempts and deadline. Never throws: the result says what
-    /// happened and what to do.
+    /// Sends `request` with `key` to `environment`, once. Never throws: the result
+    /// says what became of it.
     public func send(_ request: APNsRequest, key: APNsSigningKey, environment: APNsEnvironment) async -> APNsResult {
         await withCheckedContinuation { continuation in
             send(request, key: key, environment: environment) { continuation.resume(returning: $0) }
@@ -112,7 +98,7 @@ public final class APNsClient: Sendable {
                 attempts: 0, apnsID: request.apnsID))
             return
         }
-        PushAttempt(client: self, request: request, pool: pool, completion: completion).step()
+        PushAttempt(client: self, request: request, pool: pool, completion: completion).start()
     }
 
     fileprivate var isShuttingDown: Bool { shuttingDown.load(ordering: .relaxed) }
@@ -252,25 +238,22 @@ final class Pool: Sendable {
     }
 }
 
-/// One push on its way: attempts, backoff, breaker waits and token refreshes, each
-/// step started by the previous one's completion. It is also the HTTP/2 exchange of
-/// each attempt: it writes the request's fields and reads APNs's answer itself, so
-/// that a push costs one object.
-/// `@unchecked Sendable`: its steps never overlap (each is scheduled only by the
-/// completion of the one before), so its state is touched by one thread at a time.
+/// One push on its way: the circuit breaker's permit, the provider token, and the
+/// HTTP/2 exchange itself: it writes the request's fields and reads APNs's answer
+/// itself, so that a push costs one object.
+/// `@unchecked Sendable`: `start` runs before the exchange is handed to the
+/// connection, and the connection's thread alone calls the exchange's methods after
+/// that, so its state is touched by one thread at a time.
 private final class PushAttempt: HTTP2Exchange, @unchecked Sendable {
     let client: APNsClient
     let request: APNsRequest
     let pool: Pool
     let completion: @Sendable (APNsResult) -> Void
-    let started: Date
+    /// 1 once the push is handed to a connection.
     var attempts = 0
-    var refreshed = false
-    /// The provider token the attempt in flight carries, and its header value.
+    /// The provider token the attempt carries, and its header value.
     var providerToken = ""
     var authorization = ""
-    var lastResponse: APNsResponse?
-    var lastError: APNsError?
     // The answer being read.
     var answerID: String?
     var answerUniqueID: String?
@@ -281,37 +264,28 @@ private final class PushAttempt: HTTP2Exchange, @unchecked Sendable {
         self.request = request
         self.pool = pool
         self.completion = completion
-        self.started = client.clock.now()
         super.init(body: request.payload)
     }
 
-    private var configuration: APNsClientConfiguration { client.configuration }
     private var tokens: ProviderTokenManager { pool.tokens }
     private var breaker: CircuitBreaker { pool.breaker }
 
-    private func finish(_ disposition: APNsDisposition, error: APNsError? = nil) {
-        completion(APNsResult(disposition: disposition, response: lastResponse, error: error ?? lastError, attempts: attempts, apnsID: request.apnsID))
+    private func finish(_ disposition: TransportDisposition, response: APNsResponse? = nil, error: APNsError? = nil) {
+        completion(APNsResult(disposition: disposition, response: response, error: error, attempts: attempts, apnsID: request.apnsID))
     }
 
-    private func later(_ seconds: TimeInterval, _ body: @escaping @Sendable () -> Void) {
-        pool.next().schedule(after: .milliseconds(Int(max(0, seconds) * 1000)), body)
-    }
-
-    func step() {
+    func start() {
         if client.isShuttingDown {
-            finish(.retry, error: APNsError(.shutDown, "the client is shutting down"))
+            finish(.retryLater(after: nil), error: APNsError(.shutDown, "the client is shutting down"))
             return
         }
         let permit = breaker.permit()
         guard permit.allowed else {
-            if client.clock.now().timeIntervalSince(started) + permit.retryAfter > configuration.retryDeadline {
-                finish(.retry, error: APNsError(.circuitOpen, "\(pool.hostKey) keeps failing; paused for \(Int(permit.retryAfter.rounded(.up))) s"))
-            } else {
-                later(max(0.001, min(permit.retryAfter, 1))) { self.step() }
-            }
+            finish(
+                .retryLater(after: permit.retryAfter),
+                error: APNsError(.circuitOpen, "\(pool.hostKey) keeps failing; paused for \(Int(permit.retryAfter.rounded(.up))) s"))
             return
         }
-        attempts += 1
         do {
             (providerToken, authorization) = try tokens.current()
         } catch {
@@ -319,6 +293,7 @@ private final class PushAttempt: HTTP2Exchange, @unchecked Sendable {
             finish(.credentialsRejected, error: APNsError(.credentialsRejected, "cannot sign a provider token: \(error)"))
             return
         }
+        attempts = 1
         pool.next().send(self)
     }
 
@@ -357,45 +332,27 @@ private final class PushAttempt: HTTP2Exchange, @unchecked Sendable {
     }
 
     override func completed(_ outcome: Result<Int, any Error>) {
-        let disposition: APNsDisposition
         switch outcome {
         case .success(let status):
             let answer = response(status: status)
-            lastResponse = answer
-            lastError = nil
-            disposition = APNsFailurePolicy.classify(answer)
+            // An expired provider token is replaced here (at most once per 20
+            // minutes, however many pushes carried it), so that the push may go again.
+            let replaced = answer.reason == .expiredProviderToken && tokens.tokenExpired(providerToken)
+            let disposition = APNsFailurePolicy.classify(answer, providerTokenReplaced: replaced)
+            switch disposition {
+            case .retry: breaker.recordFailure()
+            case .delivered: breaker.recordSuccess()
+            default: breaker.recordNeutral()
+            }
+            if disposition == .credentialsRejected, answer.reason != .expiredProviderToken {
+                // The key or team is refused: no push goes with this key until the
+                // credentials change.
+                tokens.refusal.withLock { $0 = answer.reason.map { "\($0)" } ?? "\(status)" }
+            }
+            finish(disposition, response: answer)
         case .failure(let error):
-            lastError = APNsError(.transport, APNsError.sentence(error, host: pool.hostKey))
-            lastResponse = nil
-            disposition = .retry
-        }
-        switch disposition {
-        case .retry: breaker.recordFailure()
-        case .delivered: breaker.recordSuccess()
-        default: breaker.recordNeutral()
-        }
-        switch disposition {
-        case .refreshProviderToken:
-            if !refreshed && tokens.tokenExpired(providerToken) {
-                refreshed = true
-                step()
-            } else {
-                finish(.credentialsRejected)
-            }
-        case .credentialsRejected:
-            let reason = lastResponse?.reason.map { "\($0)" } ?? "403"
-            tokens.refusal.withLock { $0 = reason }
-            finish(.credentialsRejected)
-        case .retry:
-            let elapsed = client.clock.now().timeIntervalSince(started)
-            let delay = client.random.withLock { configuration.retryDelay(afterAttempts: attempts, using: &$0) }
-            guard attempts < configuration.maxAttempts, elapsed + delay < configuration.retryDeadline else {
-                finish(.retry)
-                return
-            }
-            later(delay) { self.step() }
-        default:
-            finish(disposition)
+            breaker.recordFailure()
+            finish(.retry, error: APNsError(.transport, APNsError.sentence(error, host: pool.hostKey)))
         }
     }
 

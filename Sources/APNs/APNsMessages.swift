@@ -80,22 +80,22 @@ public struct APNsResponse: Sendable, Equatable {
     }
 }
 
-/// What became of a push after the client's retries.
+/// What became of a push's one attempt.
 public struct APNsResult: Sendable {
-    /// What the caller should do about it.
-    public var disposition: APNsDisposition
-    /// The last answer APNs gave, if any attempt got one.
+    /// What became of it, in a transport's terms (`APNsFailurePolicy`).
+    public var disposition: TransportDisposition
+    /// APNs's answer, if the attempt got one.
     public var response: APNsResponse?
-    /// The transport or credential failure of the last attempt, if it had no answer.
+    /// The transport or credential failure of the attempt, if it had no answer.
     public var error: APNsError?
-    /// Attempts made (1 when the first one settled it).
+    /// Attempts made: 1, or 0 when the push never reached the network.
     public var attempts: Int
-    /// The `apns-id` every attempt carried.
+    /// The `apns-id` the push carried (every attempt of a push carries the same).
     public var apnsID: String
 
     /// Creates a result.
     public init(
-        disposition: APNsDisposition, response: APNsResponse? = nil, error: APNsError? = nil, attempts: Int,
+        disposition: TransportDisposition, response: APNsResponse? = nil, error: APNsError? = nil, attempts: Int,
         apnsID: String
     ) {
         self.disposition = disposition

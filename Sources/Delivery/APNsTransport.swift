@@ -7,7 +7,7 @@ public import Storage
 
 /// Sends claimed pushes to APNs through an `APNsClient`: it builds each
 /// `APNsRequest`, signs with the app's key (read from the store, and parsed once per
-/// version of the app's credentials) and turns every `APNsResult` into a
+/// version of the app's credentials) and hands back every `APNsResult` as a
 /// `TransportResult`. The client is shut down by whoever made it.
 public final class APNsTransport: PushTransport {
     /// The client pushes go through.
@@ -77,22 +77,11 @@ public final class APNsTransport: PushTransport {
             latency: 0)
     }
 
-    /// `result` in a transport's terms. The token-refreshing disposition never leaves
-    /// the client (it retries or gives up as refused); were it to, it is a passing fault.
+    /// `result` as a transport's result: its disposition is already the neutral one
+    /// (`APNsFailurePolicy`).
     public static func result(_ result: APNsResult, latency: TimeInterval) -> TransportResult {
-        let disposition: TransportDisposition
-        switch result.disposition {
-        case .delivered: disposition = .delivered
-        case .retry, .refreshProviderToken: disposition = .retry
-        case .retryLater: disposition = .retryLater
-        case .tokenDead(let since):
-            disposition = result.response?.reason == .badDeviceToken ? .tokenUnknownInEnvironment : .tokenDead(since: since)
-        case .wrongTopic: disposition = .wrongTopic
-        case .credentialsRejected: disposition = .credentialsRejected
-        case .rejected: disposition = .rejected
-        }
-        return TransportResult(
-            disposition: disposition, status: result.response?.status, reason: reason(result),
+        TransportResult(
+            disposition: result.disposition, status: result.response?.status, reason: reason(result),
             uniqueID: result.response?.uniqueID, attempts: result.attempts, latency: latency)
     }
 

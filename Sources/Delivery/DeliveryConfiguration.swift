@@ -5,11 +5,13 @@ public import IsletCore
 public struct DeliveryConfiguration: Sendable {
     /// Pushes sent and not yet answered, at most.
     public var maxInFlight = 2_000
-    /// Rounds of attempts per push (each round is the APNs client's own quick
-    /// retries) before it is given up as failed.
-    public var maxRounds = 8
-    /// Backoff before the second round; doubles each round, with full jitter.
-    public var retryBase: TimeInterval = 5
+    /// Attempts per push that reached the push service (a round each: transports
+    /// make one attempt and never retry on their own) before it is given up as
+    /// failed. A push the transport did not hand to the network uses none.
+    public var maxRounds = 12
+    /// Backoff before the second round; doubles each round, with full jitter (at
+    /// least half of it when the service asks to slow down).
+    public var retryBase: TimeInterval = 1
     /// Longest backoff between rounds.
     public var retryMax: TimeInterval = 600
     /// A push not sent within this long of being queued is given up.

@@ -3,11 +3,12 @@ public import IsletCore
 public import Storage
 
 /// What the worker does with a push once the transport has given its result: the
-/// one place where a result becomes a status, a retry, or a change to the registry.
+/// one place where a result becomes a status, a retry (now or later), or a change to
+/// the registry. Transports make one attempt per push and never retry on their own.
 public enum DeliveryDecision: Sendable, Equatable {
     /// The push service accepted it.
     case sent
-    /// Queue it again, to be tried after `delay` seconds.
+    /// Queue it again, to be tried after `delay` seconds (0: at once).
     case retry(after: TimeInterval)
     /// BadDeviceToken may mean a sandbox token sent to production or the reverse:
     /// send it once more, at once, to `environment`.
@@ -78,10 +79,24 @@ public struct DeliveryPolicy: Sendable {
             return .deadToken(since: nil)
         case .tokenDead(let since):
             return .deadToken(since: since)
-        case .retry, .retryLater:
+        case .retry, .retryNow, .retryLater:
+            // A push the transport never handed to the network (its host paused, the
+            // transport stopping) used no round: only the push's age bounds it.
+            let attempted = result.attempts > 0
             let ceiling = min(configuration.retryMax, configuration.retryBase * pow(2, Double(max(0, round - 1))))
-            let delay = ceiling * min(1, max(0, jitter))
-            guard round < configuration.maxRounds,
+            let share = min(1, max(0, jitter))
+            let delay: TimeInterval
+            switch result.disposition {
+            case .retryNow:
+                delay = 0
+            case .retryLater(let after):
+                // Slowing down: at least half the backoff (a paused host's pushes do
+                // not come back at once, all together), never sooner than asked.
+                delay = max(after ?? 0, ceiling * (0.5 + share / 2))
+            default:
+                delay = ceiling * share
+            }
+            guard !attempted || round < configuration.maxRounds,
                 now.addingTimeInterval(delay).timeIntervalSince(queuedAt) < configuration.maxAge
             else { return .failed }
             return .retry(after: delay)

@@ -1,29 +1,6 @@
 public import Foundation
+public import IsletCore
 public import Storage
-
-/// What became of one push at a transport, in terms every transport shares: the
-/// delivery worker decides from this alone.
-public enum TransportDisposition: Sendable, Equatable {
-    /// The push service accepted the push.
-    case delivered
-    /// A passing fault (the service was busy or failed, the connection was lost, the
-    /// app's credentials could not be read): send it again after a backoff.
-    case retry
-    /// The token is pushed too fast, or the service asks to slow down: send it again,
-    /// later.
-    case retryLater
-    /// The token is no longer valid (since `since`, when the service says).
-    case tokenDead(since: Date?)
-    /// The service does not know the token in the environment it was sent to (APNs's
-    /// BadDeviceToken): it may belong to the other environment, or be dead.
-    case tokenUnknownInEnvironment
-    /// The token does not belong to this topic or push type.
-    case wrongTopic
-    /// The service refuses the app's credentials (or the app has none that work).
-    case credentialsRejected
-    /// The push itself is wrong; sending it again cannot help.
-    case rejected
-}
 
 /// A transport's answer to one push: what became of it, and what to record and count.
 public struct TransportResult: Sendable {
@@ -55,9 +32,10 @@ public struct TransportResult: Sendable {
 }
 
 /// Sends claimed pushes to a push service (APNs today; FCM or broadcast channels
-/// later). A transport makes its own quick retries within a push and answers once per
-/// push; the worker decides what follows (record, retry later, give up, act on a dead
-/// token).
+/// later). A transport makes one attempt per push and answers once per push, its
+/// service's answer mapped to a `TransportDisposition`; it never retries on its own
+/// (the delivery policy decides what follows: retry now, retry later, record, act on
+/// the token).
 public protocol PushTransport: Sendable {
     /// Sends `push` and calls `completion` exactly once with its result, on any
     /// thread (keep the completion short).

@@ -274,7 +274,8 @@ extension SQLSession {
                 """) > 0
         }
         var changes: SQL = """
-            status = \(outcome.status.rawValue), attempts = attempts + \(outcome.attempts), rounds = rounds + 1, \
+            status = \(outcome.status.rawValue), attempts = attempts + \(outcome.attempts), \
+            rounds = rounds + \(outcome.attempts > 0 ? 1 : 0), \
             reason = \(outcome.reason), claimed_by = NULL, lease_until = NULL, updated_at = \(millis)
             """
         if let apnsStatus = outcome.apnsStatus {

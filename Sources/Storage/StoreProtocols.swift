@@ -205,7 +205,8 @@ public protocol PushQueue {
     func renewLeases(nodeID: String, until: Date) throws -> Int
     /// Records what became of a push, if node `nodeID` still holds it in flight.
     /// Answers whether it did: a node whose lease ran out (and whose push another
-    /// node took over) records nothing.
+    /// node took over) records nothing. The push's rounds grow by one when the
+    /// outcome has attempts (one that never reached the push service uses no round).
     @discardableResult
     func recordOutcome(pushID: Int64, _ outcome: PushOutcome, by nodeID: String, now: Date) throws -> Bool
     /// Records, in one statement, pushes APNs accepted that change nothing else (the

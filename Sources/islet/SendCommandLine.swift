@@ -164,8 +164,9 @@ struct SendCommandLine: Sendable {
         } catch {
             throw PayloadRuleBroken(error: error)
         }
+        // The client makes one attempt per push: what `islet send` prints is APNs's
+        // answer to exactly one request.
         var client = APNsClientConfiguration()
-        client.maxAttempts = 1
         if let url = values["--url"] {
             guard let parsed = URL(string: url), parsed.host != nil else {
                 throw ConfigurationError(.invalidValue, setting: "--url", message: "\"\(url)\" is not a URL with a host")
@@ -260,19 +261,21 @@ struct SendOutcome: Sendable, Equatable {
     }
 
     /// What a refusal means for the person who sent the push.
-    static func explanation(_ disposition: APNsDisposition) -> String {
+    static func explanation(_ disposition: TransportDisposition) -> String {
         switch disposition {
         case .delivered: "it was accepted"
-        case .retry: "APNs failed for a moment; sending it again later may work"
+        case .retry, .retryNow: "APNs failed for a moment; sending it again later may work"
         case .retryLater: "too many pushes, or provider tokens, too fast; wait before sending again"
         case .tokenDead(let since):
             if let since {
                 "the token is no longer valid (since \(Int64(since.timeIntervalSince1970))); the app must register a new one"
             } else {
-                "the token is not valid here; it may be malformed or belong to the other environment (--sandbox or not)"
+                "the token is no longer valid; the app must register a new one"
             }
+        case .tokenUnknownInEnvironment:
+            "the token is not valid here; it may be malformed or belong to the other environment (--sandbox or not)"
         case .wrongTopic: "the token does not belong to this topic or push type; check --topic and --event"
-        case .refreshProviderToken, .credentialsRejected:
+        case .credentialsRejected:
             "the provider token was refused; check --key, --key-id and --team-id against the Apple developer account"
         case .rejected: "the push itself is wrong; sending it again as it is cannot help"
         }

@@ -35,8 +35,6 @@ struct Rig {
         configuration.sandboxURL = URL(string: "https://127.0.0.1:\(simulator.port)")!
         configuration.productionURL = configuration.sandboxURL
         configuration.trustRootsPEM = simulator.caCertificatePEM
-        configuration.backoffBase = 0.005
-        configuration.backoffMax = 0.05
         configureClient(&configuration)
         client = APNsClient(configuration: configuration, clock: clock)
     }
@@ -127,69 +125,55 @@ struct APNsClientTests {
         await server.shutdown()
     }
 
-    @Test func passingFaultsAreRetriedWithTheSameApnsID() async throws {
-        let rig = try Rig(simulator: { $0.engine.faultInjection = try FaultInjection(failRate: 0.6, status: 503) }, client: { $0.maxAttempts = 30; $0.breakerThreshold = 100 })
+    /// The client makes one attempt per push and never sends it again on its own:
+    /// a passing fault is answered as such, for the delivery policy to decide.
+    @Test(arguments: [500, 503])
+    func aPassingFaultIsAnsweredAfterOneAttempt(status: Int) async throws {
+        let rig = try Rig(simulator: { $0.engine.faultInjection = try FaultInjection(failRate: 1, status: status) }, client: { $0.breakerThreshold = 100 })
         let request = rig.alert()
         let result = await rig.send(request)
-        #expect(result.disposition == .delivered)
-        #expect(result.attempts > 1)
-        let records = rig.simulator.engine.pushes()
-        #expect(records.count == result.attempts)
-        #expect(records.allSatisfy { $0.answer.apnsID == request.apnsID })
-        #expect(records.filter { $0.answer.status == 200 }.count == 1)
-        await rig.stop()
-    }
-
-    @Test(arguments: [500, 503])
-    func retriesStopAtTheAttemptLimit(status: Int) async throws {
-        let rig = try Rig(simulator: { $0.engine.faultInjection = try FaultInjection(failRate: 1, status: status) }, client: { $0.maxAttempts = 3; $0.breakerThreshold = 100 })
-        let result = await rig.send(rig.alert())
-        #expect(result.disposition == .retry)
-        #expect(result.attempts == 3)
-        #expect(result.response?.status == status)
-        await rig.stop()
-    }
-
-    @Test func theRetryDeadlineEndsRetriesBeforeTheAttemptLimit() async throws {
-        let rig = try Rig(
-            simulator: { $0.engine.faultInjection = try FaultInjection(failRate: 1, status: 503) },
-            client: { $0.maxAttempts = 5; $0.retryDeadline = 0; $0.breakerThreshold = 100 })
-        let result = await rig.send(rig.alert())
         #expect(result.disposition == .retry)
         #expect(result.attempts == 1)
-        #expect(rig.simulator.engine.pushes().count == 1)
+        #expect(result.response?.status == status)
+        let records = rig.simulator.engine.pushes()
+        #expect(records.count == 1)
+        #expect(records.first?.answer.apnsID == request.apnsID)
         await rig.stop()
     }
 
-    @Test func connectionFailuresAreRetriedAndCountAgainstTheHost() async throws {
+    @Test func connectionFailuresCountAgainstTheHostUntilItsBreakerPausesIt() async throws {
         // Nothing listens on the port: every attempt is a transport failure.
         let refusing = try ReservedPort()
         let port = refusing.port
         var configuration = APNsClientConfiguration()
         configuration.sandboxURL = URL(string: "http://127.0.0.1:\(port)")!
         configuration.connectTimeout = .milliseconds(50)
-        configuration.backoffBase = 0.005
-        configuration.maxAttempts = 3
-        configuration.breakerThreshold = 5
-        configuration.retryDeadline = 5
+        configuration.breakerThreshold = 3
+        configuration.breakerOpenDuration = 10
         let clock = ManualWallClock(start: Date())
         let client = APNsClient(configuration: configuration, clock: clock)
         let key = APNsSigningKey(keyID: "KID0000001", teamID: "TEAM000001", key: try P256.SigningKey.generate())
         let request = APNsRequest(deviceToken: String(repeating: "ab", count: 32), topic: "com.example.app", pushType: .alert, payload: Data("{}".utf8))
-        let first = await client.send(request, key: key, environment: .sandbox)
-        #expect(first.disposition == .retry)
-        #expect(first.attempts == 3)
-        #expect(first.error?.code == .transport)
-        #expect(first.response == nil)
-        // Three failures so far; the next two open the breaker, and then the host
-        // is left alone for the pause, longer than the deadline.
-        let second = await client.send(request, key: key, environment: .sandbox)
-        #expect(second.attempts == 2)
-        #expect(second.error?.code == .circuitOpen)
+        for _ in 0..<3 {
+            let failed = await client.send(request, key: key, environment: .sandbox)
+            #expect(failed.disposition == .retry)
+            #expect(failed.attempts == 1)
+            #expect(failed.error?.code == .transport)
+            #expect(failed.response == nil)
+        }
         #expect(client.breaker(for: "127.0.0.1:\(port)").openings == 1)
-        let third = await client.send(request, key: key, environment: .sandbox)
-        #expect(third.attempts == 0)
-        #expect(third.error?.code == .circuitOpen)
+        // The host is paused: the push is not tried, and the answer says for how long.
+        let paused = await client.send(request, key: key, environment: .sandbox)
+        #expect(paused.disposition == .retryLater(after: 10))
+        #expect(paused.attempts == 0)
+        #expect(paused.error?.code == .circuitOpen)
+        clock.advance(by: 4)
+        #expect(await client.send(request, key: key, environment: .sandbox).disposition == .retryLater(after: 6))
+        // Once the pause is over, one probe goes through (and fails again here).
+        clock.advance(by: 6)
+        let probe = await client.send(request, key: key, environment: .sandbox)
+        #expect(probe.attempts == 1)
+        #expect(probe.disposition == .retry)
         await client.shutdown()
         withExtendedLifetime(refusing) {}
     }
@@ -197,18 +181,18 @@ struct APNsClientTests {
     @Test func tooManyRequestsIsRetryLaterWithoutRetrying() async throws {
         let rig = try Rig(simulator: { $0.engine.faultInjection = try FaultInjection(failRate: 1, status: 429) })
         let result = await rig.send(rig.alert())
-        #expect(result.disposition == .retryLater)
+        #expect(result.disposition == .retryLater(after: nil))
         #expect(result.attempts == 1)
         #expect(result.response?.reason == .tooManyRequests)
         await rig.stop()
     }
 
-    @Test func aTokenFromTheOtherEnvironmentIsDead() async throws {
+    @Test func aTokenFromTheOtherEnvironmentIsUnknownHere() async throws {
         let rig = try Rig()
         let token = String(repeating: "cd", count: 32)
         try rig.simulator.engine.registerToken(token, kind: .device, environment: .production)
         let result = await rig.send(rig.alert(to: token))
-        #expect(result.disposition == .tokenDead(since: nil))
+        #expect(result.disposition == .tokenUnknownInEnvironment)
         #expect(result.response?.reason == .badDeviceToken)
         await rig.stop()
     }
@@ -340,22 +324,18 @@ struct APNsClientTests {
         let rig = try Rig(
             simulator: { $0.engine.faultInjection = try FaultInjection(failRate: 1, status: 503) },
             client: {
-                $0.maxAttempts = 1
                 $0.breakerThreshold = 3
                 $0.breakerOpenDuration = 10
-                // Shorter than the pause: a push that finds the breaker open fails
-                // at once instead of waiting for it.
-                $0.retryDeadline = 5
             })
         for _ in 0..<3 {
             let result = await rig.send(rig.alert())
             #expect(result.disposition == .retry)
             #expect(result.response?.status == 503)
         }
-        // Open: nothing reaches APNs.
+        // Open: nothing reaches APNs, and each push is told when to come back.
         for _ in 0..<5 {
             let result = await rig.send(rig.alert())
-            #expect(result.disposition == .retry)
+            #expect(result.disposition == .retryLater(after: 10))
             #expect(result.error?.code == .circuitOpen)
             #expect(result.attempts == 0)
         }
@@ -381,16 +361,41 @@ struct APNsClientTests {
         await rig.stop()
     }
 
-    @Test func anExpiredProviderTokenIsReplacedAndThePushRetriedOnce() async throws {
+    @Test func anExpiredProviderTokenIsReplacedAndThePushMayGoAgainAtOnce() async throws {
         let rig = try Rig(client: { $0.providerTokenMaximumAge = 3 * 3600 })
         #expect(await rig.send(rig.alert()).disposition == .delivered)
         rig.clock.advance(by: 61 * 60)
-        let result = await rig.send(rig.alert())
-        #expect(result.disposition == .delivered)
-        #expect(result.attempts == 2)
+        let request = rig.alert()
+        let refused = await rig.send(request)
+        #expect(refused.disposition == .retryNow)
+        #expect(refused.attempts == 1)
+        #expect(refused.response?.reason == .expiredProviderToken)
+        #expect(rig.client.tokenManager(for: rig.key).tokensMinted == 2)
+        #expect(await rig.send(request).disposition == .delivered)
         #expect(rig.client.tokenManager(for: rig.key).tokensMinted == 2)
         #expect(rig.simulator.engine.pushes().map(\.answer.reason) == [nil, .expiredProviderToken, nil])
         await rig.stop()
+    }
+
+    @Test func aProviderTokenTooYoungToReplaceIsARefusal() async throws {
+        // A server that calls every token expired: it is not 20 minutes old, which
+        // only a wrong clock or a wrong key explains, and a new token would not help.
+        let server = try HTTP2Server(configuration: HTTP2ServerConfiguration(), delegate: ExpiredTokenAnswer())
+        try server.start()
+        var configuration = APNsClientConfiguration()
+        configuration.sandboxURL = URL(string: "http://127.0.0.1:\(server.port)")!
+        let client = APNsClient(configuration: configuration, clock: ManualWallClock(start: Date()))
+        let key = APNsSigningKey(keyID: "KID0000001", teamID: "TEAM000001", key: try P256.SigningKey.generate())
+        let request = APNsRequest(deviceToken: String(repeating: "ab", count: 32), topic: "com.example.app", pushType: .alert, payload: Data("{}".utf8))
+        let result = await client.send(request, key: key, environment: .sandbox)
+        #expect(result.disposition == .credentialsRejected)
+        #expect(result.attempts == 1)
+        #expect(result.response?.reason == .expiredProviderToken)
+        #expect(client.tokenManager(for: key).tokensMinted == 1)
+        // Not a refusal of the key: the next push is tried.
+        #expect(await client.send(request, key: key, environment: .sandbox).attempts == 1)
+        await client.shutdown()
+        await server.shutdown()
     }
 
     @Test func goawayStormAndInjected503sLoseNoneOfTenThousandPushes() async throws {
@@ -401,16 +406,27 @@ struct APNsClientTests {
                 $0.engine.pushHistoryLimit = 20_000
             },
             client: {
-                $0.maxAttempts = 12
                 $0.breakerThreshold = 1_000
                 $0.connectionsPerPool = 2
             })
         let requests = (0..<10_000).map { _ in rig.alert() }
-        let delivered = await withTaskGroup(of: Bool.self) { group in
-            for request in requests { group.addTask { await rig.send(request).disposition == .delivered } }
-            return await group.reduce(0) { $0 + ($1 ? 1 : 0) }
+        // Every push is answered: delivered, or a 503 to send again (as the delivery
+        // policy would, with the same apns-id). A stream the GOAWAYs refused is
+        // re-sent by the HTTP/2 layer, never answered as a failure.
+        var pending = requests
+        var rounds = 0
+        while !pending.isEmpty, rounds < 20 {
+            rounds += 1
+            let answers = await withTaskGroup(of: (APNsRequest, APNsResult).self) { group in
+                for request in pending { group.addTask { (request, await rig.send(request)) } }
+                return await group.reduce(into: []) { $0.append($1) }
+            }
+            for (_, result) in answers where result.disposition != .delivered {
+                #expect(result.disposition == .retry && result.response?.status == 503, "\(result)")
+            }
+            pending = answers.filter { $0.1.disposition != .delivered }.map(\.0)
         }
-        #expect(delivered == 10_000)
+        #expect(pending.isEmpty)
         let accepted = rig.simulator.engine.pushes().filter { $0.answer.status == 200 }.compactMap(\.answer.apnsID)
         #expect(accepted.count == 10_000)
         #expect(Set(accepted) == Set(requests.map(\.apnsID)))
@@ -421,17 +437,18 @@ struct APNsClientTests {
 @Suite("Failure policy")
 struct FailurePolicyTests {
     @Test(arguments: [
-        (200, nil, APNsDisposition.delivered),
+        (200, nil, TransportDisposition.delivered),
         (500, APNsReason.internalServerError, .retry),
         (503, .serviceUnavailable, .retry),
         (503, .shutdown, .retry),
-        (429, .tooManyRequests, .retryLater),
-        (429, .tooManyProviderTokenUpdates, .retryLater),
-        (400, .badDeviceToken, .tokenDead(since: nil)),
+        (429, .tooManyRequests, .retryLater(after: nil)),
+        (429, .tooManyProviderTokenUpdates, .retryLater(after: nil)),
+        (429, nil, .retryLater(after: nil)),
+        (400, .badDeviceToken, .tokenUnknownInEnvironment),
         (400, .deviceTokenNotForTopic, .wrongTopic),
         (400, .topicDisallowed, .wrongTopic),
         (400, .badTopic, .wrongTopic),
-        (403, .expiredProviderToken, .refreshProviderToken),
+        (403, .expiredProviderToken, .credentialsRejected),
         (403, .invalidProviderToken, .credentialsRejected),
         (403, .missingProviderToken, .credentialsRejected),
         (403, .unknown("SomethingNew"), .credentialsRejected),
@@ -439,33 +456,24 @@ struct FailurePolicyTests {
         (400, .payloadEmpty, .rejected),
         (400, .badPriority, .rejected),
         (502, nil, .retry),
-    ] as [(Int, APNsReason?, APNsDisposition)])
-    func classifies(status: Int, reason: APNsReason?, expected: APNsDisposition) {
+        (410, nil, .tokenDead(since: nil)),
+    ] as [(Int, APNsReason?, TransportDisposition)])
+    func classifies(status: Int, reason: APNsReason?, expected: TransportDisposition) {
         #expect(APNsFailurePolicy.classify(APNsResponse(status: status, reason: reason)) == expected)
+    }
+
+    @Test func anExpiredProviderTokenThatWasReplacedMayGoAgainAtOnce() {
+        let answer = APNsResponse(status: 403, reason: .expiredProviderToken)
+        #expect(APNsFailurePolicy.classify(answer, providerTokenReplaced: true) == .retryNow)
+        #expect(APNsFailurePolicy.classify(answer, providerTokenReplaced: false) == .credentialsRejected)
+        // Only that reason is mended by a new token.
+        #expect(APNsFailurePolicy.classify(APNsResponse(status: 403, reason: .invalidProviderToken), providerTokenReplaced: true) == .credentialsRejected)
     }
 
     @Test func goneTokensCarryTheirTimestamp() {
         let when = Date(timeIntervalSince1970: 1_800_000_000)
         #expect(APNsFailurePolicy.classify(APNsResponse(status: 410, reason: .unregistered, timestamp: when)) == .tokenDead(since: when))
         #expect(APNsFailurePolicy.classify(APNsResponse(status: 410, reason: .expiredToken, timestamp: when)) == .tokenDead(since: when))
-    }
-}
-
-@Suite("Retry backoff")
-struct RetryBackoffTests {
-    @Test func aSeededSourceMakesTheDelaysRepeatable() {
-        var configuration = APNsClientConfiguration()
-        configuration.backoffBase = 0.1
-        configuration.backoffMax = 1
-        var first = SeededRandomSource(seed: 42)
-        var second = SeededRandomSource(seed: 42)
-        let delays = (1...8).map { configuration.retryDelay(afterAttempts: $0, using: &first) }
-        #expect(delays == (1...8).map { configuration.retryDelay(afterAttempts: $0, using: &second) })
-        for (index, delay) in delays.enumerated() {
-            #expect(delay >= 0 && delay <= min(1, 0.1 * pow(2, Double(index))))
-        }
-        var other = SeededRandomSource(seed: 43)
-        #expect(delays != (1...8).map { configuration.retryDelay(afterAttempts: $0, using: &other) })
     }
 }
 
@@ -553,5 +561,12 @@ final class GoneAnswer: HTTP2ServerDelegate {
         HTTP2ServerReply(HTTP2Response(
             status: 410, headers: [("apns-id", Self.apnsID), ("apns-unique-id", Self.uniqueID)],
             body: Data(#"{"reason":"Unregistered","timestamp":1700000000000}"#.utf8)))
+    }
+}
+
+/// Answers every push 403 ExpiredProviderToken.
+final class ExpiredTokenAnswer: HTTP2ServerDelegate {
+    func handle(_ request: HTTP2ServerRequest, on connection: HTTP2ServerConnectionContext) -> HTTP2ServerReply {
+        HTTP2ServerReply(HTTP2Response(status: 403, headers: [], body: Data(#"{"reason":"ExpiredProviderToken"}"#.utf8)))
     }
 }

@@ -60,10 +60,9 @@ struct PeerServerTests {
         }
     }
 
-    /// Starts the server (with `arguments`) and a client with `maxAttempts`, runs
-    /// `body`, and stops both.
+    /// Starts the server (with `arguments`) and a client, runs `body`, and stops both.
     static func withPeer(
-        _ arguments: [String] = [], maxAttempts: Int = 3, _ body: (Peer) async throws -> Void
+        _ arguments: [String] = [], _ body: (Peer) async throws -> Void
     ) async throws {
         let python = try PythonTools.python()
         let script = try PythonTools.script("scripts/peers/h2_apns_server.py")
@@ -80,9 +79,6 @@ struct PeerServerTests {
             var configuration = APNsClientConfiguration()
             configuration.sandboxURL = URL(string: "https://127.0.0.1:\(port)")!
             configuration.trustRootsPEM = authority.caCertificatePEM
-            configuration.maxAttempts = maxAttempts
-            configuration.backoffBase = 0.005
-            configuration.backoffMax = 0.05
             configuration.breakerThreshold = 1_000
             let client = APNsClient(configuration: configuration)
             do {
@@ -110,7 +106,7 @@ struct PeerServerTests {
             #expect(delivered.attempts == 1)
 
             let bad = await peer.send(Self.token("ba"))
-            #expect(bad.disposition == .tokenDead(since: nil))
+            #expect(bad.disposition == .tokenUnknownInEnvironment)
             #expect(bad.response?.reason == .badDeviceToken)
             #expect(bad.attempts == 1)
 
@@ -131,7 +127,7 @@ struct PeerServerTests {
     }
 
     @Test func aResetStreamFailsOnlyItsPushAsTheFailurePolicySays() async throws {
-        try await Self.withPeer(maxAttempts: 3) { peer in
+        try await Self.withPeer { peer in
             // Pushes in flight together: one whose stream is always reset, one
             // refused once (REFUSED_STREAM: never processed, sent again at once), and
             // ordinary ones beside them.
@@ -143,10 +139,10 @@ struct PeerServerTests {
                 return all
             }
             let reset = try #require(results[Self.token("ee")])
-            // A reset stream is a transport failure: retried with the same apns-id
-            // until the attempts run out, then left to the caller to retry.
+            // A reset stream is a transport failure, answered after its one attempt
+            // for the caller to send again.
             #expect(reset.disposition == .retry)
-            #expect(reset.attempts == 3)
+            #expect(reset.attempts == 1)
             #expect(reset.error?.code == .transport)
             #expect(reset.response == nil)
             let refused = try #require(results[Self.token("7e")])
@@ -157,9 +153,9 @@ struct PeerServerTests {
                 #expect(results[Self.token("aa", index)]?.attempts == 1)
             }
 
-            let logged = await peer.logged(awaiting: 13)
+            let logged = await peer.logged(awaiting: 11)
             let resets = logged.filter { $0.token == Self.token("ee") }
-            #expect(resets.count == 3)
+            #expect(resets.count == 1)
             #expect(resets.allSatisfy { $0.answer == .word("reset") && $0.apns_id == reset.apnsID })
             #expect(logged.filter { $0.token == Self.token("7e") }.map(\.answer) == [.word("refused"), .status(200)])
             for index in 0..<8 {
@@ -170,9 +166,9 @@ struct PeerServerTests {
     }
 
     @Test func aGoawaysUnprocessedStreamsAreSentAgainOnANewConnectionOnce() async throws {
-        try await Self.withPeer(["--goaway-after", "10"], maxAttempts: 1) { peer in
-            // maxAttempts 1: nothing may be sent again as a retry; the streams a
-            // GOAWAY left unprocessed must still be delivered, each once.
+        try await Self.withPeer(["--goaway-after", "10"]) { peer in
+            // The client never sends a push again as a retry; the streams a GOAWAY
+            // left unprocessed must still be delivered, each once.
             let tokens = (0..<40).map { Self.token("aa", $0) }
             let results = await withTaskGroup(of: (String, APNsResult).self) { group in
                 for token in tokens { group.addTask { (token, await peer.send(token)) } }

@@ -16,14 +16,14 @@ struct DeliveryPolicyTests {
         return DeliveryPolicy(configuration: configuration)
     }()
 
-    func apnsResult(_ disposition: APNsDisposition, status: Int? = nil, reason: APNsReason? = nil) -> APNsResult {
+    func apnsResult(_ disposition: TransportDisposition, status: Int? = nil, reason: APNsReason? = nil) -> APNsResult {
         APNsResult(
             disposition: disposition, response: status.map { APNsResponse(status: $0, reason: reason) }, attempts: 1,
             apnsID: "5e5bd6c8-2d4e-4d3c-9f0a-2b6f1e0f7a11")
     }
 
     /// An APNs result as the APNs transport hands it to the worker.
-    func result(_ disposition: APNsDisposition, status: Int? = nil, reason: APNsReason? = nil) -> TransportResult {
+    func result(_ disposition: TransportDisposition, status: Int? = nil, reason: APNsReason? = nil) -> TransportResult {
         APNsTransport.result(apnsResult(disposition, status: status, reason: reason), latency: 0)
     }
 
@@ -38,7 +38,7 @@ struct DeliveryPolicyTests {
     }
 
     @Test func badDeviceTokenTriesTheOtherEnvironmentOnce() {
-        let bad = result(.tokenDead(since: nil), status: 400, reason: .badDeviceToken)
+        let bad = result(APNsFailurePolicy.classify(APNsResponse(status: 400, reason: .badDeviceToken)), status: 400, reason: .badDeviceToken)
         #expect(decide(bad) == .switchEnvironment(to: .production))
         #expect(decide(bad, switched: true) == .deadToken(since: nil))
     }
@@ -55,7 +55,35 @@ struct DeliveryPolicyTests {
         #expect(decide(busy, round: 2) == .retry(after: 10))
         #expect(decide(busy, round: 3, jitter: 0.5) == .retry(after: 10))
         #expect(decide(busy, round: 4) == .failed)
-        #expect(decide(result(.retryLater, status: 429, reason: .tooManyRequests), round: 1, queuedAgo: 3599) == .failed)
+        #expect(decide(result(.retryLater(after: nil), status: 429, reason: .tooManyRequests), round: 1, queuedAgo: 3599) == .failed)
+    }
+
+    @Test func aMendedFaultGoesAgainAtOnceWithinTheRounds() {
+        // ExpiredProviderToken, once the client replaced the token.
+        let mended = result(.retryNow, status: 403, reason: .expiredProviderToken)
+        #expect(decide(mended, round: 1) == .retry(after: 0))
+        #expect(decide(mended, round: 3) == .retry(after: 0))
+        #expect(decide(mended, round: 4) == .failed)
+    }
+
+    @Test func slowingDownWaitsAtLeastHalfTheBackoffAndNeverLessThanAsked() {
+        let throttled = result(.retryLater(after: nil), status: 429, reason: .tooManyRequests)
+        #expect(decide(throttled, round: 1, jitter: 0) == .retry(after: 2.5))
+        #expect(decide(throttled, round: 2, jitter: 1) == .retry(after: 10))
+        #expect(decide(result(.retryLater(after: 30), status: 429), round: 1, jitter: 0) == .retry(after: 30))
+        #expect(decide(throttled, round: 4) == .failed)
+    }
+
+    @Test func aPushNeverHandedToTheNetworkUsesNoRound() {
+        // The host's circuit breaker is open: the push was not tried.
+        let paused = TransportResult(disposition: .retryLater(after: 7), reason: "circuitOpen", attempts: 0)
+        #expect(decide(paused, round: 1, jitter: 0) == .retry(after: 7))
+        // Past the rounds an attempted push may make: still sent again, after at
+        // least half the longest backoff (60 s here).
+        #expect(decide(paused, round: 4, jitter: 0) == .retry(after: 20))
+        #expect(decide(paused, round: 40, jitter: 0) == .retry(after: 30))
+        // Its age still bounds it.
+        #expect(decide(paused, round: 1, queuedAgo: 3595, jitter: 0) == .failed)
     }
 
     @Test func refusalsThatNoRetryCanFixFail() {

@@ -163,7 +163,9 @@ struct DeliveryWorkerTests {
     /// still until the test moves it.
     @Test(arguments: [
         TransportResult(disposition: .retry, status: 503, reason: "ServiceUnavailable", attempts: 1, latency: 0.01),
-        TransportResult(disposition: .retryLater, status: 429, reason: "TooManyRequests", attempts: 1, latency: 0.01),
+        TransportResult(disposition: .retryLater(after: nil), status: 429, reason: "TooManyRequests", attempts: 1, latency: 0.01),
+        // The host's circuit breaker was open: never tried, back no sooner than asked.
+        TransportResult(disposition: .retryLater(after: 3), reason: "circuitOpen", attempts: 0),
     ])
     func aRetryIsSentAgainOnlyOnceTheClockReachesIt(_ refusal: TransportResult) async throws {
         try await withTemporaryDirectory { folder in
@@ -181,6 +183,9 @@ struct DeliveryWorkerTests {
                 return first ? refusal : TransportResult(disposition: .delivered, status: 200, attempts: 1, latency: 0.01)
             }
             let clock = ManualWallClock(start: now)
+            // A first backoff of up to 5 s, well past the worker's next look.
+            var configuration = self.configuration
+            configuration.retryBase = 5
             let worker = DeliveryWorker(
                 store: store, transport: transport, configuration: configuration, clock: clock, sleeper: clock, random: SeededRandomSource(seed: 7),
                 logger: Logger(sink: MemoryLogSink()))

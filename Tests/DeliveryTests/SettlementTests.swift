@@ -109,8 +109,8 @@ struct SettlementTests {
             #expect(settled.outcome.environment == nil)
             #expect(settled.counted == "retried")
         }
-        // Too many requests backs off the same way.
-        #expect(settle(claimedPush(createdAt: now), result(.retryLater, status: 429), jitter: 0.5).decision == .retry(after: 2.5))
+        // Too many requests backs off by at least half the same ceiling.
+        #expect(settle(claimedPush(createdAt: now), result(.retryLater(after: nil), status: 429), jitter: 0.5).decision == .retry(after: 3.75))
     }
 
     @Test func givesUpAfterMaxRounds() {

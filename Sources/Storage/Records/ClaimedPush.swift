@@ -25,8 +25,8 @@ public struct ClaimedPush: Sendable {
     public var apnsID: String
     /// Attempts made before this one.
     public var attempts: Int
-    /// Rounds of attempts made before this one (each round is the APNs client's
-    /// quick retries).
+    /// Rounds made before this one: answers to an attempt that reached the push
+    /// service (a push the transport never handed to the network makes none).
     public var rounds: Int
     /// When it was first queued.
     public var createdAt: Date

@@ -176,6 +176,44 @@ struct PushQueueContractTests {
         }
     }
 
+    /// A push the transport never handed to the network (its host paused) goes back
+    /// to the queue without using a round; an attempt that reached the service uses one.
+    @Test(arguments: StoreBackend.all)
+    func onlyAttemptsThatReachedTheServiceUseARound(_ backend: StoreBackend) async throws {
+        try await withStore(backend) { store in
+            let minter = IDMinter()
+            try store.writeNow { session throws in
+                try session.insertApp(Fixture.app())
+                try session.queue(.update, activityID: "a1", targets: Array(targets.prefix(1)), minter: minter)
+            }
+            func claim(at seconds: Double) throws -> ClaimedPush? {
+                try store.writeNow(durable: false) { session throws in
+                    var cache: [Int64: SendContent] = [:]
+                    return try session.claimDuePushes(now: Fixture.at(seconds), limit: 10, lease: Fixture.lease, sends: &cache).first
+                }
+            }
+            func requeue(_ push: ClaimedPush, attempts: Int, at seconds: Double) throws {
+                let recorded = try store.writeNow(durable: false) { session throws in
+                    try session.recordOutcome(
+                        pushID: push.id,
+                        PushOutcome(status: .queued, attempts: attempts, reason: "r", nextAttemptAt: Fixture.at(seconds)),
+                        by: "node-1", now: Fixture.at(seconds))
+                }
+                #expect(recorded)
+            }
+            let first = try #require(try claim(at: 1))
+            #expect(first.rounds == 0)
+            try requeue(first, attempts: 0, at: 2)
+            let second = try #require(try claim(at: 2))
+            #expect(second.rounds == 0)
+            #expect(second.attempts == 0)
+            try requeue(second, attempts: 1, at: 3)
+            let third = try #require(try claim(at: 3))
+            #expect(third.rounds == 1)
+            #expect(third.attempts == 1)
+        }
+    }
+
     @Test(arguments: StoreBackend.all)
     func aSwitchToTheOtherEnvironmentIsRecorded(_ backend: StoreBackend) async throws {
         try await withStore(backend) { store in

@@ -1,0 +1,32 @@
+public import Foundation
+
+/// What became of one push at a push service, in the terms every transport shares
+/// (APNs today; FCM and broadcast channels next). Each transport maps its service's
+/// answers to this in one place in its own module (`APNsFailurePolicy` for APNs);
+/// the delivery policy decides what follows from this alone.
+public enum TransportDisposition: Sendable, Equatable {
+    /// The push service accepted the push.
+    case delivered
+    /// A passing fault (the service failed or was unavailable, the connection was
+    /// lost before an answer, the app's credentials could not be read): send it
+    /// again after a backoff that grows with each round.
+    case retry
+    /// The transport has mended what failed (it replaced an expired credential):
+    /// send it again at once.
+    case retryNow
+    /// The push was not tried, or the service asks to slow down (the token is pushed
+    /// too fast, the host is paused by the transport's circuit breaker): send it
+    /// again, and not within `after` seconds when the service or transport says.
+    case retryLater(after: TimeInterval?)
+    /// The token is no longer valid (since `since`, when the service says).
+    case tokenDead(since: Date?)
+    /// The service does not know the token in the environment it was sent to (APNs's
+    /// BadDeviceToken): it may belong to the other environment, or be dead.
+    case tokenUnknownInEnvironment
+    /// The token does not belong to this topic or push type.
+    case wrongTopic
+    /// The service refuses the app's credentials (or the app has none that work).
+    case credentialsRejected
+    /// The push itself is wrong; sending it again cannot help.
+    case rejected
+}
