@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 public import IsletCore
 
 /// The one map from APNs's answers to the transport-neutral `TransportDisposition`:
