@@ -47,7 +47,17 @@ public final class SQLiteDatabase: Sendable {
         }
         if !options.readOnly {
             try opened.execute("PRAGMA wal_autocheckpoint=0")
-            checkpointer = try Checkpointer(path: path)
+        }
+        let connection = Lock<SQLiteConnection?>(opened)
+        if !options.readOnly {
+            // What a copy beside the writers left, copied while holding the writer:
+            // no commit can come between it and the next write, which starts the log
+            // again from its beginning.
+            checkpointer = try Checkpointer(path: path) {
+                connection.withLock { connection in
+                    if let connection { _ = Checkpointer.copy(connection) }
+                }
+            }
         } else {
             checkpointer = nil
         }
@@ -60,7 +70,7 @@ public final class SQLiteDatabase: Sendable {
             reader = Lock(reading)
             readThread = DatabaseThread(name: "islet-db-read")
         }
-        connection = Lock(opened)
+        self.connection = connection
         thread = DatabaseThread(name: "islet-db")
         synchronousFull = options.synchronousFull
     }
