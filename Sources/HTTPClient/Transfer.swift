@@ -1,5 +1,6 @@
 internal import CCurl
 import Foundation
+import HTTPTypes
 import IsletCore
 
 /// One request's life on the loop thread: what to send, what has come back, and
@@ -174,7 +175,7 @@ final class Transfer: @unchecked Sendable {
         }
         guard let colon = line.firstIndex(of: ":") else { return }
         let name = line[..<colon].lowercased()
-        let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        let value = String(line[line.index(after: colon)...].trimmingOptionalWhitespace())
         headers.add(name, value)
     }
 

@@ -541,7 +541,7 @@ private final class ServerCore: @unchecked Sendable {
         }
         state.bodyLimit = bodyLimit?(state.request.method, state.request.path) ?? maxBodyBytes
         // libmicrohttpd takes any length below 2^64; one past Int's range is too large.
-        let length = lengths.first.map { Int($0.trimmingCharacters(in: .whitespaces)) ?? Int.max }
+        let length = lengths.first.map { Int($0.trimmingOptionalWhitespace()) ?? Int.max }
         // Too large is answered once the request is admitted: a request that would
         // be refused anyway gets that answer.
         if let length, length > state.bodyLimit { state.tooLarge = true }
@@ -571,7 +571,7 @@ private final class ServerCore: @unchecked Sendable {
                 return queue(connection, state, Self.closing(refusal(.bodyTooLarge(limit: state.bodyLimit))))
             }
             let declared = state.request.headers["Transfer-Encoding"] != nil
-                ? 0 : (state.request.headers["Content-Length"].flatMap { Int($0.trimmingCharacters(in: .whitespaces)) } ?? 0)
+                ? 0 : (state.request.headers["Content-Length"].flatMap { Int($0.trimmingOptionalWhitespace()) } ?? 0)
             // (A length past Int's range was found too large above.)
             guard budget.reserve(declared, budget: budgetName) else {
                 return queue(connection, state, Self.closing(refusal(.bodiesBuffered(retryAfter: 1))))
@@ -616,10 +616,10 @@ private final class ServerCore: @unchecked Sendable {
         if !encoding.isEmpty && !lengths.isEmpty {
             return "The request has both Content-Length and Transfer-Encoding; send one."
         }
-        if Set(lengths.map { $0.trimmingCharacters(in: .whitespaces) }).count > 1 {
+        if Set(lengths.map { $0.trimmingOptionalWhitespace() }).count > 1 {
             return "The request has two different Content-Length headers."
         }
-        if !encoding.isEmpty && (encoding.count > 1 || encoding[0].trimmingCharacters(in: .whitespaces).lowercased() != "chunked") {
+        if !encoding.isEmpty && (encoding.count > 1 || encoding[0].trimmingOptionalWhitespace().lowercased() != "chunked") {
             return "The only Transfer-Encoding taken is chunked."
         }
         // libmicrohttpd reads any HTTP/1.x above 1.0 as 1.1.

@@ -26,4 +26,17 @@ struct HTTPHeadersTests {
         #expect(HTTPHeaders.sameName("Content-Type", "content-type") && !HTTPHeaders.sameName("Content-Type", "content-typ"))
         #expect(HTTPStatus.reasonPhrase(422) == "Unprocessable Content" && HTTPResponse.reasonPhrase(599) == "HTTP 599")
     }
+
+    /// A field value's optional whitespace is spaces and tabs, on either side, and
+    /// nothing else: not what lies between, nor any other kind of space.
+    @Test func optionalWhitespaceIsSpacesAndTabsAroundAValue() {
+        #expect(" \t key-123 \t ".trimmingOptionalWhitespace() == "key-123")
+        #expect("key".trimmingOptionalWhitespace() == "key")
+        #expect("a b\tc".trimmingOptionalWhitespace() == "a b\tc")
+        #expect("".trimmingOptionalWhitespace().isEmpty && " \t  ".trimmingOptionalWhitespace().isEmpty)
+        #expect("\u{00A0}key\r".trimmingOptionalWhitespace() == "\u{00A0}key\r")
+        #expect(" é ".trimmingOptionalWhitespace() == "é")
+        let line: Substring = "Bearer   token  ".dropFirst(6)
+        #expect(line.trimmingOptionalWhitespace() == "token")
+    }
 }

@@ -305,6 +305,17 @@ struct RouterTests {
         #expect(await run("PUT", "/v1/apps//devices/d") == "404")
     }
 
+    /// Leading slashes go, one trailing slash goes, every other slash splits, and a
+    /// segment is matched as the text it is (any characters, empty kept).
+    @Test func pathsSplitAtEverySlashBetweenTheirEnds() async {
+        #expect(await run("GET", "//v1/apps/a1") == "get a1 -")
+        #expect(await run("GET", "/v1/apps/é🇫🇷") == "get é🇫🇷 -")
+        #expect(await run("GET", "/v1/apps/a1//") == "404")
+        #expect(await run("GET", "/") == "404")
+        #expect(await run("GET", "") == "404")
+        #expect(await run("PUT", "/v1/apps/a 1/devices/d%2F9/") == "device a 1 d%2F9")
+    }
+
     @Test func headFindsTheGetRoute() async {
         #expect(await run("HEAD", "/v1/apps/a1") == "get a1 -")
         #expect(await run("HEAD", "/v1/apps/special") == "special - -")

@@ -98,9 +98,10 @@ struct AuthenticationMiddleware: Middleware {
             throw Problem(status: 401, detail: "An Authorization: Bearer <key> header is required.")
         }
         let parts = header.split(separator: " ", maxSplits: 1)
-        guard parts.count == 2, parts[0].lowercased() == "bearer", !parts[1].trimmingCharacters(in: .whitespaces).isEmpty else {
+        let key = parts.count == 2 ? parts[1].trimmingOptionalWhitespace() : ""
+        guard parts.count == 2, parts[0].lowercased() == "bearer", !key.isEmpty else {
             throw Problem(status: 401, detail: "The Authorization header must be Bearer <key>.")
         }
-        return parts[1].trimmingCharacters(in: .whitespaces)
+        return String(key)
     }
 }

@@ -14,7 +14,7 @@ enum ClientAddress {
         if trustForwardedFor, let forwarded = request.headers.values(of: "X-Forwarded-For").last,
             let last = forwarded.split(separator: ",").last
         {
-            let address = last.trimmingCharacters(in: .whitespaces)
+            let address = String(last.trimmingOptionalWhitespace())
             if acceptable(address) { return address }
         }
         return request.remoteHost ?? "unknown"

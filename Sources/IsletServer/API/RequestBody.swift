@@ -41,7 +41,7 @@ final class RequestBody {
     /// with any parameters.
     static func isJSON(_ contentType: String) -> Bool {
         let media = contentType.split(separator: ";", maxSplits: 1).first.map(String.init) ?? ""
-        let type = media.trimmingCharacters(in: .whitespaces).lowercased()
+        let type = media.trimmingOptionalWhitespace().lowercased()
         return type == "application/json" || (type.hasPrefix("application/") && type.hasSuffix("+json"))
     }
 
