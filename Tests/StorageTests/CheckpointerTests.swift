@@ -53,12 +53,16 @@ struct CheckpointerTests {
             }
             let written = Lock(0)
             let stopping = Lock(false)
+            // A write every few hundred microseconds, many during each copy (which
+            // syncs the database file); the pause lets the catch-up take the writer's
+            // lock, which a loop that took it again at once could keep from it.
             let writing = Thread {
                 while !stopping.withLock({ $0 }) {
                     writer.withLock { connection in
                         try? connection?.execute("INSERT INTO t VALUES (randomblob(4096))")
                     }
                     written.withLock { $0 += 1 }
+                    usleep(200)
                 }
             }
             writing.start()
@@ -86,9 +90,9 @@ struct CheckpointerTests {
                 #expect(await clock.waitForSleepers(after: mark))  // The round is over.
                 #expect(await writes(after: count))
             }
-            checkpointer.stop()
             stopping.withLock { $0 = true }
             while !writing.isFinished { try await Task.sleep(for: .milliseconds(1)) }
+            checkpointer.stop()
             // A start can still be missed (it needs every reader's lock for a moment,
             // and the next round makes up for it); without the catch-up, almost all
             // of them are.
