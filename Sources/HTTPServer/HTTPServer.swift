@@ -603,11 +603,6 @@ private final class ServerCore: @unchecked Sendable {
         deadlines.add(watch)
     }
 
-    /// Why a request's head is refused, or nil: a NUL anywhere in its target (which
-    /// libmicrohttpd's decoding would cut the path at), framing that two parties
-    /// could read two ways (RFC 9112 §6.3: Content-Length beside Transfer-Encoding,
-    /// two different Content-Lengths, a coding other than chunked), or HTTP/1.1
-    /// without Host.
     /// Whether `target` holds a NUL, as a byte or percent-encoded (`%00`); read as
     /// bytes (Foundation's `range(of:)` cost a registration about 1% of its time).
     static func holdsNUL(_ target: String) -> Bool {
@@ -619,6 +614,11 @@ private final class ServerCore: @unchecked Sendable {
         return false
     }
 
+    /// Why a request's head is refused, or nil: a NUL anywhere in its target (which
+    /// libmicrohttpd's decoding would cut the path at), framing that two parties
+    /// could read two ways (RFC 9112 §6.3: Content-Length beside Transfer-Encoding,
+    /// two different Content-Lengths, a coding other than chunked), or HTTP/1.1
+    /// without Host.
     private static func malformed(_ state: RequestState, lengths: [String], version: String?) -> String? {
         if holdsNUL(state.rawTarget) {
             return "The request target contains a NUL (%00), which no path or query may hold."

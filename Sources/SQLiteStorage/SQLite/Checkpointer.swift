@@ -40,7 +40,7 @@ final class Checkpointer: Sendable {
         let thread = Thread { [self] in
             nameCurrentThread("islet-db-ckpt")  // from inside, see `DatabaseThread`
             self.loop(interval: interval, sleeper: sleeper) {
-                if Checkpointer.copy(owned.connection).frames >= restartAfterFrames { catchUp() }
+                if Checkpointer.copy(owned.connection) >= restartAfterFrames { catchUp() }
             }
         }
         thread.start()
@@ -63,13 +63,13 @@ final class Checkpointer: Sendable {
     }
 
     /// Copies what the log holds into the database file without waiting for anyone
-    /// (`PASSIVE`); answers how many frames the log holds and how many of them are
-    /// not copied yet (zero and zero when the copy failed).
-    static func copy(_ connection: SQLiteConnection) -> (frames: Int, left: Int) {
+    /// (`PASSIVE`); answers how many frames the log holds (0 when the copy failed).
+    @discardableResult
+    static func copy(_ connection: SQLiteConnection) -> Int {
         guard let row = try? connection.query("PRAGMA wal_checkpoint(PASSIVE)", []).first,
-              let frames = row[1].integer, let copied = row[2].integer, frames >= 0
-        else { return (0, 0) }
-        return (Int(frames), Int(frames - copied))
+            let frames = row[1].integer, frames > 0
+        else { return 0 }
+        return Int(frames)
     }
 }
 

@@ -55,7 +55,7 @@ public final class SQLiteDatabase: Sendable {
             // again from its beginning.
             checkpointer = try Checkpointer(path: path) {
                 connection.withLock { connection in
-                    if let connection { _ = Checkpointer.copy(connection) }
+                    if let connection { Checkpointer.copy(connection) }
                 }
             }
         } else {
