@@ -35,13 +35,14 @@ struct CheckpointerTests {
         }
     }
 
-    /// Beside a writer that never pauses, a copy of the log never catches up with it
-    /// (frames committed during the copy are left), so the log would never start
-    /// again and grow without end; the catch-up, run while holding the writer, copies
-    /// what is left, and the next write starts the log again. Each start raises the
-    /// checkpoint sequence number in the log's header, and a checkpoint round
-    /// followed by writes raises it.
-    @Test func aLogWrittenWithoutPauseStartsAgainAfterEveryCheckpoint() async throws {
+    /// Beside a writer that keeps writing, a copy of the log never catches up with it
+    /// (a write is under way when the copy ends, or frames committed during the copy
+    /// are left), so the log would never start again and grow without end; the
+    /// catch-up, run while holding the writer, copies what is left, and the next
+    /// write starts the log again. Each start raises the checkpoint sequence number
+    /// in the log's header: a checkpoint round followed by writes raises it, but for
+    /// a start missed now and then.
+    @Test func aLogWrittenAllAlongStartsAgainAfterCheckpoints() async throws {
         try await withTemporaryDirectory { folder in
             let path = folder.appendingPathComponent("busy.sqlite").path
             var options = SQLiteOptions()
@@ -66,6 +67,13 @@ struct CheckpointerTests {
                 }
             }
             writing.start()
+            // Stopped first, then the checkpointer (whose catch-up waits for the
+            // writer's lock), on every way out of the test.
+            func stopWriting() {
+                stopping.withLock { $0 = true }
+                while !writing.isFinished { usleep(1_000) }
+            }
+            defer { stopWriting() }
             func checkpointSequence() throws -> UInt32 {
                 let header = try Data(contentsOf: URL(fileURLWithPath: path + "-wal")).prefix(16)
                 return header.suffix(4).reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
@@ -80,6 +88,10 @@ struct CheckpointerTests {
                     if let connection { Checkpointer.copy(connection) }
                 }
             }
+            defer {
+                stopWriting()
+                checkpointer.stop()
+            }
             #expect(await clock.waitForSleepers(after: 0))
             let before = try checkpointSequence()
             let rounds = 8
@@ -90,9 +102,7 @@ struct CheckpointerTests {
                 #expect(await clock.waitForSleepers(after: mark))  // The round is over.
                 #expect(await writes(after: count))
             }
-            stopping.withLock { $0 = true }
-            while !writing.isFinished { try await Task.sleep(for: .milliseconds(1)) }
-            checkpointer.stop()
+            stopWriting()
             // A start can still be missed (it needs every reader's lock for a moment,
             // and the next round makes up for it); without the catch-up, almost all
             // of them are.
