@@ -101,7 +101,7 @@ let package = Package(
             name: "IsletServer",
             dependencies: [
                 "IsletCore", "IsletSync", "IsletBackground", "IsletLog", "IsletCrypto", "Storage", "SQLiteStorage", "PostgreSQLStorage",
-                "HTTPServer", "APNs", "Delivery", "IsletService", "HTTPClient",
+                "HTTPServer", "APNs", "Delivery", "IsletService", "HTTPClient", "IsletThreads",
             ],
             swiftSettings: swiftSettings,
             // The dashboard's page, script and style (Dashboard/Assets/), compiled in as strings.
@@ -165,7 +165,7 @@ let package = Package(
 
         // Helpers shared by the test targets and the benchmarks: a raw-socket HTTP client,
         // temporary folders, child processes spawned without Foundation's Process.
-        .target(name: "IsletTesting", dependencies: ["IsletSync", "CLinux", "Storage"], path: "Tests/IsletTesting", swiftSettings: swiftSettings),
+        .target(name: "IsletTesting", dependencies: ["IsletSync", "IsletThreads", "CLinux", "Storage"], path: "Tests/IsletTesting", swiftSettings: swiftSettings),
 
         .testTarget(name: "IsletSyncTests", dependencies: ["IsletSync"], swiftSettings: swiftSettings),
         .testTarget(name: "IsletThreadsTests", dependencies: ["IsletSync", "IsletThreads"], swiftSettings: swiftSettings),

@@ -1,4 +1,5 @@
 import IsletSync
+import IsletThreads
 public import APNs
 public import Delivery
 import Foundation
@@ -101,7 +102,9 @@ public final class Application: Sendable {
         // What is only closed comes first, so that it is closed last, after
         // everything that uses it has stopped.
         let resources: [any BackgroundService] = [
-            ClosingService { store.close() },
+            // Closing joins the store's threads (and checkpoints SQLite's log): on a
+            // thread of its own, not one of the concurrency pool's.
+            ClosingService { await runOnOwnThread(named: "islet-db-close") { store.close() } },
             ClosingService { await embeddedAPNs?.apns.shutdown() },
             ClosingService { await client.shutdown() },
             ClosingService { await webhookClient.shutdown() },

@@ -106,7 +106,7 @@ struct SubprocessTests {
         }
     }
 
-    @Test func aMissingProgramIsAnError() {
+    @Test func aMissingProgramIsAnError() async {
         #expect(throws: CommandError.self) { try Subprocess("/no/such/program", []) }
         #expect(throws: CommandError.self) { try runCommand("/no/such/program", []) }
     }

@@ -50,13 +50,13 @@ struct ES256Tests {
         #expect(throws: CryptoError.self) { try ECDSASignature.raw(fromDER: Data([0x30, 0x02, 0x01])) }
     }
 
-    @Test(.requires(.processes)) func refusesKeysThatAreNotP256() throws {
+    @Test(.requires(.processes)) func refusesKeysThatAreNotP256() async throws {
         try #require(FileManager.default.isExecutableFile(atPath: "/usr/bin/openssl"))
-        let p384 = try runCommand("/usr/bin/openssl", ["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-384"])
+        let p384 = try await runCommand("/usr/bin/openssl", ["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-384"])
         let error = #expect(throws: CryptoError.self) { try P256.SigningKey(pemRepresentation: p384.output) }
         #expect(error?.code == .unsupportedKey)
         #expect(error?.description.contains("P-256") == true)
-        let rsa = try runCommand("/usr/bin/openssl", ["genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048"])
+        let rsa = try await runCommand("/usr/bin/openssl", ["genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048"])
         #expect(throws: CryptoError.self) { try P256.SigningKey(pemRepresentation: rsa.output) }
         let garbage = #expect(throws: CryptoError.self) {
             try P256.SigningKey(pemRepresentation: "-----BEGIN PRIVATE KEY-----\nnope\n-----END PRIVATE KEY-----\n")
@@ -130,7 +130,7 @@ struct OpenSSLCrossCheckTests {
             try key.pemRepresentation.write(to: keyFile, atomically: true, encoding: .utf8)
             let message = Data("eyJhbGciOiJFUzI1NiJ9.eyJpc3MiOiJURUFNIn0".utf8)
             try message.write(to: messageFile)
-            let signed = try runCommand(openssl, ["dgst", "-sha256", "-sign", keyFile.path, "-out", signatureFile.path, messageFile.path])
+            let signed = try await runCommand(openssl, ["dgst", "-sha256", "-sign", keyFile.path, "-out", signatureFile.path, messageFile.path])
             #expect(signed.status == 0, "\(signed.error)")
             let der = try Data(contentsOf: signatureFile)
             let raw = try ECDSASignature.raw(fromDER: der)
@@ -151,21 +151,21 @@ struct OpenSSLCrossCheckTests {
             try key.publicKey.pemRepresentation.write(to: publicFile, atomically: true, encoding: .utf8)
             try Data(parsed.signingInput.utf8).write(to: messageFile)
             try ECDSASignature.der(fromRaw: parsed.signature).write(to: signatureFile)
-            let verified = try runCommand(openssl, ["dgst", "-sha256", "-verify", publicFile.path, "-signature", signatureFile.path, messageFile.path])
+            let verified = try await runCommand(openssl, ["dgst", "-sha256", "-verify", publicFile.path, "-signature", signatureFile.path, messageFile.path])
             #expect(verified.status == 0)
             #expect(verified.output.contains("Verified OK"))
 
             // The same check must fail for a tampered input.
             try Data((parsed.signingInput + "x").utf8).write(to: messageFile)
-            let tampered = try runCommand(openssl, ["dgst", "-sha256", "-verify", publicFile.path, "-signature", signatureFile.path, messageFile.path])
+            let tampered = try await runCommand(openssl, ["dgst", "-sha256", "-verify", publicFile.path, "-signature", signatureFile.path, messageFile.path])
             #expect(tampered.status != 0)
         }
     }
 
-    @Test func opensslGeneratedP8KeyLoads() throws {
+    @Test func opensslGeneratedP8KeyLoads() async throws {
         try #require(FileManager.default.isExecutableFile(atPath: openssl))
-        let sec1 = try runCommand(openssl, ["ecparam", "-name", "prime256v1", "-genkey", "-noout"])
-        let pkcs8 = try runCommand(openssl, ["pkcs8", "-topk8", "-nocrypt"], input: Data(sec1.output.utf8))
+        let sec1 = try await runCommand(openssl, ["ecparam", "-name", "prime256v1", "-genkey", "-noout"])
+        let pkcs8 = try await runCommand(openssl, ["pkcs8", "-topk8", "-nocrypt"], input: Data(sec1.output.utf8))
         #expect(pkcs8.output.hasPrefix("-----BEGIN PRIVATE KEY-----"))
         let key = try P256.SigningKey(pemRepresentation: pkcs8.output)
         let signature = try key.signature(for: Data("x".utf8))

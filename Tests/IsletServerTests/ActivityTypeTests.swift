@@ -238,7 +238,7 @@ struct ActivityTypeTests {
                 """
             let file = h.directory.appendingPathComponent("MatchAttributes.swift")
             try source.write(to: file, atomically: true, encoding: .utf8)
-            let printed = try runCommand(executable, ["schema", "from-swift", file.path])
+            let printed = try await runCommand(executable, ["schema", "from-swift", file.path])
             #expect(printed.status == 0, "\(printed.error)")
             let schema = try JSONValue(parsing: Data(printed.output.utf8))
             #expect(schema["content_state"]?["lastGoal"]?["required"] == false)
@@ -255,7 +255,7 @@ struct ActivityTypeTests {
             let broken = h.directory.appendingPathComponent("Broken.swift")
             try "struct A: ActivityAttributes { struct ContentState: Codable, Hashable { var v: Vehicle }; var x: Int }"
                 .write(to: broken, atomically: true, encoding: .utf8)
-            let refused = try runCommand(executable, ["schema", "from-swift", broken.path])
+            let refused = try await runCommand(executable, ["schema", "from-swift", broken.path])
             #expect(refused.status == 1)
             #expect(refused.error.contains("content_state.v: type Vehicle is not defined in this file"))
         }

@@ -36,7 +36,7 @@ struct MultiNodeTests {
             // were sent and are not yet answered (the simulator answers late).
             let held = "SELECT apns_id FROM pushes WHERE claimed_by = 'node-2' AND status = 'sending'"
             let inFlight = try await eventually(within: .seconds(60)) {
-                let claimed = Set(try cluster.psql(held).split(separator: "\n").map(String.init))
+                let claimed = Set(try await cluster.psql(held).split(separator: "\n").map(String.init))
                 let received = cluster.simulator.engine.pushes().compactMap { $0.headers["apns-id"] }
                 return received.contains { claimed.contains($0) }
             }
@@ -46,7 +46,7 @@ struct MultiNodeTests {
             #expect((claimedByTwo?.int64Value ?? 0) > 0, "GET /v1/nodes: \(nodesSeen.json.jsonText)")
             try await second.kill()
             let killed = ContinuousClock.now
-            let heldAtDeath = Set(try cluster.psql(held).split(separator: "\n").map(String.init))
+            let heldAtDeath = Set(try await cluster.psql(held).split(separator: "\n").map(String.init))
             #expect(!heldAtDeath.isEmpty)
 
             let finished = await eventually(within: .seconds(120)) {
@@ -56,10 +56,10 @@ struct MultiNodeTests {
             print("MultiNodeTests: the survivors finished \(elapsed) after the kill; node-2 held \(heldAtDeath.count) pushes")
             #expect(finished)
             #expect(elapsed < .seconds(MultiNodeTests.lease + 20), "the survivors finished \(elapsed) after the kill")
-            #expect(await eventually { (try? cluster.psql("SELECT count(*) FROM pushes WHERE status = 'sent'")) == "\(devices)" })
+            #expect(await eventually { (try? await cluster.psql("SELECT count(*) FROM pushes WHERE status = 'sent'")) == "\(devices)" })
 
             let received = cluster.simulator.engine.pushes()
-            let recorded = try cluster.recordedIDs()
+            let recorded = try await cluster.recordedIDs()
             #expect(Set(received.compactMap(\.token)) == Set(tokens))
             #expect(received.allSatisfy { $0.answer.status == 200 })
             var byToken: [String: [PushRecord]] = [:]
@@ -126,9 +126,9 @@ struct MultiNodeTests {
                 #expect(arrived, "round \(round): nothing reached the simulator")
             }
             #expect(await eventually {
-                (try? cluster.psql("SELECT count(*) FROM pushes WHERE status = 'sent'")) == "\(rounds)"
+                (try? await cluster.psql("SELECT count(*) FROM pushes WHERE status = 'sent'")) == "\(rounds)"
             })
-            #expect(try cluster.psql("SELECT count(*) FROM pushes") == "\(rounds)")
+            #expect(try await cluster.psql("SELECT count(*) FROM pushes") == "\(rounds)")
             let received = cluster.simulator.engine.pushes()
             #expect(received.count == rounds)
             for round in 0..<rounds {
@@ -161,7 +161,7 @@ struct MultiNodeTests {
             // Settled: each update sent, or dropped because a newer one replaced it
             // while it was queued.
             #expect(await eventually {
-                (try? cluster.psql("SELECT count(*) FROM pushes WHERE status IN ('queued', 'sending')")) == "0"
+                (try? await cluster.psql("SELECT count(*) FROM pushes WHERE status IN ('queued', 'sending')")) == "0"
             })
 
             let received = cluster.simulator.engine.pushes().filter { $0.token == token }
@@ -181,9 +181,9 @@ struct MultiNodeTests {
             }
             let device = cluster.simulator.engine.activity(id: activityID)
             #expect(device?.lastTimestamp == stamps.last?.timestamp)
-            #expect(try cluster.psql(
+            #expect(try await cluster.psql(
                 "SELECT count(*) FROM pushes WHERE NOT (status = 'sent' OR (status = 'dropped' AND reason = 'Superseded'))") == "0")
-            #expect(try cluster.psql("SELECT count(*) FROM pushes WHERE status = 'sent'") == "\(stamps.count)")
+            #expect(try await cluster.psql("SELECT count(*) FROM pushes WHERE status = 'sent'") == "\(stamps.count)")
         }
     }
 
@@ -202,20 +202,20 @@ struct MultiNodeTests {
                 "POST", "/v1/apps/\(app.id)/activities/final/update", app.serverKey, ["content_state": ["home": 2, "away": 1]])
             #expect(update.json["targets"]?.int64Value == Int64(devices))
             let held = "SELECT count(*) FROM pushes WHERE claimed_by = 'node-b' AND status = 'sending'"
-            #expect(await eventually { (Int((try? cluster.psql(held)) ?? "") ?? 0) > 0 }, "node-b never claimed a push")
+            #expect(await eventually { (Int((try? await cluster.psql(held)) ?? "") ?? 0) > 0 }, "node-b never claimed a push")
             let stopped = ContinuousClock.now
             try await stopping.terminate()
             print("MultiNodeTests: node-b stopped \(ContinuousClock.now - stopped) after SIGTERM")
             #expect(stopping.process.termination == .exit(0))
             #expect(stopping.output.value.contains("handed back pushes still in flight"), "\(stopping.output.value)")
-            #expect(try cluster.psql(held) == "0")
+            #expect(try await cluster.psql(held) == "0")
 
             #expect(await eventually(within: .seconds(120)) {
                 Set(cluster.simulator.engine.pushes().compactMap(\.token)).count == devices
             })
             print("MultiNodeTests: node-a sent the rest \(ContinuousClock.now - stopped) after SIGTERM")
-            #expect(await eventually { (try? cluster.psql("SELECT count(*) FROM pushes WHERE status = 'sent'")) == "\(devices)" })
-            let recorded = try cluster.recordedIDs()
+            #expect(await eventually { (try? await cluster.psql("SELECT count(*) FROM pushes WHERE status = 'sent'")) == "\(devices)" })
+            let recorded = try await cluster.recordedIDs()
             for push in cluster.simulator.engine.pushes() {
                 #expect(push.headers["apns-id"] == recorded[push.token ?? ""], "a push sent again with another apns-id")
             }
@@ -466,12 +466,12 @@ final class Cluster: Sendable {
 
     /// Runs one statement on the test's schema.
     @discardableResult
-    func psql(_ statement: String) throws -> String { try TestPostgres.psql(databaseURL, statement) }
+    func psql(_ statement: String) async throws -> String { try await TestPostgres.psql(databaseURL, statement) }
 
     /// The `apns-id` Islet recorded for each token's push.
-    func recordedIDs() throws -> [String: String] {
+    func recordedIDs() async throws -> [String: String] {
         var ids: [String: String] = [:]
-        for line in try psql("SELECT token || ' ' || apns_id FROM pushes").split(separator: "\n") {
+        for line in try await psql("SELECT token || ' ' || apns_id FROM pushes").split(separator: "\n") {
             let parts = line.split(separator: " ")
             if parts.count == 2 { ids[String(parts[0])] = String(parts[1]) }
         }

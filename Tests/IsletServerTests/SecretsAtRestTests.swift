@@ -267,7 +267,7 @@ struct SecretsAtRestTests {
         try #require(FileManager.default.isExecutableFile(atPath: executable))
         try await withTemporaryDirectory { dir in try await TestPostgres.withSchema { url in
             let data = dir.appendingPathComponent("data").path
-            let result = try runCommand(executable, ["serve", "--port", "0", "--data-dir", data, "--database", url])
+            let result = try await runCommand(executable, ["serve", "--port", "0", "--data-dir", data, "--database", url])
             #expect(result.status == 2)
             #expect(result.error.split(separator: "\n").count == 1, "\(result.error)")
             #expect(result.error.hasPrefix("islet: invalid setting --secrets-key (ISLET_SECRETS_KEY): "), "\(result.error)")
@@ -294,7 +294,7 @@ struct SecretsAtRestTests {
             Self.expectSealed(try Self.rawCredentials(config), count: 2)
 
             let other = try SecretsKey.generate().base64
-            let result = try runCommand(
+            let result = try await runCommand(
                 executable, ["serve", "--port", "0", "--data-dir", dir.path, "--database", url],
                 environment: ["ISLET_SECRETS_KEY": other])
             #expect(result.status == 2)
@@ -304,18 +304,18 @@ struct SecretsAtRestTests {
         } }
     }
 
-    @Test(.requires(.processes)) func secretsGeneratePrintsAFreshKeyOf32Bytes() throws {
+    @Test(.requires(.processes)) func secretsGeneratePrintsAFreshKeyOf32Bytes() async throws {
         try #require(FileManager.default.isExecutableFile(atPath: executable))
-        let first = try runCommand(executable, ["secrets", "generate"])
-        let second = try runCommand(executable, ["secrets", "generate"])
+        let first = try await runCommand(executable, ["secrets", "generate"])
+        let second = try await runCommand(executable, ["secrets", "generate"])
         #expect(first.status == 0 && second.status == 0)
         let key = first.output.trimmingCharacters(in: .whitespacesAndNewlines)
         #expect(Data(base64Encoded: key)?.count == 32, "\(first.output)")
         #expect(key != second.output.trimmingCharacters(in: .whitespacesAndNewlines))
         #expect(throws: Never.self) { try SecretsKey(base64: key) }
-        #expect(try runCommand(executable, ["secrets", "--help"]).status == 0)
-        #expect(try runCommand(executable, ["secrets"]).status == 2)
-        #expect(try runCommand(executable, ["secrets", "rotate"]).status == 2)
+        #expect(try await runCommand(executable, ["secrets", "--help"]).status == 0)
+        #expect(try await runCommand(executable, ["secrets"]).status == 2)
+        #expect(try await runCommand(executable, ["secrets", "rotate"]).status == 2)
     }
 
     /// `islet secrets rotate` on the suite's database: on SQLite over the data
@@ -342,7 +342,7 @@ struct SecretsAtRestTests {
             let new = try SecretsKey.generate()
             let newFile = dir.appendingPathComponent("new.key")
             try (new.base64 + "\n").write(to: newFile, atomically: true, encoding: .utf8)
-            let result = try runCommand(
+            let result = try await runCommand(
                 executable,
                 ["secrets", "rotate", "--new-key-file", newFile.path, "--data-dir", config.dataDirectory]
                     + (database.map { ["--database", $0] } ?? []),

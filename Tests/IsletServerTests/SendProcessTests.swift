@@ -35,7 +35,7 @@ struct SendProcessTests {
     @Test func sendsAStartAndPrintsTheExchange() async throws {
         try #require(FileManager.default.isExecutableFile(atPath: executable))
         try await withSimulator { simulator, key, ca in
-            let result = try runCommand(executable, arguments(simulator, key, ca, [
+            let result = try await runCommand(executable, arguments(simulator, key, ca, [
                 "--event", "start", "--attributes-type", "DeliveryAttributes", "--attributes", #"{"order":"A1"}"#,
                 "--content-state", #"{"eta":5}"#, "--alert-title", "Order", "--alert-body", "Started",
             ]))
@@ -52,7 +52,7 @@ struct SendProcessTests {
     @Test func aBrokenRuleIsReportedAndNothingIsSent() async throws {
         try #require(FileManager.default.isExecutableFile(atPath: executable))
         try await withSimulator { simulator, key, ca in
-            let result = try runCommand(executable, arguments(simulator, key, ca, [
+            let result = try await runCommand(executable, arguments(simulator, key, ca, [
                 "--event", "update", "--content-state", #"{"eta":5}"#, "--dismissal-date", "1800000000",
             ]))
             #expect(result.status == 2)
@@ -65,7 +65,7 @@ struct SendProcessTests {
     @Test func aRefusalFromAPNsIsPrintedWithItsReason() async throws {
         try #require(FileManager.default.isExecutableFile(atPath: executable))
         try await withSimulator(trust: false) { simulator, key, ca in
-            let result = try runCommand(executable, arguments(simulator, key, ca, ["--event", "alert", "--alert-title", "Hi", "--alert-body", "There"]))
+            let result = try await runCommand(executable, arguments(simulator, key, ca, ["--event", "alert", "--alert-title", "Hi", "--alert-body", "There"]))
             #expect(result.status == 1)
             #expect(result.output.contains("403 InvalidProviderToken"))
             #expect(result.output.contains("Refused by APNs (InvalidProviderToken): the provider token was refused; check --key"))
@@ -81,7 +81,7 @@ struct SendProcessTests {
             let reserved = try ReservedPort()
             var refused = arguments(simulator, key, ca, alert)
             refused[refused.firstIndex(of: "--url")! + 1] = "https://127.0.0.1:\(reserved.port)"
-            let unreachable = try runCommand(executable, refused)
+            let unreachable = try await runCommand(executable, refused)
             #expect(unreachable.status == 3, "\(unreachable.output)")
             #expect(unreachable.output.contains("Not delivered: APNs at https://127.0.0.1:\(reserved.port) could not be reached; could not connect to 127.0.0.1:\(reserved.port)"))
             #expect(!unreachable.output.contains("connectFailed"))
@@ -89,7 +89,7 @@ struct SendProcessTests {
             // The simulator's certificate, without its CA: the TLS check fails.
             var untrusted = arguments(simulator, key, ca, alert)
             untrusted.removeSubrange(untrusted.firstIndex(of: "--ca")!...untrusted.firstIndex(of: "--ca")! + 1)
-            let tls = try runCommand(executable, untrusted)
+            let tls = try await runCommand(executable, untrusted)
             #expect(tls.status == 3, "\(tls.output)")
             #expect(tls.output.contains("certificate is not trusted"), "\(tls.output)")
             #expect(tls.output.contains("pass it with --ca"))
@@ -105,7 +105,7 @@ struct SendProcessTests {
             let key = try P256.SigningKey.generate()
             let keyFile = dir.appendingPathComponent("AuthKey.p8")
             try key.pemRepresentation.write(to: keyFile, atomically: true, encoding: .utf8)
-            let result = try runCommand(executable, ["jwt", "--key", keyFile.path, "--key-id", "JWTKEY0001", "--team-id", "JWTTEAM001", "--issued-at", "1800000000"])
+            let result = try await runCommand(executable, ["jwt", "--key", keyFile.path, "--key-id", "JWTKEY0001", "--team-id", "JWTTEAM001", "--issued-at", "1800000000"])
             #expect(result.status == 0)
             let token = try JSONWebToken(parsing: result.output.trimmingCharacters(in: .whitespacesAndNewlines))
             #expect(token.isValidES256(using: key.publicKey))

@@ -61,16 +61,16 @@ struct ServeProcessTests {
         }
     }
 
-    @Test func badSettingStopsWithOneClearLine() throws {
+    @Test func badSettingStopsWithOneClearLine() async throws {
         try #require(FileManager.default.isExecutableFile(atPath: executable))
-        let result = try runCommand(executable, ["serve", "--port", "99999"])
+        let result = try await runCommand(executable, ["serve", "--port", "99999"])
         #expect(result.status == 2)
         #expect(result.error == "islet: invalid setting --port (ISLET_PORT): \"99999\" is not a port number (0-65535)\n")
     }
 
-    @Test func unknownCommandIsRefused() throws {
+    @Test func unknownCommandIsRefused() async throws {
         try #require(FileManager.default.isExecutableFile(atPath: executable))
-        let result = try runCommand(executable, ["serv"])
+        let result = try await runCommand(executable, ["serv"])
         #expect(result.status == 2)
         #expect(result.error.hasPrefix("islet: unknown command \"serv\""))
     }
@@ -219,7 +219,7 @@ struct ServeProcessTests {
         try #require(FileManager.default.isExecutableFile(atPath: executable))
         try await withTemporaryDirectory { dir in
             let data = dir.appendingPathComponent("data").path
-            let result = try runCommand(executable, ["serve", "--host", "not-an-ip", "--port", "0", "--data-dir", data])
+            let result = try await runCommand(executable, ["serve", "--host", "not-an-ip", "--port", "0", "--data-dir", data])
             #expect(result.status == 2)
             #expect(result.error == "islet: invalid setting --host (ISLET_HOST): \"not-an-ip\" is not an IP address (such as 127.0.0.1, 0.0.0.0 or ::1) or localhost\n")
             #expect(!FileManager.default.fileExists(atPath: data))
@@ -238,7 +238,7 @@ struct ServeProcessTests {
                 ("postgresql://islet:other-pw-7781@127.0.0.1:\(nothing.port)/postgres?connect_timeout=5", "127.0.0.1"),
                 ("postgresql://islet@127.0.0.1:\(serverPort)/postgres?sslmode=bogus", "sslmode"),
             ] {
-                let result = try runCommand(
+                let result = try await runCommand(
                     executable, [
                         "serve", "--port", "0", "--data-dir", dir.appendingPathComponent("data").path, "--database", url,
                         "--secrets-key", TestPostgres.secretsKey,
@@ -281,7 +281,7 @@ struct ServeProcessTests {
             let tokenFile = data.appendingPathComponent("admin-token").path
             // A first start that fails (its port is taken) writes no token.
             let taken = try ReservedPort()
-            let failed = try runCommand(executable, ["serve", "--port", String(taken.port), "--data-dir", data.path])
+            let failed = try await runCommand(executable, ["serve", "--port", String(taken.port), "--data-dir", data.path])
             #expect(failed.status == 1)
             #expect(!failed.output.contains("Admin token"))
             #expect(!FileManager.default.fileExists(atPath: tokenFile))
@@ -305,20 +305,20 @@ struct ServeProcessTests {
         }
     }
 
-    @Test func helpAndMissingCommands() throws {
+    @Test func helpAndMissingCommands() async throws {
         try #require(FileManager.default.isExecutableFile(atPath: executable))
-        let bare = try runCommand(executable, [])
+        let bare = try await runCommand(executable, [])
         #expect(bare.status == 2)
         #expect(bare.output.isEmpty)
         #expect(bare.error.contains("Usage: islet <command>"))
-        let help = try runCommand(executable, ["help"])
+        let help = try await runCommand(executable, ["help"])
         #expect(help.status == 0)
         #expect(help.output.contains("Usage: islet <command>"))
-        let jwt = try runCommand(executable, ["jwt", "--help"])
+        let jwt = try await runCommand(executable, ["jwt", "--help"])
         #expect(jwt.status == 0)
         #expect(jwt.output.hasPrefix("Usage: islet jwt --key FILE.p8"))
         for arguments in [["schema", "from-swift", "--help"], ["schema", "--help"]] {
-            let schema = try runCommand(executable, arguments)
+            let schema = try await runCommand(executable, arguments)
             #expect(schema.status == 0, "\(arguments)")
             #expect(schema.output.hasPrefix("Usage: islet schema from-swift"), "\(arguments)")
             #expect(!schema.error.contains("cannot read"))
@@ -330,7 +330,7 @@ struct ServeProcessTests {
         try await withTemporaryDirectory { dir in
             let file = dir.appendingPathComponent("AuthKey.p8")
             try "not a key".write(to: file, atomically: true, encoding: .utf8)
-            let result = try runCommand(executable, ["jwt", "--key", file.path, "--key-id", "K", "--team-id", "T"])
+            let result = try await runCommand(executable, ["jwt", "--key", file.path, "--key-id", "K", "--team-id", "T"])
             #expect(result.status == 2)
             #expect(result.error.contains("the text is not a private key in PEM"), "\(result.error)")
             #expect(!result.error.contains("error:"))

@@ -96,9 +96,20 @@ struct ServerHarness: Sendable {
             config.apnsProductionURL = "https://127.0.0.1:\(production.port)"
             config.apnsCAFile = caFile.path
             configure(&config)
-            let application = try buildApplication(
-                config, logger: Logger(level: logLevel, format: .logfmt, sink: logs), clock: clock)
-            try application.start()
+            // Opening the store migrates it and starting prepares each service (the
+            // delivery worker puts back what an earlier run left): blocking work, on a
+            // thread of its own rather than one of the concurrency pool's.
+            let application = try await runBlocking { [config] in
+                try buildApplication(config, logger: Logger(level: logLevel, format: .logfmt, sink: logs), clock: clock)
+            }
+            do {
+                _ = try await runBlocking { try application.start() }
+            } catch {
+                await application.shutdown()
+                await sandbox.shutdown()
+                await production.shutdown()
+                throw error
+            }
             let harness = ServerHarness(
                 application: application, clock: clock, sandbox: sandbox, production: production,
                 signingKey: signingKey, directory: directory)

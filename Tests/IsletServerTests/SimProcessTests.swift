@@ -69,9 +69,9 @@ struct SimProcessTests {
         (["--port", "-1"], "invalid setting --port: \"-1\" is not a whole number from 0 to 65535"),
         (["--frobnicate"], "unknown option --frobnicate: no such option; see islet sim --help"),
     ] as [([String], String)])
-    func badFlagsStopWithOneClearLine(arguments: [String], message: String) throws {
+    func badFlagsStopWithOneClearLine(arguments: [String], message: String) async throws {
         try #require(FileManager.default.isExecutableFile(atPath: executable))
-        let result = try runCommand(executable, ["sim"] + arguments)
+        let result = try await runCommand(executable, ["sim"] + arguments)
         #expect(result.status == 2)
         #expect(result.error == "islet: \(message)\n")
     }

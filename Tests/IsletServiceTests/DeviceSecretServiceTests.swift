@@ -54,9 +54,7 @@ struct DeviceSecretServiceTests {
     }
 
     func withRig(_ body: (Rig) async throws -> Void) async throws {
-        try await withTemporaryDirectory { dir in
-            let store = try openSuiteStore(in: dir)
-            defer { store.close() }
+        try await withSuiteStore { store in
             let environment = ServiceEnvironment(
                 store: store, clock: ManualWallClock(), lifecycle: ActivityLifecycle(),
                 logger: Logger(level: .error, format: .logfmt, sink: MemoryLogSink()), idempotencyWindow: 3600)

@@ -76,9 +76,7 @@ struct EventServiceTests {
     }
 
     func withRig(settings: EventSettings = EventSettings(), _ body: (Rig) async throws -> Void) async throws {
-        try await withTemporaryDirectory { dir in
-            let store = try openSuiteStore(in: dir)
-            defer { store.close() }
+        try await withSuiteStore { store in
             let clock = ManualWallClock()
             let environment = ServiceEnvironment(
                 store: store, clock: clock, lifecycle: ActivityLifecycle(),

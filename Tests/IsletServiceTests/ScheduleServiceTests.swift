@@ -87,14 +87,12 @@ struct ScheduleServiceTests {
     }
 
     func withRig(renewLead: TimeInterval = 15 * 60, _ body: (Rig) async throws -> Void) async throws {
-        try await withTemporaryDirectory { dir in
-            let store = try openSuiteStore(in: dir)
+        try await withSuiteStore { store in
             let clock = ManualWallClock()
             let environment = ServiceEnvironment(
                 store: store, clock: clock, lifecycle: ActivityLifecycle(),
                 logger: Logger(level: .error, format: .logfmt, sink: MemoryLogSink()), idempotencyWindow: 3600,
                 renewLead: renewLead)
-            defer { store.close() }
             try await body(Rig(services: Services(environment: environment, adminToken: "islet_admin_schedule_tests_0123456789"), clock: clock, store: store))
         }
     }

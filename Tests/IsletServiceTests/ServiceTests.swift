@@ -54,15 +54,13 @@ struct ServiceTests {
     }
 
     func withRig(_ body: (Rig) async throws -> Void) async throws {
-        try await withTemporaryDirectory { dir in
-            let store = try openSuiteStore(in: dir)
+        try await withSuiteStore { store in
             let clock = ManualWallClock()
             let woken = Lock(0)
             let environment = ServiceEnvironment(
                 store: store, clock: clock, lifecycle: ActivityLifecycle(), logger: Logger(level: .error, format: .logfmt, sink: MemoryLogSink()),
                 idempotencyWindow: 3600, pushesQueued: { woken.withLock { $0 += 1 } })
             let rig = Rig(services: Services(environment: environment, adminToken: Self.adminToken), clock: clock, store: store, woken: woken)
-            defer { store.close() }
             try await body(rig)
         }
     }
@@ -237,6 +235,14 @@ struct ServiceTests {
         #expect(ServiceError(StoreError(.busy, "x")).code == .unavailable)
         #expect(ServiceError(StoreError(.unavailable, "x")).code == .unavailable)
         #expect(ServiceError(StoreError(.corrupt, "x")).code == .failed)
+    }
+}
+
+/// Runs `body` with a fresh suite store (`openSuiteStore`) in a temporary folder,
+/// opened and closed off the concurrency pool (`withOpenedStore`).
+func withSuiteStore<T>(_ body: (any Store) async throws -> T) async throws -> T {
+    try await withTemporaryDirectory { dir in
+        try await withOpenedStore({ try openSuiteStore(in: dir) }, body)
     }
 }
 

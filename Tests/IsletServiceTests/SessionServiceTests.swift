@@ -20,9 +20,7 @@ struct SessionServiceTests {
     }
 
     func withRig(hours: Double = 12, _ body: (Rig) async throws -> Void) async throws {
-        try await withTemporaryDirectory { dir in
-            let store = try openSuiteStore(in: dir)
-            defer { store.close() }
+        try await withSuiteStore { store in
             let clock = ManualWallClock()
             let environment = ServiceEnvironment(
                 store: store, clock: clock, lifecycle: ActivityLifecycle(),

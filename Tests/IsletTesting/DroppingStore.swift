@@ -1,4 +1,5 @@
 public import Storage
+import IsletThreads
 
 /// A store that runs `drop` once it is closed: a test's PostgreSQL schema goes with
 /// the store that used it.
@@ -39,5 +40,22 @@ public final class DroppingStore: Store {
     public func close() {
         base.close()
         drop()
+    }
+}
+
+/// Runs `body` with the store `open` makes, opened and closed on threads of their
+/// own: opening migrates and closing joins the store's threads, and either, waited
+/// for on one of the concurrency pool's few threads, would hold up every other test.
+public func withOpenedStore<T>(
+    _ open: @escaping @Sendable () throws -> any Store, _ body: (any Store) async throws -> T
+) async throws -> T {
+    let store = try await runBlocking(open)
+    do {
+        let result = try await body(store)
+        await runOnOwnThread(named: "islet-test-close") { store.close() }
+        return result
+    } catch {
+        await runOnOwnThread(named: "islet-test-close") { store.close() }
+        throw error
     }
 }

@@ -1,4 +1,5 @@
 public import Foundation
+import IsletThreads
 import Glibc
 
 /// An HTTP/1.1 response as read off the wire.
@@ -297,7 +298,5 @@ public func httpRequest(
 /// queue: on Linux the concurrency pool shares dispatch's worker threads, and workers
 /// blocked in `recv` would starve the very server tasks they wait for.
 public func runBlocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { continuation in
-        Thread { continuation.resume(with: Result { try body() }) }.start()
-    }
+    try await runOnOwnThread(named: "islet-test-block") { Result { try body() } }.get()
 }

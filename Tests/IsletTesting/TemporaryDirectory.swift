@@ -72,6 +72,18 @@ public func runCommand(
     return (code, String(decoding: outData, as: UTF8.self), String(decoding: errorOutput, as: UTF8.self))
 }
 
+/// `runCommand`, from a task: the command runs and is waited for on a thread of its
+/// own, since waiting for a child process on one of the concurrency pool's few
+/// threads (two on a 2-core machine) would hold up every other test meanwhile. An
+/// async caller gets this one (Swift prefers the async overload there), so no test
+/// can wait for a child on the pool by mistake.
+@discardableResult
+public func runCommand(
+    _ executable: String, _ arguments: [String], input: Data? = nil, environment: [String: String] = [:]
+) async throws -> (status: Int32, output: String, error: String) {
+    try await runBlocking { try runCommand(executable, arguments, input: input, environment: environment) }
+}
+
 /// Why `runCommand` could not run a command.
 public struct CommandError: Error, CustomStringConvertible {
     /// What failed.

@@ -66,25 +66,24 @@ public enum TestPostgres {
     public static func withSchema<T>(_ body: (String) async throws -> T) async throws -> T {
         let server = try url()
         let schema = newSchemaName()
-        try await psqlOffThePool(server, "CREATE SCHEMA \(schema)")
+        try await psql(server, "CREATE SCHEMA \(schema)")
         do {
             let result = try await body(scoped(server, schema))
-            try await psqlOffThePool(server, "DROP SCHEMA \(schema) CASCADE")
+            try await psql(server, "DROP SCHEMA \(schema) CASCADE")
             return result
         } catch {
-            _ = try? await psqlOffThePool(server, "DROP SCHEMA \(schema) CASCADE")
+            _ = try? await psql(server, "DROP SCHEMA \(schema) CASCADE")
             throw error
         }
     }
 
-    /// `psql`, run on a thread of its own: waiting for a child process on one of the
-    /// concurrency pool's few threads (two on a 2-core machine) would hold up every
-    /// other test meanwhile.
+    /// `psql`, from a task: run and waited for on a thread of its own, since waiting
+    /// for a child process on one of the concurrency pool's few threads (two on a
+    /// 2-core machine) would hold up every other test meanwhile. Async callers get
+    /// this overload.
     @discardableResult
-    public static func psqlOffThePool(_ url: String, _ statement: String) async throws -> String {
-        try await withCheckedThrowingContinuation { continuation in
-            Thread { continuation.resume(with: Result { try psql(url, statement) }) }.start()
-        }
+    public static func psql(_ url: String, _ statement: String) async throws -> String {
+        try await runBlocking { try psql(url, statement) }
     }
 
     /// Runs one statement with psql on the server `url` names; throws psql's

@@ -46,7 +46,7 @@ struct PostgreSQLSharingTests {
                 return try await group.reduce(into: []) { $0.append($1) }
             }
             defer { for store in stores { store.close() } }
-            #expect(try TestPostgres.psql(url, "SELECT count(*) FROM islet_migrations") == "6")
+            #expect(try await TestPostgres.psql(url, "SELECT count(*) FROM islet_migrations") == "6")
             for store in stores { #expect(try store.readNow { try $0.schemaVersion() } == 11) }
         }
     }
@@ -54,7 +54,7 @@ struct PostgreSQLSharingTests {
     @Test func aDatabaseFromANewerIsletIsRefused() async throws {
         try await TestPostgres.withSchema { url in
             try PostgreSQLStore(url: url, poolSize: 1).close()
-            try TestPostgres.psql(url, "INSERT INTO islet_migrations VALUES (99, 'future', 'later')")
+            try await TestPostgres.psql(url, "INSERT INTO islet_migrations VALUES (99, 'future', 'later')")
             let error = #expect(throws: StoreError.self) { try PostgreSQLStore(url: url, poolSize: 1) }
             #expect(error?.message.contains("newer than this Islet knows") == true)
         }
@@ -187,7 +187,7 @@ struct PostgreSQLSharingTests {
             // Seen waiting on the lock, so that the gate opens on a reset that has
             // begun, not on one yet to start.
             let waiting = await eventually {
-                let count = try? await TestPostgres.psqlOffThePool(
+                let count = try? await TestPostgres.psql(
                     url, "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
                         + "AND application_name LIKE 'islet-node-%-1' AND query LIKE '%devices%'")
                 return (Int(count ?? "0") ?? 0) > 0
@@ -288,7 +288,7 @@ struct PostgreSQLSharingTests {
             defer { store.close() }
             try store.writeNow { try $0.insertApp(Fixture.app()) }
             // Every connection of the store dies under it, the listener's too.
-            let killed = try TestPostgres.psql(
+            let killed = try await TestPostgres.psql(
                 url,
                 "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = '\(name)' AND pid <> pg_backend_pid()")
             #expect(Int(killed) ?? 0 >= 1)

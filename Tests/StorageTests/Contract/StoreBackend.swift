@@ -44,17 +44,18 @@ func withStore<T>(_ backend: StoreBackend, _ body: (any Store) async throws -> T
     switch backend.kind {
     case .sqlite:
         return try await withTemporaryDirectory { folder in
-            let store = try SQLiteStore(path: folder.appendingPathComponent("islet.sqlite").path)
-            defer { store.close() }
-            #expect(store.backend == backend.name)
-            return try await body(store)
+            let path = folder.appendingPathComponent("islet.sqlite").path
+            return try await withOpenedStore({ try SQLiteStore(path: path) }) { store in
+                #expect(store.backend == backend.name)
+                return try await body(store)
+            }
         }
     case .postgresql:
         return try await TestPostgres.withSchema { url in
-            let store = try PostgreSQLStore(url: url, poolSize: 2, applicationName: "islet-tests")
-            defer { store.close() }
-            #expect(store.backend == backend.name)
-            return try await body(store)
+            try await withOpenedStore({ try PostgreSQLStore(url: url, poolSize: 2, applicationName: "islet-tests") }) { store in
+                #expect(store.backend == backend.name)
+                return try await body(store)
+            }
         }
     }
 }
