@@ -103,10 +103,11 @@ public final class SQLiteStore: Store {
     }
 
     /// Runs `body` in one transaction on the database's thread: everything it does is
-    /// committed (and synced to disk) before this returns, or nothing is.
-    public func write<T: Sendable>(_ body: @escaping @Sendable (any StoreSession) throws -> T) async throws -> T {
+    /// committed (and, when `durable`, synced to disk with the writes waiting beside
+    /// it) before this returns, or nothing is.
+    public func write<T: Sendable>(durable: Bool, _ body: @escaping @Sendable (any StoreSession) throws -> T) async throws -> T {
         do {
-            return try await database.write { try self.writing($0, body) }
+            return try await database.write(durable: durable) { try self.writing($0, body) }
         } catch let error as SQLiteError {
             throw error.storeError
         }

@@ -418,7 +418,12 @@ public protocol Store: Sendable {
     /// before this returns, or nothing is. A backend may run `body` again from the
     /// start after a transaction it had to roll back (a lost connection, two
     /// transactions deadlocked): `body` keeps no state of its own across runs.
-    func write<T: Sendable>(_ body: @escaping @Sendable (any StoreSession) throws -> T) async throws -> T
+    ///
+    /// `durable: false` may commit without waiting for the disk (it survives the
+    /// process's crash, and a power loss once a later durable commit synced): for
+    /// what is safe to redo, such as a webhook delivery claimed or its answer (sent
+    /// again at worst, with the same `webhook-id`).
+    func write<T: Sendable>(durable: Bool, _ body: @escaping @Sendable (any StoreSession) throws -> T) async throws -> T
     /// Runs `body` as a read on the calling thread.
     func readNow<T: Sendable>(_ body: (any StoreSession) throws -> T) throws -> T
     /// Runs `body` in one transaction on the calling thread. `durable: false` may
@@ -434,6 +439,11 @@ public protocol Store: Sendable {
 }
 
 extension Store {
+    /// A durable transaction.
+    public func write<T: Sendable>(_ body: @escaping @Sendable (any StoreSession) throws -> T) async throws -> T {
+        try await write(durable: true, body)
+    }
+
     /// A durable transaction on the calling thread.
     public func writeNow<T: Sendable>(_ body: (any StoreSession) throws -> T) throws -> T {
         try writeNow(durable: true, body)

@@ -300,7 +300,12 @@ struct PayloadRefusalTests {
     }
 
     @Test func bundleIDMustBeNonEmptyWithoutWhitespace() {
-        for bad in ["", "com.example app", " com.example.app", "com.example.app\n", "com.example.app.push-type.liveactivity"] {
+        for bad in [
+            "", "com.example app", " com.example.app", "com.example.app\n", "com.example.app.push-type.liveactivity",
+            "com.example\tapp", "com.example\r\napp", "com.example\u{0B}app", "com.example\u{0C}app",
+            "com.exämple\u{A0}app", "com.example\u{2028}app", "com.example\u{3000}app", "café.push-type.alert",
+            ".push-type.", "a.push-type.b",
+        ] {
             let live = refusal { () throws(PayloadError) in
                 try LiveActivityPush.update(contentState: state).build(bundleID: bad, now: now)
             }
@@ -308,6 +313,16 @@ struct PayloadRefusalTests {
             #expect(live?.field == "apns-topic", "\(bad)")
             let alert = refusal { () throws(PayloadError) in try AlertPush(title: "Hi").build(bundleID: bad, now: now) }
             #expect(alert?.code == .invalidBundleID, "\(bad)")
+        }
+    }
+
+    @Test func bundleIDsWithoutWhitespaceOrSuffixAreTakenWhateverTheirScript() throws {
+        for good in [
+            "a", "com.example.app", "com.exämple.app", "com.example.push-type", "com.example.push_type.x", "com.example.\u{1F}app",
+            "日本.アプリ", "com.example.app.push-typ.e", ".push-type", "push-type.",
+        ] {
+            #expect(try LiveActivityPush.update(contentState: state).build(bundleID: good, now: now).topic
+                == good + ".push-type.liveactivity", "\(good)")
         }
     }
 

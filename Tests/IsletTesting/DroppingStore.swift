@@ -21,8 +21,8 @@ public final class DroppingStore: Store {
         try await base.read(body)
     }
 
-    public func write<T: Sendable>(_ body: @escaping @Sendable (any StoreSession) throws -> T) async throws -> T {
-        try await base.write(body)
+    public func write<T: Sendable>(durable: Bool, _ body: @escaping @Sendable (any StoreSession) throws -> T) async throws -> T {
+        try await base.write(durable: durable, body)
     }
 
     public func readNow<T: Sendable>(_ body: (any StoreSession) throws -> T) throws -> T {

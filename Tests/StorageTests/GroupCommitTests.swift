@@ -57,4 +57,39 @@ struct GroupCommitTests {
             #expect(try database.withConnection { try $0.query("PRAGMA synchronous").first?[0].integer } == 2)
         }
     }
+
+    @Test func aGroupOfWritesThatMaySkipTheDiskCommitsUnsyncedAndOneDurableWriteSyncsItsGroup() async throws {
+        try await withTemporaryDirectory { dir in
+            let database = try SQLiteDatabase(path: dir.appendingPathComponent("r.sqlite").path, migrations: schema)
+            defer { database.close() }
+            // What the commit will do, read inside each write: 1 is NORMAL, 2 FULL.
+            let synchronous: @Sendable (SQLiteConnection) throws -> Int64? = { try $0.query("PRAGMA synchronous").first?[0].integer }
+            #expect(try await database.write(durable: false) { try synchronous($0) } == 1)
+            #expect(try await database.write { try synchronous($0) } == 2)
+            // Writes waiting together: whichever group a durable one joins syncs,
+            // and the relaxed ones of its group see FULL too.
+            let seen = try await withThrowingTaskGroup(of: (Bool, Int64?).self) { group in
+                for index in 0..<40 {
+                    group.addTask {
+                        let durable = index % 8 == 0
+                        return (durable, try await database.write(durable: durable) { connection in
+                            try connection.run("INSERT INTO items (name) VALUES (?)", ["item-\(index)"])
+                            return try synchronous(connection)
+                        })
+                    }
+                }
+                var seen: [(Bool, Int64?)] = []
+                for try await item in group { seen.append(item) }
+                return seen
+            }
+            #expect(seen.filter(\.0).allSatisfy { $0.1 == 2 })
+            #expect(seen.allSatisfy { $0.1 == 1 || $0.1 == 2 })
+            // A failed relaxed write changes nothing, and FULL stays the setting.
+            await #expect(throws: (any Error).self) {
+                try await database.write(durable: false) { try $0.run("INSERT INTO items (name) VALUES ('item-1')") }
+            }
+            #expect(try database.withConnection { try synchronous($0) } == 2)
+            #expect(try database.withConnection { try $0.query("SELECT count(*) FROM items").first?[0].integer } == 40)
+        }
+    }
 }

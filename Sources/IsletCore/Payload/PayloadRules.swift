@@ -11,15 +11,42 @@ enum PayloadRules {
         guard !bundleID.isEmpty else {
             throw PayloadError(.invalidBundleID, field: "apns-topic", message: "the bundle id is empty")
         }
-        guard !bundleID.contains(where: \.isWhitespace) else {
+        guard !holdsWhitespace(bundleID) else {
             throw PayloadError(.invalidBundleID, field: "apns-topic", message: "the bundle id contains whitespace")
         }
-        guard !bundleID.contains(".push-type.") else {
+        guard !holdsPushTypeSuffix(bundleID) else {
             throw PayloadError(
                 .invalidBundleID, field: "apns-topic",
                 message: "the bundle id already carries a push type suffix; give the bare bundle id")
         }
         return bundleID + (pushType.topicSuffix ?? "")
+    }
+
+    /// Whether `text` holds white space as `Character.isWhitespace` has it: ASCII
+    /// text (every bundle id in practice) is read byte by byte, since on every push
+    /// built the walk by characters cost more than the rest of the topic.
+    static func holdsWhitespace(_ text: String) -> Bool {
+        var ascii = true
+        for byte in text.utf8 {
+            if byte >= 0x80 {
+                ascii = false
+                break
+            }
+            if byte == 0x20 || (0x09...0x0D).contains(byte) { return true }
+        }
+        return ascii ? false : text.contains(where: \.isWhitespace)
+    }
+
+    /// Whether `text` holds `.push-type.`, read as bytes (`String.contains` of a
+    /// string goes through Foundation on Linux).
+    static func holdsPushTypeSuffix(_ text: String) -> Bool {
+        let needle: [UInt8] = Array(".push-type.".utf8)
+        let bytes = Array(text.utf8)
+        guard bytes.count >= needle.count else { return false }
+        for start in 0...(bytes.count - needle.count) where bytes[start] == needle[0] {
+            if bytes[start..<(start + needle.count)].elementsEqual(needle) { return true }
+        }
+        return false
     }
 
     /// `date` as whole Unix seconds (rounded down), refused when it lies before 1970

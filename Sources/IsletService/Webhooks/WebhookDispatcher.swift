@@ -46,6 +46,11 @@ public protocol WebhookTransport: Sendable {
 /// is recorded, and a failure is retried by the `WebhookRetryPolicy`. Every attempt
 /// of a delivery carries the same `webhook-id` (the event's id).
 ///
+/// Its transactions do not wait for the disk (`durable: false`): what a power loss
+/// takes back is redone (events turned into deliveries again, a delivery claimed
+/// or sent again, with the same `webhook-id`), and they then leave the database's
+/// one writer to the API and the delivery worker sooner.
+///
 /// `run` is the loop: every quarter second of its sleeper's clock, or when woken, it
 /// turns new events into deliveries and sends those due; cancelled, it waits for the
 /// chains being sent (their deliveries are recorded, or left to the lease).
@@ -123,7 +128,7 @@ public final class WebhookDispatcher: BackgroundService {
             guard try await !environment.store.read({ (session: any Stores) in
                 try session.webhooksBehind(latest)
             }).isEmpty else { return 0 }
-            return try await environment.store.write { (session: any Stores) -> Int in
+            return try await environment.store.write(durable: false) { (session: any Stores) -> Int in
                 guard try session.claimPeriodicJob("webhook-fanout") else { return 0 }
                 let latest = try session.latestEventSequence()
                 var added = 0
@@ -188,7 +193,7 @@ public final class WebhookDispatcher: BackgroundService {
             guard let next = try await environment.store.read({ (session: any Stores) in
                 try session.nextDeliveryTime()
             }), next <= now else { return [] }
-            return try await environment.store.write { (session: any Stores) in
+            return try await environment.store.write(durable: false) { (session: any Stores) in
                 // One claim at a time across nodes, so that a chain is never split.
                 guard try session.claimPeriodicJob("webhook-claim") else { return [] }
                 return try session.claimDueDeliveries(
@@ -280,7 +285,7 @@ public final class WebhookDispatcher: BackgroundService {
         let disableAfter = policy.disableAfter
         let now = environment.clock.now()
         do {
-            try await environment.store.write { (session: any Stores) in
+            try await environment.store.write(durable: false) { (session: any Stores) in
                 for (item, attempt, at) in attempts {
                     try session.recordAttempt(deliverySequence: item.delivery.sequence, attempt, nodeID: nodeID, now: at)
                 }

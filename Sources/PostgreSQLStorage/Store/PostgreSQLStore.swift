@@ -82,8 +82,10 @@ public final class PostgreSQLStore: Store {
         try await onWorker { try self.transaction(.read, body) }
     }
 
-    public func write<T: Sendable>(_ body: @escaping @Sendable (any StoreSession) throws -> T) async throws -> T {
-        try await onWorker { try self.transaction(.write(durable: true), body) }
+    /// `durable: false` commits without waiting for the server's disk
+    /// (`synchronous_commit = off` for the transaction).
+    public func write<T: Sendable>(durable: Bool, _ body: @escaping @Sendable (any StoreSession) throws -> T) async throws -> T {
+        try await onWorker { try self.transaction(.write(durable: durable), body) }
     }
 
     public func readNow<T: Sendable>(_ body: (any StoreSession) throws -> T) throws -> T {

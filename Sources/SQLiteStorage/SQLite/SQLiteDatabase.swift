@@ -34,6 +34,9 @@ public final class SQLiteDatabase: Sendable {
     /// answers how to answer the caller once the group's commit is known; `fail`
     /// answers a write that never ran.
     private struct PendingWrite: Sendable {
+        /// Whether its commit waits for the disk (a group's does when any of its
+        /// writes does).
+        let durable: Bool
         let perform: @Sendable (SQLiteConnection) -> @Sendable ((any Error)?) -> Void
         let fail: @Sendable (any Error) -> Void
     }
@@ -135,12 +138,22 @@ public final class SQLiteDatabase: Sendable {
         }
     }
 
-    /// Runs `body` in a transaction on the database's thread: committed (and synced)
-    /// before this returns, rolled back when it throws. Writes waiting together share
-    /// one commit, each in its own savepoint.
+    /// Runs `body` in a transaction on the database's thread: committed (and, when
+    /// `durable`, synced) before this returns, rolled back when it throws. Writes
+    /// waiting together share one commit, each in its own savepoint; the commit waits
+    /// for the disk when any of them is durable (see `writeWithoutSync` for one that
+    /// is not).
     public func write<T: Sendable>(_ body: @escaping @Sendable (SQLiteConnection) throws -> T) async throws -> T {
+        try await write(durable: true, body)
+    }
+
+    /// `write`, whose commit may skip the disk's wait when `durable` is false.
+    public func write<T: Sendable>(
+        durable: Bool, _ body: @escaping @Sendable (SQLiteConnection) throws -> T
+    ) async throws -> T {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
             let job = PendingWrite(
+                durable: durable,
                 perform: { connection in
                     do {
                         try connection.execute("SAVEPOINT islet_write")
@@ -185,8 +198,12 @@ public final class SQLiteDatabase: Sendable {
         guard !batch.isEmpty else { return }
         var answers: [@Sendable ((any Error)?) -> Void] = []
         answers.reserveCapacity(batch.count)
+        // Only writes that may skip the disk's wait: this one commit skips it.
+        let relaxed = synchronousFull && !batch.contains(where: \.durable)
         do {
             try withConnection { connection in
+                if relaxed { try connection.execute("PRAGMA synchronous=NORMAL") }
+                defer { if relaxed { try? connection.execute("PRAGMA synchronous=FULL") } }
                 try connection.execute("BEGIN IMMEDIATE")
                 for job in batch { answers.append(job.perform(connection)) }
                 do {

@@ -61,6 +61,30 @@ struct AppDeviceContractTests {
     }
 
     @Test(arguments: StoreBackend.all)
+    func aWriteThatDoesNotWaitForTheDiskCommitsAllOrNothingAlike(_ backend: StoreBackend) async throws {
+        try await withStore(backend) { store in
+            try await store.write(durable: false) { try $0.insertApp(Fixture.app()) }
+            // Beside durable writes, in any order, each commits whole.
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for index in 2...9 {
+                    group.addTask { try await store.write(durable: index % 2 == 0) { try $0.insertApp(Fixture.app("app_\(index)")) } }
+                }
+                try await group.waitForAll()
+            }
+            // One that throws leaves nothing of what it did.
+            let refused = await #expect(throws: StoreError.self) {
+                try await store.write(durable: false) { session in
+                    try session.insertApp(Fixture.app("app_10"))
+                    try session.insertApp(Fixture.app())
+                }
+            }
+            #expect(refused?.code == .conflict)
+            #expect(try store.readNow { try $0.apps().map(\.id) }.sorted() == (1...9).map { "app_\($0)" })
+            #expect(try await store.read { try $0.app(id: "app_10") } == nil)
+        }
+    }
+
+    @Test(arguments: StoreBackend.all)
     func keysAndSettingsChangeApart(_ backend: StoreBackend) async throws {
         try await withStore(backend) { store in
             let app = Fixture.app()
