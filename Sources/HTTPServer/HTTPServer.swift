@@ -201,15 +201,9 @@ public final class HTTPServer: Sendable {
         // libmicrohttpd's threads to end): on a thread of its own, not on one of the
         // concurrency pool's few threads, which every other task needs meanwhile.
         let core = core
-        await withCheckedContinuation { (stopped: CheckedContinuation<Void, Never>) in
-            let thread = Thread {
-                nameCurrentThread("islet-http-stop")
-                core.stop(daemon)
-                if fd >= 0 { close(fd) }
-                stopped.resume()
-            }
-            thread.stackSize = 256 << 10
-            thread.start()
+        await runOnOwnThread(named: "islet-http-stop", stackSize: 256 << 10) {
+            core.stop(daemon)
+            if fd >= 0 { close(fd) }
         }
     }
 

@@ -10,6 +10,12 @@ import SQLiteStorage
 import Storage
 import Testing
 
+/// Runs `body` with a fresh `makeStore` store in a temporary folder, opened and
+/// closed off the concurrency pool (`withOpenedStore`).
+func withDeliveryStore<T>(_ body: (any Store) async throws -> T) async throws -> T {
+    try await withTemporaryDirectory { folder in try await withOpenedStore({ try makeStore(in: folder) }, body) }
+}
+
 /// The store these tests run on: SQLite in `folder`, or a fresh PostgreSQL schema
 /// when the suites run on PostgreSQL (dropped when the store closes).
 func makeStore(in folder: URL) throws -> any Store {
@@ -80,7 +86,7 @@ struct DeliveryWorkerTests {
     }
 
     @Test func claimsSendsAndRecordsThroughATransport() async throws {
-        try await withTemporaryDirectory { folder in try await withOpenedStore({ try makeStore(in: folder) }) { store in
+        try await withDeliveryStore { store in
             let tokens = (0..<3).map { String(repeating: "0\($0)", count: 32) }
             try queue(tokens, in: store)
             let transport = FakeTransport { push in
@@ -121,11 +127,11 @@ struct DeliveryWorkerTests {
             #expect(failed.data["apns_id"] == .string(pushes[2].apnsID) && failed.data["device_id"] == "device-2")
             #expect(failed.activityID == "act-1")
             #expect(events.allSatisfy { !$0.data.jsonText.contains(tokens[0]) && !$0.data.jsonText.contains(tokens[2]) })
-        } }
+        }
     }
 
     @Test func aRefusedTokenIsAnEventWithWhatWasDone() async throws {
-        try await withTemporaryDirectory { folder in try await withOpenedStore({ try makeStore(in: folder) }) { store in
+        try await withDeliveryStore { store in
             let tokens = [String(repeating: "0a", count: 32)]
             try queue(tokens, in: store)
             let transport = FakeTransport { _ in
@@ -151,7 +157,7 @@ struct DeliveryWorkerTests {
             #expect(rejected.data["token_kind"] == "live_activity_update" && rejected.data["reason"] == "Unregistered")
             #expect(rejected.data["action"]?.stringValue != nil)
             #expect(!rejected.data.jsonText.contains(tokens[0]))
-        } }
+        }
     }
 
     /// A push answered 503 is queued again with a backoff, and sent again only once
@@ -164,7 +170,7 @@ struct DeliveryWorkerTests {
         TransportResult(disposition: .retryLater(after: 3), reason: "circuitOpen", attempts: 0),
     ])
     func aRetryIsSentAgainOnlyOnceTheClockReachesIt(_ refusal: TransportResult) async throws {
-        try await withTemporaryDirectory { folder in try await withOpenedStore({ try makeStore(in: folder) }) { store in
+        try await withDeliveryStore { store in
             let token = String(repeating: "0b", count: 32)
             try queue([token], in: store)
             // Refused the first time, accepted the second.
@@ -230,13 +236,13 @@ struct DeliveryWorkerTests {
             #expect(apnsIDs.count == 1)  // The same push, sent again.
             running.cancel()
             await running.value
-        } }
+        }
     }
 
     /// A stop waits for the answers in flight until the clock passes the shutdown
     /// grace, then hands the pushes still unanswered back to the queue.
     @Test func aStopWaitsForAnswersUntilTheClockPassesTheGraceThenHandsPushesBack() async throws {
-        try await withTemporaryDirectory { folder in try await withOpenedStore({ try makeStore(in: folder) }) { store in
+        try await withDeliveryStore { store in
             try queue([String(repeating: "0c", count: 32)], in: store)
             let transport = SilentTransport()
             let clock = ManualWallClock(start: now)
@@ -269,7 +275,7 @@ struct DeliveryWorkerTests {
             #expect(ended.withLock { $0 })
             #expect(try nextDue() != nil)
             #expect(transport.held.withLock { $0.count } == 1)
-        } }
+        }
     }
 
     @Test func theAPNsTransportRetriesWhenTheAppCannotBeRead() async throws {

@@ -40,13 +40,7 @@ enum PayloadRules {
     /// Whether `text` holds `.push-type.`, read as bytes (`String.contains` of a
     /// string goes through Foundation on Linux).
     static func holdsPushTypeSuffix(_ text: String) -> Bool {
-        let needle: [UInt8] = Array(".push-type.".utf8)
-        let bytes = Array(text.utf8)
-        guard bytes.count >= needle.count else { return false }
-        for start in 0...(bytes.count - needle.count) where bytes[start] == needle[0] {
-            if bytes[start..<(start + needle.count)].elementsEqual(needle) { return true }
-        }
-        return false
+        text.utf8.firstRange(of: ".push-type.".utf8) != nil
     }
 
     /// `date` as whole Unix seconds (rounded down), refused when it lies before 1970

@@ -121,11 +121,18 @@ public final class SQLiteDatabase: Sendable {
     /// bookkeeping that is safe to redo, such as marking pushes in flight.
     public func writeWithoutSync<T: Sendable>(_ body: (SQLiteConnection) throws -> T) throws -> T {
         try withConnection { connection in
-            guard synchronousFull else { return try connection.transaction { try body(connection) } }
-            try connection.execute("PRAGMA synchronous=NORMAL")
-            defer { try? connection.execute("PRAGMA synchronous=FULL") }
-            return try connection.transaction { try body(connection) }
+            try relaxingSync(connection, true) { try connection.transaction { try body(connection) } }
         }
+    }
+
+    /// Runs `body` with `connection`'s commits not waiting for the disk
+    /// (`PRAGMA synchronous=NORMAL`) when `relaxed` and the database syncs fully,
+    /// then full sync again.
+    private func relaxingSync<T>(_ connection: SQLiteConnection, _ relaxed: Bool, _ body: () throws -> T) throws -> T {
+        guard relaxed && synchronousFull else { return try body() }
+        try connection.execute("PRAGMA synchronous=NORMAL")
+        defer { try? connection.execute("PRAGMA synchronous=FULL") }
+        return try body()
     }
 
     /// Runs `body` with the reading connection on the database's reading thread.
@@ -198,12 +205,9 @@ public final class SQLiteDatabase: Sendable {
         guard !batch.isEmpty else { return }
         var answers: [@Sendable ((any Error)?) -> Void] = []
         answers.reserveCapacity(batch.count)
-        // Only writes that may skip the disk's wait: this one commit skips it.
-        let relaxed = synchronousFull && !batch.contains(where: \.durable)
         do {
-            try withConnection { connection in
-                if relaxed { try connection.execute("PRAGMA synchronous=NORMAL") }
-                defer { if relaxed { try? connection.execute("PRAGMA synchronous=FULL") } }
+            // Only writes that may skip the disk's wait: their commit skips it.
+            try withConnection { connection in try relaxingSync(connection, !batch.contains(where: \.durable)) {
                 try connection.execute("BEGIN IMMEDIATE")
                 for job in batch { answers.append(job.perform(connection)) }
                 do {
@@ -212,7 +216,7 @@ public final class SQLiteDatabase: Sendable {
                     try? connection.execute("ROLLBACK")
                     throw error
                 }
-            }
+            } }
         } catch {
             for answer in answers { answer(error) }
             for job in batch.dropFirst(answers.count) { job.fail(error) }
