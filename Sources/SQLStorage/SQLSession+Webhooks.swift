@@ -140,6 +140,9 @@ extension SQLSession {
         // In order of creation, so that a chain's earlier deliveries come first: a
         // delivery is taken unless an earlier one of its key is being sent or waits
         // for a retry (the callers claim one transaction at a time, across nodes).
+        // The subquery names the open statuses so that it searches the open
+        // deliveries' index (webhook_deliveries_open) by key, not every delivery
+        // the webhook ever had.
         let due = try query(
             """
             SELECT d.id FROM webhook_deliveries d
@@ -147,6 +150,7 @@ extension SQLSession {
                 AND (d.ordering_key IS NULL OR NOT EXISTS (
                     SELECT 1 FROM webhook_deliveries e
                     WHERE e.webhook_id = d.webhook_id AND e.ordering_key = d.ordering_key AND e.id < d.id
+                        AND e.status IN ('pending', 'delivering')
                         AND (e.status = 'delivering' OR (e.status = 'pending' AND e.next_attempt_at > \(millis)))))
             ORDER BY d.id LIMIT \(limit)
             """

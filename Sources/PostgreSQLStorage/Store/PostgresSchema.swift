@@ -295,5 +295,10 @@ enum PostgresSchema {
         Migration(version: 11, name: "start pushes by device", sql: """
             CREATE INDEX pushes_starts ON pushes(app_id, activity_id, device_id) WHERE event = 'start';
             """),
+        // A claim of webhook deliveries first hands back those whose lease ran out;
+        // without this it read every delivery ever recorded, on every claim.
+        Migration(version: 12, name: "leased webhook deliveries", sql: """
+            CREATE INDEX webhook_deliveries_leased ON webhook_deliveries(lease_until) WHERE status = 'delivering';
+            """),
     ]
 }

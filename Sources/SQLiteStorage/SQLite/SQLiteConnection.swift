@@ -78,6 +78,16 @@ public final class SQLiteConnection {
         return prepared
     }
 
+    /// How many virtual-machine steps this connection's prepared statements have
+    /// taken since the last call that reset the count: SQLite's own measure of a
+    /// statement's work, which does not move with the machine's load (a search by
+    /// index takes a few steps, a scan one per row it reads).
+    public func virtualMachineSteps(resetting reset: Bool = true) -> Int {
+        statementCache.values.reduce(0) { total, statement in
+            total + Int(sqlite3_stmt_status(statement.handle, SQLITE_STMTSTATUS_VM_STEP, reset ? 1 : 0))
+        }
+    }
+
     /// Runs a statement whose parameters are `?` placeholders bound to `values` by
     /// position, and answers its rows. (A statement without values, or with values
     /// interpolated, is an ``SQL``: see `query(_:)`.)
