@@ -79,6 +79,16 @@ extension SQLSession {
             """)
     }
 
+    /// Stops an enabled webhook's failure clock after a success.
+    @discardableResult
+    public func clearWebhookFailure(appID: String, webhookID: String, now: Date) throws -> Bool {
+        try run(
+            """
+            UPDATE webhooks SET failing_since = NULL, updated_at = \(now.unixMilliseconds)
+            WHERE app_id = \(appID) AND webhook_id = \(webhookID) AND enabled = \(true) AND failing_since IS NOT NULL
+            """) > 0
+    }
+
     /// Removes a webhook and its deliveries.
     public func deleteWebhook(appID: String, webhookID: String) throws -> Bool {
         let removed = try run("DELETE FROM webhooks WHERE app_id = \(appID) AND webhook_id = \(webhookID)")
@@ -174,13 +184,21 @@ extension SQLSession {
             WHERE d.id \(in: due)
             ORDER BY d.id
             """)
+        // A claim's deliveries mostly share a few webhooks: each sealed secret is
+        // opened once.
+        var openedSecrets: [String: String] = [:]
+        func secret(_ sealed: String, column: String) throws -> String {
+            if let known = openedSecrets[sealed] { return known }
+            let secret = try opened(sealed, column: column)
+            openedSecrets[sealed] = secret
+            return secret
+        }
         return try rows.map { row in
-            var secrets = [try opened(try row.string("secret"), column: "secret")]
-            if let previous = try opened(row.optionalString("previous_secret"), column: "previous_secret"),
-                let until = row.optionalDate("previous_secret_until"),
+            var secrets = [try secret(try row.string("secret"), column: "secret")]
+            if let sealed = row.optionalString("previous_secret"), let until = row.optionalDate("previous_secret_until"),
                 until > now
             {
-                secrets.append(previous)
+                secrets.append(try secret(sealed, column: "previous_secret"))
             }
             let delivery = try Self.deliveryRecord(row)
             let event = EventRecord(

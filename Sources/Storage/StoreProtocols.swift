@@ -340,6 +340,12 @@ public protocol WebhookStore {
     /// Replaces a webhook's settings (url, events, description, secrets, enabled,
     /// disabled reason, failing since).
     func updateWebhook(_ webhook: WebhookRecord) throws
+    /// Stops an enabled webhook's failure clock (`failingSince`) after a success,
+    /// touching `updatedAt`; changes nothing when the clock is not running. Answers
+    /// whether it ran. (A success is the common answer: this spares the reading of
+    /// the whole webhook, its sealed secrets opened, for every delivery.)
+    @discardableResult
+    func clearWebhookFailure(appID: String, webhookID: String, now: Date) throws -> Bool
     /// Removes a webhook and its deliveries. Answers whether it existed.
     func deleteWebhook(appID: String, webhookID: String) throws -> Bool
     /// The enabled webhooks of every app whose cursor is behind `sequence`.

@@ -216,6 +216,38 @@ struct WebhookServiceTests {
         }
     }
 
+    /// A failure starts the webhook's failure clock; the next success stops it (and
+    /// only then is the webhook's row written).
+    @Test func aSuccessStopsTheFailureClock() async throws {
+        try await withRig { rig in
+            let webhook = try await rig.webhook(["activity.*"])
+            let failing = Lock(true)
+            rig.transport.answer.withLock { answer in
+                answer = { _ in
+                    failing.withLock { $0 } ? .failed(reason: "connection refused") : .answered(status: 200, retryAfter: nil)
+                }
+            }
+            try await rig.start("a")
+            await rig.dispatcher.fanOut()
+            let failedAt = rig.clock.now()
+            #expect(await rig.dispatcher.dispatchOnce() == 1)
+            let running = try await rig.services.webhooks.show(appID: rig.app.id, webhookID: webhook.webhookID)
+            #expect(running.failingSince == failedAt && running.enabled)
+            failing.withLock { $0 = false }
+            rig.clock.advance(by: 3_600)
+            #expect(await rig.dispatcher.dispatchOnce() == 1)
+            let stopped = try await rig.services.webhooks.show(appID: rig.app.id, webhookID: webhook.webhookID)
+            #expect(stopped.failingSince == nil && stopped.enabled && stopped.updatedAt == rig.clock.now())
+            // A success with no clock running leaves the row as it is.
+            try await rig.update("a", eta: 5)
+            await rig.dispatcher.fanOut()
+            rig.clock.advance(by: 60)
+            #expect(await rig.dispatcher.dispatchOnce() == 1)
+            let after = try await rig.services.webhooks.show(appID: rig.app.id, webhookID: webhook.webhookID)
+            #expect(after.failingSince == nil && after.updatedAt == stopped.updatedAt)
+        }
+    }
+
     @Test func anEndpointFailingForADayIsDisabledAndAnEventSaysSo() async throws {
         try await withRig { rig in
             let webhook = try await rig.webhook(["activity.*"])

@@ -291,13 +291,16 @@ public final class WebhookDispatcher: BackgroundService {
                 }
                 try session.releaseDeliveries(released.map(\.delivery.sequence), nodeID: nodeID)
                 guard let first = attempts.first, let last = attempts.last else { return }
+                if last.1.status == .succeeded {
+                    // The common answer: the failure clock stops, if it ran.
+                    try session.clearWebhookFailure(appID: first.0.delivery.appID, webhookID: first.0.delivery.webhookID, now: now)
+                    return
+                }
                 guard var webhook = try session.webhook(appID: first.0.delivery.appID, webhookID: first.0.delivery.webhookID),
                     webhook.enabled
                 else { return }
                 let before = webhook
-                if last.1.status == .succeeded {
-                    webhook.failingSince = nil
-                } else if attempts.contains(where: { $0.1.status == .succeeded }) {
+                if attempts.contains(where: { $0.1.status == .succeeded }) {
                     // It answered 2xx in this chain: the clock starts at this failure.
                     webhook.failingSince = last.2
                 } else if let since = webhook.failingSince {

@@ -160,6 +160,19 @@ struct EventContractTests {
             try store.writeNow { try $0.updateWebhook(changed) }
             let read = try #require(try store.readNow { try $0.webhook(appID: "app_1", webhookID: "wh_2") })
             #expect(read == changed)
+            // A success stops an enabled webhook's failure clock, once; a disabled
+            // webhook's clock stays as it was.
+            #expect(try store.writeNow { try $0.clearWebhookFailure(appID: "app_1", webhookID: "wh_2", now: Fixture.at(300)) } == false)
+            changed.enabled = true
+            try store.writeNow { try $0.updateWebhook(changed) }
+            #expect(try store.writeNow { try $0.clearWebhookFailure(appID: "app_2", webhookID: "wh_2", now: Fixture.at(300)) } == false)
+            #expect(try store.writeNow { try $0.clearWebhookFailure(appID: "app_1", webhookID: "wh_2", now: Fixture.at(300)) })
+            var cleared = changed
+            cleared.failingSince = nil
+            cleared.updatedAt = Fixture.at(300)
+            #expect(try store.readNow { try $0.webhook(appID: "app_1", webhookID: "wh_2") } == cleared)
+            #expect(try store.writeNow { try $0.clearWebhookFailure(appID: "app_1", webhookID: "wh_2", now: Fixture.at(400)) } == false)
+            #expect(try store.readNow { try $0.webhook(appID: "app_1", webhookID: "wh_2") } == cleared)
             // The other webhooks keep theirs, and another app's id reads nothing.
             #expect(try store.readNow { try $0.webhook(appID: "app_1", webhookID: "wh_1") } == Self.webhook("wh_1"))
             #expect(try store.readNow { try $0.webhook(appID: "app_2", webhookID: "wh_2") } == nil)
