@@ -43,7 +43,8 @@ public protocol WebhookTransport: Sendable {
 /// pending delivery per webhook that takes them; due deliveries are claimed in
 /// chains (a webhook's deliveries of one activity, oldest first, sent one after
 /// another so that they arrive in order) and sent, many chains at once; each answer
-/// is recorded, and a failure is retried by the `WebhookRetryPolicy`. Every attempt
+/// is recorded (the chains that end together in one transaction), and a failure is
+/// retried by the `WebhookRetryPolicy`. Every attempt
 /// of a delivery carries the same `webhook-id` (the event's id).
 ///
 /// Its transactions do not wait for the disk (`durable: false`): what a power loss
@@ -82,6 +83,17 @@ public final class WebhookDispatcher: BackgroundService {
         var nextChain = 0
         var inFlight = 0
         var stopping = false
+        /// Chains sent and waiting to be recorded, with their senders.
+        var toRecord: [(ChainOutcome, CheckedContinuation<Void, Never>)] = []
+        /// Whether a task is recording chains.
+        var recording = false
+    }
+
+    /// What became of a claimed chain: the attempts made, in order, and the
+    /// deliveries left untried behind a failure.
+    private struct ChainOutcome {
+        var attempts: [(ClaimedWebhookDelivery, WebhookAttempt, Date)]
+        var released: [ClaimedWebhookDelivery]
     }
 
     /// Creates the dispatcher, pacing itself on `sleeper`; nothing is sent until `run`.
@@ -275,59 +287,103 @@ public final class WebhookDispatcher: BackgroundService {
 
     private func jitter() -> Double { random.withLock { Double.random(in: 0...1, using: &$0) } }
 
-    /// Records a chain's attempts, hands back the deliveries it did not try, and keeps
-    /// each webhook's failure clock: a success clears it; failures for
-    /// `disableAfter` disable the webhook (its pending deliveries fail, and a
-    /// `webhook.disabled` event says so).
+    /// Records a chain's attempts and hands back the deliveries it did not try,
+    /// together with the other chains that ended meanwhile: one transaction records
+    /// every chain waiting (a claim's chains end about together, and a notification's
+    /// deliveries are chains of one). Returns once this chain is recorded, or its
+    /// transaction failed (its deliveries are then sent again when their claim runs
+    /// out).
     private func record(_ attempts: [(ClaimedWebhookDelivery, WebhookAttempt, Date)], released: [ClaimedWebhookDelivery]) async {
         guard !attempts.isEmpty || !released.isEmpty else { return }
+        let chain = ChainOutcome(attempts: attempts, released: released)
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let leads = state.withLock { state -> Bool in
+                state.toRecord.append((chain, continuation))
+                guard !state.recording else { return false }
+                state.recording = true
+                return true
+            }
+            if leads { Task { [self] in await recordWaitingChains() } }
+        }
+    }
+
+    /// Records the chains waiting, a transaction at a time, until none waits.
+    private func recordWaitingChains() async {
+        while true {
+            let waiting = state.withLock { state -> [(ChainOutcome, CheckedContinuation<Void, Never>)] in
+                let waiting = state.toRecord
+                state.toRecord = []
+                if waiting.isEmpty { state.recording = false }
+                return waiting
+            }
+            guard !waiting.isEmpty else { return }
+            await record(waiting.map(\.0))
+            for (_, continuation) in waiting { continuation.resume() }
+        }
+    }
+
+    /// Records chains' attempts, hands back the deliveries they did not try, and
+    /// keeps each webhook's failure clock: a success clears it; failures for
+    /// `disableAfter` disable the webhook (its pending deliveries fail, and a
+    /// `webhook.disabled` event says so).
+    private func record(_ chains: [ChainOutcome]) async {
         let nodeID = environment.nodeID
         let disableAfter = policy.disableAfter
         let now = environment.clock.now()
         do {
             try await environment.store.write(durable: false) { (session: any Stores) in
-                for (item, attempt, at) in attempts {
-                    try session.recordAttempt(deliverySequence: item.delivery.sequence, attempt, nodeID: nodeID, now: at)
-                }
-                try session.releaseDeliveries(released.map(\.delivery.sequence), nodeID: nodeID)
-                guard let first = attempts.first, let last = attempts.last else { return }
-                if last.1.status == .succeeded {
-                    // The common answer: the failure clock stops, if it ran.
-                    try session.clearWebhookFailure(appID: first.0.delivery.appID, webhookID: first.0.delivery.webhookID, now: now)
-                    return
-                }
-                guard var webhook = try session.webhook(appID: first.0.delivery.appID, webhookID: first.0.delivery.webhookID),
-                    webhook.enabled
-                else { return }
-                let before = webhook
-                if attempts.contains(where: { $0.1.status == .succeeded }) {
-                    // It answered 2xx in this chain: the clock starts at this failure.
-                    webhook.failingSince = last.2
-                } else if let since = webhook.failingSince {
-                    if now.timeIntervalSince(since) >= disableAfter {
-                        webhook.enabled = false
-                        webhook.disabledReason = "every delivery failed for \(Int(disableAfter / 3600)) hours"
-                        try session.failPendingDeliveries(webhookID: webhook.webhookID, reason: "the webhook was disabled", now: now)
-                        try session.appendEvents([NewEvent(
-                            appID: webhook.appID, type: .webhookDisabled, activityID: nil, occurredAt: now,
-                            data: [
-                                "webhook_id": .string(webhook.webhookID), "url": .string(webhook.url),
-                                "failing_since": .string(RFC3339.string(since)),
-                                "reason": .string(webhook.disabledReason ?? ""),
-                            ])])
-                    }
-                } else {
-                    webhook.failingSince = first.2
-                }
-                if webhook != before {
-                    webhook.updatedAt = now
-                    try session.updateWebhook(webhook)
+                for chain in chains {
+                    try Self.record(chain, in: session, nodeID: nodeID, disableAfter: disableAfter, now: now)
                 }
             }
         } catch {
             environment.logger.error(
                 "recording webhook deliveries failed; they are sent again when their claim runs out",
-                ("error", .string("\(error)")))
+                ("error", .string("\(error)")), ("deliveries", .int(chains.reduce(0) { $0 + $1.attempts.count + $1.released.count })))
+        }
+    }
+
+    /// Records one chain in `session`.
+    private static func record(
+        _ chain: ChainOutcome, in session: any Stores, nodeID: String, disableAfter: TimeInterval, now: Date
+    ) throws {
+        let attempts = chain.attempts
+        for (item, attempt, at) in attempts {
+            try session.recordAttempt(deliverySequence: item.delivery.sequence, attempt, nodeID: nodeID, now: at)
+        }
+        try session.releaseDeliveries(chain.released.map(\.delivery.sequence), nodeID: nodeID)
+        guard let first = attempts.first, let last = attempts.last else { return }
+        if last.1.status == .succeeded {
+            // The common answer: the failure clock stops, if it ran.
+            try session.clearWebhookFailure(appID: first.0.delivery.appID, webhookID: first.0.delivery.webhookID, now: now)
+            return
+        }
+        guard var webhook = try session.webhook(appID: first.0.delivery.appID, webhookID: first.0.delivery.webhookID),
+            webhook.enabled
+        else { return }
+        let before = webhook
+        if attempts.contains(where: { $0.1.status == .succeeded }) {
+            // It answered 2xx in this chain: the clock starts at this failure.
+            webhook.failingSince = last.2
+        } else if let since = webhook.failingSince {
+            if now.timeIntervalSince(since) >= disableAfter {
+                webhook.enabled = false
+                webhook.disabledReason = "every delivery failed for \(Int(disableAfter / 3600)) hours"
+                try session.failPendingDeliveries(webhookID: webhook.webhookID, reason: "the webhook was disabled", now: now)
+                try session.appendEvents([NewEvent(
+                    appID: webhook.appID, type: .webhookDisabled, activityID: nil, occurredAt: now,
+                    data: [
+                        "webhook_id": .string(webhook.webhookID), "url": .string(webhook.url),
+                        "failing_since": .string(RFC3339.string(since)),
+                        "reason": .string(webhook.disabledReason ?? ""),
+                    ])])
+            }
+        } else {
+            webhook.failingSince = first.2
+        }
+        if webhook != before {
+            webhook.updatedAt = now
+            try session.updateWebhook(webhook)
         }
     }
 }
