@@ -124,6 +124,7 @@ public struct DeviceService: Sendable {
             // copies yet, and nothing to check.
             var found = checks.activity
             var added = false
+            var before: InstanceRecord?
             if found == nil {
                 if let inserted = try session.insertLocalActivity(
                     appID: appID, activityID: activityID, activityType: activityType, now: now)
@@ -152,14 +153,12 @@ public struct DeviceService: Sendable {
                         .conflict,
                         "Activity \(activityID) is past its update window (since \(RFC3339.string(since))); it can only be ended.")
                 }
-                if let instance = try session.instance(appID: appID, activityID: activityID, deviceID: deviceID),
-                    instance.status == .ended
-                {
+                before = try session.instance(appID: appID, activityID: activityID, deviceID: deviceID)
+                if before?.status == .ended {
                     throw ServiceError(
                         .conflict, "Device \(deviceID) has ended activity \(activityID); its copy can never be updated again.")
                 }
             }
-            let before = added ? nil : try session.instance(appID: appID, activityID: activityID, deviceID: deviceID)
             let created = try session.registerUpdateToken(
                 appID: appID, activityID: activityID, deviceID: deviceID, token: token, environment: environment, now: now)
             var events: [NewEvent] = []
