@@ -105,7 +105,7 @@ extension SQLSession {
         try query(
             """
             SELECT id, device_id, token_kind, event, status, environment, environment_switched, apns_status, reason,
-                apns_id, apns_unique_id, attempts, created_at, updated_at, sent_at
+                apns_id, apns_unique_id, attempts, created_at, updated_at, sent_at, taps, first_tapped_at
             FROM pushes WHERE app_id = \(appID) AND activity_id = \(activityID) AND created_at >= \(since.unixMilliseconds)
             ORDER BY id
             """
@@ -121,8 +121,37 @@ extension SQLSession {
                 apnsStatus: row.optionalInt64("apns_status").map(Int.init), reason: row.optionalString("reason"),
                 apnsID: try row.string("apns_id"), apnsUniqueID: row.optionalString("apns_unique_id"),
                 attempts: Int(try row.int64("attempts")), createdAt: try row.date("created_at"),
-                updatedAt: try row.date("updated_at"), sentAt: row.optionalDate("sent_at"))
+                updatedAt: try row.date("updated_at"), sentAt: row.optionalDate("sent_at"),
+                taps: Int(try row.int64("taps")), firstTappedAt: row.optionalDate("first_tapped_at"))
         }
+    }
+
+    /// Counts a tap on a push of a device's copy of an activity.
+    public func recordTap(appID: String, activityID: String, deviceID: String, apnsID: String?, at: Date) throws -> RecordedTap? {
+        // The copy's pushes, newest first, by pushes_by_copy: a tap costs the same
+        // in an activity of a million devices as in one of one.
+        var chosen: SQL = """
+            SELECT id, apns_id FROM pushes
+            WHERE app_id = \(appID) AND activity_id = \(activityID) AND device_id = \(deviceID)
+            """
+        if let apnsID {
+            chosen.append(" AND apns_id = \(apnsID)")
+        } else {
+            chosen.append(" AND status = 'sent'")
+        }
+        chosen.append(" ORDER BY id DESC LIMIT 1")
+        guard let row = try query(chosen).first else { return nil }
+        let millis = at.unixMilliseconds
+        // The same tap sent again (its time unchanged) counts once; on PostgreSQL a
+        // second update of the row waits for the first and then reads its time.
+        let counted = try run(
+            """
+            UPDATE pushes SET taps = taps + 1, last_tapped_at = \(millis),
+                first_tapped_at = CASE WHEN first_tapped_at IS NULL OR first_tapped_at > \(millis) THEN \(millis)
+                    ELSE first_tapped_at END
+            WHERE id = \(try row.int64("id")) AND (last_tapped_at IS NULL OR last_tapped_at <> \(millis))
+            """) > 0
+        return RecordedTap(apnsID: try row.string("apns_id"), counted: counted)
     }
 
     /// Puts pushes left in flight back in the queue, to be sent again with the same

@@ -191,6 +191,13 @@ public protocol PushQueue {
     func dropQueuedPushes(appID: String, activityID: String, events: [PushEvent], reason: String, now: Date) throws -> [DroppedPush]
     /// Every push made for an activity since `since`, oldest first.
     func pushes(appID: String, activityID: String, since: Date) throws -> [PushHistoryItem]
+    /// Counts a tap on the activity `activityID` of device `deviceID`, at `at`, on the
+    /// push `apnsID` made for that copy (any status: a tap shows it arrived) or,
+    /// without one, on the newest push sent to it: the push's taps rise by one and
+    /// its first tap is the earliest reported, unless its last tap was reported at
+    /// the same `at` (the same tap, sent again). Answers the push tapped; `nil` when
+    /// there is no such push (or none was sent yet), and nothing changes.
+    func recordTap(appID: String, activityID: String, deviceID: String, apnsID: String?, at: Date) throws -> RecordedTap?
     /// Puts pushes left in flight back in the queue, by `policy`, to be sent again
     /// with the same `apns-id`. Answers how many.
     @discardableResult

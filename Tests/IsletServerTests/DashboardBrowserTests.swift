@@ -48,13 +48,19 @@ struct DashboardBrowserTests {
             let updateToken = try await h.simulatedUpdateToken(activityID: Self.activityID)
             let registered = try await h.registerUpdateToken(app, Self.deviceID, Self.activityID, token: updateToken)
             try #require([200, 201].contains(registered.status), "\(registered.json)")
+            // A tap on the phone, counted on the start push the page shows.
+            _ = try await h.settledPushes(app, Self.activityID, count: 1)
+            let tapped = try await h.call(
+                "POST", "/v1/apps/\(app.id)/devices/\(Self.deviceID)/activities/\(Self.activityID)/taps", key: app.deviceKey,
+                json: [:], headers: h.secretHeader(app, Self.deviceID))
+            try #require(tapped.status == 201, "\(tapped.json)")
 
             let status = await child.exitStatus(within: .seconds(240))
             try #require(status == 0, Comment(rawValue: failure("the browser flow failed (status \(status.map(String.init) ?? "still running"))")))
             let summary = try JSONValue(parsing: Data(try #require(child.lines.last).utf8))
             #expect(summary["ok"] == .bool(true))
             #expect(summary["steps"]?.arrayValue?.compactMap(\.stringValue) == [
-                "signed-in", "activity-appeared", "activity-page", "ended", "metrics", "devices", "webhooks", "signed-out",
+                "signed-in", "activity-appeared", "activity-page", "tapped", "ended", "metrics", "devices", "webhooks", "signed-out",
             ])
 
             // The end the page sent reached the simulated phone, on the update token.

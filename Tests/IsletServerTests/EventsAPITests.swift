@@ -16,6 +16,25 @@ struct EventsAPITests {
         return app
     }
 
+    /// Runs `body` with a webhook receiver of `scripts/peers/webhook_receiver.py`
+    /// (given `arguments`): the process, its port, and the file it reads the
+    /// webhook's secret from (written once the webhook exists). The receiver is
+    /// stopped when `body` ends.
+    func withWebhookReceiver(
+        _ arguments: [String], _ body: (ChildProcess, Int64, URL) async throws -> Void
+    ) async throws {
+        let python = try PythonTools.python()
+        let script = try PythonTools.script("scripts/peers/webhook_receiver.py")
+        try await withTemporaryDirectory { folder in
+            let secretFile = folder.appendingPathComponent("secret")
+            let receiver = try ChildProcess(python, [script, secretFile.path] + arguments)
+            defer { receiver.stop() }
+            let portLine = try #require(await receiver.line { $0.contains("\"port\"") }, "\(receiver.standardError)")
+            let port = try #require(try JSONValue(parsing: Data(portLine.utf8))["port"]?.int64Value)
+            try await body(receiver, port, secretFile)
+        }
+    }
+
     @Test func webhookRoutesFollowTheirContract() async throws {
         try await ServerHarness.with { harness in
             let app = try await harness.createApp()
@@ -64,14 +83,7 @@ struct EventsAPITests {
     }
 
     @Test(.requires(.python)) func deliveriesAreVerifiedByStandardWebhooksRetriedWithTheSameIDAndInOrder() async throws {
-        let python = try PythonTools.python()
-        let script = try PythonTools.script("scripts/peers/webhook_receiver.py")
-        try await withTemporaryDirectory { folder in
-            let secretFile = folder.appendingPathComponent("secret")
-            let receiver = try ChildProcess(python, [script, secretFile.path, "--fail-first", "1", "--retry-after", "1"])
-            defer { receiver.stop() }
-            let portLine = try #require(await receiver.line { $0.contains("\"port\"") }, "\(receiver.standardError)")
-            let port = try #require(try JSONValue(parsing: Data(portLine.utf8))["port"]?.int64Value)
+        try await withWebhookReceiver(["--fail-first", "1", "--retry-after", "1"]) { receiver, port, secretFile in
             try await ServerHarness.with(configure: { config in
                 config.webhooksAllowHTTP = true
                 config.webhooksAllowPrivate = true
@@ -143,6 +155,79 @@ struct EventsAPITests {
                     receiver.lines.filter { $0.contains(first["id"]?.stringValue ?? "-") }.count >= 3
                 }
                 #expect(resent)
+            }
+        }
+    }
+
+    /// A tap reported by the device counts on the push the simulator delivered,
+    /// shows on the activity's pushes, and reaches a webhook as `activity.tapped`,
+    /// verified by the `standardwebhooks` package.
+    @Test(.requires(.python)) func aTapCountsOnTheDeliveredPushAndReachesAWebhook() async throws {
+        try await withWebhookReceiver([]) { receiver, port, secretFile in
+            try await ServerHarness.with(configure: { config in
+                config.webhooksAllowHTTP = true
+                config.webhooksAllowPrivate = true
+            }) { harness in
+                let app = try await startable(harness)
+                let created = try await harness.call("POST", "/v1/apps/\(app.id)/webhooks", key: app.serverKey, json: [
+                    "url": .string("http://127.0.0.1:\(port)/islet"), "events": ["activity.tapped"],
+                ])
+                try #require(created.status == 201, "\(created.json)")
+                try Data(try #require(created["secret"]?.stringValue).utf8).write(to: secretFile)
+                func tap(_ body: JSONValue, activity activityID: String = "order-1") async throws -> Reply {
+                    try await harness.call(
+                        "POST", "/v1/apps/\(app.id)/devices/phone-1/activities/\(activityID)/taps", key: app.deviceKey, json: body,
+                        headers: harness.secretHeader(app, "phone-1"))
+                }
+
+                #expect(try await harness.start(app, "order-1", audience: ["user_ids": ["user-1"]]).status == 202)
+                let token = try await harness.simulatedUpdateToken(activityID: "order-1")
+                try await harness.registerUpdateToken(app, "phone-1", "order-1", token: token)
+                let start = try #require(try await harness.settledPushes(app, "order-1", count: 1).first)
+                #expect(start["status"] == "sent" && start["taps"] == .integer(0) && start["first_tapped_at"] == .null)
+                let startID = try #require(start["apns_id"]?.stringValue)
+
+                // Without apns_id: the newest push delivered to the device, the start.
+                let tappedAt = harness.clock.now().addingTimeInterval(-30)
+                let first = try await tap(["tapped_at": .string(RFC3339.string(tappedAt))])
+                #expect(first.status == 201, "\(first.json)")
+                #expect(first["apns_id"]?.stringValue == startID && first["tapped_at"]?.stringValue == RFC3339.string(tappedAt))
+                // The same tap sent again is answered alike and counted once.
+                let again = try await tap(["tapped_at": .string(RFC3339.string(tappedAt))])
+                #expect(again.status == 201 && again["apns_id"]?.stringValue == startID)
+                // Named by its apns-id, in upper case as a client may write it.
+                #expect(try await tap(["apns_id": .string(startID.uppercased())]).status == 201)
+                let pushes = try await harness.settledPushes(app, "order-1", count: 1)
+                let tapped = try #require(pushes.first { $0["apns_id"]?.stringValue == startID })
+                #expect(tapped["taps"] == .integer(2) && tapped["first_tapped_at"]?.stringValue == RFC3339.string(tappedAt))
+
+                // Refusals name their field; an activity the device does not hold is 404.
+                let unknownPush = try await tap(["apns_id": "00000000-0000-0000-0000-000000000000"])
+                #expect(unknownPush.status == 422 && unknownPush.errorFields == ["apns_id"], "\(unknownPush.json)")
+                let ahead = try await tap(["tapped_at": .string(RFC3339.string(harness.clock.now().addingTimeInterval(3_600)))])
+                #expect(ahead.status == 422 && ahead.errorFields == ["tapped_at"], "\(ahead.json)")
+                #expect(try await tap(["tapped": true]).errorFields == ["tapped"])
+                #expect(try await tap([:], activity: "order-9").status == 404)
+                #expect(try await harness.call(
+                    "POST", "/v1/apps/\(app.id)/devices/phone-1/activities/order-1/taps", key: app.deviceKey, json: [:]
+                ).status == 403)
+
+                // Two taps counted, two events, each delivered to the webhook.
+                let events = try await harness.call(
+                    "GET", "/v1/apps/\(app.id)/events?types=activity.tapped&limit=10", key: app.serverKey)
+                let items = events["items"]?.arrayValue ?? []
+                #expect(items.count == 2, "\(events.json)")
+                #expect(items.allSatisfy { $0["data"]?["apns_id"]?.stringValue == startID && $0["data"]?["device_id"] == "phone-1" })
+                var received: [JSONValue] = []
+                let arrived = try await harness.eventually {
+                    harness.clock.advance(by: 0.5)
+                    received = receiver.lines.compactMap { try? JSONValue(parsing: Data($0.utf8)) }.filter { $0["answered"] != nil }
+                    return received.count >= 2
+                }
+                #expect(arrived, "\(received)")
+                #expect(received.allSatisfy {
+                    $0["verified"] == .bool(true) && $0["type"] == "activity.tapped" && $0["activity_id"] == "order-1"
+                }, "\(received)")
             }
         }
     }

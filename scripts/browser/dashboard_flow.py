@@ -5,8 +5,9 @@ chromium-driver, through selenium) against a running Islet, the way a person wou
   1. signs in with the admin token typed into the password field;
   2. opens the app's page and prints "ready" (the test then starts an activity through
      the API) and waits for the activity to appear there without reloading;
-  3. opens the activity's page, waits for its device to hold an update token, and
-     ends it from the page; waits for the end push to be answered;
+  3. opens the activity's page, waits for its device to hold an update token and for
+     the tap the test reports to show on the start push, and ends the activity from
+     the page; waits for the end push to be answered;
   4. visits the delivery charts, the devices and the webhooks pages;
   5. signs out, and checks the browser's console logged nothing at SEVERE.
 
@@ -138,6 +139,9 @@ def run(arguments):
                   "the device's update token (redacted) on the activity page")
         flow.element('#push-timeline li[data-event="start"][data-status="sent"]', "the start push in the timeline")
         flow.step("activity-page")
+        # The test taps the activity on the phone once the start push is delivered.
+        flow.element('#push-timeline li[data-event="start"][data-taps="1"] .taps', "the tap counted on the start push")
+        flow.step("tapped")
         flow.click("#end-activity")
         flow.wait(lambda d: d.find_element(By.ID, "activity-status").text == "ended", "the activity to read ended")
         flow.element('#push-timeline li[data-event="end"][data-status="sent"]', "the end push answered in the timeline")

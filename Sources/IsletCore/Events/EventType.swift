@@ -13,6 +13,9 @@ public enum EventType: String, Sendable, Hashable, CaseIterable, Codable {
     /// APNs accepted a push-to-start, and no update token came back in time: the
     /// activity most likely never appeared on the device.
     case activityStartUnconfirmed = "activity.start_unconfirmed"
+    /// Someone tapped the activity on a device (the app reported it), attributed to
+    /// a push.
+    case activityTapped = "activity.tapped"
     /// APNs accepted a push.
     case pushSent = "push.sent"
     /// APNs refused a push, or every retry failed.

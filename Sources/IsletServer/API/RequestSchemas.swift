@@ -66,6 +66,11 @@ enum RequestSchemas {
     }
     /// A body that takes no field (an empty body, or `{}`).
     static let empty = BodySchema([])
+    /// A tap on an activity, as the device reports it.
+    static let tap = BodySchema([
+        BodyField("apns_id", .string(.text(max: 64)), description: "The push tapped; the newest one delivered to the device for the activity when absent."),
+        BodyField("tapped_at", .date, description: "When the tap happened (now when absent); the same tap sent again with its time counts once."),
+    ])
     static let alert = BodySchema([
         BodyField("title", .string(.text(max: 512)), required: true),
         BodyField("body", .string(.text(max: 2_048)), required: true),

@@ -190,6 +190,7 @@ struct ActivityRoutes: Sendable {
             "apns_id": .string(push.apnsID), "apns_unique_id": APIJSON.optional(push.apnsUniqueID),
             "attempts": .integer(Int64(push.attempts)), "created_at": APIJSON.date(push.createdAt),
             "updated_at": APIJSON.date(push.updatedAt), "sent_at": APIJSON.date(push.sentAt),
+            "taps": .integer(Int64(push.taps)), "first_tapped_at": APIJSON.date(push.firstTappedAt),
         ])
     }
 }

@@ -52,6 +52,13 @@ struct DeviceRoutes: Sendable {
                 responses: [(200, "Its copy is ended"), Self.refused, (404, "The device holds no such activity")]
             ) { request in try await endOnDevice(request) },
             APIRoute(
+                "POST", "/v1/apps/{app_id}/devices/{device_id}/activities/{activity_id}/taps",
+                summary: "Record a tap on the activity (the URL its widget opened told the app), counted on the push given or on the newest one delivered to the device for the activity."
+                    + Self.needsSecret,
+                access: .device, body: RequestSchemas.tap,
+                responses: [(201, "Recorded: {apns_id, tapped_at}, the push it counts on (null when none was delivered yet)"), Self.refused, (404, "The device holds no such activity"), (422, "A field is invalid: apns_id names no push made for this device's copy, or tapped_at is ahead of the server's clock")]
+            ) { request in try await tap(request) },
+            APIRoute(
                 "POST", "/v1/apps/{app_id}/devices/{device_id}/secret/rotate",
                 summary: "Replace the device's secret, given its current one in the Islet-Device-Secret header (whatever device_secrets says); the old one stops working. The new one is shown once.",
                 access: .device, body: RequestSchemas.empty,
@@ -144,6 +151,21 @@ struct DeviceRoutes: Sendable {
             appID: request.app.id, deviceID: deviceID, secret: Self.secret(request), activityID: activityID)
         return APIJSON.response(.object([
             "activity_id": .string(activityID), "device": .object(InstanceJSON.json(instance)),
+        ]))
+    }
+
+    private func tap(_ request: RouteRequest) async throws -> HTTPResponse {
+        let deviceID = try PathValues.identifier(request.parameters, "device_id")
+        let activityID = try PathValues.identifier(request.parameters, "activity_id")
+        let body = try request.body()
+        let apnsID = body.root.string("apns_id")
+        let tappedAt = body.root.date("tapped_at")
+        try body.finish()
+        let tapped = try await devices.recordTap(
+            appID: request.app.id, deviceID: deviceID, secret: Self.secret(request), activityID: activityID, apnsID: apnsID,
+            tappedAt: tappedAt)
+        return APIJSON.response(status: 201, .object([
+            "apns_id": APIJSON.optional(tapped.apnsID), "tapped_at": APIJSON.date(tapped.tappedAt),
         ]))
     }
 

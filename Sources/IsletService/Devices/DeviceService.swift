@@ -11,7 +11,7 @@ public import Storage
 public struct DeviceService: Sendable {
     /// The part of the store this service touches: each of its transactions sees
     /// only these.
-    typealias Stores = DeviceStore & ActivityStore & EventStore
+    typealias Stores = DeviceStore & ActivityStore & EventStore & PushQueue
 
     private let environment: ServiceEnvironment
 
@@ -199,6 +199,61 @@ public struct DeviceService: Sendable {
             }
             return instance
         }
+    }
+
+    /// What a tap answers: the push it was attributed to (`nil` when none was
+    /// sent to the device for the activity yet) and when it happened.
+    public struct Tapped: Sendable, Equatable {
+        /// The `apns-id` of the push the tap counts on.
+        public let apnsID: String?
+        /// When the tap happened.
+        public let tappedAt: Date
+    }
+
+    /// How far ahead of the server's clock a reported tap may be (a device's clock
+    /// runs ahead of the server's by a little).
+    public static let tapClockSkew: TimeInterval = 300
+
+    /// Records a tap on the device's copy of an activity (the app learns of it from
+    /// the URL its widget opened), at `tappedAt` (now when not given), counted on
+    /// the push `apnsID` or, without one, on the newest push sent to the copy; an
+    /// `activity.tapped` event says so. The same tap reported again (same time, same
+    /// push) is answered alike and counted once.
+    public func recordTap(
+        appID: String, deviceID: String, secret: String?, activityID: String, apnsID: String?, tappedAt: Date?
+    ) async throws(ServiceError) -> Tapped {
+        let now = environment.clock.now()
+        let at = tappedAt ?? now
+        // apns-ids are UUIDs, which Islet writes in lower case (as APNs documents
+        // them); a client may write one in upper case.
+        let named = apnsID?.lowercased()
+        let tapped = try await environment.write { (session: any Stores) -> String? in
+            try Self.admit(session: session, appID: appID, deviceID: deviceID, secret: secret)
+            guard try session.instance(appID: appID, activityID: activityID, deviceID: deviceID) != nil else {
+                throw ServiceError(.notFound, "Device \(deviceID) holds no activity \(activityID).")
+            }
+            if at.timeIntervalSince(now) > Self.tapClockSkew {
+                throw ServiceError.invalid(
+                    "The tap is dated ahead of the server's clock.", field: "tapped_at",
+                    "must not be more than \(Int(Self.tapClockSkew)) seconds ahead of the server's clock (\(RFC3339.string(now)))")
+            }
+            let tapped = try session.recordTap(appID: appID, activityID: activityID, deviceID: deviceID, apnsID: named, at: at)
+            if let named, tapped == nil {
+                throw ServiceError.invalid(
+                    "No push \(named) was made for device \(deviceID)'s copy of activity \(activityID).", field: "apns_id",
+                    "must be the apns-id of a push made for this device's copy of the activity, or absent")
+            }
+            // The same tap reported again is answered again, and not counted twice.
+            if tapped?.counted == false { return tapped?.apnsID }
+            try session.appendEvents([NewEvent(
+                appID: appID, type: .activityTapped, activityID: activityID, occurredAt: now,
+                data: [
+                    "activity_id": .string(activityID), "device_id": .string(deviceID),
+                    "apns_id": tapped.map { .string($0.apnsID) } ?? .null, "tapped_at": .string(RFC3339.string(at)),
+                ])])
+            return tapped?.apnsID
+        }
+        return Tapped(apnsID: tapped, tappedAt: at)
     }
 
     // MARK: - Secrets

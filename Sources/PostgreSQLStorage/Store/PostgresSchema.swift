@@ -300,5 +300,14 @@ enum PostgresSchema {
         Migration(version: 12, name: "leased webhook deliveries", sql: """
             CREATE INDEX webhook_deliveries_leased ON webhook_deliveries(lease_until) WHERE status = 'delivering';
             """),
+        // Taps on an activity, counted on the push they are attributed to: the
+        // push named, or the newest one sent to the device for the activity, found
+        // by the device's copy; a tap reported again with the same time counts once.
+        Migration(version: 13, name: "taps", sql: """
+            ALTER TABLE pushes ADD COLUMN taps BIGINT NOT NULL DEFAULT 0;
+            ALTER TABLE pushes ADD COLUMN first_tapped_at BIGINT;
+            ALTER TABLE pushes ADD COLUMN last_tapped_at BIGINT;
+            CREATE INDEX pushes_by_copy ON pushes(app_id, activity_id, device_id, id) WHERE activity_id IS NOT NULL;
+            """),
     ]
 }

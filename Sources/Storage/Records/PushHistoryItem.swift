@@ -33,12 +33,17 @@ public struct PushHistoryItem: Sendable, Hashable {
     public var updatedAt: Date
     /// When APNs accepted it.
     public var sentAt: Date?
+    /// Taps on the activity the app reported and attributed to this push.
+    public var taps: Int
+    /// The earliest of those taps.
+    public var firstTappedAt: Date?
 
     /// Creates a record.
     public init(
         id: Int64, deviceID: String, tokenKind: PushTokenKind, event: PushEvent, status: PushStatus,
         environment: APNsEnvironment, environmentSwitched: Bool, apnsStatus: Int?, reason: String?, apnsID: String,
-        apnsUniqueID: String?, attempts: Int, createdAt: Date, updatedAt: Date, sentAt: Date?
+        apnsUniqueID: String?, attempts: Int, createdAt: Date, updatedAt: Date, sentAt: Date?, taps: Int = 0,
+        firstTappedAt: Date? = nil
     ) {
         self.id = id
         self.deviceID = deviceID
@@ -55,5 +60,7 @@ public struct PushHistoryItem: Sendable, Hashable {
         self.createdAt = createdAt
         self.updatedAt = updatedAt
         self.sentAt = sentAt
+        self.taps = taps
+        self.firstTappedAt = firstTappedAt
     }
 }

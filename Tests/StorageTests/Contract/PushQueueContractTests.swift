@@ -214,6 +214,71 @@ struct PushQueueContractTests {
         }
     }
 
+    /// A tap counts on the push named, or on the newest push sent to the device's
+    /// copy; the same tap sent again (same time) counts once; the first tap is the
+    /// earliest reported.
+    @Test(arguments: StoreBackend.all)
+    func tapsCountOnThePushNamedOrTheNewestSent(_ backend: StoreBackend) async throws {
+        try await withStore(backend) { store in
+            let minter = IDMinter()
+            try store.writeNow { session throws in
+                try session.insertApp(Fixture.app())
+                try session.queue(.update, activityID: "a1", targets: targets, minter: minter)  // id-1 … id-3
+            }
+            func tap(_ device: String, _ apnsID: String?, at seconds: Double) throws -> RecordedTap? {
+                try store.writeNow {
+                    try $0.recordTap(appID: "app_1", activityID: "a1", deviceID: device, apnsID: apnsID, at: Fixture.at(seconds))
+                }
+            }
+            func item(_ apnsID: String) throws -> PushHistoryItem {
+                try #require(try store.readNow { try $0.pushes(appID: "app_1", activityID: "a1", since: Fixture.t0) }
+                    .first { $0.apnsID == apnsID })
+            }
+            // Nothing was sent yet: a tap without a push named counts nowhere.
+            #expect(try tap("d1", nil, at: 5) == nil)
+            func claim(at seconds: Double) throws -> [ClaimedPush] {
+                try store.writeNow(durable: false) { session throws in
+                    var cache: [Int64: SendContent] = [:]
+                    return try session.claimDuePushes(now: Fixture.at(seconds), limit: 10, lease: Fixture.lease, sends: &cache)
+                }
+            }
+            let first = try claim(at: 1)
+            #expect(first.count == 3)
+            try store.writeNow(durable: false) { session throws in
+                for push in first {
+                    try session.recordOutcome(
+                        pushID: push.id, PushOutcome(status: .sent, attempts: 1, apnsStatus: 200), by: "node-1", now: Fixture.at(2))
+                }
+            }
+            // A later update to d1 (id-4), in flight.
+            _ = try store.writeNow { try $0.queue(.update, activityID: "a1", targets: [targets[0]], minter: minter) }
+            let inFlight = try #require(try claim(at: 3).first)
+            #expect(inFlight.apnsID == "id-4")
+            // d1's newest sent push is id-1 (id-4 is still in flight).
+            #expect(try tap("d1", nil, at: 10) == RecordedTap(apnsID: "id-1", counted: true))
+            // The same tap again counts once; another one counts, and an earlier one
+            // becomes the first.
+            #expect(try tap("d1", nil, at: 10) == RecordedTap(apnsID: "id-1", counted: false))
+            #expect(try tap("d1", nil, at: 12) == RecordedTap(apnsID: "id-1", counted: true))
+            #expect(try tap("d1", nil, at: 8) == RecordedTap(apnsID: "id-1", counted: true))
+            #expect(try item("id-1").taps == 3 && item("id-1").firstTappedAt == Fixture.at(8))
+            // A push named counts whatever its status, on its own copy only.
+            #expect(try tap("d1", "id-4", at: 20) == RecordedTap(apnsID: "id-4", counted: true))
+            #expect(try tap("d2", "id-4", at: 20) == nil)
+            #expect(try tap("d1", "id-9", at: 20) == nil)
+            #expect(try item("id-4").taps == 1 && item("id-4").firstTappedAt == Fixture.at(20))
+            #expect(try item("id-2").taps == 0 && item("id-2").firstTappedAt == nil)
+            _ = try store.writeNow(durable: false) { session throws in
+                try session.recordOutcome(
+                    pushID: inFlight.id,
+                    PushOutcome(status: .sent, attempts: 1, apnsStatus: 200), by: "node-1", now: Fixture.at(21))
+            }
+            // Now sent, id-4 is d1's newest.
+            #expect(try tap("d1", nil, at: 30) == RecordedTap(apnsID: "id-4", counted: true))
+            #expect(try item("id-4").taps == 2)
+        }
+    }
+
     @Test(arguments: StoreBackend.all)
     func aSwitchToTheOtherEnvironmentIsRecorded(_ backend: StoreBackend) async throws {
         try await withStore(backend) { store in

@@ -120,7 +120,7 @@
   // Follows an app's events: the event stream when the server has one and it opens,
   // else (or once it fails) the list fetched again every two seconds.
   const ACTIVITY_EVENTS = ['activity.started', 'activity.updated', 'activity.ended', 'activity.token_registered',
-    'activity.start_unconfirmed'];
+    'activity.start_unconfirmed', 'activity.tapped'];
   const PUSH_EVENTS = ['push.sent', 'push.failed', 'push.dropped', 'token.rejected', 'schedule.fired', 'schedule.dropped'];
 
   function follow(appID, refresh, types) {
@@ -456,11 +456,13 @@
           const silent = silentFailures(push, copies.get(deviceID));
           const finished = push.sent_at || (push.status !== 'queued' ? push.updated_at : null);
           const latency = finished ? Math.max(0, new Date(finished) - new Date(push.created_at)) + ' ms' : '…';
-          return el('li', { class: 'push status-' + push.status + (silent.length ? ' silent-failure' : ''), 'data-event': push.event, 'data-status': push.status },
+          const taps = push.taps || 0;
+          return el('li', { class: 'push status-' + push.status + (silent.length ? ' silent-failure' : ''), 'data-event': push.event, 'data-status': push.status, 'data-taps': String(taps) },
             el('span', { class: 'when', text: when(push.created_at) }), ' ',
             el('strong', { text: push.event }), ' → ', el('span', { class: 'status', text: push.status }),
             push.apns_status ? ' ' + push.apns_status : '', push.reason ? ' ' + push.reason : '',
             el('span', { class: 'detail' }, ' apns-id ', el('code', { text: push.apns_id }), ', ' + push.attempts + ' attempt(s), ' + latency + ', ' + push.token_kind + ', ' + push.environment),
+            taps ? el('span', { class: 'taps', title: 'first ' + when(push.first_tapped_at), text: ' ' + taps + (taps === 1 ? ' tap' : ' taps') }) : null,
             silent.map((label) => el('span', { class: 'label', text: label })));
         }))));
     }
