@@ -237,6 +237,7 @@ struct APIRulesTests {
                 "DELETE /v1/apps/{app_id}/devices/{device_id}/push-to-start/{activity_type}",
                 "PUT /v1/apps/{app_id}/devices/{device_id}/activities/{activity_id}",
                 "POST /v1/apps/{app_id}/devices/{device_id}/activities/{activity_id}/end",
+                "POST /v1/apps/{app_id}/devices/{device_id}/activities/{activity_id}/taps",
                 "POST /v1/apps/{app_id}/devices/{device_id}/secret/rotate",
                 "POST /v1/apps/{app_id}/devices/{device_id}/secret/reset",
                 "POST /v1/apps/{app_id}/activities", "POST /v1/apps/{app_id}/activities/{activity_id}/update",
