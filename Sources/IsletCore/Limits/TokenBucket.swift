@@ -1,0 +1,101 @@
+public import Foundation
+
+/// A token bucket: it fills at `rate` tokens a second up to `burst`, and each
+/// request it admits takes one token. Pure: the time is passed in, so a test moves a
+/// clock instead of sleeping.
+public struct TokenBucket: Sendable, Equatable {
+    /// Tokens added a second.
+    public let rate: Double
+    /// The most tokens it holds: how many requests a full bucket admits at once.
+    public let burst: Double
+    /// Tokens held at `updatedAt`.
+    public private(set) var tokens: Double
+    /// When `tokens` was brought up to date.
+    public private(set) var updatedAt: Date
+
+    /// A full bucket at `now`. `rate` must be above 0 and `burst` at least 1.
+    public init(rate: Double, burst: Double, now: Date) {
+        precondition(rate > 0 && rate.isFinite, "a token bucket's rate must be above 0")
+        precondition(burst >= 1 && burst.isFinite, "a token bucket must hold at least one token")
+        self.rate = rate
+        self.burst = burst
+        self.tokens = burst
+        self.updatedAt = now
+    }
+
+    /// Takes a token at `now` when one is there, and answers what the request's
+    /// answer says of the limit.
+    public mutating func take(now: Date) -> RateDecision {
+        refill(now)
+        guard tokens >= 1 else { return decision(admitted: false) }
+        tokens -= 1
+        return decision(admitted: true)
+    }
+
+    /// The bucket's state at `now`, without taking a token.
+    public mutating func state(now: Date) -> RateDecision {
+        refill(now)
+        return decision(admitted: tokens >= 1)
+    }
+
+    /// Adds what the time since `updatedAt` earned. A clock that goes back earns
+    /// nothing and does not move `updatedAt` back.
+    private mutating func refill(_ now: Date) {
+        let elapsed = now.timeIntervalSince(updatedAt)
+        guard elapsed > 0 else { return }
+        tokens = min(burst, tokens + elapsed * rate)
+        updatedAt = now
+    }
+
+    private func decision(admitted: Bool) -> RateDecision {
+        RateDecision(
+            admitted: admitted, quota: Int(burst), windowSeconds: Self.wholeSeconds(burst / rate),
+            remaining: Int(tokens.rounded(.down)), resetSeconds: Self.wholeSeconds((burst - tokens) / rate, atLeast: 0),
+            retryAfterSeconds: admitted ? nil : Self.wholeSeconds((1 - tokens) / rate))
+    }
+
+    /// `seconds` rounded up to whole seconds, at least `atLeast`.
+    private static func wholeSeconds(_ seconds: Double, atLeast: Int = 1) -> Int {
+        max(atLeast, Int(seconds.rounded(.up)))
+    }
+}
+
+/// What a token bucket answered a request, in the terms of the `RateLimit-Policy`
+/// and `RateLimit` fields (draft-ietf-httpapi-ratelimit-headers-11): a quota of
+/// `quota` requests in a window of `windowSeconds` (a full bucket, and the time it
+/// takes to fill), `remaining` of them now, the bucket full again in
+/// `resetSeconds`.
+public struct RateDecision: Sendable, Equatable {
+    /// Whether the request is admitted.
+    public var admitted: Bool
+    /// The policy's quota (`q`): the bucket's size.
+    public var quota: Int
+    /// The policy's window (`w`), in seconds: how long an empty bucket takes to fill.
+    public var windowSeconds: Int
+    /// Requests admitted at once from now (`r`).
+    public var remaining: Int
+    /// Seconds until the bucket is full again (`t`).
+    public var resetSeconds: Int
+    /// For a refused request, the seconds until a token is there (`Retry-After`).
+    public var retryAfterSeconds: Int?
+
+    /// Creates a decision.
+    public init(admitted: Bool, quota: Int, windowSeconds: Int, remaining: Int, resetSeconds: Int, retryAfterSeconds: Int?) {
+        self.admitted = admitted
+        self.quota = quota
+        self.windowSeconds = windowSeconds
+        self.remaining = remaining
+        self.resetSeconds = resetSeconds
+        self.retryAfterSeconds = retryAfterSeconds
+    }
+
+    /// The `RateLimit-Policy` field's member for the policy `name`.
+    public func policyField(_ name: String) -> String {
+        "\"\(name)\";q=\(quota);w=\(windowSeconds)"
+    }
+
+    /// The `RateLimit` field's member for the policy `name`.
+    public func limitField(_ name: String) -> String {
+        "\"\(name)\";r=\(remaining);t=\(resetSeconds)"
+    }
+}
