@@ -27,9 +27,11 @@ struct QueueStatementCostTests {
                 }
                 var clock = 10.0
 
-                /// Adds `count` deliveries of activity a1's events and settles them:
-                /// claimed, then recorded as sent.
-                func finish(_ count: Int) throws {
+                /// Adds `count` deliveries of activity a1's events and settles them
+                /// (claimed, then recorded as sent); answers the steps the claim took,
+                /// its transaction alone on the writer's connection.
+                @discardableResult
+                func settle(_ count: Int) throws -> Int {
                     try store.writeNow { session in
                         try session.appendEvents((0..<count).map { _ in
                             NewEvent(appID: "app_1", type: .pushSent, activityID: "a1", occurredAt: Fixture.at(clock), data: [:])
@@ -40,40 +42,14 @@ struct QueueStatementCostTests {
                         let cursor = try #require(try session.webhook(appID: "app_1", webhookID: "wh_1")).cursor
                         let events = try session.events(appID: "app_1", after: cursor, patterns: [], limit: count)
                         try session.addDeliveries(webhookID: "wh_1", appID: "app_1", events: events, cursor: latest, now: Fixture.at(clock))
-                        let claimed = try session.claimDueDeliveries(
-                            now: Fixture.at(clock), limit: count, nodeID: "n1", leaseUntil: Fixture.at(clock + 60))
-                        #expect(claimed.count == count)
-                        for item in claimed {
-                            try session.recordAttempt(
-                                deliverySequence: item.delivery.sequence,
-                                WebhookAttempt(status: .succeeded, responseStatus: 200, error: nil, durationMilliseconds: 1, nextAttemptAt: nil),
-                                nodeID: "n1", now: Fixture.at(clock))
-                        }
-                    }
-                    clock += 1
-                }
-
-                /// The steps one claim of `batch` new deliveries of a1 takes, its
-                /// transaction alone on the writer's connection.
-                func claimSteps(_ batch: Int) throws -> Int {
-                    try store.writeNow { session in
-                        try session.appendEvents((0..<batch).map { _ in
-                            NewEvent(appID: "app_1", type: .pushSent, activityID: "a1", occurredAt: Fixture.at(clock), data: [:])
-                        })
-                    }
-                    try store.writeNow { session in
-                        let latest = try session.latestEventSequence()
-                        let cursor = try #require(try session.webhook(appID: "app_1", webhookID: "wh_1")).cursor
-                        let events = try session.events(appID: "app_1", after: cursor, patterns: [], limit: batch)
-                        try session.addDeliveries(webhookID: "wh_1", appID: "app_1", events: events, cursor: latest, now: Fixture.at(clock))
                     }
                     _ = try store.database.withConnection { $0.virtualMachineSteps() }
                     let claimed = try store.writeNow { session in
                         try session.claimDueDeliveries(
-                            now: Fixture.at(clock), limit: batch, nodeID: "n1", leaseUntil: Fixture.at(clock + 60))
+                            now: Fixture.at(clock), limit: count, nodeID: "n1", leaseUntil: Fixture.at(clock + 60))
                     }
                     let steps = try store.database.withConnection { $0.virtualMachineSteps() }
-                    #expect(claimed.count == batch)
+                    #expect(claimed.count == count)
                     try store.writeNow { session in
                         for item in claimed {
                             try session.recordAttempt(
@@ -86,10 +62,10 @@ struct QueueStatementCostTests {
                     return steps
                 }
 
-                try finish(10)
-                let before = try claimSteps(10)
-                try finish(2_000)
-                let after = try claimSteps(10)
+                try settle(10)
+                let before = try settle(10)
+                try settle(2_000)
+                let after = try settle(10)
                 // Either statement without its index reads the 2,000 finished
                 // deliveries, several steps a row.
                 #expect(before > 0)
