@@ -11,8 +11,9 @@ enum APIRoutes {
         let document = Lock<JSONValue>(.null)
         let system = SystemRoutes(
             node: services.nodes, delivery: delivery, requestMetrics: requestMetrics,
+            limits: services.environment.limitMetrics,
             document: { document.withLock { $0 } })
-        let routes = system.routes + AppRoutes(apps: services.apps).routes
+        let routes = system.routes + AppRoutes(apps: services.apps, environment: services.environment).routes
             + DeviceRoutes(devices: services.devices).routes
             + ActivityTypeRoutes(activityTypes: services.activityTypes).routes
             + ActivityRoutes(activities: services.activities, schedules: services.schedules).routes

@@ -1,3 +1,4 @@
+public import IsletCore
 public import IsletLog
 
 /// Everything `islet serve` can be told, each property's initial value its default.
@@ -75,6 +76,35 @@ public struct Configuration: Sendable, Equatable {
     /// Sign-in attempts (and refused admin tokens) a client address may make in a
     /// minute; 0 turns the limit off.
     public var signInAttemptsPerMinute = 10
+    /// Priority-10 updates a copy of an activity gets in any hour (an app may
+    /// override it).
+    public var priority10PerHour = SendBudget.standard.priority10PerHour
+    /// The same, on a device that allowed frequent updates.
+    public var frequentPriority10PerHour = SendBudget.standard.frequentPriority10PerHour
+    /// Push-to-starts a device gets in any hour; later ones wait.
+    public var startsPerDevicePerHour = SendBudget.standard.startsPerDevicePerHour
+    /// Requests a second of an app's `sends` family; `nil`: no limit.
+    public var sendsPerSecond: Double?
+    /// The `sends` family's burst; `nil`: one second's worth.
+    public var sendsBurst: Int?
+    /// Requests a second of an app's `registrations` family; `nil`: no limit.
+    public var registrationsPerSecond: Double?
+    /// The `registrations` family's burst; `nil`: one second's worth.
+    public var registrationsBurst: Int?
+
+    /// The budgets every app gets unless it sets its own.
+    public var budget: SendBudget {
+        SendBudget(
+            priority10PerHour: priority10PerHour, frequentPriority10PerHour: frequentPriority10PerHour,
+            policy: SendBudget.standard.policy, startsPerDevicePerHour: startsPerDevicePerHour)
+    }
+
+    /// The rate limits every app gets unless it sets its own.
+    public var rateLimits: RateLimitDefaults {
+        RateLimitDefaults(
+            sendsPerSecond: sendsPerSecond, sendsBurst: sendsBurst, registrationsPerSecond: registrationsPerSecond,
+            registrationsBurst: registrationsBurst)
+    }
     /// Whether the client address is the last one of `X-Forwarded-For` (set by a
     /// proxy in front of Islet) rather than the connection's peer.
     public var trustForwardedFor = false

@@ -1,10 +1,11 @@
 public import Foundation
 public import Storage
+import IsletCore
 
 extension SQLSession {
     private static let appColumns: SQL = """
         id, name, bundle_id, apns_team_id, apns_key_id, apns_private_key, server_key_hash, device_key_hash,
-        created_at, updated_at, strict_activity_types, device_secrets
+        created_at, updated_at, strict_activity_types, device_secrets, budget, rate_limits
         """
 
     /// Adds an app; `conflict` when the id (or a key hash) is taken.
@@ -15,7 +16,7 @@ extension SQLSession {
             VALUES (\(app.id), \(app.name), \(app.bundleID), \(app.credentials?.teamID), \(app.credentials?.keyID),
                 \(try sealed(app.credentials?.privateKeyPEM)), \(app.serverKeyHash), \(app.deviceKeyHash),
                 \(app.createdAt.unixMilliseconds), \(app.updatedAt.unixMilliseconds), \(app.strictActivityTypes),
-                \(app.deviceSecrets.rawValue))
+                \(app.deviceSecrets.rawValue), \(Self.stored(app.budget.json)), \(Self.stored(app.rateLimits.json)))
             """) }
     }
 
@@ -28,7 +29,8 @@ extension SQLSession {
                 apns_key_id = \(app.credentials?.keyID), apns_private_key = \(try sealed(app.credentials?.privateKeyPEM)),
                 server_key_hash = \(app.serverKeyHash), device_key_hash = \(app.deviceKeyHash),
                 updated_at = \(app.updatedAt.unixMilliseconds), strict_activity_types = \(app.strictActivityTypes),
-                device_secrets = \(app.deviceSecrets.rawValue)
+                device_secrets = \(app.deviceSecrets.rawValue), budget = \(Self.stored(app.budget.json)),
+                rate_limits = \(Self.stored(app.rateLimits.json))
             WHERE id = \(app.id)
             """)
         try notifyNodes(.appChanged(appID: app.id))
@@ -42,7 +44,8 @@ extension SQLSession {
             UPDATE apps SET name = \(app.name), bundle_id = \(app.bundleID), apns_team_id = \(app.credentials?.teamID),
                 apns_key_id = \(app.credentials?.keyID), apns_private_key = \(try sealed(app.credentials?.privateKeyPEM)),
                 updated_at = \(app.updatedAt.unixMilliseconds), strict_activity_types = \(app.strictActivityTypes),
-                device_secrets = \(app.deviceSecrets.rawValue)
+                device_secrets = \(app.deviceSecrets.rawValue), budget = \(Self.stored(app.budget.json)),
+                rate_limits = \(Self.stored(app.rateLimits.json))
             WHERE id = \(app.id)
             """)
         try notifyNodes(.appChanged(appID: app.id))
@@ -97,6 +100,14 @@ extension SQLSession {
             updatedAt: try row.date("updated_at"))
         app.strictActivityTypes = (row.optionalInt64("strict_activity_types") ?? 0) != 0
         app.deviceSecrets = row.optionalString("device_secrets").flatMap(DeviceSecretPolicy.init(rawValue:)) ?? .off
+        app.budget = BudgetOverrides(json: try row.json("budget"))
+        app.rateLimits = RateLimitOverrides(json: try row.json("rate_limits"))
         return app
+    }
+
+    /// A JSON object as stored: `NULL` when it is empty.
+    private static func stored(_ object: JSONValue) -> String? {
+        if case .object(let members) = object, members.isEmpty { return nil }
+        return object.jsonText
     }
 }

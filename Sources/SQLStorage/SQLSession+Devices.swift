@@ -8,7 +8,7 @@ extension SQLSession {
         guard let row = try query(
             """
             SELECT device_id, platform, environment, apns_token, unreachable_at, user_id, created_at, updated_at,
-                secret_hash
+                secret_hash, frequent_updates
             FROM devices WHERE app_id = \(appID) AND device_id = \(deviceID)
             """).first
         else { return nil }
@@ -22,6 +22,7 @@ extension SQLSession {
             userID: row.optionalString("user_id"), tags: tags, createdAt: try row.date("created_at"),
             updatedAt: try row.date("updated_at"))
         device.hasSecret = row["secret_hash"].blob != nil
+        device.frequentUpdates = row.optionalBool("frequent_updates")
         return device
     }
 
@@ -35,9 +36,10 @@ extension SQLSession {
         let created = try run(
             """
             INSERT INTO devices (app_id, device_id, platform, environment, apns_token, apns_token_registered_at,
-                user_id, created_at, updated_at, secret_hash)
+                user_id, created_at, updated_at, secret_hash, frequent_updates)
             VALUES (\(appID), \(deviceID), \(registration.platform), \(registration.environment.rawValue), \(token),
-                \(token == nil ? nil : millis), \(registration.userID ?? nil), \(millis), \(millis), \(secretHash))
+                \(token == nil ? nil : millis), \(registration.userID ?? nil), \(millis), \(millis), \(secretHash),
+                \(registration.frequentUpdates ?? nil))
             ON CONFLICT (app_id, device_id) DO NOTHING
             """) > 0
         if created, let tags = registration.tags { try replaceTags(appID: appID, deviceID: deviceID, tags) }
@@ -56,6 +58,9 @@ extension SQLSession {
             """
         if let userID = registration.userID {
             changes.append(", user_id = \(userID)")
+        }
+        if let frequent = registration.frequentUpdates {
+            changes.append(", frequent_updates = \(frequent)")
         }
         if let token = registration.apnsToken {
             changes.append(", apns_token = \(token), apns_token_registered_at = \(millis), unreachable_at = NULL")

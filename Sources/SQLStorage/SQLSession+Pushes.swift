@@ -33,15 +33,19 @@ extension SQLSession {
                 try run(
                     """
                     INSERT INTO pushes (send_id, app_id, activity_id, activity_type, event, device_id, token_kind, token,
-                        environment, apns_id, status, next_attempt_at, created_at, updated_at)
+                        environment, apns_id, status, next_attempt_at, created_at, updated_at, priority_downgraded,
+                        deferred_until)
                     SELECT \(sendID)::int8, \(appID)::text, \(activityID)::text, \(activityType)::text, \(event.rawValue)::text,
                         t.device_id, \(tokenKind.rawValue)::text, t.token, t.environment, t.apns_id, 'queued',
-                        \(millis)::int8, \(millis)::int8, \(millis)::int8
+                        coalesce(t.deferred_until, \(millis)::int8), \(millis)::int8, \(millis)::int8, t.downgraded,
+                        t.deferred_until
                     FROM unnest(\(SQLValue.array(chunk.map { .text($0.deviceID) }))::text[],
                         \(SQLValue.array(chunk.map { .text($0.token) }))::text[],
                         \(SQLValue.array(chunk.map { .text($0.environment.rawValue) }))::text[],
-                        \(SQLValue.array(chunk.map { _ in .text(mintID()) }))::text[])
-                        WITH ORDINALITY AS t(device_id, token, environment, apns_id, n)
+                        \(SQLValue.array(chunk.map { _ in .text(mintID()) }))::text[],
+                        \(SQLValue.array(chunk.map { .bool($0.priorityDowngraded) }))::boolean[],
+                        \(SQLValue.array(chunk.map { $0.deferredUntil.map { .integer($0.unixMilliseconds) } ?? .null }))::int8[])
+                        WITH ORDINALITY AS t(device_id, token, environment, apns_id, downgraded, deferred_until, n)
                     ORDER BY t.n
                     """)
             }
@@ -51,10 +55,11 @@ extension SQLSession {
         try runEach(targets) { target in
             """
             INSERT INTO pushes (send_id, app_id, activity_id, activity_type, event, device_id, token_kind, token,
-                environment, apns_id, status, next_attempt_at, created_at, updated_at)
+                environment, apns_id, status, next_attempt_at, created_at, updated_at, priority_downgraded, deferred_until)
             VALUES (\(sendID), \(appID), \(activityID), \(activityType), \(event.rawValue), \(target.deviceID),
-                \(tokenKind.rawValue), \(target.token), \(target.environment.rawValue), \(mintID()), 'queued', \(millis),
-                \(millis), \(millis))
+                \(tokenKind.rawValue), \(target.token), \(target.environment.rawValue), \(mintID()), 'queued',
+                \(target.deferredUntil?.unixMilliseconds ?? millis), \(millis), \(millis), \(target.priorityDowngraded),
+                \(target.deferredUntil?.unixMilliseconds))
             """
         }
         if !targets.isEmpty { try notifyNodes(.pushesQueued) }
@@ -105,7 +110,8 @@ extension SQLSession {
         try query(
             """
             SELECT id, device_id, token_kind, event, status, environment, environment_switched, apns_status, reason,
-                apns_id, apns_unique_id, attempts, created_at, updated_at, sent_at, taps, first_tapped_at
+                apns_id, apns_unique_id, attempts, created_at, updated_at, sent_at, taps, first_tapped_at,
+                priority_downgraded, deferred_until
             FROM pushes WHERE app_id = \(appID) AND activity_id = \(activityID) AND created_at >= \(since.unixMilliseconds)
             ORDER BY id
             """
@@ -122,7 +128,8 @@ extension SQLSession {
                 apnsID: try row.string("apns_id"), apnsUniqueID: row.optionalString("apns_unique_id"),
                 attempts: Int(try row.int64("attempts")), createdAt: try row.date("created_at"),
                 updatedAt: try row.date("updated_at"), sentAt: row.optionalDate("sent_at"),
-                taps: Int(try row.int64("taps")), firstTappedAt: row.optionalDate("first_tapped_at"))
+                taps: Int(try row.int64("taps")), firstTappedAt: row.optionalDate("first_tapped_at"),
+                priorityDowngraded: try row.bool("priority_downgraded"), deferredUntil: row.optionalDate("deferred_until"))
         }
     }
 
@@ -139,7 +146,7 @@ extension SQLSession {
         } else {
             chosen.append(" AND status = 'sent'")
         }
-        chosen.append(" ORDER BY id DESC LIMIT 1")
+        chosen.append(" ORDER BY created_at DESC, id DESC LIMIT 1")
         guard let row = try query(chosen).first else { return nil }
         let millis = at.unixMilliseconds
         // The same tap sent again (its time unchanged) counts once; on PostgreSQL a
@@ -152,6 +159,67 @@ extension SQLSession {
             WHERE id = \(try row.int64("id")) AND (last_tapped_at IS NULL OR last_tapped_at <> \(millis))
             """) > 0
         return RecordedTap(apnsID: try row.string("apns_id"), counted: counted)
+    }
+
+    /// Priority-10 updates of an activity sent since `since`: no copy of it was sent
+    /// more (by sends_by_activity).
+    public func priority10Sends(appID: String, activityID: String, since: Date) throws -> Int {
+        let rows = try query(
+            """
+            SELECT count(*) AS n FROM sends
+            WHERE app_id = \(appID) AND activity_id = \(activityID) AND created_at > \(since.unixMilliseconds)
+                AND event = 'update' AND priority = 10
+            """)
+        return Int(try rows.first?.int64("n") ?? 0)
+    }
+
+    /// Each copy's use of its priority-10 budget since `since`, for the copies of
+    /// devices after `afterDeviceID` and up to `throughDeviceID` (every copy without
+    /// them). A copy's count is one search of pushes_by_copy from `since`: its cost
+    /// does not grow with the activity's age.
+    public func priority10Usage(
+        appID: String, activityID: String, since: Date, afterDeviceID: String?, throughDeviceID: String?
+    ) throws -> [String: BudgetUsage] {
+        var range: SQL = afterDeviceID.map { " AND i.device_id > \($0)" } ?? ""
+        if let throughDeviceID { range.append(" AND i.device_id <= \(throughDeviceID)") }
+        let rows = try query(
+            """
+            SELECT i.device_id, d.frequent_updates,
+                (SELECT count(*) FROM pushes p JOIN sends s ON s.id = p.send_id
+                    WHERE p.app_id = i.app_id AND p.activity_id = i.activity_id AND p.device_id = i.device_id
+                        AND p.created_at > \(since.unixMilliseconds) AND p.event = 'update'
+                        AND p.priority_downgraded = \(false) AND p.status NOT IN ('dropped', 'failed')
+                        AND s.priority = 10) AS used
+            FROM activity_instances i LEFT JOIN devices d ON d.app_id = i.app_id AND d.device_id = i.device_id
+            WHERE i.app_id = \(appID) AND i.activity_id = \(activityID)\(sql: range)
+            """)
+        var usage: [String: BudgetUsage] = [:]
+        usage.reserveCapacity(rows.count)
+        for row in rows {
+            usage[try row.string("device_id")] = BudgetUsage(
+                used: Int(try row.int64("used")), frequentUpdates: row.optionalBool("frequent_updates"))
+        }
+        return usage
+    }
+
+    /// When each start push of `deviceIDs` goes (or went), of those going after
+    /// `since` that were not dropped and did not fail: the time it was made,
+    /// or the later one it was deferred to (by pushes_starts_by_device).
+    public func startTimes(appID: String, deviceIDs: [String], since: Date) throws -> [String: [Date]] {
+        var times: [String: [Date]] = [:]
+        try forEachChunk(of: deviceIDs) { chunk in
+            let rows = try query(
+                """
+                SELECT device_id, coalesce(deferred_until, created_at) AS goes_at FROM pushes
+                WHERE app_id = \(appID) AND device_id \(in: Array(chunk)) AND event = 'start'
+                    AND coalesce(deferred_until, created_at) > \(since.unixMilliseconds)
+                    AND status NOT IN ('dropped', 'failed')
+                """)
+            for row in rows {
+                times[try row.string("device_id"), default: []].append(try row.date("goes_at"))
+            }
+        }
+        return times
     }
 
     /// Puts pushes left in flight back in the queue, to be sent again with the same
@@ -191,7 +259,7 @@ extension SQLSession {
             WHERE id IN (SELECT id FROM pushes WHERE status = 'queued' AND next_attempt_at <= \(millis)
                 ORDER BY next_attempt_at, id LIMIT \(limit)\(sql: skipLocked))
             RETURNING id, send_id, app_id, activity_id, activity_type, device_id, token_kind, token, environment,
-                environment_switched, apns_id, attempts, rounds, created_at
+                environment_switched, apns_id, attempts, rounds, created_at, priority_downgraded
             """)
         guard !rows.isEmpty else { return [] }
         if sends.count > 10_000 { sends.removeAll(keepingCapacity: true) }
@@ -199,13 +267,15 @@ extension SQLSession {
         claimed.reserveCapacity(rows.count)
         for row in rows {
             let sendID = try row.int64("send_id")
-            let content: SendContent
+            var content: SendContent
             if let cached = sends[sendID] {
                 content = cached
             } else {
                 content = try send(id: sendID)
                 sends[sendID] = content
             }
+            let downgraded = try row.bool("priority_downgraded")
+            if downgraded { content.priority = .powerConsidered }
             claimed.append(ClaimedPush(
                 id: try row.int64("id"), appID: try row.string("app_id"), activityID: row.optionalString("activity_id"),
                 activityType: row.optionalString("activity_type"), deviceID: try row.string("device_id"),
@@ -213,7 +283,7 @@ extension SQLSession {
                 environment: try row.enumValue("environment", as: APNsEnvironment.self),
                 environmentSwitched: try row.bool("environment_switched"), apnsID: try row.string("apns_id"),
                 attempts: Int(try row.int64("attempts")), rounds: Int(try row.int64("rounds")),
-                createdAt: try row.date("created_at"), content: content))
+                createdAt: try row.date("created_at"), content: content, priorityDowngraded: downgraded))
         }
         claimed.sort { $0.id < $1.id }
         return claimed

@@ -105,6 +105,8 @@ extension SQLRow {
         return flag
     }
 
+    func optionalBool(_ name: String) -> Bool? { self[name].bool }
+
     func date(_ name: String) throws -> Date { Date(unixMilliseconds: try int64(name)) }
 
     func optionalDate(_ name: String) -> Date? { self[name].integer.map(Date.init(unixMilliseconds:)) }

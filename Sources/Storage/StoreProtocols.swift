@@ -198,6 +198,20 @@ public protocol PushQueue {
     /// the same `at` (the same tap, sent again). Answers the push tapped; `nil` when
     /// there is no such push (or none was sent yet), and nothing changes.
     func recordTap(appID: String, activityID: String, deviceID: String, apnsID: String?, at: Date) throws -> RecordedTap?
+    /// Priority-10 updates of an activity sent since `since`: the most any copy of
+    /// it was sent.
+    func priority10Sends(appID: String, activityID: String, since: Date) throws -> Int
+    /// Each copy's use of its priority-10 budget since `since` (priority-10 updates
+    /// sent to it, none downgraded, dropped or failed), by device id: the copies of
+    /// devices after `afterDeviceID` and up to `throughDeviceID` (either `nil`: no
+    /// bound on that side).
+    func priority10Usage(
+        appID: String, activityID: String, since: Date, afterDeviceID: String?, throughDeviceID: String?
+    ) throws -> [String: BudgetUsage]
+    /// When each start push of `deviceIDs` goes or went (the time it was made, or the
+    /// one it was deferred to), of those after `since` that were not dropped and
+    /// did not fail, by device id.
+    func startTimes(appID: String, deviceIDs: [String], since: Date) throws -> [String: [Date]]
     /// Puts pushes left in flight back in the queue, by `policy`, to be sent again
     /// with the same `apns-id`. Answers how many.
     @discardableResult

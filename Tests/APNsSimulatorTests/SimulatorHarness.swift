@@ -24,17 +24,21 @@ struct SimulatorHarness {
         seed: UInt64 = 1,
         keyEnvironments: Set<APNsEnvironment>? = nil,
         pushHistoryLimit: Int = 100_000,
+        budgets: (priority10: Int?, frequentPriority10: Int?, starts: Int?) = (nil, nil, nil),
         observer: (@Sendable (PushRecord) -> Void)? = nil
     ) throws {
         let clock = ManualWallClock()
         let key = try P256.SigningKey.generate()
         self.clock = clock
         self.key = key
-        let configuration = SimulatorConfiguration(
+        var configuration = SimulatorConfiguration(
             environment: environment,
             trustedKeys: [TrustedKey(keyID: Self.keyID, teamID: Self.teamID, publicKey: key.publicKey, environments: keyEnvironments)],
             faultInjection: faults,
             pushHistoryLimit: pushHistoryLimit)
+        configuration.priority10BudgetPerHour = budgets.priority10
+        configuration.frequentPriority10BudgetPerHour = budgets.frequentPriority10
+        configuration.startBudgetPerHour = budgets.starts
         engine = SimulatorEngine(configuration: configuration, clock: clock, random: SeededRandomSource(seed: seed), observer: observer)
         providerToken = try Self.jwt(key: key, keyID: Self.keyID, teamID: Self.teamID, issuedAt: clock.now())
     }

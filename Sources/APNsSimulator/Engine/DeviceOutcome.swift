@@ -8,6 +8,9 @@ public enum DeviceOutcome: String, Sendable, Hashable, CaseIterable, Codable {
     case ended
     /// APNs accepted the push, but the device ignored it; the record's note says why.
     case dropped
+    /// APNs accepted the push, but the device held it back: its budget (of
+    /// priority-10 updates, or of starts) is spent; the record's note says which.
+    case throttled
     /// APNs refused the push (any status but 200), so no device saw it.
     case rejected
     /// An alert was shown.

@@ -25,11 +25,15 @@ public struct RegisteredToken: Sendable, Hashable, Codable {
     public var registeredAt: Date
     /// For an update token, the activity it belongs to.
     public var activityID: String?
+    /// Whether the device behind the token allowed frequent updates, when it was
+    /// registered saying so: its activities get the frequent priority-10 budget.
+    public var frequentUpdates: Bool?
 
     enum CodingKeys: String, CodingKey {
         case token, kind, environment, origin
         case registeredAt = "registered_at"
         case activityID = "activity_id"
+        case frequentUpdates = "frequent_updates"
     }
 
     init(token: String, kind: PushTokenKind, environment: APNsEnvironment, origin: Origin, registeredAt: Date, activityID: String?) {
@@ -50,6 +54,7 @@ public struct RegisteredToken: Sendable, Hashable, Codable {
         origin = try c.decode(Origin.self, forKey: .origin)
         registeredAt = try c.decodeDate(forKey: .registeredAt)
         activityID = try c.decodeIfPresent(String.self, forKey: .activityID)
+        frequentUpdates = try c.decodeIfPresent(Bool.self, forKey: .frequentUpdates)
     }
 
     /// Writes the token as JSON; absent values are left out.
@@ -61,5 +66,6 @@ public struct RegisteredToken: Sendable, Hashable, Codable {
         try c.encode(origin, forKey: .origin)
         try c.encodeDate(registeredAt, forKey: .registeredAt)
         try c.encodeIfPresent(activityID, forKey: .activityID)
+        try c.encodeIfPresent(frequentUpdates, forKey: .frequentUpdates)
     }
 }

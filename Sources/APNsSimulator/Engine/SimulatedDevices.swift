@@ -12,6 +12,23 @@ struct SimulatedDevices {
     var schemas: [String: ActivityTypeSchema] = [:]
     private(set) var activityOrder: [String] = []
     let environment: APNsEnvironment
+    /// When each activity applied its priority-10 updates of the last hour, by
+    /// activity id.
+    private var priority10Applied: [String: [Date]] = [:]
+    /// When each push-to-start token started activities in the last hour.
+    private var startsTaken: [String: [Date]] = [:]
+    /// The activities of devices that allowed frequent updates.
+    private var frequentActivities: Set<String> = []
+
+    /// The budgets iOS keeps to; `nil`: none.
+    struct Budgets {
+        var priority10PerHour: Int?
+        var frequentPriority10PerHour: Int?
+        var startsPerHour: Int?
+    }
+
+    /// The window both budgets count over.
+    static let budgetWindow: TimeInterval = 3600
 
     init(environment: APNsEnvironment) { self.environment = environment }
 
@@ -64,7 +81,7 @@ struct SimulatedDevices {
     /// Registers `token` explicitly. An update token stands for an activity the app
     /// started on the device: the simulator creates that activity.
     mutating func register(
-        _ token: String, kind: PushTokenKind, environment: APNsEnvironment, now: Date,
+        _ token: String, kind: PushTokenKind, environment: APNsEnvironment, frequentUpdates: Bool? = nil, now: Date,
         random: inout some RandomNumberGenerator
     ) throws(SimulatorError) -> RegisteredToken {
         if var existing = tokens[token] {
@@ -73,20 +90,35 @@ struct SimulatedDevices {
                     .tokenKindConflict, "the token is already known as \(existing.kind.rawValue); kinds are never crossed")
             }
             existing.environment = environment
+            if let frequentUpdates {
+                existing.frequentUpdates = frequentUpdates
+                if let id = existing.activityID { setFrequent(id, frequentUpdates) }
+            }
             tokens[token] = existing
             return existing
         }
         var entry = RegisteredToken(
             token: token, kind: kind, environment: environment, origin: .registered, registeredAt: now, activityID: nil)
+        entry.frequentUpdates = frequentUpdates
         if kind == .liveActivityUpdate {
             var activity = SimulatedActivity(
                 id: APNsMessageID.make(using: &random), origin: .local, environment: environment, startedAt: now)
             activity.updateToken = token
             insert(activity)
             entry.activityID = activity.id
+            setFrequent(activity.id, frequentUpdates == true)
         }
         tokens[token] = entry
         return entry
+    }
+
+    private mutating func setFrequent(_ activityID: String, _ frequent: Bool) {
+        if frequent { frequentActivities.insert(activityID) } else { frequentActivities.remove(activityID) }
+    }
+
+    /// The times of `log` within the hour before `now`.
+    private static func recent(_ log: [Date]?, now: Date) -> [Date] {
+        (log ?? []).filter { now.timeIntervalSince($0) < budgetWindow }
     }
 
     private mutating func insert(_ activity: SimulatedActivity) {
@@ -113,14 +145,63 @@ struct SimulatedDevices {
     /// What the device does with a push APNs accepted. `entry` is the token's entry
     /// in ``tokens`` before the push.
     mutating func deliver(
-        to token: String, known entry: RegisteredToken?, pushType: APNsPushType, aps: APSFields, now: Date,
-        random: inout some RandomNumberGenerator
+        to token: String, known entry: RegisteredToken?, pushType: APNsPushType, priority: APNsPriority? = nil,
+        aps: APSFields, budgets: Budgets = Budgets(), now: Date, random: inout some RandomNumberGenerator
     ) -> Delivery {
+        if let throttled = throttle(
+            token: token, known: entry, pushType: pushType, priority: priority, aps: aps, budgets: budgets, now: now)
+        {
+            return throttled
+        }
         var delivery = receive(to: token, known: entry, pushType: pushType, aps: aps, now: now, random: &random)
+        if pushType == .liveactivity, let id = delivery.activityID {
+            if delivery.outcome == .started {
+                startsTaken[token, default: []].append(now)
+                if entry?.frequentUpdates == true { frequentActivities.insert(id) }
+            } else if delivery.outcome == .updated, priority ?? .immediate == .immediate {
+                priority10Applied[id, default: []].append(now)
+            }
+        }
         // A push adds tokens only when its own was unknown (it is then first seen)
         // or when it started an activity (which may mint an update token).
         delivery.tokenKind = entry == nil || delivery.outcome == .started ? tokens[token]?.kind : entry?.kind
         return delivery
+    }
+
+    /// The device holding a push back because a budget is spent, as iOS does: a
+    /// start past the token's starts of the hour, or a priority-10 update past the
+    /// activity's priority-10 updates of the hour. Neither changes anything.
+    private mutating func throttle(
+        token: String, known entry: RegisteredToken?, pushType: APNsPushType, priority: APNsPriority?, aps: APSFields,
+        budgets: Budgets, now: Date
+    ) -> Delivery? {
+        guard pushType == .liveactivity, let event = aps.event?.stringValue else { return nil }
+        if event == "start", entry?.kind ?? .pushToStart == .pushToStart, let budget = budgets.startsPerHour {
+            let taken = Self.recent(startsTaken[token], now: now)
+            startsTaken[token] = taken
+            if taken.count >= budget {
+                return Delivery(
+                    outcome: .throttled,
+                    note: "Push-to-start budget exceeded: \(taken.count) starts in the last hour (budget \(budget)); the device refused the start")
+            }
+        }
+        if event == "update", priority ?? .immediate == .immediate, entry?.kind == .liveActivityUpdate,
+            let id = entry?.activityID
+        {
+            let frequent = frequentActivities.contains(id)
+            let budget = frequent ? budgets.frequentPriority10PerHour ?? budgets.priority10PerHour : budgets.priority10PerHour
+            guard let budget else { return nil }
+            let applied = Self.recent(priority10Applied[id], now: now)
+            priority10Applied[id] = applied
+            if applied.count >= budget {
+                let which = frequent ? "frequent-updates budget" : "budget"
+                return Delivery(
+                    outcome: .throttled,
+                    note: "priority-10 \(which) spent: \(applied.count) priority-10 updates in the last hour (budget \(budget)); the device held this one back",
+                    activityID: id)
+            }
+        }
+        return nil
     }
 
     private mutating func receive(
@@ -348,5 +429,8 @@ struct SimulatedDevices {
         tokens.removeAll()
         activities.removeAll()
         activityOrder.removeAll()
+        priority10Applied.removeAll()
+        startsTaken.removeAll()
+        frequentActivities.removeAll()
     }
 }

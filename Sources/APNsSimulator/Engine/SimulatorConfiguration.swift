@@ -25,6 +25,18 @@ public struct SimulatorConfiguration: Sendable {
     /// before the token is refused as invalid (an `iat` written in milliseconds lies
     /// decades ahead).
     public var allowedClockSkew: Double
+    /// Priority-10 updates a simulated activity applies in any hour before it
+    /// records the next one as `throttled`, as iOS holds back updates past the
+    /// device's budget; `nil` (the default): no budget.
+    public var priority10BudgetPerHour: Int?
+    /// The same, for an activity on a device that allowed frequent updates (a
+    /// push-to-start or update token registered with `frequent_updates: true`);
+    /// `nil`: ``priority10BudgetPerHour``.
+    public var frequentPriority10BudgetPerHour: Int?
+    /// Push-to-starts a device (a push-to-start token) takes in any hour before it
+    /// refuses the next one (`throttled`), as iOS does; `nil` (the default): no
+    /// budget.
+    public var startBudgetPerHour: Int?
 
     /// Creates a configuration; every setting but the keys has APNs's own default.
     public init(

@@ -109,6 +109,10 @@ public final class SimulatorEngine: Sendable {
         }
         let echoesID = fields.id.map { APNsMessageID.isUUID($0) } ?? false
 
+        let budgets = SimulatedDevices.Budgets(
+            priority10PerHour: configuration.priority10BudgetPerHour,
+            frequentPriority10PerHour: configuration.frequentPriority10BudgetPerHour,
+            startsPerHour: configuration.startBudgetPerHour)
         let entry = state.withLock { state -> PushEntry in
             var refusal = early
             if refusal == nil, let providerToken {
@@ -135,7 +139,8 @@ public final class SimulatorEngine: Sendable {
             var delivery = SimulatedDevices.Delivery(outcome: .rejected, tokenKind: known?.kind)
             if refusal == nil, let deviceToken, let headers {
                 delivery = state.devices.deliver(
-                    to: deviceToken, known: known, pushType: headers.pushType, aps: aps, now: now, random: &state.random)
+                    to: deviceToken, known: known, pushType: headers.pushType, priority: headers.priority, aps: aps,
+                    budgets: budgets, now: now, random: &state.random)
             }
 
             let apnsID = echoesID ? PushEntry.AnswerID.echoed : .minted(MintedMessageID(drawingFrom: &state.random))
@@ -210,7 +215,7 @@ public final class SimulatorEngine: Sendable {
     /// started on the device: a simulated activity is created for it.
     @discardableResult
     public func registerToken(
-        _ token: String, kind: PushTokenKind, environment: APNsEnvironment? = nil
+        _ token: String, kind: PushTokenKind, environment: APNsEnvironment? = nil, frequentUpdates: Bool? = nil
     ) throws(SimulatorError) -> RegisteredToken {
         do {
             try PushToken.validate(token)
@@ -221,7 +226,8 @@ public final class SimulatorEngine: Sendable {
         let environment = environment ?? configuration.environment
         return try state.withLock { state throws(SimulatorError) -> RegisteredToken in
             try state.devices.register(
-                token.lowercased(), kind: kind, environment: environment, now: now, random: &state.random)
+                token.lowercased(), kind: kind, environment: environment, frequentUpdates: frequentUpdates, now: now,
+                random: &state.random)
         }
     }
 

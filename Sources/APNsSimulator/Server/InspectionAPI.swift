@@ -7,7 +7,7 @@ import IsletCore
 ///   simulated device did with it.
 /// - `GET /activities`, `GET /activities/{id}`: the simulated Live Activities.
 /// - `GET /tokens`: the tokens the simulated devices hold.
-/// - `POST /tokens` `{token, kind, environment?}`: registers a token by hand
+/// - `POST /tokens` `{token, kind, environment?, frequent_updates?}`: registers a token by hand
 ///   (`kind`: `device`, `push_to_start` or `live_activity_update`).
 /// - `POST /schemas` `{attributes_type, format?, widget_name?, attributes,
 ///   content_state}`: the app's activity type, as Islet's activity-type routes take
@@ -79,6 +79,12 @@ struct InspectionAPI: Sendable {
         let token: String?
         let kind: String?
         let environment: String?
+        let frequentUpdates: Bool?
+
+        enum CodingKeys: String, CodingKey {
+            case token, kind, environment
+            case frequentUpdates = "frequent_updates"
+        }
     }
 
     private static func registerToken(_ request: HTTPRequest, engine: SimulatorEngine) -> HTTPResponse {
@@ -95,7 +101,9 @@ struct InspectionAPI: Sendable {
             environment = parsed
         }
         do {
-            return json(try engine.registerToken(token, kind: kind, environment: environment), status: 201)
+            return json(
+                try engine.registerToken(token, kind: kind, environment: environment, frequentUpdates: body.frequentUpdates),
+                status: 201)
         } catch {
             return problem(422, "token: \(error.message)")
         }

@@ -36,6 +36,14 @@ public struct SimulatorCommandLine: Sendable {
           --latency-ms N           delay every answer by N milliseconds
           --fail-rate R            answer a share R (0.0-1.0) of valid pushes with --fail-status
           --fail-status 500|503|429          (default 503)
+          --priority-10-budget-per-hour N
+                                   a simulated activity applies N priority-10 updates in
+                                   any hour, then records them as throttled (default: no budget)
+          --frequent-priority-10-budget-per-hour N
+                                   the same, on a device registered with frequent_updates
+                                   (default: the figure above)
+          --start-budget N         a device takes N push-to-starts in any hour, then
+                                   refuses them as throttled (default: no budget)
           --goaway-after N         send GOAWAY after N streams on a connection
           --max-streams N          concurrent streams per authenticated connection (default 1000)
           --threads N              event-loop threads (default 1)
@@ -111,6 +119,13 @@ public struct SimulatorCommandLine: Sendable {
                     throw ConfigurationError(.invalidValue, setting: flag, message: "\"\(text)\" is not 500, 503 or 429")
                 }
                 failStatus = status
+            case "--priority-10-budget-per-hour":
+                result.options.engine.priority10BudgetPerHour = try integer(flag, try value(for: flag, inline: inline), 1...100_000)
+            case "--frequent-priority-10-budget-per-hour":
+                result.options.engine.frequentPriority10BudgetPerHour = try integer(
+                    flag, try value(for: flag, inline: inline), 1...100_000)
+            case "--start-budget":
+                result.options.engine.startBudgetPerHour = try integer(flag, try value(for: flag, inline: inline), 1...100_000)
             case "--goaway-after":
                 result.options.goawayAfterStreams = try integer(flag, try value(for: flag, inline: inline), 1...Int(Int32.max))
             case "--max-streams":

@@ -259,6 +259,10 @@ indirect enum FieldType: Sendable {
     case number
     /// A whole number, one of `allowed`.
     case integer(allowed: [Int])
+    /// A whole number within `range`.
+    case count(ClosedRange<Int>)
+    /// A number above 0, at most `maximum`.
+    case positive(maximum: Double)
     /// `true` or `false`.
     case bool
     /// Unix seconds (a number from 0, below 1e11) or an RFC 3339 string.
@@ -388,6 +392,13 @@ extension FieldType {
             return ["type": "number"]
         case .integer(let allowed):
             return ["type": "integer", "enum": .array(allowed.map { .integer(Int64($0)) })]
+        case .count(let range):
+            return [
+                "type": "integer", "minimum": .integer(Int64(range.lowerBound)),
+                "maximum": .integer(Int64(range.upperBound)),
+            ]
+        case .positive(let maximum):
+            return ["type": "number", "exclusiveMinimum": 0, "maximum": .double(maximum)]
         case .bool:
             return ["type": "boolean"]
         case .date:

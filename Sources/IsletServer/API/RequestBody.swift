@@ -193,6 +193,28 @@ final class ObjectReader {
         return integer
     }
 
+    /// A whole number within its definition's range.
+    func count(_ key: String) -> Int? {
+        guard let (definition, value) = take(key) else { return nil }
+        guard case .count(let range) = definition.type else { return mismatch(key) }
+        guard let number = value.int64Value, let integer = Int(exactly: number), range.contains(integer) else {
+            fail(key, "must be a whole number from \(range.lowerBound) to \(range.upperBound)")
+            return nil
+        }
+        return integer
+    }
+
+    /// A number above 0, at most its definition's maximum.
+    func positive(_ key: String) -> Double? {
+        guard let (definition, value) = take(key) else { return nil }
+        guard case .positive(let maximum) = definition.type else { return mismatch(key) }
+        guard let number = value.doubleValue, number.isFinite, number > 0, number <= maximum else {
+            fail(key, "must be a number above 0, at most \(Self.text(maximum))")
+            return nil
+        }
+        return number
+    }
+
     /// A date: Unix seconds as a number, or an RFC 3339 string.
     func date(_ key: String) -> Date? {
         guard let (definition, value) = take(key) else { return nil }

@@ -28,6 +28,29 @@ enum RequestSchemas {
         BodyField(
             "device_secrets", .enumeration(DeviceSecretPolicy.allCases.map(\.rawValue)),
             description: "required: every device route for a registered device needs its Islet-Device-Secret; off: not checked."),
+        BodyField(
+            "budget", .object(budgetFields),
+            description: "The app's own budget figures; a figure absent is kept, null takes the server's again; null for the whole group takes every server figure."),
+        BodyField(
+            "rate_limits", .object(rateLimitFields),
+            description: "The app's own rate limits; a figure absent is kept, null takes the server's again; null for the whole group takes every server figure."),
+    ])
+    private static let budgetCount = FieldType.count(1...SendBudget.maximum)
+    private static let budgetFields = BodySchema([
+        BodyField("priority_10_per_hour", budgetCount, description: "Priority-10 updates a copy of an activity gets in any hour."),
+        BodyField(
+            "frequent_priority_10_per_hour", budgetCount,
+            description: "The same, on a device that allowed frequent updates."),
+        BodyField(
+            "policy", .enumeration(BudgetPolicy.allCases.map(\.rawValue)),
+            description: "downgrade: past the budget, an update goes at priority 5; keep: it goes at 10 anyway."),
+        BodyField("starts_per_device_per_hour", budgetCount, description: "Push-to-starts a device gets in any hour; later ones wait."),
+    ])
+    private static let rateLimitFields = BodySchema([
+        BodyField("sends_per_second", .positive(maximum: 1_000_000)),
+        BodyField("sends_burst", .count(1...10_000_000)),
+        BodyField("registrations_per_second", .positive(maximum: 1_000_000)),
+        BodyField("registrations_burst", .count(1...10_000_000)),
     ])
     static let registerDevice = BodySchema([
         BodyField("platform", .enumeration(["ios"]), required: true),
@@ -37,6 +60,9 @@ enum RequestSchemas {
             description: "The device token; absent, null or empty keeps the stored one."),
         BodyField("user_id", .string(.identifier), description: "null clears it."),
         BodyField("tags", .strings(minCount: 0, maxCount: 100, item: .text(max: 100))),
+        BodyField(
+            "frequent_updates", .bool,
+            description: "Whether the user allowed frequent updates (ActivityKit's frequentPushesEnabled); absent keeps what the device said before, null forgets it (unknown)."),
     ])
     static let token = BodySchema([BodyField("token", .token(emptyMeansAbsent: false), required: true)])
     static let registerActivityToken = BodySchema([

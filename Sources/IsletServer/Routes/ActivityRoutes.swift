@@ -141,7 +141,14 @@ struct ActivityRoutes: Sendable {
         var body = Self.json(detail.activity)
         body["attributes"] = detail.activity.record.attributes ?? .null
         body["content_state"] = detail.activity.record.contentState ?? .null
-        body["devices"] = .array(detail.devices.map { .object(InstanceJSON.json($0)) })
+        body["devices"] = .array(detail.devices.map { copy in
+            var json = InstanceJSON.json(copy)
+            let budget = detail.priority10(deviceID: copy.deviceID)
+            json["priority_10_budget"] = [
+                "per_hour": .integer(Int64(budget.perHour)), "remaining": .integer(Int64(budget.remaining)),
+            ]
+            return .object(json)
+        })
         let renewal = detail.activity.record.renewal
         body["renewed_to"] = APIJSON.optional(renewal.renewedTo)
         body["renewed_from"] = APIJSON.optional(renewal.renewedFrom)
@@ -191,6 +198,7 @@ struct ActivityRoutes: Sendable {
             "attempts": .integer(Int64(push.attempts)), "created_at": APIJSON.date(push.createdAt),
             "updated_at": APIJSON.date(push.updatedAt), "sent_at": APIJSON.date(push.sentAt),
             "taps": .integer(Int64(push.taps)), "first_tapped_at": APIJSON.date(push.firstTappedAt),
+            "priority_downgraded": .bool(push.priorityDowngraded), "deferred_until": APIJSON.date(push.deferredUntil),
         ])
     }
 }

@@ -7,6 +7,8 @@ import Storage
 /// The admin routes: create, list, read and change apps, and rotate their keys.
 struct AppRoutes: Sendable {
     let apps: AppService
+    /// The server's budgets and rate limits, which an app's own figures override.
+    let environment: ServiceEnvironment
 
     var routes: [APIRoute] {
         [
@@ -25,7 +27,7 @@ struct AppRoutes: Sendable {
             ) { request in try await show(request) },
             APIRoute(
                 "PATCH", "/v1/apps/{app_id}",
-                summary: "Change an app's name, bundle id, APNs credentials (replaced as a whole group; null removes them) or settings (strict_activity_types, device_secrets).",
+                summary: "Change an app's name, bundle id, APNs credentials (replaced as a whole group; null removes them) or settings (strict_activity_types, device_secrets, budget, rate_limits: each figure null takes the server's again).",
                 access: .admin, body: RequestSchemas.updateApp,
                 responses: [(200, "The app"), (404, "No such app"), (422, "A field is invalid")]
             ) { request in try await update(request) },
@@ -49,7 +51,7 @@ struct AppRoutes: Sendable {
         try body.finish()
         let created = try await apps.create(CreateApp(
             name: name!, bundleID: bundleID!, credentials: credentials ?? nil, strictActivityTypes: strict ?? false))
-        var json = Self.json(created.app)
+        var json = json(created.app)
         json["server_key"] = .string(created.serverKey)
         json["device_key"] = .string(created.deviceKey)
         return APIJSON.response(status: 201, .object(json))
@@ -57,11 +59,11 @@ struct AppRoutes: Sendable {
 
     private func list(_ request: RouteRequest) async throws -> HTTPResponse {
         let apps = try await apps.list()
-        return APIJSON.response(.object(["items": .array(apps.map { .object(Self.json($0)) })]))
+        return APIJSON.response(.object(["items": .array(apps.map { .object(json($0)) })]))
     }
 
     private func show(_ request: RouteRequest) async throws -> HTTPResponse {
-        APIJSON.response(.object(Self.json(try await apps.app(id: request.parameters["app_id"] ?? ""))))
+        APIJSON.response(.object(json(try await apps.app(id: request.parameters["app_id"] ?? ""))))
     }
 
     private func update(_ request: RouteRequest) async throws -> HTTPResponse {
@@ -71,11 +73,16 @@ struct AppRoutes: Sendable {
         let credentials = Self.credentials(body.root)
         let strict = body.root.bool("strict_activity_types")
         let deviceSecrets = body.root.enumeration("device_secrets", as: DeviceSecretPolicy.self)
+        let budget = Self.budgetChange(body.root)
+        let rateLimits = Self.rateLimitChange(body.root)
         try body.finish()
-        let updated = try await apps.update(UpdateApp(
+        var command = UpdateApp(
             appID: request.parameters["app_id"] ?? "", name: name, bundleID: bundleID, credentials: credentials,
-            strictActivityTypes: strict, deviceSecrets: deviceSecrets))
-        return APIJSON.response(.object(Self.json(updated)))
+            strictActivityTypes: strict, deviceSecrets: deviceSecrets)
+        command.budget = budget
+        command.rateLimits = rateLimits
+        let updated = try await apps.update(command)
+        return APIJSON.response(.object(json(updated)))
     }
 
     private func rotate(_ request: RouteRequest) async throws -> HTTPResponse {
@@ -98,6 +105,56 @@ struct AppRoutes: Sendable {
         let pem = apns.string("private_key")
         guard let teamID, let keyID, let pem else { return nil }
         return APNsCredentials(teamID: teamID, keyID: keyID, privateKeyPEM: pem)
+    }
+
+    /// A change of one figure: `nil` when absent, `.some(nil)` when null (the
+    /// server's again), else the value `read` gives.
+    private static func change<T>(_ object: ObjectReader, _ key: String, _ read: (String) -> T?) -> T?? {
+        if object.isNull(key) { return .some(nil) }
+        return read(key).map { .some($0) }
+    }
+
+    /// The `budget` group: null takes every server figure again.
+    private static func budgetChange(_ object: ObjectReader) -> BudgetChange? {
+        if object.isNull("budget") { return .restoreDefaults }
+        guard let budget = object.object("budget") else { return nil }
+        return BudgetChange(
+            priority10PerHour: change(budget, "priority_10_per_hour", budget.count),
+            frequentPriority10PerHour: change(budget, "frequent_priority_10_per_hour", budget.count),
+            policy: change(budget, "policy") { budget.enumeration($0, as: BudgetPolicy.self) },
+            startsPerDevicePerHour: change(budget, "starts_per_device_per_hour", budget.count))
+    }
+
+    /// The `rate_limits` group: null takes every server figure again.
+    private static func rateLimitChange(_ object: ObjectReader) -> RateLimitChange? {
+        if object.isNull("rate_limits") { return .restoreDefaults }
+        guard let limits = object.object("rate_limits") else { return nil }
+        return RateLimitChange(
+            sendsPerSecond: change(limits, "sends_per_second", limits.positive),
+            sendsBurst: change(limits, "sends_burst", limits.count),
+            registrationsPerSecond: change(limits, "registrations_per_second", limits.positive),
+            registrationsBurst: change(limits, "registrations_burst", limits.count))
+    }
+
+    /// An app as the API shows it, with the budget and rate limits in force (its own
+    /// figures, else the server's).
+    func json(_ app: AppRecord) -> [String: JSONValue] {
+        var json = Self.json(app)
+        let budget = app.budget.applied(to: environment.budget)
+        json["budget"] = [
+            "priority_10_per_hour": .integer(Int64(budget.priority10PerHour)),
+            "frequent_priority_10_per_hour": .integer(Int64(budget.frequentPriority10PerHour)),
+            "policy": .string(budget.policy.rawValue),
+            "starts_per_device_per_hour": .integer(Int64(budget.startsPerDevicePerHour)),
+        ]
+        var limits: [String: JSONValue] = [:]
+        for family in RateFamily.allCases {
+            let limit = app.rateLimits.limit(family, defaults: environment.rateLimits)
+            limits["\(family.rawValue)_per_second"] = limit.map { .double($0.perSecond) } ?? .null
+            limits["\(family.rawValue)_burst"] = limit.map { .integer(Int64($0.burst)) } ?? .null
+        }
+        json["rate_limits"] = .object(limits)
+        return json
     }
 
     static func json(_ app: AppRecord) -> [String: JSONValue] {

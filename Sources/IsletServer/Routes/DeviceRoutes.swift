@@ -93,10 +93,18 @@ struct DeviceRoutes: Sendable {
             userID = .some(text)
         }
         let tags = body.root.strings("tags")
+        var frequentUpdates: Bool??
+        if body.root.isNull("frequent_updates") {
+            frequentUpdates = .some(nil)
+        } else if let flag = body.root.bool("frequent_updates") {
+            frequentUpdates = .some(flag)
+        }
         try body.finish()
+        var registration = DeviceRegistration(
+            platform: platform!, environment: environment!, apnsToken: token, userID: userID, tags: tags)
+        registration.frequentUpdates = frequentUpdates
         let registered = try await devices.register(
-            appID: request.app.id, deviceID: deviceID, secret: Self.secret(request),
-            DeviceRegistration(platform: platform!, environment: environment!, apnsToken: token, userID: userID, tags: tags))
+            appID: request.app.id, deviceID: deviceID, secret: Self.secret(request), registration)
         var json = Self.json(registered.device)
         if let secret = registered.secret { json["device_secret"] = .string(secret) }
         var response = APIJSON.response(status: registered.created ? 201 : 200, .object(json))
@@ -199,6 +207,7 @@ struct DeviceRoutes: Sendable {
             "reachable": .bool(device.unreachableAt == nil), "user_id": APIJSON.optional(device.userID),
             "tags": .array(device.tags.map(JSONValue.string)), "created_at": APIJSON.date(device.createdAt),
             "updated_at": APIJSON.date(device.updatedAt), "has_secret": .bool(device.hasSecret),
+            "frequent_updates": device.frequentUpdates.map(JSONValue.bool) ?? .null,
         ]
     }
 }

@@ -15,6 +15,8 @@ struct SystemRoutes: Sendable {
     let node: NodeService
     let delivery: DeliveryWorker?
     let requestMetrics: RequestMetrics?
+    /// What the budgets and rate limits did on this node.
+    let limits: LimitMetrics
     /// The whole route list, for the OpenAPI document (set once the list is built).
     let document: @Sendable () -> JSONValue
 
@@ -81,6 +83,22 @@ struct SystemRoutes: Sendable {
             text += "# HELP islet_push_in_flight Pushes handed to APNs and not yet answered.\n"
             text += "# TYPE islet_push_in_flight gauge\n"
             text += "islet_push_in_flight{\(node)} \(delivery.inFlight)\n"
+        }
+        let limited = limits.snapshot()
+        text += "# HELP islet_priority_downgrades_total Updates queued at priority 5 instead of 10, their copy's priority-10 budget spent, by app.\n"
+        text += "# TYPE islet_priority_downgrades_total counter\n"
+        for (appID, count) in limited.downgrades {
+            text += "islet_priority_downgrades_total{\(node),app=\(label(appID))} \(count)\n"
+        }
+        text += "# HELP islet_starts_deferred_total Push-to-starts held back, their device's starts of the hour spent, by app.\n"
+        text += "# TYPE islet_starts_deferred_total counter\n"
+        for (appID, count) in limited.deferrals {
+            text += "islet_starts_deferred_total{\(node),app=\(label(appID))} \(count)\n"
+        }
+        text += "# HELP islet_rate_limited_total Requests refused by an app's rate limit, by app and family.\n"
+        text += "# TYPE islet_rate_limited_total counter\n"
+        for (key, count) in limited.refusals {
+            text += "islet_rate_limited_total{\(node),app=\(label(key.appID)),family=\(label(key.family.rawValue))} \(count)\n"
         }
         let gauges = await self.node.gauges()
         text += "# HELP islet_push_queue_depth Pushes queued or in flight.\n"

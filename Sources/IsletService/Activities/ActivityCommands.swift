@@ -127,13 +127,21 @@ public struct StartResult: ReplayableResult, Hashable {
     public let activityID: String
     /// How many devices it goes to.
     public let targets: Int
+    /// How many of those wait, their device having had all the starts it may have
+    /// in an hour.
+    public let deferred: Int
     /// Keys the device ignores, as `content_state.foo: …`.
     public let warnings: [String]
 
     public var accepted: Bool { true }
 
+    public var limited: (downgraded: Int, deferred: Int) { (0, deferred) }
+
     public var json: JSONValue {
-        var answer: [String: JSONValue] = ["activity_id": .string(activityID), "targets": .integer(Int64(targets))]
+        var answer: [String: JSONValue] = [
+            "activity_id": .string(activityID), "targets": .integer(Int64(targets)),
+            "deferred": .integer(Int64(deferred)),
+        ]
         if !warnings.isEmpty { answer["warnings"] = .array(warnings.map(JSONValue.string)) }
         return .object(answer)
     }
@@ -142,12 +150,15 @@ public struct StartResult: ReplayableResult, Hashable {
         guard let activityID = json["activity_id"]?.stringValue, let targets = json["targets"]?.int64Value else {
             throw StoreError(.corrupt, "a stored start answer lacks activity_id or targets")
         }
-        self.init(activityID: activityID, targets: Int(targets), warnings: json["warnings"]?.stringArray ?? [])
+        self.init(
+            activityID: activityID, targets: Int(targets), deferred: Int(json["deferred"]?.int64Value ?? 0),
+            warnings: json["warnings"]?.stringArray ?? [])
     }
 
-    init(activityID: String, targets: Int, warnings: [String]) {
+    init(activityID: String, targets: Int, deferred: Int = 0, warnings: [String]) {
         self.activityID = activityID
         self.targets = targets
+        self.deferred = deferred
         self.warnings = warnings
     }
 }
@@ -161,12 +172,17 @@ public struct ActivitySendResult: ReplayableResult, Hashable {
     public let targets: Int
     /// How many queued updates it replaced.
     public let superseded: Int
+    /// How many of its pushes go at priority 5 instead of 10, their copy's
+    /// priority-10 budget spent.
+    public let priorityDowngraded: Int
     /// Keys the device ignores.
     public let warnings: [String]
     /// The activity had ended before; nothing was queued.
     public let alreadyEnded: Bool
 
     public var accepted: Bool { !alreadyEnded }
+
+    public var limited: (downgraded: Int, deferred: Int) { (priorityDowngraded, 0) }
 
     public var json: JSONValue {
         if alreadyEnded {
@@ -177,7 +193,7 @@ public struct ActivitySendResult: ReplayableResult, Hashable {
         }
         var answer: [String: JSONValue] = [
             "activity_id": .string(activityID), "targets": .integer(Int64(targets)),
-            "superseded": .integer(Int64(superseded)),
+            "superseded": .integer(Int64(superseded)), "priority_downgraded": .integer(Int64(priorityDowngraded)),
         ]
         if !warnings.isEmpty { answer["warnings"] = .array(warnings.map(JSONValue.string)) }
         return .object(answer)
@@ -189,13 +205,18 @@ public struct ActivitySendResult: ReplayableResult, Hashable {
         }
         self.init(
             activityID: activityID, targets: Int(targets), superseded: Int(json["superseded"]?.int64Value ?? 0),
+            priorityDowngraded: Int(json["priority_downgraded"]?.int64Value ?? 0),
             warnings: json["warnings"]?.stringArray ?? [], alreadyEnded: json["status"]?.stringValue == "ended")
     }
 
-    init(activityID: String, targets: Int, superseded: Int, warnings: [String], alreadyEnded: Bool) {
+    init(
+        activityID: String, targets: Int, superseded: Int, priorityDowngraded: Int = 0, warnings: [String],
+        alreadyEnded: Bool
+    ) {
         self.activityID = activityID
         self.targets = targets
         self.superseded = superseded
+        self.priorityDowngraded = priorityDowngraded
         self.warnings = warnings
         self.alreadyEnded = alreadyEnded
     }

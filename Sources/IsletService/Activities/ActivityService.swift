@@ -31,10 +31,11 @@ public struct ActivityService: Sendable {
         try SendRules.requireCredentials(app)
         let lifecycle = environment.lifecycle
         let now = environment.clock.now()
+        let budget = environment.budget
         return try await environment.idempotentWrite(
             appID: app.id, idempotency: command.idempotency, now: now
         ) { (session: any Stores) in
-            try Self.start(command, session: session, lifecycle: lifecycle, now: now)
+            try Self.start(command, session: session, lifecycle: lifecycle, budget: budget, now: now)
         }
     }
 
@@ -60,7 +61,7 @@ public struct ActivityService: Sendable {
     /// scheduled start or a renewal when its time comes.
     static func start(
         _ command: StartActivity, session: any DeviceStore & ActivityStore & ActivityTypeStore & PushQueue & EventStore,
-        lifecycle: ActivityLifecycle, now: Date
+        lifecycle: ActivityLifecycle, budget defaults: SendBudget, now: Date
     ) throws -> StartResult {
         let app = command.app
         try SendRules.requireCredentials(app)
@@ -88,7 +89,7 @@ public struct ActivityService: Sendable {
                 reason: ScheduleReason.activityRunning)
         }
         let audience = command.audience
-        let targets = try session.startTargets(appID: appID, audience: audience, activityType: activityType)
+        var targets = try session.startTargets(appID: appID, audience: audience, activityType: activityType)
         guard !targets.isEmpty else {
             let size = try session.audienceSize(appID: appID, audience: audience)
             let detail = size == 0
@@ -98,6 +99,8 @@ public struct ActivityService: Sendable {
                 detail, field: "audience.\(audience.field)", "names no device that can start \(activityType)",
                 reason: ScheduleReason.noTargets)
         }
+        let deferred = try Self.spaceStarts(
+            &targets, appID: appID, budget: app.budget.applied(to: defaults), session: session, now: now)
         try session.insertActivity(
             appID: appID, activityID: activityID, activityType: activityType, origin: .remote,
             attributes: prepared.attributes, contentState: prepared.contentState, lastTimestamp: built.timestamp,
@@ -115,9 +118,30 @@ public struct ActivityService: Sendable {
             appID: appID, type: .activityStarted, activityID: activityID, occurredAt: now,
             data: [
                 "activity_id": .string(activityID), "activity_type": .string(activityType), "origin": "remote",
-                "targets": .integer(Int64(targets.count)),
+                "targets": .integer(Int64(targets.count)), "deferred": .integer(Int64(deferred)),
             ])])
-        return StartResult(activityID: activityID, targets: targets.count, warnings: prepared.warnings)
+        return StartResult(activityID: activityID, targets: targets.count, deferred: deferred, warnings: prepared.warnings)
+    }
+
+    /// Holds back the start to each target whose device had all the starts it may
+    /// have in the last hour (counting those already held back to later): its push
+    /// waits until the device may take another. Answers how many were held back.
+    static func spaceStarts(
+        _ targets: inout [PushTarget], appID: String, budget: SendBudget, session: any PushQueue, now: Date
+    ) throws -> Int {
+        let times = try session.startTimes(
+            appID: appID, deviceIDs: targets.map(\.deviceID), since: now.addingTimeInterval(-SendBudget.window))
+        guard !times.isEmpty else { return 0 }
+        var deferred = 0
+        for index in targets.indices {
+            guard let recent = times[targets[index].deviceID] else { continue }
+            let next = budget.nextStart(after: recent, now: now)
+            if next > now {
+                targets[index].deferredUntil = next
+                deferred += 1
+            }
+        }
+        return deferred
     }
 
     // MARK: - Update and end
@@ -129,17 +153,18 @@ public struct ActivityService: Sendable {
         try SendRules.requireCredentials(app)
         let lifecycle = environment.lifecycle
         let now = environment.clock.now()
+        let budget = environment.budget
         return try await environment.idempotentWrite(
             appID: app.id, idempotency: command.idempotency, now: now
         ) { (session: any Stores) in
-            try Self.update(command, session: session, lifecycle: lifecycle, now: now)
+            try Self.update(command, session: session, lifecycle: lifecycle, budget: budget, now: now)
         }
     }
 
     /// Updates an activity in `session` (see `update(_:)`).
     static func update(
         _ command: UpdateActivity, session: any ActivityStore & ActivityTypeStore & PushQueue & EventStore,
-        lifecycle: ActivityLifecycle, now: Date
+        lifecycle: ActivityLifecycle, budget defaults: SendBudget, now: Date
     ) throws -> ActivitySendResult {
         let app = command.app
         try SendRules.requireCredentials(app)
@@ -175,9 +200,12 @@ public struct ActivityService: Sendable {
         if let endAt = command.endAt {
             try SendRules.checkEndAt(endAt, startedAt: activity.startedAt, lifecycle: lifecycle, now: now)
         }
+        // Starts, ends and updates with an alert always go as asked; the budget is
+        // for the quiet updates.
+        let budget = built.priority == .immediate && command.alert == nil ? app.budget.applied(to: defaults) : nil
         return try Self.sendToHolders(
             built, event: .update, activity: activity, appID: appID, warnings: prepared.warnings, session: session,
-            now: now
+            budget: budget, now: now
         ) {
             if let endAt = command.endAt { try session.setEndAt(appID: appID, activityID: activityID, endAt: endAt) }
             try session.recordUpdate(
@@ -307,20 +335,42 @@ public struct ActivityService: Sendable {
     /// stores the new state).
     private static func sendToHolders(
         _ built: BuiltPush, event: PushEvent, activity: ActivityRecord, appID: String, warnings: [String],
-        session: any ActivityStore & PushQueue & EventStore, now: Date, record: () throws -> Void
+        session: any ActivityStore & PushQueue & EventStore, budget: SendBudget? = nil, now: Date,
+        record: () throws -> Void
     ) throws -> ActivitySendResult {
         let activityID = activity.activityID
         let superseded = try session.supersedeQueuedUpdates(appID: appID, activityID: activityID, now: now)
+        // Each copy's priority-10 updates of the last hour are counted only when the
+        // activity itself sent enough of them that some copy may be over.
+        var budgetSince: Date?
+        if let budget, budget.policy == .downgrade {
+            let since = now.addingTimeInterval(-SendBudget.window)
+            if try session.priority10Sends(appID: appID, activityID: activityID, since: since) >= budget.smallestPriority10Limit {
+                budgetSince = since
+            }
+        }
         let sendID = try session.insertSend(
             appID: appID, activityID: activityID, content: SendRules.content(built, event: event), now: now)
         // A page of targets at a time, in the one transaction: a million holders are
         // never all in memory. The targets are the holders before `record` (an end
         // ends their copies), so it runs once they are queued.
         var targets = 0
+        var downgraded = 0
         var after: String?
         while true {
-            let page = try session.updateTargets(
+            var page = try session.updateTargets(
                 appID: appID, activityID: activityID, afterDeviceID: after, limit: Self.targetPage)
+            if let budget, let since = budgetSince, let last = page.last {
+                let usage = try session.priority10Usage(
+                    appID: appID, activityID: activityID, since: since, afterDeviceID: after, throughDeviceID: last.deviceID)
+                for index in page.indices {
+                    let copy = usage[page[index].deviceID] ?? BudgetUsage(used: 0, frequentUpdates: nil)
+                    if budget.downgrades(used: copy.used, frequentUpdates: copy.frequentUpdates) {
+                        page[index].priorityDowngraded = true
+                        downgraded += 1
+                    }
+                }
+            }
             try session.enqueuePushes(
                 sendID: sendID, appID: appID, activityID: activityID, activityType: activity.activityType, event: event,
                 tokenKind: .liveActivityUpdate, targets: page, now: now, mintID: APNsMessageID.mint)
@@ -340,8 +390,8 @@ public struct ActivityService: Sendable {
         }
         try session.appendEvents(events)
         return ActivitySendResult(
-            activityID: activityID, targets: targets, superseded: superseded.count, warnings: warnings,
-            alreadyEnded: false)
+            activityID: activityID, targets: targets, superseded: superseded.count, priorityDowngraded: downgraded,
+            warnings: warnings, alreadyEnded: false)
     }
 
     // MARK: - Reading
@@ -366,10 +416,15 @@ public struct ActivityService: Sendable {
     public func show(appID: String, activityID: String) async throws(ServiceError) -> ActivityDetail {
         let lifecycle = environment.lifecycle
         let now = environment.clock.now()
-        let (activity, instances) = try await environment.read {
-            (session: any Stores) -> (ActivityRecord, [InstanceRecord]) in
+        let since = now.addingTimeInterval(-SendBudget.window)
+        let defaults = environment.budget
+        let (activity, instances, budget, usage) = try await environment.read {
+            (session: any Stores) -> (ActivityRecord, [InstanceRecord], SendBudget, [String: BudgetUsage]) in
             let activity = try SendRules.activity(session, appID: appID, activityID: activityID)
-            return (activity, try session.instances(appID: appID, activityID: activityID))
+            let budget = try session.app(id: appID)?.budget.applied(to: defaults) ?? defaults
+            let usage = try session.priority10Usage(
+                appID: appID, activityID: activityID, since: since, afterDeviceID: nil, throughDeviceID: nil)
+            return (activity, try session.instances(appID: appID, activityID: activityID), budget, usage)
         }
         // Until the sweep stores it, an activity past every window has ended on
         // every device too.
@@ -384,7 +439,8 @@ public struct ActivityService: Sendable {
             }
             return copy
         }
-        return ActivityDetail(activity: ActivityView(activity, lifecycle: lifecycle, now: now), devices: devices)
+        return ActivityDetail(
+            activity: ActivityView(activity, lifecycle: lifecycle, now: now), devices: devices, budget: budget, usage: usage)
     }
 
     /// Every push made for the activity since it started, oldest first, or `notFound`.

@@ -37,6 +37,19 @@ public struct ActivityDetail: Sendable {
     /// Each device's copy, by device id (ended by expiry when the activity is past
     /// every window).
     public let devices: [InstanceRecord]
+    /// The app's budget.
+    public let budget: SendBudget
+    /// Each copy's priority-10 updates of the last hour, by device id.
+    public let usage: [String: BudgetUsage]
+
+    /// The priority-10 updates a copy gets in an hour, and what is left of them now.
+    public func priority10(deviceID: String) -> (perHour: Int, remaining: Int) {
+        let copy = usage[deviceID] ?? BudgetUsage(used: 0, frequentUpdates: nil)
+        return (
+            budget.priority10Limit(frequentUpdates: copy.frequentUpdates),
+            budget.priority10Remaining(used: copy.used, frequentUpdates: copy.frequentUpdates)
+        )
+    }
 }
 
 /// One page of activities.

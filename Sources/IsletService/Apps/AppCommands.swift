@@ -1,3 +1,4 @@
+public import IsletCore
 public import Storage
 
 /// A new app: its name, bundle id, optional APNs credentials and settings.
@@ -35,6 +36,10 @@ public struct UpdateApp: Sendable {
     public var strictActivityTypes: Bool?
     /// The new `device_secrets` setting.
     public var deviceSecrets: DeviceSecretPolicy?
+    /// Changes to the app's budget figures.
+    public var budget: BudgetChange?
+    /// Changes to the app's rate limits.
+    public var rateLimits: RateLimitChange?
 
     /// Creates the command.
     public init(
@@ -68,4 +73,82 @@ public struct RotatedKeys: Sendable {
     public let serverKey: String
     /// The new device key.
     public let deviceKey: String
+}
+
+/// Changes to an app's budget figures: for each, `nil` keeps it, `.some(nil)` takes
+/// the server's again, a value sets the app's own.
+public struct BudgetChange: Sendable, Hashable {
+    /// `priority_10_per_hour`.
+    public var priority10PerHour: Int??
+    /// `frequent_priority_10_per_hour`.
+    public var frequentPriority10PerHour: Int??
+    /// `policy`.
+    public var policy: BudgetPolicy??
+    /// `starts_per_device_per_hour`.
+    public var startsPerDevicePerHour: Int??
+
+    /// Creates a change.
+    public init(
+        priority10PerHour: Int?? = nil, frequentPriority10PerHour: Int?? = nil, policy: BudgetPolicy?? = nil,
+        startsPerDevicePerHour: Int?? = nil
+    ) {
+        self.priority10PerHour = priority10PerHour
+        self.frequentPriority10PerHour = frequentPriority10PerHour
+        self.policy = policy
+        self.startsPerDevicePerHour = startsPerDevicePerHour
+    }
+
+    /// Every figure back to the server's.
+    public static let restoreDefaults = BudgetChange(
+        priority10PerHour: .some(nil), frequentPriority10PerHour: .some(nil), policy: .some(nil),
+        startsPerDevicePerHour: .some(nil))
+
+    /// `overrides` with this change made.
+    func applied(to overrides: BudgetOverrides) -> BudgetOverrides {
+        var changed = overrides
+        if let value = priority10PerHour { changed.priority10PerHour = value }
+        if let value = frequentPriority10PerHour { changed.frequentPriority10PerHour = value }
+        if let value = policy { changed.policy = value }
+        if let value = startsPerDevicePerHour { changed.startsPerDevicePerHour = value }
+        return changed
+    }
+}
+
+/// Changes to an app's rate limits: for each, `nil` keeps it, `.some(nil)` takes the
+/// server's again, a value sets the app's own.
+public struct RateLimitChange: Sendable, Hashable {
+    /// `sends_per_second`.
+    public var sendsPerSecond: Double??
+    /// `sends_burst`.
+    public var sendsBurst: Int??
+    /// `registrations_per_second`.
+    public var registrationsPerSecond: Double??
+    /// `registrations_burst`.
+    public var registrationsBurst: Int??
+
+    /// Creates a change.
+    public init(
+        sendsPerSecond: Double?? = nil, sendsBurst: Int?? = nil, registrationsPerSecond: Double?? = nil,
+        registrationsBurst: Int?? = nil
+    ) {
+        self.sendsPerSecond = sendsPerSecond
+        self.sendsBurst = sendsBurst
+        self.registrationsPerSecond = registrationsPerSecond
+        self.registrationsBurst = registrationsBurst
+    }
+
+    /// Every figure back to the server's.
+    public static let restoreDefaults = RateLimitChange(
+        sendsPerSecond: .some(nil), sendsBurst: .some(nil), registrationsPerSecond: .some(nil),
+        registrationsBurst: .some(nil))
+
+    /// `overrides` with this change made.
+    func applied(to overrides: RateLimitOverrides) -> RateLimitOverrides {
+        var changed = overrides
+        if let value = sendsPerSecond { changed.sendsPerSecond = value }
+        if let value = sendsBurst { changed.sendsBurst = value }
+        if let value = registrationsPerSecond { changed.registrationsPerSecond = value }
+        if let value = registrationsBurst { changed.registrationsBurst = value }
+        return changed
+    }
 }

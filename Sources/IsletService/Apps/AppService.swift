@@ -97,6 +97,8 @@ public final class AppService: Sendable {
             if let name = command.name { app.name = name }
             if let strict = command.strictActivityTypes { app.strictActivityTypes = strict }
             if let policy = command.deviceSecrets { app.deviceSecrets = policy }
+            if let change = command.budget { app.budget = change.applied(to: app.budget) }
+            if let change = command.rateLimits { app.rateLimits = change.applied(to: app.rateLimits) }
             if let bundleID = command.bundleID { app.bundleID = bundleID }
             if let credentials = command.credentials { app.credentials = credentials }
             app.updatedAt = max(now, app.updatedAt.addingTimeInterval(0.001))

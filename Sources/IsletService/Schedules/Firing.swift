@@ -22,6 +22,16 @@ struct Firing {
     private(set) var queued = false
     /// How many timelines were renewed (or found unrenewable).
     private(set) var renewed = 0
+    /// What the limits did to the pushes queued, by send, for `/metrics` once the
+    /// round commits.
+    private(set) var limited: [Limited] = []
+
+    /// Pushes of one send of `appID` downgraded to priority 5, or held back.
+    struct Limited: Sendable {
+        let appID: String
+        let downgraded: Int
+        let deferred: Int
+    }
     private var apps: [String: AppRecord?] = [:]
 
     init(session: any Stores, environment: ServiceEnvironment, now: Date) {
@@ -48,7 +58,8 @@ struct Firing {
             switch item.kind {
             case .start:
                 let command = try decoded { try ScheduledCommand.start(item.command, app: app) }
-                let result = try ActivityService.start(command, session: session, lifecycle: lifecycle, now: now)
+                let result = try ActivityService.start(command, session: session, lifecycle: lifecycle, budget: environment.budget, now: now)
+                limited.append(Limited(appID: app.id, downgraded: 0, deferred: result.deferred))
                 try settle(item, .sent, targets: result.targets)
                 if var timeline = try session.timeline(appID: app.id, activityID: command.activityID), timeline.renew {
                     // The successor's renewal counts from the start as it happened.
@@ -58,7 +69,8 @@ struct Firing {
             case .update, .timelineEntry:
                 let activityID = try activityID(of: item)
                 let command = try decoded { try ScheduledCommand.update(item.command, app: app, activityID: activityID) }
-                let result = try ActivityService.update(command, session: session, lifecycle: lifecycle, now: now)
+                let result = try ActivityService.update(command, session: session, lifecycle: lifecycle, budget: environment.budget, now: now)
+                limited.append(Limited(appID: app.id, downgraded: result.priorityDowngraded, deferred: 0))
                 try settle(item, .sent, targets: result.targets)
             case .end:
                 let activityID = try activityID(of: item)
@@ -176,7 +188,8 @@ struct Firing {
             endAt: nil, staleDate: nil, relevanceScore: nil, priority: nil, idempotency: nil)
         start.storedContent = true
         do {
-            _ = try ActivityService.start(start, session: session, lifecycle: lifecycle, now: now)
+            let result = try ActivityService.start(start, session: session, lifecycle: lifecycle, budget: environment.budget, now: now)
+            limited.append(Limited(appID: start.app.id, downgraded: 0, deferred: result.deferred))
         } catch let error as ServiceError {
             environment.logger.warning(
                 "timeline renewal could not start the successor", ("activity", .string(activity.activityID)),

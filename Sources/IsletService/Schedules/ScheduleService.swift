@@ -72,6 +72,7 @@ public struct ScheduleService: Sendable {
         let lifecycle = environment.lifecycle
         let now = environment.clock.now()
         let when = try Self.when(sendAt, now: now)
+        let budget = environment.budget
         return try await environment.idempotentWrite(
             appID: app.id, idempotency: command.idempotency, now: now
         ) { (session: any Stores) in
@@ -88,7 +89,7 @@ public struct ScheduleService: Sendable {
                     .start, activityID: command.activityID, at: when, command: ScheduledCommand.json(command),
                     appID: app.id, session: session, now: now))
             } else {
-                answer = .immediate(try ActivityService.start(command, session: session, lifecycle: lifecycle, now: now))
+                answer = .immediate(try ActivityService.start(command, session: session, lifecycle: lifecycle, budget: budget, now: now))
             }
             if let timeline {
                 _ = try TimelineRules.store(
@@ -104,8 +105,9 @@ public struct ScheduleService: Sendable {
     public func update(_ command: UpdateActivity, sendAt: Date?) async throws(ServiceError) -> Replayable<Scheduling<ActivitySendResult>> {
         let app = command.app
         let lifecycle = environment.lifecycle
+        let budget = environment.budget
         return try await send(app: app, idempotency: command.idempotency, sendAt: sendAt) { session, now in
-            try ActivityService.update(command, session: session, lifecycle: lifecycle, now: now)
+            try ActivityService.update(command, session: session, lifecycle: lifecycle, budget: budget, now: now)
         } schedule: { session, now, when in
             let activity = try SendRules.activity(session, appID: app.id, activityID: command.activityID)
             try Self.checkLifecycle(.update, activity: activity, at: when, lifecycle: lifecycle)
@@ -339,14 +341,20 @@ public struct ScheduleService: Sendable {
             var queued = false
             while true {
                 let round = try await environment.store.write {
-                    (session: any Stores) -> (settled: Int, queued: Bool, more: Bool) in
-                    guard try session.claimPeriodicJob("schedules") else { return (0, false, false) }
+                    (session: any Stores) -> (settled: Int, queued: Bool, more: Bool, limited: [Firing.Limited]) in
+                    guard try session.claimPeriodicJob("schedules") else { return (0, false, false, []) }
                     var firing = Firing(session: session, environment: environment, now: now)
                     try firing.renewDue()
                     let skipped = try session.skipSupersededEntries(now: now)
                     let items = try session.claimDueSchedules(now: now, limit: Self.batchSize)
                     for item in items { try firing.fire(item) }
-                    return (items.count + skipped + firing.renewed, firing.queued, items.count == Self.batchSize)
+                    return (
+                        items.count + skipped + firing.renewed, firing.queued, items.count == Self.batchSize, firing.limited
+                    )
+                }
+                for limited in round.limited {
+                    environment.limitMetrics.downgraded(appID: limited.appID, count: limited.downgraded)
+                    environment.limitMetrics.deferred(appID: limited.appID, count: limited.deferred)
                 }
                 settled += round.settled
                 queued = queued || round.queued

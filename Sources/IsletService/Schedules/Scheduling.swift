@@ -31,6 +31,8 @@ public enum Scheduling<Immediate: ReplayableResult>: ReplayableResult {
         }
     }
 
+    public var limited: (downgraded: Int, deferred: Int) { immediate?.limited ?? (0, 0) }
+
     public var json: JSONValue {
         switch self {
         case .immediate(let result):

@@ -35,6 +35,23 @@ public protocol ReplayableResult: Sendable {
     var accepted: Bool { get }
     /// Reads a stored result back.
     init(json: JSONValue) throws
+    /// Pushes the command queued at priority 5 instead of 10, and starts it held
+    /// back: what the limits did, for `/metrics`.
+    var limited: (downgraded: Int, deferred: Int) { get }
+}
+
+extension ReplayableResult {
+    public var limited: (downgraded: Int, deferred: Int) { (0, 0) }
+}
+
+extension ServiceEnvironment {
+    /// Counts what the limits did to the pushes of a command of `appID` that
+    /// committed (a replay queued nothing, and is not counted).
+    func countLimits(appID: String, _ result: some ReplayableResult) {
+        let (downgraded, deferred) = result.limited
+        limitMetrics.downgraded(appID: appID, count: downgraded)
+        limitMetrics.deferred(appID: appID, count: deferred)
+    }
 }
 
 /// A service's answer to a command that may carry an idempotency key.
@@ -91,7 +108,10 @@ extension ServiceEnvironment {
                     }
                     return Replayable(result: result, replayed: false)
                 }
-                if !answer.replayed && answer.result.accepted { pushesQueued() }
+                if !answer.replayed && answer.result.accepted {
+                    countLimits(appID: appID, answer.result)
+                    pushesQueued()
+                }
                 return answer
             } catch let error as StoreError where error.code == .conflict && idempotency != nil && attempt == 1 {
                 continue

@@ -32,14 +32,24 @@ public struct ServiceEnvironment: Sendable {
     /// How long before an activity's update window closes a timeline with `renew`
     /// starts its successor.
     public let renewLead: TimeInterval
+    /// The server's budgets for every app (an app may override each figure).
+    public let budget: SendBudget
+    /// The server's rate limits for every app (an app may override each figure).
+    public let rateLimits: RateLimitDefaults
+    /// What the limits did, for `/metrics`.
+    public let limitMetrics: LimitMetrics
 
     /// Creates an environment.
     public init(
         store: any Store, clock: any WallClock, lifecycle: ActivityLifecycle, logger: Logger,
         idempotencyWindow: TimeInterval, pushesQueued: @escaping @Sendable () -> Void = {},
         credentialsChanged: @escaping @Sendable (APNsCredentials) -> Void = { _ in }, nodeID: String = "local",
-        renewLead: TimeInterval = 15 * 60
+        renewLead: TimeInterval = 15 * 60, budget: SendBudget = .standard, rateLimits: RateLimitDefaults = .none,
+        limitMetrics: LimitMetrics = LimitMetrics()
     ) {
+        self.budget = budget
+        self.rateLimits = rateLimits
+        self.limitMetrics = limitMetrics
         self.nodeID = nodeID
         self.renewLead = renewLead
         self.store = store

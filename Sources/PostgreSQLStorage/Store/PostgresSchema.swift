@@ -309,5 +309,25 @@ enum PostgresSchema {
             ALTER TABLE pushes ADD COLUMN last_tapped_at BIGINT;
             CREATE INDEX pushes_by_copy ON pushes(app_id, activity_id, device_id, id) WHERE activity_id IS NOT NULL;
             """),
+        // The limits Islet keeps to for the devices and for itself: whether a device
+        // allowed frequent updates, an app's own budget and rate limits, a push sent
+        // at priority 5 because its copy's priority-10 budget was spent, and a start
+        // held back until its device may take another. A copy's priority-10 updates
+        // of the last hour are counted by pushes_by_copy (now ordered by time), an
+        // activity's by sends_by_activity, and a device's starts by the time each
+        // goes (pushes_starts_by_device).
+        Migration(version: 14, name: "budgets and rate limits", sql: """
+            ALTER TABLE devices ADD COLUMN frequent_updates BOOLEAN;
+            ALTER TABLE apps ADD COLUMN budget TEXT;
+            ALTER TABLE apps ADD COLUMN rate_limits TEXT;
+            ALTER TABLE pushes ADD COLUMN priority_downgraded BOOLEAN NOT NULL DEFAULT false;
+            ALTER TABLE pushes ADD COLUMN deferred_until BIGINT;
+            DROP INDEX pushes_by_copy;
+            CREATE INDEX pushes_by_copy ON pushes(app_id, activity_id, device_id, created_at, id)
+                WHERE activity_id IS NOT NULL;
+            CREATE INDEX sends_by_activity ON sends(app_id, activity_id, created_at) WHERE activity_id IS NOT NULL;
+            CREATE INDEX pushes_starts_by_device ON pushes(app_id, device_id, (coalesce(deferred_until, created_at)))
+                WHERE event = 'start';
+            """),
     ]
 }

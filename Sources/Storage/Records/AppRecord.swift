@@ -1,4 +1,5 @@
 public import Foundation
+public import IsletCore
 
 /// An app as stored: its identity, bundle id, APNs credentials (all three or none)
 /// and the hashes of its two keys.
@@ -17,6 +18,10 @@ public struct AppRecord: Sendable, Hashable {
     /// the column does for apps older than secrets; `AppService` creates apps
     /// `required`.
     public var deviceSecrets: DeviceSecretPolicy = .off
+    /// The app's own figures for the budgets Islet keeps to for its devices.
+    public var budget = BudgetOverrides()
+    /// The app's own rate limits.
+    public var rateLimits = RateLimitOverrides()
     /// SHA-256 of the server key.
     public var serverKeyHash: Data
     /// SHA-256 of the device key.

@@ -30,14 +30,18 @@ public struct ClaimedPush: Sendable {
     public var rounds: Int
     /// When it was first queued.
     public var createdAt: Date
-    /// The payload and headers.
+    /// The payload and headers (at priority 5 when the push was downgraded).
     public var content: SendContent
+    /// Whether it goes at priority 5 instead of its send's 10: its copy's
+    /// priority-10 budget was spent.
+    public var priorityDowngraded: Bool
 
     /// Creates a record.
     public init(
         id: Int64, appID: String, activityID: String?, activityType: String?, deviceID: String,
         tokenKind: PushTokenKind, token: String, environment: APNsEnvironment, environmentSwitched: Bool,
-        apnsID: String, attempts: Int, rounds: Int, createdAt: Date, content: SendContent
+        apnsID: String, attempts: Int, rounds: Int, createdAt: Date, content: SendContent,
+        priorityDowngraded: Bool = false
     ) {
         self.id = id
         self.appID = appID
@@ -53,5 +57,6 @@ public struct ClaimedPush: Sendable {
         self.rounds = rounds
         self.createdAt = createdAt
         self.content = content
+        self.priorityDowngraded = priorityDowngraded
     }
 }

@@ -17,6 +17,9 @@ public struct DeviceRecord: Sendable, Hashable {
     public var userID: String?
     /// Tags, sorted.
     public var tags: [String]
+    /// Whether the device allowed frequent updates (ActivityKit's
+    /// `frequentPushesEnabled`); `nil` when it never said.
+    public var frequentUpdates: Bool?
     /// Whether the device has a secret (one registered before secrets existed has
     /// none until its next registration, or a reset, gives it one).
     public var hasSecret: Bool = false

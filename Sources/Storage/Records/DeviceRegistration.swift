@@ -13,6 +13,9 @@ public struct DeviceRegistration: Sendable {
     public var userID: String??
     /// The new tags, or `nil` to keep them.
     public var tags: [String]?
+    /// Whether the device allowed frequent updates: `.some(nil)` forgets what it
+    /// said (unknown); `nil` keeps it.
+    public var frequentUpdates: Bool?? = nil
 
     /// Creates a registration.
     public init(platform: String, environment: APNsEnvironment, apnsToken: String?, userID: String??, tags: [String]?) {

@@ -37,13 +37,19 @@ public struct PushHistoryItem: Sendable, Hashable {
     public var taps: Int
     /// The earliest of those taps.
     public var firstTappedAt: Date?
+    /// Whether it went at priority 5 instead of its send's 10: its copy's
+    /// priority-10 budget was spent.
+    public var priorityDowngraded: Bool
+    /// When it was held back to, its device having had all the starts it may have
+    /// in an hour.
+    public var deferredUntil: Date?
 
     /// Creates a record.
     public init(
         id: Int64, deviceID: String, tokenKind: PushTokenKind, event: PushEvent, status: PushStatus,
         environment: APNsEnvironment, environmentSwitched: Bool, apnsStatus: Int?, reason: String?, apnsID: String,
         apnsUniqueID: String?, attempts: Int, createdAt: Date, updatedAt: Date, sentAt: Date?, taps: Int = 0,
-        firstTappedAt: Date? = nil
+        firstTappedAt: Date? = nil, priorityDowngraded: Bool = false, deferredUntil: Date? = nil
     ) {
         self.id = id
         self.deviceID = deviceID
@@ -62,5 +68,7 @@ public struct PushHistoryItem: Sendable, Hashable {
         self.sentAt = sentAt
         self.taps = taps
         self.firstTappedAt = firstTappedAt
+        self.priorityDowngraded = priorityDowngraded
+        self.deferredUntil = deferredUntil
     }
 }

@@ -370,4 +370,82 @@ struct PushQueueContractTests {
             #expect(claimed.first?.content.event == .alert)
         }
     }
+
+    @Test(arguments: StoreBackend.all)
+    func budgetsCountACopysPriorityTenUpdatesAndADevicesStarts(_ backend: StoreBackend) async throws {
+        try await withStore(backend) { store in
+            let minter = IDMinter()
+            func send(_ priority: APNsPriority, at seconds: Double, _ targets: [PushTarget]) throws {
+                try store.writeNow { session throws in
+                    var content = Fixture.content(.update)
+                    content.priority = priority
+                    let send = try session.insertSend(appID: "app_1", activityID: "a1", content: content, now: Fixture.at(seconds))
+                    try session.enqueuePushes(
+                        sendID: send, appID: "app_1", activityID: "a1", activityType: nil, event: .update,
+                        tokenKind: .liveActivityUpdate, targets: targets, now: Fixture.at(seconds), mintID: minter.mint)
+                }
+            }
+            try store.writeNow { session throws in
+                try session.insertApp(Fixture.app())
+                var frequent = Fixture.registration()
+                frequent.frequentUpdates = .some(true)
+                _ = try session.insertDevice(appID: "app_1", deviceID: "d1", frequent, secretHash: nil, now: Fixture.t0)
+                try session.insertPendingInstances(appID: "app_1", activityID: "a1", targets: targets, now: Fixture.t0)
+            }
+            var downgraded = targets[0]
+            downgraded.priorityDowngraded = true
+            try send(.immediate, at: 0, targets)  // counts for d1, d2; d3's fails below
+            try send(.immediate, at: 10, [downgraded, targets[1]])  // counts for d2 only
+            try send(.powerConsidered, at: 20, [targets[0], targets[1]])  // counts for nobody
+            try store.writeNow(durable: false) { session throws in
+                var cache: [Int64: SendContent] = [:]
+                let claimed = try session.claimDuePushes(now: Fixture.at(30), limit: 10, lease: Fixture.lease, sends: &cache)
+                #expect(claimed.count == 7)
+                // A downgraded push goes at priority 5.
+                #expect(claimed.filter(\.priorityDowngraded).map(\.content.priority) == [.powerConsidered])
+                #expect(claimed.filter { !$0.priorityDowngraded }.map(\.content.priority.rawValue) == [10, 10, 10, 10, 5, 5])
+                for push in claimed {
+                    let failed = push.deviceID == "d3"
+                    try session.recordOutcome(
+                        pushID: push.id, PushOutcome(status: failed ? .failed : .sent, attempts: 1, apnsStatus: failed ? 400 : 200),
+                        by: "node-1", now: Fixture.at(31))
+                }
+            }
+            let usage = try store.readNow {
+                try $0.priority10Usage(appID: "app_1", activityID: "a1", since: Fixture.at(-1), afterDeviceID: nil, throughDeviceID: nil)
+            }
+            #expect(usage == [
+                "d1": BudgetUsage(used: 1, frequentUpdates: true), "d2": BudgetUsage(used: 2, frequentUpdates: nil),
+                "d3": BudgetUsage(used: 0, frequentUpdates: nil),
+            ])
+            // The window excludes its start; a page of copies is bounded on both sides.
+            #expect(try store.readNow {
+                try $0.priority10Usage(appID: "app_1", activityID: "a1", since: Fixture.t0, afterDeviceID: "d1", throughDeviceID: "d2")
+            } == ["d2": BudgetUsage(used: 1, frequentUpdates: nil)])
+            #expect(try store.readNow { try $0.priority10Sends(appID: "app_1", activityID: "a1", since: Fixture.at(-1)) } == 2)
+            #expect(try store.readNow { try $0.priority10Sends(appID: "app_1", activityID: "a1", since: Fixture.t0) } == 1)
+            #expect(try store.readNow { try $0.pushes(appID: "app_1", activityID: "a1", since: Fixture.t0) }
+                .map(\.priorityDowngraded) == [false, false, false, true, false, false, false])
+
+            // Starts: when each goes, a deferred one at the time it was held to, and
+            // not before then.
+            var held = Fixture.target("d1", "s1")
+            held.deferredUntil = Fixture.at(3600)
+            try store.writeNow { session throws in
+                try session.queue(.start, activityID: "s1", targets: [Fixture.target("d1", "s1"), Fixture.target("d2", "s2")], kind: .pushToStart, minter: minter, at: Fixture.at(40))
+                try session.queue(.start, activityID: "s2", targets: [held], kind: .pushToStart, minter: minter, at: Fixture.at(50))
+            }
+            let times = try store.readNow { try $0.startTimes(appID: "app_1", deviceIDs: ["d1", "d2", "d3"], since: Fixture.t0) }
+            #expect(times.mapValues { $0.sorted() } == ["d1": [Fixture.at(40), Fixture.at(3600)], "d2": [Fixture.at(40)]])
+            #expect(try store.readNow { try $0.startTimes(appID: "app_1", deviceIDs: ["d1"], since: Fixture.at(40)) } == ["d1": [Fixture.at(3600)]])
+            let early = try store.writeNow(durable: false) { session throws -> [ClaimedPush] in
+                var cache: [Int64: SendContent] = [:]
+                return try session.claimDuePushes(now: Fixture.at(3599), limit: 10, lease: Fixture.lease, sends: &cache)
+            }
+            #expect(early.map(\.activityID) == ["s1", "s1"])
+            #expect(try store.readNow { try $0.nextDueTime() } == Fixture.at(3600))
+            let history = try store.readNow { try $0.pushes(appID: "app_1", activityID: "s2", since: Fixture.t0) }
+            #expect(history.map(\.deferredUntil) == [Fixture.at(3600)])
+        }
+    }
 }
