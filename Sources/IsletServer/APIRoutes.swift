@@ -30,6 +30,9 @@ enum APIRoutes {
 
     /// The middleware every route runs behind, in order.
     static func middleware(services: Services) -> [any Middleware] {
-        [AuthenticationMiddleware(apps: services.apps, sessions: services.sessions, signIns: services.signIns)]
+        [
+            AuthenticationMiddleware(apps: services.apps, sessions: services.sessions, signIns: services.signIns),
+            RateLimitMiddleware(limiter: services.rateLimits, logger: services.environment.logger),
+        ]
     }
 }

@@ -30,6 +30,8 @@ public struct Services: Sendable {
     public let sessions: SessionService
     /// Sign-in attempts per client address (dashboard sign-ins, refused admin tokens).
     public let signIns: SignInLimiter
+    /// Each app's rate limits.
+    public let rateLimits: RateLimiter
 
     /// Builds the services; `adminToken` is the token that manages apps, a
     /// dashboard session lasts `sessionLifetime` seconds, and a client address may
@@ -51,6 +53,7 @@ public struct Services: Sendable {
         self.events = EventService(environment: environment, settings: events)
         self.webhooks = WebhookService(environment: environment, policy: webhooks)
         signIns = SignInLimiter(attemptsPerMinute: signInAttemptsPerMinute, clock: environment.clock)
+        rateLimits = RateLimiter(environment: environment)
         sessions = SessionService(environment: environment, apps: apps, lifetime: sessionLifetime, signIns: signIns)
     }
 

@@ -320,7 +320,8 @@ public enum IsletSchema {
         // held back until its device may take another. A copy's priority-10 updates
         // of the last hour are counted by pushes_by_copy (now ordered by time), an
         // activity's by sends_by_activity, and a device's starts by the time each
-        // goes (pushes_starts_by_device).
+        // goes (pushes_starts_by_device). rate_buckets holds each app's token
+        // buckets where several nodes share them.
         Migration(version: 14, name: "budgets and rate limits", sql: """
             ALTER TABLE devices ADD COLUMN frequent_updates INTEGER;
             ALTER TABLE apps ADD COLUMN budget TEXT;
@@ -333,6 +334,13 @@ public enum IsletSchema {
             CREATE INDEX sends_by_activity ON sends(app_id, activity_id, created_at) WHERE activity_id IS NOT NULL;
             CREATE INDEX pushes_starts_by_device ON pushes(app_id, device_id, (coalesce(deferred_until, created_at)))
                 WHERE event = 'start';
+            CREATE TABLE rate_buckets (
+                app_id TEXT NOT NULL,
+                family TEXT NOT NULL,
+                tokens REAL NOT NULL,
+                updated_at INTEGER NOT NULL,
+                PRIMARY KEY (app_id, family)
+            ) STRICT;
             """),
     ]
 }

@@ -419,9 +419,18 @@ public protocol SessionStore {
 }
 
 /// Everything one transaction can do.
+/// The token buckets of the apps' rate limits, where several nodes share them.
+public protocol RateLimitStore {
+    /// The bucket of `appID`'s `family` as last stored (`tokens` at `updatedAt`),
+    /// locked until the transaction ends; `nil` when none is stored yet.
+    func lockedRateBucket(appID: String, family: String) throws -> (tokens: Double, updatedAt: Date)?
+    /// Stores the bucket of `appID`'s `family`.
+    func saveRateBucket(appID: String, family: String, tokens: Double, updatedAt: Date) throws
+}
+
 public protocol StoreSession:
     AppStore, DeviceStore, ActivityStore, ActivityTypeStore, PushQueue, IdempotencyStore, NodeStore, NodeCoordination,
-    ScheduleStore, EventStore, WebhookStore, SessionStore
+    ScheduleStore, EventStore, WebhookStore, SessionStore, RateLimitStore
 {
     /// Answers when the database does (a health check).
     func ping() throws

@@ -55,3 +55,51 @@ struct TokenBucketTests {
         #expect(bucket.take(now: t0.addingTimeInterval(11)).admitted)
     }
 }
+
+@Suite("Token bucket: batches and a stored state")
+struct TokenBucketBatchTests {
+    private let t0 = Date(timeIntervalSince1970: 1_800_000_000)
+
+    @Test func aBatchTakesWhatIsThereUpToItsSize() {
+        var bucket = TokenBucket(rate: 4, burst: 8, now: t0)
+        let first = bucket.take(upTo: 5, now: t0)
+        #expect(first.granted == 5 && first.decision.admitted && first.decision.remaining == 3)
+        let second = bucket.take(upTo: 5, now: t0)
+        #expect(second.granted == 3 && second.decision.remaining == 0)
+        let third = bucket.take(upTo: 5, now: t0)
+        #expect(third.granted == 0 && !third.decision.admitted)
+        #expect(third.decision.retryAfterSeconds == 1)
+        // A quarter of a second earns one token.
+        #expect(bucket.take(upTo: 5, now: t0.addingTimeInterval(0.25)).granted == 1)
+    }
+
+    @Test func aStoredBucketResumesUnderItsFiguresNow() {
+        // Stored with 6 tokens two seconds ago; the burst has since dropped to 4.
+        var bucket = TokenBucket(rate: 1, burst: 4, tokens: 6, updatedAt: t0)
+        #expect(bucket.tokens == 4)
+        #expect(bucket.take(upTo: 10, now: t0.addingTimeInterval(2)).granted == 4)
+        var empty = TokenBucket(rate: 2, burst: 10, tokens: 0.5, updatedAt: t0)
+        #expect(empty.take(upTo: 1, now: t0.addingTimeInterval(0.25)).granted == 1)
+        #expect(empty.take(upTo: 1, now: t0.addingTimeInterval(0.25)).granted == 0)
+    }
+}
+
+@Suite("Token bucket: stored in whole milliseconds")
+struct TokenBucketStorageTests {
+    @Test func aBucketReadBackFromWholeMillisecondsEarnsNothingTwice() {
+        // A clock with a fraction of a millisecond, as a real one has.
+        let t0 = Date(timeIntervalSince1970: 1_800_000_000.0004)
+        var bucket = TokenBucket(rate: 1_000, burst: 10, now: t0)
+        var admitted = 0
+        // Read back and written again, as a shared bucket is for every batch: the
+        // fraction dropped each time must not be earned again.
+        for _ in 0..<50 {
+            let state = bucket.storedAtWholeMilliseconds
+            var restored = TokenBucket(rate: 1_000, burst: 10, tokens: state.tokens, updatedAt: state.updatedAt)
+            admitted += restored.take(upTo: 1, now: t0).granted
+            bucket = restored
+        }
+        #expect(admitted == 10)
+        #expect(bucket.storedAtWholeMilliseconds.updatedAt.timeIntervalSince1970 * 1000 == (t0.timeIntervalSince1970 * 1000).rounded(.down))
+    }
+}

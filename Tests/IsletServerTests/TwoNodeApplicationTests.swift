@@ -14,7 +14,8 @@ struct TwoNodeApplicationTests {
     /// Runs `body` with two started applications, `node-a` and `node-b`, sharing a
     /// fresh schema; both are shut down afterwards.
     func withTwoNodes(
-        appKeyCacheSeconds: Double = 5, _ body: (Application, Application) async throws -> Void
+        appKeyCacheSeconds: Double = 5, clock: (any WallClock)? = nil,
+        _ body: (Application, Application) async throws -> Void
     ) async throws {
         try await withTemporaryDirectory { dir in
             try await TestPostgres.withSchema { url in
@@ -28,7 +29,9 @@ struct TwoNodeApplicationTests {
                     config.nodeID = id
                     config.adminToken = Self.adminToken
                     config.appKeyCacheSeconds = appKeyCacheSeconds
-                    let application = try buildApplication(config, logger: Logger(level: .error, format: .logfmt, sink: MemoryLogSink()))
+                    let logger = Logger(level: .error, format: .logfmt, sink: MemoryLogSink())
+                    let application = try clock.map { try buildApplication(config, logger: logger, clock: $0) }
+                        ?? buildApplication(config, logger: logger)
                     try application.start()
                     return application
                 }
@@ -110,6 +113,55 @@ struct TwoNodeApplicationTests {
             #expect(try await call(a, "GET", "/v1/nodes", key: "not-the-admin-token-000").0 == 401)
             let metrics = try await httpRequest(port: b.port, path: "/metrics")
             #expect(String(decoding: metrics.body, as: UTF8.self).contains(#"islet_push_queue_depth{node="node-b"} 0"#))
+        }
+    }
+
+    @Test func anAppsRateLimitHoldsForTheClusterNotPerNode() async throws {
+        // One clock for both nodes, moved only by the test: what each admits is
+        // exact, whatever the machine's load.
+        let clock = ManualWallClock(start: Date())
+        try await withTwoNodes(clock: clock) { a, b in
+            let (_, app) = try await call(a, "POST", "/v1/apps", key: Self.adminToken, body: ["name": "N", "bundle_id": "com.example.n"])
+            let appID = try #require(app["id"]?.stringValue)
+            let serverKey = try #require(app["server_key"]?.stringValue)
+            /// Sends `count` cancellations of schedules that do not exist (cheap
+            /// requests of the `sends` family), alternating between the nodes;
+            /// answers how many each node admitted (anything but 429).
+            func send(_ count: Int) async throws -> (a: Int, b: Int) {
+                var admitted = (a: 0, b: 0)
+                for n in 0..<count {
+                    let node = n % 2 == 0 ? a : b
+                    let (status, _) = try await call(node, "DELETE", "/v1/apps/\(appID)/schedules/none-\(n)", key: serverKey)
+                    #expect(status == 404 || status == 429)
+                    if status != 429 {
+                        if n % 2 == 0 { admitted.a += 1 } else { admitted.b += 1 }
+                    }
+                }
+                return admitted
+            }
+
+            // 10 a second, 20 at once: a node taking one token at a time.
+            var (patched, _) = try await call(
+                a, "PATCH", "/v1/apps/\(appID)", key: Self.adminToken, body: ["rate_limits": ["sends_per_second": 10, "sends_burst": 20]])
+            #expect(patched == 200)
+            var admitted = try await send(40)
+            #expect(admitted.a + admitted.b == 20, "\(admitted)")
+            #expect(admitted.a == 10 && admitted.b == 10)
+            clock.advance(by: 1)
+            admitted = try await send(40)
+            #expect(admitted.a + admitted.b == 10, "\(admitted)")
+
+            // 400 a second, 400 at once: nodes take batches of 20; the cluster admits
+            // no more than the limit, and at most a batch per node less.
+            (patched, _) = try await call(
+                b, "PATCH", "/v1/apps/\(appID)", key: Self.adminToken, body: ["rate_limits": ["sends_per_second": 400, "sends_burst": 400]])
+            #expect(patched == 200)
+            clock.advance(by: 10)
+            admitted = try await send(600)
+            let total = admitted.a + admitted.b
+            #expect(total <= 400, "\(admitted)")
+            #expect(total >= 360, "\(admitted)")
+            #expect(admitted.a >= 160 && admitted.b >= 160, "\(admitted)")
         }
     }
 }

@@ -20,6 +20,8 @@ struct SchemaParityTests {
             "the runner creates its bookkeeping table with one statement on both backends; 32 bits are ample for version numbers",
         "column islet_migrations.version: default autoincrement on SQLite, none on PostgreSQL":
             "SQLite makes an INTEGER PRIMARY KEY the rowid; the runner always writes the version",
+        "index pushes_starts_by_device on pushes: columns (app_id, device_id, ?) on SQLite, (app_id, device_id) on PostgreSQL":
+            "its third key is an expression, the time a start goes (coalesce(deferred_until, created_at)), the same on both; neither catalog names it as a column, and each reads it differently",
         "index pushes_lease on pushes: only on PostgreSQL":
             "only a shared store sweeps pushes whose lease ran out (DeliveryWorker, when store.isShared); SQLite is one node's and never runs that query",
     ]
@@ -119,6 +121,7 @@ struct SchemaModel {
     /// The columns SQLite keeps as INTEGER 0 or 1 and PostgreSQL as boolean.
     static let flags: Set<String> = [
         "apps.strict_activity_types", "pushes.environment_switched", "timelines.renew", "webhooks.enabled",
+        "devices.frequent_updates", "pushes.priority_downgraded",
     ]
 
     /// SQLite's declared type in PostgreSQL's terms: the mapping, written once.

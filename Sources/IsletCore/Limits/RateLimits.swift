@@ -1,5 +1,3 @@
-public import Foundation
-
 /// The route families a rate limit covers, each with a bucket of its own per app.
 public enum RateFamily: String, Sendable, Hashable, CaseIterable {
     /// Starts, updates, ends, notifications, schedules and timelines.

@@ -23,6 +23,33 @@ public struct TokenBucket: Sendable, Equatable {
         self.updatedAt = now
     }
 
+    /// A bucket as it was stored: `tokens` at `updatedAt` (at most `burst`), under a
+    /// rate and burst that may have changed since. `tokens` may be below zero: a
+    /// bucket stored as of a moment before it was last brought up to date (see
+    /// ``storedAtWholeMilliseconds``) owes what it earned in between.
+    public init(rate: Double, burst: Double, tokens: Double, updatedAt: Date) {
+        self.init(rate: rate, burst: burst, now: updatedAt)
+        self.tokens = min(burst, tokens)
+    }
+
+    /// The same bucket as of `updatedAt` rounded down to a whole millisecond (what a
+    /// database column of milliseconds holds): the tokens earned in the fraction
+    /// are taken back, so that the bucket read back earns them once, not twice.
+    public var storedAtWholeMilliseconds: (tokens: Double, updatedAt: Date) {
+        let milliseconds = (updatedAt.timeIntervalSince1970 * 1000).rounded(.down)
+        let whole = Date(timeIntervalSince1970: milliseconds / 1000)
+        return (tokens - updatedAt.timeIntervalSince(whole) * rate, whole)
+    }
+
+    /// Takes up to `count` whole tokens at `now`, as many as are there: answers how
+    /// many, and the state after (admitted when at least one was taken).
+    public mutating func take(upTo count: Int, now: Date) -> (granted: Int, decision: RateDecision) {
+        refill(now)
+        let granted = max(0, min(count, Int(tokens.rounded(.down))))
+        tokens -= Double(granted)
+        return (granted, decision(admitted: granted > 0))
+    }
+
     /// Takes a token at `now` when one is there, and answers what the request's
     /// answer says of the limit.
     public mutating func take(now: Date) -> RateDecision {
@@ -50,7 +77,7 @@ public struct TokenBucket: Sendable, Equatable {
     private func decision(admitted: Bool) -> RateDecision {
         RateDecision(
             admitted: admitted, quota: Int(burst), windowSeconds: Self.wholeSeconds(burst / rate),
-            remaining: Int(tokens.rounded(.down)), resetSeconds: Self.wholeSeconds((burst - tokens) / rate, atLeast: 0),
+            remaining: max(0, Int(tokens.rounded(.down))), resetSeconds: Self.wholeSeconds((burst - tokens) / rate, atLeast: 0),
             retryAfterSeconds: admitted ? nil : Self.wholeSeconds((1 - tokens) / rate))
     }
 

@@ -76,15 +76,20 @@ struct APIRoute: Sendable {
     /// device secret): every answer of the route then says `Cache-Control:
     /// no-store`, so that no cache or browser history keeps it.
     let carriesSecret: Bool
+    /// The family of the app's rate limits the route counts against, if any: every
+    /// answer then carries `RateLimit-Policy` and `RateLimit`, and past the limit it
+    /// is `429`.
+    let family: RateFamily?
     let handler: Handler
 
     init(
         _ method: String, _ pattern: String, summary: String, access: RouteAccess, body: BodySchema? = nil,
         idempotent: Bool = false, largeBody: Bool = false, carriesSecret: Bool = false, query: [QueryParameter] = [],
-        alsoChecks: (@Sendable (HTTPRequest) -> [Problem.FieldError])? = nil,
+        alsoChecks: (@Sendable (HTTPRequest) -> [Problem.FieldError])? = nil, family: RateFamily? = nil,
         responses: [(status: Int, description: String)], contentType: String = "application/json",
         handler: @escaping Handler
     ) {
+        self.family = family
         self.method = method
         self.pattern = pattern
         self.summary = summary

@@ -113,6 +113,9 @@ enum OpenAPIDocument {
             add(413, "Body over the size limit")
             add(415, "A body that is not application/json")
         }
+        if let family = route.family {
+            add(429, "Past the app's \(family.rawValue) rate limit (quota-exceeded, with Retry-After)")
+        }
         // Refused before any route is chosen.
         add(400, "A NUL in the path or query")
         return statuses.sorted { $0.status < $1.status }
@@ -127,6 +130,24 @@ enum OpenAPIDocument {
             } else if status != 204 {
                 let schema: JSONValue = route.contentType.hasPrefix("text/") ? ["type": "string"] : ["type": "object"]
                 response["content"] = .object([route.contentType: ["schema": schema]])
+            }
+            if let family = route.family {
+                var headers: [String: JSONValue] = [
+                    "RateLimit-Policy": [
+                        "description": .string("The app's \(family.rawValue) policy: \"\(family.rawValue)\";q=<requests a full bucket admits>;w=<seconds it takes to fill>"),
+                        "schema": ["type": "string"],
+                    ],
+                    "RateLimit": [
+                        "description": .string("What is left of it: \"\(family.rawValue)\";r=<requests admitted at once now>;t=<seconds until full>"),
+                        "schema": ["type": "string"],
+                    ],
+                ]
+                if status == 429 {
+                    headers["Retry-After"] = [
+                        "description": "Seconds until a request may be admitted", "schema": ["type": "integer", "minimum": 1],
+                    ]
+                }
+                response["headers"] = .object(headers)
             }
             responses[String(status)] = .object(response)
         }
@@ -180,6 +201,10 @@ enum OpenAPISchemas {
                     "type": "object", "additionalProperties": false, "required": ["field", "message"],
                     "properties": ["field": ["type": "string"], "message": ["type": "string"]],
                 ],
+            ],
+            "violated-policies": [
+                "type": "array", "items": ["type": "string"],
+                "description": "For the quota-exceeded type: the rate-limit policies whose quota was spent.",
             ],
         ],
     ]

@@ -32,16 +32,21 @@ public struct Problem: Error, Sendable, Encodable {
     /// Seconds after which the request may succeed: the answer's `Retry-After`
     /// header (not a member of the document).
     public let retryAfter: Int?
+    /// For a `quota-exceeded` problem, the names of the policies whose quota was
+    /// exceeded (the draft's `violated-policies` member).
+    public let violatedPolicies: [String]?
 
     private enum CodingKeys: String, CodingKey {
         case type, title, status, detail, errors
+        case violatedPolicies = "violated-policies"
     }
 
     /// Creates a problem.
     public init(
         type: String = "about:blank", title: String? = nil, status: Int, detail: String, errors: [FieldError]? = nil,
-        retryAfter: Int? = nil
+        retryAfter: Int? = nil, violatedPolicies: [String]? = nil
     ) {
+        self.violatedPolicies = violatedPolicies
         self.type = type
         self.title = title ?? Problem.reasonPhrase(status)
         self.status = status

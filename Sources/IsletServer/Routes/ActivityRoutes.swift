@@ -17,19 +17,19 @@ struct ActivityRoutes: Sendable {
                 "POST", "/v1/apps/{app_id}/activities",
                 summary: "Start an activity remotely: a push-to-start to every device of the audience holding a token for its type.",
                 access: .server, body: RequestSchemas.startActivity, idempotent: true, largeBody: true,
-                responses: [(202, "Queued: {activity_id, targets}; with a send_at ahead, scheduled: {schedule_id, send_at, status}"), (409, "The activity id is in use (or scheduled to start), or the app has no APNs credentials"), (422, "A field is invalid, or no device of the audience can be started")]
+                family: .sends, responses: [(202, "Queued: {activity_id, targets}; with a send_at ahead, scheduled: {schedule_id, send_at, status}"), (409, "The activity id is in use (or scheduled to start), or the app has no APNs credentials"), (422, "A field is invalid, or no device of the audience can be started")]
             ) { request in try await start(request) },
             APIRoute(
                 "POST", "/v1/apps/{app_id}/activities/{activity_id}/update",
                 summary: "Send the activity's new content state to every device holding it.",
                 access: .server, body: RequestSchemas.updateActivity, idempotent: true,
-                responses: [(202, "Queued: {targets}; with a send_at ahead, scheduled: {schedule_id, send_at, status}"), (404, "No such activity"), (409, "Ended, or past its update window, or the app has no APNs credentials"), (422, "A field is invalid (send_at after the update window, say)")]
+                family: .sends, responses: [(202, "Queued: {targets}; with a send_at ahead, scheduled: {schedule_id, send_at, status}"), (404, "No such activity"), (409, "Ended, or past its update window, or the app has no APNs credentials"), (422, "A field is invalid (send_at after the update window, say)")]
             ) { request in try await update(request) },
             APIRoute(
                 "POST", "/v1/apps/{app_id}/activities/{activity_id}/end",
                 summary: "End the activity on every device holding it; without a content state the last one is sent.",
                 access: .server, body: RequestSchemas.endActivity, idempotent: true,
-                responses: [(202, "Queued: {targets}; with a send_at ahead, scheduled: {schedule_id, send_at, status}"), (200, "Already ended; nothing sent"), (404, "No such activity"), (409, "The app has no APNs credentials"), (422, "A field is invalid (send_at after the end window, say)")]
+                family: .sends, responses: [(202, "Queued: {targets}; with a send_at ahead, scheduled: {schedule_id, send_at, status}"), (200, "Already ended; nothing sent"), (404, "No such activity"), (409, "The app has no APNs credentials"), (422, "A field is invalid (send_at after the end window, say)")]
             ) { request in try await end(request) },
             APIRoute(
                 "GET", "/v1/apps/{app_id}/activities", summary: "List activities, newest first.", access: .server,
@@ -191,7 +191,7 @@ struct ActivityRoutes: Sendable {
     static func json(_ push: PushHistoryItem) -> JSONValue {
         .object([
             "device_id": .string(push.deviceID), "token_kind": .string(push.tokenKind.rawValue),
-            "event": .string(push.event.rawValue), "status": .string(push.status.rawValue),
+            "event": .string(push.event.rawValue), "status": .string(push.isDeferred ? "deferred" : push.status.rawValue),
             "environment": .string(push.environment.rawValue), "environment_switched": .bool(push.environmentSwitched),
             "apns_status": push.apnsStatus.map { .integer(Int64($0)) } ?? .null, "reason": APIJSON.optional(push.reason),
             "apns_id": .string(push.apnsID), "apns_unique_id": APIJSON.optional(push.apnsUniqueID),

@@ -26,49 +26,49 @@ struct DeviceRoutes: Sendable {
                 summary: "Register or update a device; a missing or null apns_token keeps the stored one. Creating it answers its device_secret, shown once."
                     + Self.needsSecret,
                 access: .device, body: RequestSchemas.registerDevice,
-                responses: [(201, "Registered, with its device_secret"), (200, "Updated (with a new device_secret when device_secrets is off and the request did not carry the current one)"), Self.refused, (422, "A field is invalid")]
+                family: .registrations, responses: [(201, "Registered, with its device_secret"), (200, "Updated (with a new device_secret when device_secrets is off and the request did not carry the current one)"), Self.refused, (422, "A field is invalid")]
             ) { request in try await registerDevice(request) },
             APIRoute(
                 "PUT", "/v1/apps/{app_id}/devices/{device_id}/push-to-start/{activity_type}",
                 summary: "Store the device's push-to-start token for an activity type." + Self.needsSecret, access: .device,
                 body: RequestSchemas.token,
-                responses: [(201, "Stored"), (200, "Replaced or unchanged"), Self.refused, (404, "No such device"), (422, "A field is invalid")]
+                family: .registrations, responses: [(201, "Stored"), (200, "Replaced or unchanged"), Self.refused, (404, "No such device"), (422, "A field is invalid")]
             ) { request in try await putStartToken(request) },
             APIRoute(
                 "DELETE", "/v1/apps/{app_id}/devices/{device_id}/push-to-start/{activity_type}",
                 summary: "Remove the device's push-to-start token: remote starts of that type stop reaching it." + Self.needsSecret,
-                access: .device, responses: [(204, "Removed"), Self.refused, (404, "None was stored")]
+                access: .device, family: .registrations, responses: [(204, "Removed"), Self.refused, (404, "None was stored")]
             ) { request in try await deleteStartToken(request) },
             APIRoute(
                 "PUT", "/v1/apps/{app_id}/devices/{device_id}/activities/{activity_id}",
                 summary: "Register or rotate the device's update token for an activity (creates an activity the app started locally)."
                     + Self.needsSecret,
                 access: .device, body: RequestSchemas.registerActivityToken,
-                responses: [(201, "Registered"), (200, "Rotated or unchanged"), Self.refused, (404, "No such device"), (409, "The activity has ended"), (422, "A field is invalid")]
+                family: .registrations, responses: [(201, "Registered"), (200, "Rotated or unchanged"), Self.refused, (404, "No such device"), (409, "The activity has ended"), (422, "A field is invalid")]
             ) { request in try await putUpdateToken(request) },
             APIRoute(
                 "POST", "/v1/apps/{app_id}/devices/{device_id}/activities/{activity_id}/end",
                 summary: "The device ended the activity locally." + Self.needsSecret, access: .device, body: RequestSchemas.empty,
-                responses: [(200, "Its copy is ended"), Self.refused, (404, "The device holds no such activity")]
+                family: .registrations, responses: [(200, "Its copy is ended"), Self.refused, (404, "The device holds no such activity")]
             ) { request in try await endOnDevice(request) },
             APIRoute(
                 "POST", "/v1/apps/{app_id}/devices/{device_id}/activities/{activity_id}/taps",
                 summary: "Record a tap on the activity (the URL its widget opened told the app), counted on the push given or on the newest one delivered to the device for the activity."
                     + Self.needsSecret,
                 access: .device, body: RequestSchemas.tap,
-                responses: [(201, "Recorded: {apns_id, tapped_at}, the push it counts on (null when none was delivered yet)"), Self.refused, (404, "The device holds no such activity"), (422, "A field is invalid: apns_id names no push made for this device's copy, or tapped_at is ahead of the server's clock")]
+                family: .registrations, responses: [(201, "Recorded: {apns_id, tapped_at}, the push it counts on (null when none was delivered yet)"), Self.refused, (404, "The device holds no such activity"), (422, "A field is invalid: apns_id names no push made for this device's copy, or tapped_at is ahead of the server's clock")]
             ) { request in try await tap(request) },
             APIRoute(
                 "POST", "/v1/apps/{app_id}/devices/{device_id}/secret/rotate",
                 summary: "Replace the device's secret, given its current one in the Islet-Device-Secret header (whatever device_secrets says); the old one stops working. The new one is shown once.",
                 access: .device, body: RequestSchemas.empty,
-                responses: [(200, "The new device_secret"), (403, "A key of the wrong kind, or an Islet-Device-Secret header missing or not the device's secret"), (404, "No such device")]
+                family: .registrations, responses: [(200, "The new device_secret"), (403, "A key of the wrong kind, or an Islet-Device-Secret header missing or not the device's secret"), (404, "No such device")]
             ) { request in try await rotateSecret(request) },
             APIRoute(
                 "POST", "/v1/apps/{app_id}/devices/{device_id}/secret/reset",
                 summary: "Give the device a new secret without its old one (support: a device that lost its secret or registered before it had one); the old one stops working. The new one is shown once.",
                 access: .server, body: RequestSchemas.empty,
-                responses: [(200, "The new device_secret"), (404, "No such device")]
+                family: .registrations, responses: [(200, "The new device_secret"), (404, "No such device")]
             ) { request in try await resetSecret(request) },
         ]
     }

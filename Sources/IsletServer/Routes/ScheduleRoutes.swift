@@ -23,7 +23,7 @@ struct ScheduleRoutes: Sendable {
             APIRoute(
                 "DELETE", "/v1/apps/{app_id}/schedules/{schedule_id}",
                 summary: "Cancel a schedule item not yet sent (again: nothing changes).", access: .server,
-                responses: [(200, "The item, cancelled"), (404, "No such schedule"), (409, "It was sent or dropped")]
+                family: .sends, responses: [(200, "The item, cancelled"), (404, "No such schedule"), (409, "It was sent or dropped")]
             ) { request in try await cancel(request) },
         ]
     }

@@ -15,7 +15,7 @@ struct TimelineRoutes: Sendable {
                 "PUT", "/v1/apps/{app_id}/activities/{activity_id}/timeline",
                 summary: "Replace the activity's timeline entries not yet sent: each is pushed as an update when its time comes.",
                 access: .server, body: RequestSchemas.timeline, largeBody: true,
-                responses: [(200, "{activity_id, entries: [{index, at, status}], end_at, renew}"), (404, "No such activity"), (409, "Ended, or past its update window, or the app has no APNs credentials"), (422, "An entry (entries[3].at) or field is invalid")]
+                family: .sends, responses: [(200, "{activity_id, entries: [{index, at, status}], end_at, renew}"), (404, "No such activity"), (409, "Ended, or past its update window, or the app has no APNs credentials"), (422, "An entry (entries[3].at) or field is invalid")]
             ) { request in try await put(request) },
             APIRoute(
                 "GET", "/v1/apps/{app_id}/activities/{activity_id}/timeline",
@@ -25,7 +25,7 @@ struct TimelineRoutes: Sendable {
             APIRoute(
                 "DELETE", "/v1/apps/{app_id}/activities/{activity_id}/timeline",
                 summary: "Cancel the timeline's entries (and end) not yet sent.", access: .server,
-                responses: [(204, "Cancelled"), (404, "No such activity")]
+                family: .sends, responses: [(204, "Cancelled"), (404, "No such activity")]
             ) { request in try await clear(request) },
         ]
     }

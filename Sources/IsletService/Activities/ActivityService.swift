@@ -444,10 +444,17 @@ public struct ActivityService: Sendable {
     }
 
     /// Every push made for the activity since it started, oldest first, or `notFound`.
+    /// A start held back until its device may take another is `isDeferred` until
+    /// its time comes.
     public func pushes(appID: String, activityID: String) async throws(ServiceError) -> [PushHistoryItem] {
-        try await environment.read { (session: any Stores) -> [PushHistoryItem] in
+        let now = environment.clock.now()
+        var items = try await environment.read { (session: any Stores) -> [PushHistoryItem] in
             let activity = try SendRules.activity(session, appID: appID, activityID: activityID)
             return try session.pushes(appID: appID, activityID: activityID, since: activity.startedAt)
         }
+        for index in items.indices where items[index].status == .queued {
+            items[index].isDeferred = items[index].deferredUntil.map { $0 > now } ?? false
+        }
+        return items
     }
 }

@@ -43,6 +43,9 @@ public struct PushHistoryItem: Sendable, Hashable {
     /// When it was held back to, its device having had all the starts it may have
     /// in an hour.
     public var deferredUntil: Date?
+    /// Whether it is held back now (queued, its `deferredUntil` still ahead): shown
+    /// as `deferred`.
+    public var isDeferred = false
 
     /// Creates a record.
     public init(

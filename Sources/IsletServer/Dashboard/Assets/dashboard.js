@@ -454,7 +454,8 @@
       lanes.push(el('div', { class: 'lane', 'data-device-id': deviceID }, el('h4', { class: 'mono', text: deviceID }),
         el('ol', { class: 'pushes' }, items.map((push) => {
           const silent = silentFailures(push, copies.get(deviceID));
-          const finished = push.sent_at || (push.status !== 'queued' ? push.updated_at : null);
+          const waiting = push.status === 'queued' || push.status === 'deferred';
+          const finished = push.sent_at || (!waiting ? push.updated_at : null);
           const latency = finished ? Math.max(0, new Date(finished) - new Date(push.created_at)) + ' ms' : '…';
           const taps = push.taps || 0;
           return el('li', { class: 'push status-' + push.status + (silent.length ? ' silent-failure' : ''), 'data-event': push.event, 'data-status': push.status, 'data-taps': String(taps) },
@@ -463,6 +464,8 @@
             push.apns_status ? ' ' + push.apns_status : '', push.reason ? ' ' + push.reason : '',
             el('span', { class: 'detail' }, ' apns-id ', el('code', { text: push.apns_id }), ', ' + push.attempts + ' attempt(s), ' + latency + ', ' + push.token_kind + ', ' + push.environment),
             taps ? el('span', { class: 'taps', title: 'first ' + when(push.first_tapped_at), text: ' ' + taps + (taps === 1 ? ' tap' : ' taps') }) : null,
+            push.priority_downgraded ? el('span', { class: 'label downgraded', title: "The copy's priority-10 budget was spent", text: 'priority 5' }) : null,
+            push.deferred_until ? el('span', { class: 'label deferred', title: "The device's starts of the hour were spent", text: 'goes ' + when(push.deferred_until) }) : null,
             silent.map((label) => el('span', { class: 'label', text: label })));
         }))));
     }

@@ -1,0 +1,146 @@
+import Foundation
+public import IsletCore
+import IsletSync
+public import Storage
+
+/// Each app's rate limits, by route family: a token bucket per app and family, with
+/// the rate and burst in force for the app (its own figures, else the server's).
+///
+/// On a database of one node (SQLite) the buckets live in memory. Where nodes share
+/// the database (PostgreSQL) each bucket is one row, so that the limit holds for the
+/// whole cluster: a node takes tokens from the row in small batches (at most a
+/// twentieth of a second's worth, and an eighth of the burst) and spends them
+/// locally; a batch not spent within a second lapses. A node that dies takes at most
+/// its last batch with it: the cluster never admits more than the limit, and at most
+/// one batch per node less.
+public final class RateLimiter: Sendable {
+    private let environment: ServiceEnvironment
+    /// Whether the buckets are shared with other nodes (kept in the database).
+    private let shared: Bool
+    private let buckets = Lock([Key: Local]())
+
+    /// How long a batch taken from a shared bucket may be spent.
+    static let batchLifetime: TimeInterval = 1
+
+    private struct Key: Hashable {
+        let appID: String
+        let family: RateFamily
+    }
+
+    /// A bucket's state on this node: the bucket itself when it lives here, or the
+    /// tokens of the last batch taken from the shared one.
+    private struct Local {
+        var limit: RateLimit
+        var bucket: TokenBucket?
+        var batch = 0
+        var batchUntil = Date.distantPast
+        /// The shared bucket as the last batch left it.
+        var lastShared: RateDecision?
+    }
+
+    /// A limiter whose buckets live in the database when `environment`'s store is
+    /// shared by several nodes, and in memory otherwise.
+    public init(environment: ServiceEnvironment) {
+        self.environment = environment
+        self.shared = environment.store.isShared
+    }
+
+    /// The limit of `family` in force for `app`, or `nil` when there is none.
+    public func limit(_ family: RateFamily, app: AppRecord) -> RateLimit? {
+        app.rateLimits.limit(family, defaults: environment.rateLimits)
+    }
+
+    /// Takes a token for a request of `app` in `family` now: answers what the
+    /// answer says of the limit (refused when no token was there, counted then in
+    /// `/metrics`), or `nil` when the family has no limit for the app.
+    public func take(_ family: RateFamily, app: AppRecord) async throws(ServiceError) -> RateDecision? {
+        guard let limit = limit(family, app: app) else { return nil }
+        let key = Key(appID: app.id, family: family)
+        let now = environment.clock.now()
+        let decision: RateDecision
+        if shared {
+            if let spent = spendBatch(key, limit: limit, now: now) {
+                decision = spent
+            } else {
+                decision = try await takeBatch(key, limit: limit, now: now)
+            }
+        } else {
+            decision = buckets.withLock { buckets in
+                var local = buckets[key] ?? Local(limit: limit)
+                var bucket = local.bucket.map { Self.resized($0, to: limit) }
+                    ?? TokenBucket(rate: limit.perSecond, burst: Double(limit.burst), now: now)
+                let decision = bucket.take(now: now)
+                local.limit = limit
+                local.bucket = bucket
+                buckets[key] = local
+                return decision
+            }
+        }
+        if !decision.admitted { environment.limitMetrics.refused(appID: app.id, family: family) }
+        return decision
+    }
+
+    /// Whether the app already has an answer for `key` to replay: a retry of a
+    /// request that was accepted is answered even past the limit.
+    public func hasAnswer(appID: String, idempotencyKey key: String) async -> Bool {
+        let since = environment.clock.now().addingTimeInterval(-environment.idempotencyWindow)
+        return (try? await environment.read { (session: any IdempotencyStore) in
+            try session.idempotentAnswer(appID: appID, key: key, since: since) != nil
+        }) ?? false
+    }
+
+    /// How many tokens a node takes from a shared bucket at once.
+    static func batchSize(_ limit: RateLimit) -> Int {
+        max(1, min(Int(limit.perSecond / 20), limit.burst / 8))
+    }
+
+    /// `bucket` under `limit`, when the app's figures changed since it was made.
+    private static func resized(_ bucket: TokenBucket, to limit: RateLimit) -> TokenBucket {
+        guard bucket.rate != limit.perSecond || bucket.burst != Double(limit.burst) else { return bucket }
+        return TokenBucket(rate: limit.perSecond, burst: Double(limit.burst), tokens: bucket.tokens, updatedAt: bucket.updatedAt)
+    }
+
+    /// Spends a token of this node's batch, if one is left and still valid.
+    private func spendBatch(_ key: Key, limit: RateLimit, now: Date) -> RateDecision? {
+        buckets.withLock { buckets -> RateDecision? in
+            guard var local = buckets[key], local.limit == limit, local.batch > 0, now < local.batchUntil,
+                var decision = local.lastShared
+            else { return nil }
+            local.batch -= 1
+            buckets[key] = local
+            decision.admitted = true
+            decision.retryAfterSeconds = nil
+            decision.remaining += local.batch
+            return decision
+        }
+    }
+
+    /// Takes a batch from the shared bucket, spending its first token now.
+    private func takeBatch(_ key: Key, limit: RateLimit, now: Date) async throws(ServiceError) -> RateDecision {
+        let size = Self.batchSize(limit)
+        let (granted, decision) = try await environment.write { (session: any RateLimitStore) -> (Int, RateDecision) in
+            let stored = try session.lockedRateBucket(appID: key.appID, family: key.family.rawValue)
+            var bucket = stored.map {
+                TokenBucket(rate: limit.perSecond, burst: Double(limit.burst), tokens: $0.tokens, updatedAt: $0.updatedAt)
+            } ?? TokenBucket(rate: limit.perSecond, burst: Double(limit.burst), now: now)
+            let taken = bucket.take(upTo: size, now: now)
+            if taken.granted > 0 || stored == nil {
+                let state = bucket.storedAtWholeMilliseconds
+                try session.saveRateBucket(
+                    appID: key.appID, family: key.family.rawValue, tokens: state.tokens, updatedAt: state.updatedAt)
+            }
+            return taken
+        }
+        return buckets.withLock { buckets -> RateDecision in
+            var local = buckets[key] ?? Local(limit: limit)
+            local.limit = limit
+            local.lastShared = decision
+            local.batch = max(0, granted - 1)
+            local.batchUntil = now.addingTimeInterval(Self.batchLifetime)
+            buckets[key] = local
+            var answer = decision
+            answer.remaining += local.batch
+            return answer
+        }
+    }
+}
