@@ -34,6 +34,7 @@ struct RateLimitMiddleware: Middleware {
                 response = ErrorRendering.response(error, route: route.pattern, logger: logger)
             }
         } else {
+            limiter.countRefusal(appID: app.id, family: family)
             response = Self.refusal(family, decision).response
         }
         response.headers.set("RateLimit-Policy", decision.policyField(family.rawValue))

@@ -36,7 +36,15 @@ public final class RateLimiter: Sendable {
         var batchUntil = Date.distantPast
         /// The shared bucket as the last batch left it.
         var lastShared: RateDecision?
+        /// Until when the shared bucket is taken to be empty, after a batch found
+        /// none: a flood past the limit costs the database a few reads a second,
+        /// not one a request.
+        var emptyUntil = Date.distantPast
     }
+
+    /// How long a node takes a shared bucket that had no token to be still empty,
+    /// at most: it may refuse a request the bucket could have admitted that soon.
+    static let emptyLifetime: TimeInterval = 0.05
 
     /// A limiter whose buckets live in the database when `environment`'s store is
     /// shared by several nodes, and in memory otherwise.
@@ -51,8 +59,8 @@ public final class RateLimiter: Sendable {
     }
 
     /// Takes a token for a request of `app` in `family` now: answers what the
-    /// answer says of the limit (refused when no token was there, counted then in
-    /// `/metrics`), or `nil` when the family has no limit for the app.
+    /// answer says of the limit (refused when no token was there), or `nil` when the
+    /// family has no limit for the app.
     public func take(_ family: RateFamily, app: AppRecord) async throws(ServiceError) -> RateDecision? {
         guard let limit = limit(family, app: app) else { return nil }
         let key = Key(appID: app.id, family: family)
@@ -76,8 +84,12 @@ public final class RateLimiter: Sendable {
                 return decision
             }
         }
-        if !decision.admitted { environment.limitMetrics.refused(appID: app.id, family: family) }
         return decision
+    }
+
+    /// Counts a request of `appID` refused by its `family`'s limit, for `/metrics`.
+    public func countRefusal(appID: String, family: RateFamily) {
+        environment.limitMetrics.refused(appID: appID, family: family)
     }
 
     /// Whether the app already has an answer for `key` to replay: a retry of a
@@ -100,12 +112,13 @@ public final class RateLimiter: Sendable {
         return TokenBucket(rate: limit.perSecond, burst: Double(limit.burst), tokens: bucket.tokens, updatedAt: bucket.updatedAt)
     }
 
-    /// Spends a token of this node's batch, if one is left and still valid.
+    /// Spends a token of this node's batch, if one is left and still valid; or
+    /// refuses at once while the shared bucket was found empty a moment ago.
     private func spendBatch(_ key: Key, limit: RateLimit, now: Date) -> RateDecision? {
         buckets.withLock { buckets -> RateDecision? in
-            guard var local = buckets[key], local.limit == limit, local.batch > 0, now < local.batchUntil,
-                var decision = local.lastShared
-            else { return nil }
+            guard var local = buckets[key], local.limit == limit, var decision = local.lastShared else { return nil }
+            if now < local.emptyUntil { return decision }
+            guard local.batch > 0, now < local.batchUntil else { return nil }
             local.batch -= 1
             buckets[key] = local
             decision.admitted = true
@@ -118,7 +131,9 @@ public final class RateLimiter: Sendable {
     /// Takes a batch from the shared bucket, spending its first token now.
     private func takeBatch(_ key: Key, limit: RateLimit, now: Date) async throws(ServiceError) -> RateDecision {
         let size = Self.batchSize(limit)
-        let (granted, decision) = try await environment.write { (session: any RateLimitStore) -> (Int, RateDecision) in
+        // Not waited onto the disk: a bucket lost in a crash is refilled, at worst.
+        let (granted, decision) = try await environment.write(durable: false) {
+            (session: any RateLimitStore) -> (Int, RateDecision) in
             let stored = try session.lockedRateBucket(appID: key.appID, family: key.family.rawValue)
             var bucket = stored.map {
                 TokenBucket(rate: limit.perSecond, burst: Double(limit.burst), tokens: $0.tokens, updatedAt: $0.updatedAt)
@@ -137,6 +152,7 @@ public final class RateLimiter: Sendable {
             local.lastShared = decision
             local.batch = max(0, granted - 1)
             local.batchUntil = now.addingTimeInterval(Self.batchLifetime)
+            local.emptyUntil = granted == 0 ? now.addingTimeInterval(min(Self.emptyLifetime, 1 / limit.perSecond)) : .distantPast
             buckets[key] = local
             var answer = decision
             answer.remaining += local.batch

@@ -71,9 +71,12 @@ public struct ServiceEnvironment: Sendable {
     }
 
     /// Runs `body` in one transaction; a store failure becomes a `ServiceError`.
-    func write<T: Sendable>(_ body: @escaping @Sendable (any StoreSession) throws -> T) async throws(ServiceError) -> T {
+    /// `durable: false` commits without waiting for the disk (see `Store.write`).
+    func write<T: Sendable>(
+        durable: Bool = true, _ body: @escaping @Sendable (any StoreSession) throws -> T
+    ) async throws(ServiceError) -> T {
         do {
-            return try await store.write(body)
+            return try await store.write(durable: durable, body)
         } catch {
             throw domainError(error)
         }
