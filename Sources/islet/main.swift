@@ -122,7 +122,9 @@ func simulate(_ arguments: [String]) async -> Int32 {
         }
         let ports = try simulator.start()
         for warning in commandLine.warnings { Console.err(warning) }
-        Console.out(commandLine.banner(apnsPort: ports.apns, inspectPort: ports.inspect, wroteCA: simulator.caCertificatePEM != nil))
+        Console.out(commandLine.banner(
+            apnsPort: ports.apns, inspectPort: ports.inspect, channelsPort: simulator.channelsPort,
+            wroteCA: simulator.caCertificatePEM != nil))
     } catch {
         Console.err("islet: \(error)")
         return 2

@@ -18,7 +18,7 @@ struct RoutingTests {
         let sim = try SimulatorHarness()
         expectRefusal(sim.send(to: token, path: "/3/devices/\(token)"), 404, .badPath)
         expectRefusal(sim.send(to: token, path: "/"), 404, .badPath)
-        expectRefusal(sim.send(to: token, path: "/4/broadcasts/apps/com.example.app"), 404, .badPath)
+        expectRefusal(sim.send(to: token, path: "/4/broadcast/apps/com.example.app"), 404, .badPath)
     }
 
     @Test func aPathWithoutTokenIsMissingDeviceToken() throws {

@@ -25,6 +25,7 @@ struct SimulatorHarness {
         keyEnvironments: Set<APNsEnvironment>? = nil,
         pushHistoryLimit: Int = 100_000,
         budgets: (priority10: Int?, frequentPriority10: Int?, starts: Int?) = (nil, nil, nil),
+        channelLimit: Int = 10_000, broadcastEnabled: Bool = true,
         observer: (@Sendable (PushRecord) -> Void)? = nil
     ) throws {
         let clock = ManualWallClock()
@@ -39,6 +40,8 @@ struct SimulatorHarness {
         configuration.priority10BudgetPerHour = budgets.priority10
         configuration.frequentPriority10BudgetPerHour = budgets.frequentPriority10
         configuration.startBudgetPerHour = budgets.starts
+        configuration.channelLimit = channelLimit
+        configuration.broadcastEnabled = broadcastEnabled
         engine = SimulatorEngine(configuration: configuration, clock: clock, random: SeededRandomSource(seed: seed), observer: observer)
         providerToken = try Self.jwt(key: key, keyID: Self.keyID, teamID: Self.teamID, issuedAt: clock.now())
     }
@@ -89,6 +92,20 @@ struct SimulatorHarness {
         let data = body ?? Data((payload ?? Self.alert()).jsonText.utf8)
         let request = SimulatorRequest(method: method, path: path ?? "/3/device/\(token)", headers: list, body: data)
         return engine.handle(request, connection: ConnectionID(connection))
+    }
+
+    /// Sends a request to the channel management API; `headers` go beside the
+    /// provider token.
+    @discardableResult
+    func manage(
+        _ method: String, _ path: String, body: JSONValue? = nil, headers: [(String, String)] = [],
+        providerToken: String? = nil, connection: UInt64 = 9
+    ) -> SimulatorResponse {
+        var list: [(name: String, value: String)] = [("authorization", "bearer \(providerToken ?? self.providerToken)")]
+        list += headers.map { (name: $0.0, value: $0.1) }
+        let request = SimulatorRequest(
+            method: method, path: path, headers: list, body: body.map { Data($0.jsonText.utf8) } ?? Data())
+        return engine.handleChannelRequest(request, connection: ConnectionID(connection))
     }
 
     /// Sends an alert to `token` on the app topic.

@@ -5,8 +5,8 @@ import Testing
 @Suite("APNs reasons")
 struct APNsReasonTests {
     @Test func everyKnownReasonRoundTripsThroughItsSpelling() {
-        #expect(APNsReason.allKnown.count == 32)
-        #expect(Set(APNsReason.allKnown.map(\.rawValue)).count == 32)
+        #expect(APNsReason.allKnown.count == 40)
+        #expect(Set(APNsReason.allKnown.map(\.rawValue)).count == 40)
         for reason in APNsReason.allKnown {
             #expect(APNsReason(rawValue: reason.rawValue) == reason)
             #expect(reason.isKnown)
@@ -18,7 +18,9 @@ struct APNsReasonTests {
         let expected: [Int: [String]] = [
             400: ["BadCollapseId", "BadDeviceToken", "BadExpirationDate", "BadMessageId", "BadPriority", "BadTopic",
                   "DeviceTokenNotForTopic", "DuplicateHeaders", "IdleTimeout", "InvalidPushType", "MissingDeviceToken",
-                  "MissingTopic", "PayloadEmpty", "TopicDisallowed"],
+                  "MissingTopic", "PayloadEmpty", "TopicDisallowed", "FeatureNotEnabled", "MissingChannelId",
+                  "BadChannelId", "ChannelNotRegistered", "CannotCreateChannelConfig", "MissingPushType",
+                  "BadRequestParams", "BadRequestPayload"],
             403: ["BadCertificate", "BadCertificateEnvironment", "ExpiredProviderToken", "Forbidden",
                   "InvalidProviderToken", "MissingProviderToken", "UnrelatedKeyIdInToken", "BadEnvironmentKeyIdInToken"],
             404: ["BadPath"],

@@ -19,7 +19,8 @@ struct SimProcessTests {
             let process = try Subprocess(
                 executable,
                 [
-                    "sim", "--port", "0", "--inspect-port", "0", "--trust", "SIMKEY1234:SIMTEAM123:\(keyFile.path)",
+                    "sim", "--port", "0", "--inspect-port", "0", "--channels-port", "0",
+                    "--trust", "SIMKEY1234:SIMTEAM123:\(keyFile.path)",
                     "--ca-out", caFile.path,
                 ],
                 standardOutput: .collect, standardError: .collect)
@@ -35,7 +36,8 @@ struct SimProcessTests {
                     }
                 }
             }
-            try #require(ports.count >= 2, "no banner in: \(output.value)")
+            // APNs, the channel management API, the inspection API.
+            try #require(ports.count >= 3, "no banner in: \(output.value)")
             let ca = try String(contentsOf: caFile, encoding: .utf8)
             let client = try HTTP2Client(configuration: HTTP2ClientConfiguration(
                 host: "127.0.0.1", port: ports[0], tls: TLSClientConfiguration(trustRootsPEM: ca)))
@@ -47,8 +49,21 @@ struct SimProcessTests {
                 body: Data(#"{"aps":{"alert":{"title":"a","body":"b"}}}"#.utf8)))
             #expect(response.status == 200)
             await client.shutdown()
-            let inspection = try await httpRequest(port: ports[1], path: "/pushes")
+            // A broadcast channel, created over HTTP/2 on the channel management port.
+            let management = try HTTP2Client(configuration: HTTP2ClientConfiguration(
+                host: "127.0.0.1", port: ports[1], tls: TLSClientConfiguration(trustRootsPEM: ca)))
+            let created = try await management.send(HTTP2Request(
+                path: "/1/apps/com.example.app/channels",
+                headers: [("authorization", "bearer \(jwt)"), ("content-type", "application/json")],
+                body: Data(#"{"message-storage-policy":1,"push-type":"LiveActivity"}"#.utf8)))
+            #expect(created.status == 201)
+            let channelID = try #require(created.headers["apns-channel-id"])
+            await management.shutdown()
+            let inspection = try await httpRequest(port: ports[2], path: "/pushes")
             #expect((inspection.json?["pushes"] as? [Any])?.count == 1)
+            let channels = try await httpRequest(port: ports[2], path: "/channels")
+            let listed = (channels.json?["channels"] as? [[String: Any]])?.compactMap { $0["id"] as? String }
+            #expect(listed == [channelID])
 
             _ = await eventually { output.value.contains("alert_shown") }
             #expect(output.value.contains("#1 200"))

@@ -17,4 +17,7 @@ public enum DeviceOutcome: String, Sendable, Hashable, CaseIterable, Codable {
     case alertShown = "alert_shown"
     /// A push with nothing to show (background, VoIP, widgets, …) reached the app.
     case delivered
+    /// APNs accepted a broadcast and handed it to the channel's subscribers; what
+    /// each did with it is in the record's `deliveries`.
+    case broadcast
 }

@@ -43,6 +43,8 @@ struct PushEntry: Sendable {
     var activityID: String?
     /// What APNs accepts in the request but a stricter server might refuse.
     var warnings: [String] = []
+    /// For a broadcast, what each subscribed activity did with it.
+    var deliveries: [BroadcastDelivery]?
 
     /// The full record, its payload parsed from the body.
     func record() -> PushRecord {
@@ -84,7 +86,8 @@ struct PushEntry: Sendable {
             deviceOutcome: deviceOutcome,
             deviceNote: deviceNote,
             activityID: activityID,
-            warnings: warnings)
+            warnings: warnings,
+            deliveries: deliveries)
     }
 
     /// The device token as sent: what follows `/3/device/`, whether or not it passed

@@ -27,6 +27,8 @@ struct APSFields: Equatable {
     var relevanceScore: JSONValue?
     /// `input-push-token`.
     var inputPushToken: JSONValue?
+    /// `input-push-channel` (iOS 18): the broadcast channel a start subscribes to.
+    var inputPushChannel: JSONValue?
 
     init() {}
 
@@ -43,6 +45,7 @@ struct APSFields: Equatable {
         attributes = aps["attributes"]
         relevanceScore = aps["relevance-score"]
         inputPushToken = aps["input-push-token"]
+        inputPushChannel = aps["input-push-channel"]
     }
 }
 
@@ -93,7 +96,7 @@ enum PushPayload {
 /// An `aps` member a device reads.
 enum APSField {
     case alert, event, timestamp, staleDate, dismissalDate, contentState, attributesType, attributes
-    case relevanceScore, inputPushToken
+    case relevanceScore, inputPushToken, inputPushChannel
 
     /// The member's name.
     var name: StaticString {
@@ -108,6 +111,7 @@ enum APSField {
         case .attributes: "attributes"
         case .relevanceScore: "relevance-score"
         case .inputPushToken: "input-push-token"
+        case .inputPushChannel: "input-push-channel"
         }
     }
 
@@ -122,6 +126,7 @@ enum APSField {
         case 14: candidates = (.dismissalDate, nil)
         case 15: candidates = (.attributesType, .relevanceScore)
         case 16: candidates = (.inputPushToken, nil)
+        case 18: candidates = (.inputPushChannel, nil)
         default: return nil
         }
         if candidates.0.isNamed(key) {
@@ -155,6 +160,7 @@ struct APSMembers {
     private var attributes: Span?
     private var relevanceScore: Span?
     private var inputPushToken: Span?
+    private var inputPushChannel: Span?
 
     /// A range of bytes, kept small (a payload is a few kilobytes at most).
     private struct Span {
@@ -178,6 +184,7 @@ struct APSMembers {
         case .attributes: attributes = span
         case .relevanceScore: relevanceScore = span
         case .inputPushToken: inputPushToken = span
+        case .inputPushChannel: inputPushChannel = span
         }
     }
 
@@ -194,6 +201,7 @@ struct APSMembers {
         case .attributes: attributes
         case .relevanceScore: relevanceScore
         case .inputPushToken: inputPushToken
+        case .inputPushChannel: inputPushChannel
         }
         return span.map { Int($0.start)..<Int($0.end) }
     }
@@ -218,6 +226,7 @@ struct APSMembers {
         fields.attributes = value(.attributes)
         fields.relevanceScore = value(.relevanceScore)
         fields.inputPushToken = value(.inputPushToken)
+        fields.inputPushChannel = value(.inputPushChannel)
         return complete
     }
 }

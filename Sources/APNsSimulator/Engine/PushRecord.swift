@@ -62,6 +62,8 @@ public struct PushRecord: Sendable, Hashable, Codable {
     public var deviceNote: String?
     /// The Live Activity the push started or reached.
     public var activityID: String?
+    /// For a broadcast, what each activity subscribed to the channel did with it.
+    public var deliveries: [BroadcastDelivery]?
     /// What the request carries that APNs accepts but a stricter server might
     /// refuse, in plain English (an `iat` written as a string, no `apns-push-type`,
     /// …); empty when there is nothing to say. Never a reason for the answer.
@@ -105,7 +107,7 @@ public struct PushRecord: Sendable, Hashable, Codable {
         case deviceOutcome = "device_outcome"
         case deviceNote = "device_note"
         case activityID = "activity_id"
-        case warnings
+        case warnings, deliveries
     }
 
     init(
@@ -113,8 +115,9 @@ public struct PushRecord: Sendable, Hashable, Codable {
         token: String?, tokenKind: PushTokenKind?, pushType: String?, event: String?,
         headers: [String: String], payload: JSONValue?, payloadBytes: Int, answer: Answer,
         injectedFault: Bool, deviceOutcome: DeviceOutcome, deviceNote: String?, activityID: String?,
-        warnings: [String] = []
+        warnings: [String] = [], deliveries: [BroadcastDelivery]? = nil
     ) {
+        self.deliveries = deliveries
         self.sequence = sequence
         self.receivedAt = receivedAt
         self.connection = connection
@@ -156,6 +159,7 @@ public struct PushRecord: Sendable, Hashable, Codable {
         deviceNote = try c.decodeIfPresent(String.self, forKey: .deviceNote)
         activityID = try c.decodeIfPresent(String.self, forKey: .activityID)
         warnings = try c.decodeIfPresent([String].self, forKey: .warnings) ?? []
+        deliveries = try c.decodeIfPresent([BroadcastDelivery].self, forKey: .deliveries)
     }
 
     /// Writes the record as JSON; absent values are left out, and `warnings` is
@@ -180,5 +184,28 @@ public struct PushRecord: Sendable, Hashable, Codable {
         try c.encodeIfPresent(deviceNote, forKey: .deviceNote)
         try c.encodeIfPresent(activityID, forKey: .activityID)
         try c.encode(warnings, forKey: .warnings)
+        try c.encodeIfPresent(deliveries, forKey: .deliveries)
+    }
+}
+
+/// What one subscribed activity did with a broadcast.
+public struct BroadcastDelivery: Sendable, Hashable, Codable {
+    /// The simulated activity.
+    public var activityID: String
+    /// What it did.
+    public var outcome: DeviceOutcome
+    /// Why, when it did not apply it.
+    public var note: String?
+
+    enum CodingKeys: String, CodingKey {
+        case outcome, note
+        case activityID = "activity_id"
+    }
+
+    /// Creates a delivery.
+    public init(activityID: String, outcome: DeviceOutcome, note: String?) {
+        self.activityID = activityID
+        self.outcome = outcome
+        self.note = note
     }
 }

@@ -81,6 +81,11 @@ public struct SimulatedActivity: Sendable, Hashable, Codable {
     public var pushToStartToken: String?
     /// Its update token, when it has one.
     public var updateToken: String?
+    /// The broadcast channel it listens on, when it started with one (iOS 18).
+    public var channelID: String?
+    /// For an activity subscribed through the inspection API, the token naming its
+    /// device.
+    public var subscriber: String?
     /// The alert of the last push that carried one.
     public var lastAlert: JSONValue?
 
@@ -129,6 +134,8 @@ public struct SimulatedActivity: Sendable, Hashable, Codable {
         case updateCount = "update_count"
         case pushToStartToken = "push_to_start_token"
         case updateToken = "update_token"
+        case channelID = "channel_id"
+        case subscriber
         case lastAlert = "last_alert"
     }
 
@@ -153,6 +160,8 @@ public struct SimulatedActivity: Sendable, Hashable, Codable {
         updateCount = try c.decode(Int.self, forKey: .updateCount)
         pushToStartToken = try c.decodeIfPresent(String.self, forKey: .pushToStartToken)
         updateToken = try c.decodeIfPresent(String.self, forKey: .updateToken)
+        channelID = try c.decodeIfPresent(String.self, forKey: .channelID)
+        subscriber = try c.decodeIfPresent(String.self, forKey: .subscriber)
         lastAlert = try c.decodeIfPresent(JSONValue.self, forKey: .lastAlert)
     }
 
@@ -177,6 +186,8 @@ public struct SimulatedActivity: Sendable, Hashable, Codable {
         try c.encode(updateCount, forKey: .updateCount)
         try c.encodeIfPresent(pushToStartToken, forKey: .pushToStartToken)
         try c.encodeIfPresent(updateToken, forKey: .updateToken)
+        try c.encodeIfPresent(channelID, forKey: .channelID)
+        try c.encodeIfPresent(subscriber, forKey: .subscriber)
         try c.encodeIfPresent(lastAlert, forKey: .lastAlert)
     }
 }

@@ -19,6 +19,8 @@ struct SimulatedDevices {
     private var startsTaken: [String: [Date]] = [:]
     /// The activities of devices that allowed frequent updates.
     private var frequentActivities: Set<String> = []
+    /// The broadcast channels, which starts subscribe to and broadcasts go through.
+    var channels = SimulatedChannels()
 
     /// The budgets iOS keeps to; `nil`: none.
     struct Budgets {
@@ -146,14 +148,15 @@ struct SimulatedDevices {
     /// in ``tokens`` before the push.
     mutating func deliver(
         to token: String, known entry: RegisteredToken?, pushType: APNsPushType, priority: APNsPriority? = nil,
-        aps: APSFields, budgets: Budgets = Budgets(), now: Date, random: inout some RandomNumberGenerator
+        topic: String? = nil, aps: APSFields, budgets: Budgets = Budgets(), now: Date,
+        random: inout some RandomNumberGenerator
     ) -> Delivery {
         if let throttled = throttle(
             token: token, known: entry, pushType: pushType, priority: priority, aps: aps, budgets: budgets, now: now)
         {
             return throttled
         }
-        var delivery = receive(to: token, known: entry, pushType: pushType, aps: aps, now: now, random: &random)
+        var delivery = receive(to: token, known: entry, pushType: pushType, topic: topic, aps: aps, now: now, random: &random)
         if pushType == .liveactivity, let id = delivery.activityID {
             if delivery.outcome == .started {
                 startsTaken[token, default: []].append(now)
@@ -205,8 +208,8 @@ struct SimulatedDevices {
     }
 
     private mutating func receive(
-        to token: String, known entry: RegisteredToken?, pushType: APNsPushType, aps: APSFields, now: Date,
-        random: inout some RandomNumberGenerator
+        to token: String, known entry: RegisteredToken?, pushType: APNsPushType, topic: String?, aps: APSFields,
+        now: Date, random: inout some RandomNumberGenerator
     ) -> Delivery {
         guard pushType == .liveactivity else {
             if entry == nil {
@@ -235,14 +238,14 @@ struct SimulatedDevices {
             tokens[token] = RegisteredToken(
                 token: token, kind: .pushToStart, environment: environment, origin: .firstSeen, registeredAt: now,
                 activityID: nil)
-            return start(with: token, aps: aps, now: now, random: &random)
+            return start(with: token, topic: topic, aps: aps, now: now, random: &random)
         case .pushToStart:
             guard event == "start" else {
                 return Delivery(
                     outcome: .dropped,
                     note: "\(event) sent to a push-to-start token: only the activity's own update token reaches it")
             }
-            return start(with: token, aps: aps, now: now, random: &random)
+            return start(with: token, topic: topic, aps: aps, now: now, random: &random)
         case .liveActivityUpdate:
             guard event != "start" else {
                 return Delivery(
@@ -263,7 +266,7 @@ struct SimulatedDevices {
     /// A start: creates an activity when the payload has everything ActivityKit
     /// needs; otherwise the device drops it, though APNs answered 200.
     private mutating func start(
-        with token: String, aps: APSFields, now: Date, random: inout some RandomNumberGenerator
+        with token: String, topic: String?, aps: APSFields, now: Date, random: inout some RandomNumberGenerator
     ) -> Delivery {
         if let drop = Self.dateProblem(in: aps) { return drop }
         guard let type = aps.attributesType?.stringValue, !type.isEmpty else {
@@ -299,7 +302,21 @@ struct SimulatedDevices {
         activity.pushToStartToken = token
         activity.lastAlert = alert
         var note: String?
-        if aps.inputPushToken?.int64Value == 1 {
+        var channel: SimulatedChannel?
+        if let named = aps.inputPushChannel {
+            // iOS 18: the activity listens on the channel instead of minting a token.
+            let suffix = APNsPushType.liveactivity.topicSuffix ?? ""
+            let bundleID = topic.map { $0.hasSuffix(suffix) ? String($0.dropLast(suffix.count)) : $0 }
+            guard let id = named.stringValue, let found = channels.byID[id], bundleID.map({ $0 == found.bundleID }) ?? true
+            else {
+                return Delivery(
+                    outcome: .dropped,
+                    note: "input-push-channel \(named.jsonText) is not a channel of this app: the Live Activity fails to start")
+            }
+            channel = found
+            activity.channelID = id
+            if aps.inputPushToken != nil { note = "input-push-channel given: input-push-token is ignored" }
+        } else if aps.inputPushToken?.int64Value == 1 {
             let updateToken = PushToken.make(byteCount: 32, using: &random)
             activity.updateToken = updateToken
             tokens[updateToken] = RegisteredToken(
@@ -309,8 +326,61 @@ struct SimulatedDevices {
             note = "started without input-push-token: 1, so the activity has no update token and cannot be updated remotely"
         }
         activity.settle(at: now)
+        if let channel, let message = channels.storedMessage(channel.id, now: now) {
+            // A late subscriber is given the channel's most recent message first.
+            let schema = activity.attributesType.flatMap { schemas[$0] }
+            let applied = Self.apply(event: message.event, to: &activity, aps: message.aps, schema: schema, now: now)
+            note = [note, "then the channel's stored message: \(applied.outcome.rawValue)"].compactMap { $0 }.joined(separator: "; ")
+        }
         insert(activity)
         return Delivery(outcome: .started, note: note, activityID: activity.id)
+    }
+
+    /// An activity the app started on the device listening on channel `channelID`
+    /// (`pushType: .channel(id)`), given the channel's stored message if one is
+    /// kept; refused when there is no such channel.
+    mutating func subscribe(
+        channelID: String, token: String, now: Date, random: inout some RandomNumberGenerator
+    ) throws(SimulatorError) -> SimulatedActivity {
+        guard channels.byID[channelID] != nil else {
+            throw SimulatorError(.unknownChannel, "there is no channel \(channelID): the Live Activity fails to start")
+        }
+        var activity = SimulatedActivity(
+            id: APNsMessageID.make(using: &random), origin: .local, environment: environment, startedAt: now)
+        activity.channelID = channelID
+        activity.subscriber = token
+        if let message = channels.storedMessage(channelID, now: now) {
+            let schema = activity.attributesType.flatMap { schemas[$0] }
+            _ = Self.apply(event: message.event, to: &activity, aps: message.aps, schema: schema, now: now)
+        }
+        activity.settle(at: now)
+        insert(activity)
+        return activity
+    }
+
+    /// What each running activity subscribed to `channel` did with a broadcast
+    /// APNs accepted, in the order they started. A broadcast never starts one.
+    mutating func broadcast(_ aps: APSFields, on channel: SimulatedChannel, now: Date) -> [(activityID: String, delivery: Delivery)] {
+        let event = aps.event?.stringValue
+        var deliveries: [(activityID: String, delivery: Delivery)] = []
+        for id in activityOrder {
+            guard let index = activities.index(forKey: id), activities.values[index].channelID == channel.id else { continue }
+            activities.values[index].settle(at: now)
+            guard activities.values[index].status != .dismissed else { continue }
+            let delivery: Delivery
+            switch event {
+            case "update"?, "end"?:
+                let schema = activities.values[index].attributesType.flatMap { schemas[$0] }
+                delivery = Self.apply(event: event!, to: &activities.values[index], aps: aps, schema: schema, now: now)
+            case "start"?:
+                delivery = Delivery(outcome: .dropped, note: "a broadcast cannot start a Live Activity", activityID: id)
+            default:
+                delivery = Delivery(
+                    outcome: .dropped, note: "aps.event must be update or end on a channel", activityID: id)
+            }
+            deliveries.append((id, delivery))
+        }
+        return deliveries
     }
 
     /// An update or an end for `activity`, settled at `now`.
@@ -432,5 +502,6 @@ struct SimulatedDevices {
         priority10Applied.removeAll()
         startsTaken.removeAll()
         frequentActivities.removeAll()
+        channels.removeAll()
     }
 }

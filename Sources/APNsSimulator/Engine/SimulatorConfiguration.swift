@@ -37,6 +37,13 @@ public struct SimulatorConfiguration: Sendable {
     /// refuses the next one (`throttled`), as iOS does; `nil` (the default): no
     /// budget.
     public var startBudgetPerHour: Int?
+    /// Whether the app may use broadcast channels (the capability an Apple developer
+    /// account turns on); without it every channel request is 400
+    /// FeatureNotEnabled.
+    public var broadcastEnabled = true
+    /// Channels an app may have in the environment; one more is 400
+    /// CannotCreateChannelConfig. APNs allows 10,000.
+    public var channelLimit = 10_000
 
     /// Creates a configuration; every setting but the keys has APNs's own default.
     public init(

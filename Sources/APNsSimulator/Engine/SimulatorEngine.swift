@@ -71,6 +71,7 @@ public final class SimulatorEngine: Sendable {
 
     /// Answers one request that arrived on `connection`, and records it.
     public func handle(_ request: SimulatorRequest, connection: ConnectionID) -> SimulatorResponse {
+        if request.path.hasPrefix(APNsPath.broadcastPrefix) { return handleBroadcast(request, connection: connection) }
         let now = clock.now()
         let fields = HeaderFields(request.fields)
         let packed = PackedRequest(request)
@@ -139,8 +140,8 @@ public final class SimulatorEngine: Sendable {
             var delivery = SimulatedDevices.Delivery(outcome: .rejected, tokenKind: known?.kind)
             if refusal == nil, let deviceToken, let headers {
                 delivery = state.devices.deliver(
-                    to: deviceToken, known: known, pushType: headers.pushType, priority: headers.priority, aps: aps,
-                    budgets: budgets, now: now, random: &state.random)
+                    to: deviceToken, known: known, pushType: headers.pushType, priority: headers.priority,
+                    topic: headers.topic, aps: aps, budgets: budgets, now: now, random: &state.random)
             }
 
             let apnsID = echoesID ? PushEntry.AnswerID.echoed : .minted(MintedMessageID(drawingFrom: &state.random))
@@ -169,6 +170,216 @@ public final class SimulatorEngine: Sendable {
         }
         if let observer { observer(entry.record(of: request)) }
         return Self.response(for: entry, echoing: fields.id)
+    }
+
+    /// Answers one request of the channel management API (iOS 18 broadcast
+    /// channels: `POST|GET|DELETE /1/apps/{bundle_id}/channels`, `GET
+    /// /1/apps/{bundle_id}/all-channels`), which APNs serves on hosts of their own,
+    /// with the same provider-token checks as pushes. Every answer carries
+    /// `apns-request-id` (the request's, when it is a UUID); a refusal is Apple's
+    /// status and `{"reason": …}`.
+    public func handleChannelRequest(_ request: SimulatorRequest, connection: ConnectionID) -> SimulatorResponse {
+        let now = clock.now()
+        let fields = HeaderFields(request.fields)
+        let given = request.fields.first(APNsHeaderName.requestID).flatMap { APNsMessageID.isUUID($0) ? $0.lowercased() : nil }
+        var route: (bundleID: String, operation: SimulatedChannels.Operation)?
+        var providerToken: String?
+        var early: Refusal?
+        do throws(Refusal) {
+            route = try SimulatedChannels.route(method: request.method, path: request.path)
+            try RequestChecks.checkNoRepeats(fields)
+            providerToken = try verifier.check(authorizationIn: fields, now: now).token
+            try SimulatedChannels.checkTopic(route!.bundleID)
+            guard configuration.broadcastEnabled else {
+                throw Refusal(.featureNotEnabled, "broadcast is not enabled for this app (the simulator runs with it off)")
+            }
+        } catch {
+            early = error
+        }
+        let channelID = request.fields.first(APNsHeaderName.channelID)
+        let limit = configuration.channelLimit
+        return state.withLock { state -> SimulatorResponse in
+            let requestID = given ?? MintedMessageID(drawingFrom: &state.random).text.lowercased()
+            var headers: [(name: String, value: String)] = [(APNsHeaderName.requestID, requestID)]
+            do throws(Refusal) {
+                if let early { throw early }
+                guard let route, let providerToken else { throw Refusal(.badPath, "unreachable") }
+                try state.connections[connection, default: ConnectionState()].use(
+                    providerToken, now: now, interval: configuration.providerTokenRefreshInterval)
+                switch route.operation {
+                case .create:
+                    let channel = try state.devices.channels.create(
+                        bundleID: route.bundleID, body: request.body, limit: limit, now: now, random: &state.random)
+                    headers.append((APNsHeaderName.channelID, channel.id))
+                    return SimulatorResponse(status: 201, headers: headers, body: Data(), reason: nil, sequence: 0)
+                case .read:
+                    let channel = try state.devices.channels.channel(channelID, bundleID: route.bundleID)
+                    let body: JSONValue = [
+                        "message-storage-policy": .integer(Int64(channel.messageStoragePolicy)), "push-type": "LiveActivity",
+                    ]
+                    headers.append((APNsHeaderName.contentType, "application/json"))
+                    return SimulatorResponse(
+                        status: 200, headers: headers, body: Data(body.jsonText.utf8), reason: nil, sequence: 0)
+                case .delete:
+                    let channel = try state.devices.channels.channel(channelID, bundleID: route.bundleID)
+                    state.devices.channels.delete(channel)
+                    return SimulatorResponse(status: 204, headers: headers, body: Data(), reason: nil, sequence: 0)
+                case .list:
+                    let body: JSONValue = ["channels": .array(state.devices.channels.ids(bundleID: route.bundleID).map(JSONValue.string))]
+                    headers.append((APNsHeaderName.contentType, "application/json"))
+                    return SimulatorResponse(
+                        status: 200, headers: headers, body: Data(body.jsonText.utf8), reason: nil, sequence: 0)
+                }
+            } catch {
+                headers.append((APNsHeaderName.contentType, "application/json"))
+                let body = Data(("{\"reason\":" + JSONText.quoted(error.reason.rawValue) + "}").utf8)
+                return SimulatorResponse(status: error.status, headers: headers, body: body, reason: error.reason, sequence: 0)
+            }
+        }
+    }
+
+    /// Answers a broadcast (`POST /4/broadcasts/apps/{bundle_id}`, iOS 18): checked
+    /// as APNs checks it (the path and method, the provider token, the channel in
+    /// `apns-channel-id`, `apns-push-type: liveactivity`, `apns-priority`,
+    /// `apns-expiration`, which must be 0 on a channel that stores no message, and a
+    /// payload of at most 5,120 bytes), then handed to every activity subscribed to
+    /// the channel, each applying it by the rules of a token push. The record says
+    /// what each subscriber did (`deliveries`).
+    func handleBroadcast(_ request: SimulatorRequest, connection: ConnectionID) -> SimulatorResponse {
+        let now = clock.now()
+        let fields = HeaderFields(request.fields)
+        let packed = PackedRequest(request)
+        let bundleID = String(request.path.dropFirst(APNsPath.broadcastPrefix.count))
+        var providerToken: String?
+        var warnings: [String] = []
+        var early: Refusal?
+        var aps = APSFields()
+        var expiration: Int64 = 0
+        do throws(Refusal) {
+            guard request.method == "POST" else {
+                throw Refusal(.methodNotAllowed, "APNs takes only POST, not \(request.method)")
+            }
+            guard !bundleID.isEmpty, !bundleID.contains("/") else {
+                throw Refusal(.badPath, "broadcasts go to /4/broadcasts/apps/<bundle id>, not \(request.path)")
+            }
+            try RequestChecks.checkNoRepeats(fields)
+            let accepted = try verifier.check(authorizationIn: fields, now: now)
+            providerToken = accepted.token
+            warnings += accepted.warnings
+            try SimulatedChannels.checkTopic(bundleID)
+            guard configuration.broadcastEnabled else {
+                throw Refusal(.featureNotEnabled, "broadcast is not enabled for this app (the simulator runs with it off)")
+            }
+            guard let pushType = fields.pushType else {
+                throw Refusal(.missingPushType, "a broadcast needs apns-push-type: liveactivity")
+            }
+            guard pushType.lowercased() == APNsPushType.liveactivity.rawValue else {
+                throw Refusal(.invalidPushType, "a broadcast is a liveactivity push, not \(pushType)")
+            }
+            guard let text = fields.priority, APNsPriority(headerValue: text) != nil else {
+                throw Refusal(.badPriority, "a broadcast needs apns-priority 10, 5 or 1")
+            }
+            guard let text = fields.expiration, let seconds = Int64(text), seconds >= 0 else {
+                throw Refusal(.badExpirationDate, "a broadcast needs apns-expiration: Unix seconds, or 0")
+            }
+            expiration = seconds
+            if let id = fields.id, !APNsMessageID.isUUID(id) {
+                throw Refusal(.badMessageId, "apns-id must be a UUID")
+            }
+            guard !request.body.isEmpty else { throw Refusal(.payloadEmpty, "the body is empty") }
+            guard request.body.count <= APNsLimits.maximumBroadcastPayloadBytes else {
+                throw Refusal(
+                    .payloadTooLarge,
+                    "the body is \(request.body.count) bytes; a broadcast may carry \(APNsLimits.maximumBroadcastPayloadBytes)")
+            }
+            guard case .object(let object)? = try? JSONValue(parsing: request.body, repeatedKeys: .lastWins),
+                case .object(let members)? = object["aps"]
+            else { throw Refusal(.payloadEmpty, "the payload is not a JSON object with an aps dictionary") }
+            aps = APSFields(members)
+        } catch {
+            early = error
+        }
+        let channelID = request.fields.first(APNsHeaderName.channelID)
+        let requestID = request.fields.first(APNsHeaderName.requestID).flatMap { APNsMessageID.isUUID($0) ? $0.lowercased() : nil }
+        let (entry, requestIDText) = state.withLock { state -> (PushEntry, String) in
+            var refusal = early
+            var deliveries: [BroadcastDelivery] = []
+            if refusal == nil, let providerToken {
+                do throws(Refusal) {
+                    try state.connections[connection, default: ConnectionState()].use(
+                        providerToken, now: now, interval: configuration.providerTokenRefreshInterval)
+                    let channel = try state.devices.channels.channel(channelID, bundleID: bundleID)
+                    if channel.messageStoragePolicy == 0, expiration != 0 {
+                        throw Refusal(
+                            .badExpirationDate, "a channel that stores no message takes only apns-expiration: 0")
+                    }
+                    if let event = aps.event?.stringValue, event == "update" || event == "end" {
+                        state.devices.channels.store(event, aps: aps, on: channel, expiration: expiration, now: now)
+                    }
+                    deliveries = state.devices.broadcast(aps, on: channel, now: now).map {
+                        BroadcastDelivery(activityID: $0.activityID, outcome: $0.delivery.outcome, note: $0.delivery.note)
+                    }
+                } catch {
+                    refusal = error
+                }
+            }
+            let requestIDText = requestID ?? MintedMessageID(drawingFrom: &state.random).text.lowercased()
+            state.sequence += 1
+            var entry = PushEntry(
+                sequence: state.sequence,
+                receivedAt: now,
+                connection: connection,
+                request: packed,
+                tokenKind: nil,
+                status: refusal?.status ?? 200,
+                refusal: refusal,
+                apnsID: .minted(MintedMessageID(drawingFrom: &state.random)),
+                apnsUniqueID: refusal == nil ? MintedMessageID(drawingFrom: &state.random) : nil,
+                injectedFault: false,
+                deviceOutcome: refusal == nil ? .broadcast : .rejected,
+                deviceNote: refusal == nil ? Self.summary(deliveries) : nil,
+                activityID: nil,
+                warnings: warnings)
+            entry.deliveries = refusal == nil ? deliveries : nil
+            state.history.append(entry)
+            return (entry, requestIDText)
+        }
+        if let observer { observer(entry.record(of: request)) }
+        var headers: [(name: String, value: String)] = [(APNsHeaderName.requestID, requestIDText)]
+        if let unique = entry.apnsUniqueID { headers.append((APNsHeaderName.uniqueID, unique.text)) }
+        var body = Data()
+        if let reason = entry.refusal?.reason {
+            headers.append((APNsHeaderName.contentType, "application/json"))
+            body = Data(("{\"reason\":" + JSONText.quoted(reason.rawValue) + "}").utf8)
+        }
+        return SimulatorResponse(
+            status: entry.status, headers: headers, body: body, reason: entry.refusal?.reason, sequence: entry.sequence)
+    }
+
+    /// A broadcast's note: how many subscribers it reached, and what they did.
+    private static func summary(_ deliveries: [BroadcastDelivery]) -> String {
+        guard !deliveries.isEmpty else { return "the channel has no subscriber" }
+        var counts: [DeviceOutcome: Int] = [:]
+        for delivery in deliveries { counts[delivery.outcome, default: 0] += 1 }
+        let parts = DeviceOutcome.allCases.compactMap { outcome in counts[outcome].map { "\($0) \(outcome.rawValue)" } }
+        return "\(deliveries.count) subscriber(s): " + parts.joined(separator: ", ")
+    }
+
+    /// A simulated device subscribes to broadcast channel `channelID` (Apple's id):
+    /// the app started an activity on it with `pushType: .channel(id)`. `token`
+    /// names the device for the record. The activity is given the channel's stored
+    /// message, if one is kept. A channel that does not exist is refused, as iOS
+    /// fails to start the activity.
+    public func subscribe(channelID: String, token: String) throws(SimulatorError) -> SimulatedActivity {
+        let now = clock.now()
+        return try state.withLock { state throws(SimulatorError) -> SimulatedActivity in
+            try state.devices.subscribe(channelID: channelID, token: token, now: now, random: &state.random)
+        }
+    }
+
+    /// Every broadcast channel, oldest first within each app.
+    public func channels() -> [SimulatedChannel] {
+        state.withLock { $0.devices.channels.all }
     }
 
     /// Forgets a connection that closed.

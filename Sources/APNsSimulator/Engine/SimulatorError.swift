@@ -4,7 +4,7 @@
 public struct SimulatorError: Error, Sendable, Hashable, CustomStringConvertible {
     /// What is wrong; new codes may be added.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
-        private enum Base: String { case invalidFailRate, invalidFailStatus, malformedToken, tokenKindConflict }
+        private enum Base: String { case invalidFailRate, invalidFailStatus, malformedToken, tokenKindConflict, unknownChannel }
         private let base: Base
         private init(_ base: Base) { self.base = base }
 
@@ -16,6 +16,8 @@ public struct SimulatorError: Error, Sendable, Hashable, CustomStringConvertible
         public static let malformedToken = Code(.malformedToken)
         /// A token to register that the simulator already knows as another kind.
         public static let tokenKindConflict = Code(.tokenKindConflict)
+        /// A broadcast channel the simulator does not have.
+        public static let unknownChannel = Code(.unknownChannel)
 
         /// The code's name.
         public var description: String { base.rawValue }

@@ -16,6 +16,10 @@ public struct APNsSimulatorOptions: Sendable {
     public var port = 2197
     /// Port of the plain-HTTP inspection API; `nil` serves none; 0 picks a free one.
     public var inspectPort: Int? = 2198
+    /// Port of the channel management API (HTTP/2 over TLS, the same certificate),
+    /// which APNs serves on hosts of their own; `nil` serves none; 0 picks a free
+    /// one. `islet sim` serves it on 2195 unless told otherwise.
+    public var channelsPort: Int?
     /// The server certificate and key; `nil` generates a local CA and a certificate
     /// for `localhost`, `127.0.0.1` and `::1`.
     public var tls: TLSServerConfiguration?
@@ -49,7 +53,8 @@ public final class APNsSimulator: Sendable {
     public let caCertificatePEM: String?
     private let apns: HTTP2Server
     private let inspection: HTTPServer?
-    private let ports = Lock<(apns: Int, inspect: Int?)>((0, nil))
+    private let channels: HTTP2Server?
+    private let ports = Lock<(apns: Int, inspect: Int?, channels: Int?)>((0, nil, nil))
 
     /// Builds a simulator; nothing listens until `start`. `observer` sees every
     /// push once answered (the console lines of `islet sim`). The default random
@@ -87,6 +92,18 @@ public final class APNsSimulator: Sendable {
             configuration: server,
             delegate: SimulatorDelegate(
                 engine: engine, latency: options.latency, gate: options.answerGate, maxStreams: options.maxStreams))
+        if let channelsPort = options.channelsPort {
+            var management = HTTP2ServerConfiguration()
+            management.host = options.host
+            management.port = channelsPort
+            management.tls = options.tls
+            management.maxBodyBytes = 64 * 1024
+            management.threads = 1
+            management.uniqueValueHeaders = [APNsHeaderName.requestID, APNsHeaderName.channelID]
+            channels = try HTTP2Server(configuration: management, delegate: ChannelsDelegate(engine: engine))
+        } else {
+            channels = nil
+        }
         if let inspectPort = options.inspectPort {
             var http = HTTPServerConfiguration()
             http.host = options.inspectHost
@@ -100,12 +117,14 @@ public final class APNsSimulator: Sendable {
         }
     }
 
-    /// Starts both listeners; answers their ports.
+    /// Starts the listeners; answers the APNs and inspection ports (the channel
+    /// management port is ``channelsPort``).
     @discardableResult
     public func start() throws -> (apns: Int, inspect: Int?) {
         let apnsPort = try apns.start()
         let inspectPort = try inspection?.start()
-        ports.withLock { $0 = (apnsPort, inspectPort) }
+        let channelsPort = try channels?.start()
+        ports.withLock { $0 = (apnsPort, inspectPort, channelsPort) }
         return (apnsPort, inspectPort)
     }
 
@@ -113,13 +132,34 @@ public final class APNsSimulator: Sendable {
     public var port: Int { ports.withLock { $0.apns } }
     /// The inspection API's port (after `start`), if it serves one.
     public var inspectPort: Int? { ports.withLock { $0.inspect } }
+    /// The channel management API's port (after `start`), if it serves one.
+    public var channelsPort: Int? { ports.withLock { $0.channels } }
     /// APNs connections open now.
     public var openConnections: Int { apns.openConnections }
 
-    /// Stops both listeners after answering what is in flight.
+    /// Stops the listeners after answering what is in flight.
     public func shutdown() async {
         await apns.shutdown(gracePeriod: .seconds(2))
+        await channels?.shutdown(gracePeriod: .seconds(2))
         await inspection?.shutdown(gracePeriod: .seconds(2))
+    }
+}
+
+/// Feeds channel management requests to the engine.
+final class ChannelsDelegate: HTTP2ServerDelegate {
+    let engine: SimulatorEngine
+
+    init(engine: SimulatorEngine) { self.engine = engine }
+
+    func handle(_ request: HTTP2ServerRequest, on connection: HTTP2ServerConnectionContext) -> HTTP2ServerReply {
+        let answer = engine.handleChannelRequest(
+            SimulatorRequest(method: request.method, path: request.path, fields: request.fields, body: request.body),
+            connection: ConnectionID(connection.id))
+        return HTTP2ServerReply(HTTP2Response(status: answer.status, headers: answer.headers, body: answer.body))
+    }
+
+    func connectionClosed(_ connection: HTTP2ServerConnectionContext) {
+        engine.connectionClosed(ConnectionID(connection.id))
     }
 }
 

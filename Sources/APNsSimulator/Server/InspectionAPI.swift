@@ -13,7 +13,12 @@ import IsletCore
 ///   content_state}`: the app's activity type, as Islet's activity-type routes take
 ///   it; the simulated device then drops content it could not decode, with the
 ///   reason. `GET /schemas` lists them.
-/// - `POST /reset`: forgets every push, token and activity.
+/// - `GET /channels`: the broadcast channels the channel management API created.
+/// - `POST /channels/{id}/subscribers` `{token}`: a simulated device (named by
+///   `token`) starts an activity listening on the channel, as an app does with
+///   `pushType: .channel(id)`; `{id}` is the channel id in base64url (RFC 4648 §5,
+///   padding optional), since Apple's ids may hold `/`.
+/// - `POST /reset`: forgets every push, token, activity and channel.
 /// - `GET /healthz`.
 /// Requests from web pages are refused first (see `InspectionGuard`).
 struct InspectionAPI: Sendable {
@@ -45,6 +50,10 @@ struct InspectionAPI: Sendable {
             return InspectionAPI.json(activity)
         }
         router.add("GET", "/tokens") { _, _ in InspectionAPI.json(["tokens": engine.tokens()]) }
+        router.add("GET", "/channels") { _, _ in InspectionAPI.json(["channels": engine.channels()]) }
+        router.add("POST", "/channels/{id}/subscribers") { request, parameters in
+            InspectionAPI.subscribe(request, channel: parameters["id"] ?? "", engine: engine)
+        }
         router.add("POST", "/tokens") { request, _ in InspectionAPI.registerToken(request, engine: engine) }
         router.add("POST", "/schemas") { request, _ in InspectionAPI.registerSchema(request, engine: engine) }
         router.add("GET", "/schemas") { _, _ in
@@ -107,6 +116,28 @@ struct InspectionAPI: Sendable {
         } catch {
             return problem(422, "token: \(error.message)")
         }
+    }
+
+    private static func subscribe(_ request: HTTPRequest, channel: String, engine: SimulatorEngine) -> HTTPResponse {
+        struct Subscription: Decodable { let token: String? }
+        guard let body = try? JSONDecoder().decode(Subscription.self, from: request.body) else {
+            return problem(400, "The body must be a JSON object {token}.")
+        }
+        guard let token = body.token, !token.isEmpty else { return problem(422, "token: required") }
+        guard let id = standardBase64(channel) else { return problem(404, "No channel \(channel).") }
+        do {
+            return json(try engine.subscribe(channelID: id, token: token), status: 201)
+        } catch {
+            return problem(404, error.message)
+        }
+    }
+
+    /// A base64url id (RFC 4648 §5, with or without padding) in standard base64, as
+    /// Apple gives channel ids; `nil` when it is not base64url.
+    static func standardBase64(_ url: String) -> String? {
+        var text = url.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        while text.count % 4 != 0 { text += "=" }
+        return Data(base64Encoded: text) != nil ? text : nil
     }
 
     private static func registerSchema(_ request: HTTPRequest, engine: SimulatorEngine) -> HTTPResponse {

@@ -5,8 +5,13 @@ import IsletCrypto
 
 /// The flags of `islet sim`, read into `APNsSimulatorOptions`.
 public struct SimulatorCommandLine: Sendable {
-    /// The simulator's options.
-    public var options = APNsSimulatorOptions()
+    /// The simulator's options; the channel management API on 2195 unless told
+    /// otherwise.
+    public var options: APNsSimulatorOptions = {
+        var options = APNsSimulatorOptions()
+        options.channelsPort = 2195
+        return options
+    }()
     /// Where the generated CA certificate is written (when no `--cert` is given).
     public var caOutputPath = "islet-sim-ca.pem"
 
@@ -20,6 +25,8 @@ public struct SimulatorCommandLine: Sendable {
         Options:
           --port N                 APNs port (default 2197; 0 picks a free port)
           --inspect-port N         inspection API port (default 2198)
+          --channels-port N        channel management API port, HTTP/2 over TLS (default 2195;
+                                   0 picks a free port)
           --host ADDRESS           address the APNs port listens on (default 127.0.0.1)
           --inspect-host ADDRESS   address the inspection API listens on (default 127.0.0.1);
                                    it has no authentication: anyone who reaches it reads
@@ -84,6 +91,8 @@ public struct SimulatorCommandLine: Sendable {
             switch flag {
             case "--port":
                 result.options.port = try integer(flag, try value(for: flag, inline: inline), 0...65_535)
+            case "--channels-port":
+                result.options.channelsPort = try integer(flag, try value(for: flag, inline: inline), 0...65_535)
             case "--inspect-port":
                 result.options.inspectPort = try integer(flag, try value(for: flag, inline: inline), 0...65_535)
             case "--host":
@@ -155,11 +164,12 @@ public struct SimulatorCommandLine: Sendable {
         return result
     }
 
-    /// The line `islet sim` prints once it listens: where APNs and the inspection API
-    /// are (as URLs a client can use: an IPv6 address in brackets) and where the CA
+    /// The line `islet sim` prints once it listens: where APNs, its channel
+    /// management API and the inspection API are (as URLs a client can use: an IPv6 address in brackets) and where the CA
     /// was written.
-    public func banner(apnsPort: Int, inspectPort: Int?, wroteCA: Bool) -> String {
+    public func banner(apnsPort: Int, inspectPort: Int?, channelsPort: Int? = nil, wroteCA: Bool) -> String {
         var banner = "islet sim: APNs (\(options.engine.environment.rawValue)) on https://\(Self.urlHost(options.host)):\(apnsPort)"
+        if let channelsPort { banner += ", channels on https://\(Self.urlHost(options.host)):\(channelsPort)" }
         if let inspectPort { banner += ", inspection on http://\(Self.urlHost(options.inspectHost)):\(inspectPort)" }
         if wroteCA { banner += ", CA in \(caOutputPath)" }
         if options.engine.trustedKeys.isEmpty { banner += "; no --trust key given, so every provider token is refused" }

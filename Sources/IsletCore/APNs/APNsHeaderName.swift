@@ -30,6 +30,8 @@ public enum APNsHeaderName {
 public enum APNsPath {
     /// What every device push path starts with; the device token follows.
     public static let devicePrefix = "/3/device/"
+    /// What a broadcast path starts with (iOS 18 channels); the bundle id follows.
+    public static let broadcastPrefix = "/4/broadcasts/apps/"
 
     /// The path that pushes to `token`.
     public static func device(_ token: some StringProtocol) -> String {
@@ -43,6 +45,8 @@ public enum APNsLimits {
     public static let maximumPayloadBytes = 4096
     /// The largest body of a VoIP push, in bytes.
     public static let maximumVoIPPayloadBytes = 5120
+    /// The largest broadcast payload (iOS 18 channels), in bytes.
+    public static let maximumBroadcastPayloadBytes = 5120
     /// The longest `apns-collapse-id`, in bytes.
     public static let maximumCollapseIDBytes = 64
     /// How long a provider token stays valid after its `iat`, in seconds.

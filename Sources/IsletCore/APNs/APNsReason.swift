@@ -33,6 +33,23 @@ public enum APNsReason: Hashable, Sendable {
     case payloadEmpty
     /// 400: pushes to this topic are not allowed.
     case topicDisallowed
+    /// 400: broadcast is not enabled for the app (channels and broadcasts).
+    case featureNotEnabled
+    /// 400: `apns-channel-id` is missing.
+    case missingChannelId
+    /// 400: `apns-channel-id` is not base64, or too long.
+    case badChannelId
+    /// 400: no channel has the `apns-channel-id`.
+    case channelNotRegistered
+    /// 400: the app has as many channels as it may have in the environment.
+    case cannotCreateChannelConfig
+    /// 400: `apns-push-type` (or a channel's `push-type`) is missing.
+    case missingPushType
+    /// 400: the JSON of a channel request names a member it does not take, or a
+    /// value it does not allow.
+    case badRequestParams
+    /// 400: the body of a channel request is not JSON.
+    case badRequestPayload
     /// 403: the client certificate is bad.
     case badCertificate
     /// 403: the client certificate is for the other environment.
@@ -77,7 +94,9 @@ public enum APNsReason: Hashable, Sendable {
     public static let allKnown: [APNsReason] = [
         .badCollapseId, .badDeviceToken, .badExpirationDate, .badMessageId, .badPriority, .badTopic,
         .deviceTokenNotForTopic, .duplicateHeaders, .idleTimeout, .invalidPushType, .missingDeviceToken,
-        .missingTopic, .payloadEmpty, .topicDisallowed, .badCertificate, .badCertificateEnvironment,
+        .missingTopic, .payloadEmpty, .topicDisallowed, .featureNotEnabled, .missingChannelId, .badChannelId,
+        .channelNotRegistered, .cannotCreateChannelConfig, .missingPushType, .badRequestParams, .badRequestPayload,
+        .badCertificate, .badCertificateEnvironment,
         .expiredProviderToken, .forbidden, .invalidProviderToken, .missingProviderToken,
         .unrelatedKeyIdInToken, .badEnvironmentKeyIdInToken, .badPath, .methodNotAllowed, .expiredToken,
         .unregistered, .payloadTooLarge, .tooManyProviderTokenUpdates, .tooManyRequests,
@@ -110,6 +129,14 @@ public enum APNsReason: Hashable, Sendable {
         case .missingTopic: "MissingTopic"
         case .payloadEmpty: "PayloadEmpty"
         case .topicDisallowed: "TopicDisallowed"
+        case .featureNotEnabled: "FeatureNotEnabled"
+        case .missingChannelId: "MissingChannelId"
+        case .badChannelId: "BadChannelId"
+        case .channelNotRegistered: "ChannelNotRegistered"
+        case .cannotCreateChannelConfig: "CannotCreateChannelConfig"
+        case .missingPushType: "MissingPushType"
+        case .badRequestParams: "BadRequestParams"
+        case .badRequestPayload: "BadRequestPayload"
         case .badCertificate: "BadCertificate"
         case .badCertificateEnvironment: "BadCertificateEnvironment"
         case .expiredProviderToken: "ExpiredProviderToken"
@@ -138,7 +165,8 @@ public enum APNsReason: Hashable, Sendable {
         switch self {
         case .badCollapseId, .badDeviceToken, .badExpirationDate, .badMessageId, .badPriority, .badTopic,
             .deviceTokenNotForTopic, .duplicateHeaders, .idleTimeout, .invalidPushType, .missingDeviceToken,
-            .missingTopic, .payloadEmpty, .topicDisallowed:
+            .missingTopic, .payloadEmpty, .topicDisallowed, .featureNotEnabled, .missingChannelId, .badChannelId,
+            .channelNotRegistered, .cannotCreateChannelConfig, .missingPushType, .badRequestParams, .badRequestPayload:
             400
         case .badCertificate, .badCertificateEnvironment, .expiredProviderToken, .forbidden,
             .invalidProviderToken, .missingProviderToken, .unrelatedKeyIdInToken, .badEnvironmentKeyIdInToken:
