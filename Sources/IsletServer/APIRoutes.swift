@@ -23,6 +23,7 @@ enum APIRoutes {
             + NodeRoutes(nodes: services.nodes).routes
             + SessionRoutes(sessions: services.sessions).routes
             + WebhookRoutes(webhooks: services.webhooks).routes
+            + ChannelRoutes(channels: services.channels).routes
             + EventRoutes(events: services.events, stream: streaming).routes
         document.withLock { $0 = OpenAPIDocument.make(routes: routes) }
         return routes

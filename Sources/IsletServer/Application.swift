@@ -63,7 +63,8 @@ public final class Application: Sendable {
     init(
         configuration: Configuration, logger: Logger, store: any Store, services: Services, delivery: DeliveryWorker,
         client: APNsClient, webhooks: WebhookDispatcher, webhookClient: HTTPClient, feed: EventFeed, embeddedAPNs: (apns: any EmbeddedAPNs, endpoint: EmbeddedAPNsEndpoint)?,
-        generatedAdminToken: String?, demo: DemoApp?, sleeper: any Sleeper, dispatcher: Dispatcher
+        generatedAdminToken: String?, demo: DemoApp?, sleeper: any Sleeper, dispatcher: Dispatcher,
+        channelClient: APNsChannelClient
     ) {
         self.configuration = configuration
         self.logger = logger
@@ -107,6 +108,7 @@ public final class Application: Sendable {
             ClosingService { await runOnOwnThread(named: "islet-db-close") { store.close() } },
             ClosingService { await embeddedAPNs?.apns.shutdown() },
             ClosingService { await client.shutdown() },
+            ClosingService { await channelClient.shutdown() },
             ClosingService { await webhookClient.shutdown() },
         ]
         // Nothing runs before `start`: a shutdown without one closes the resources

@@ -122,6 +122,15 @@ private func assemble(
         }
     }
     let client = APNsClient(configuration: clientConfiguration, clock: clock)
+    var channelConfiguration = APNsChannelConfiguration()
+    channelConfiguration.productionURL = URL(string: configuration.apnsChannelsProductionURL)!
+    channelConfiguration.sandboxURL = URL(string: configuration.apnsChannelsSandboxURL)!
+    channelConfiguration.trustRootsPEM = clientConfiguration.trustRootsPEM
+    if let endpoint = embedded?.endpoint, let channelsURL = endpoint.channelsURL {
+        channelConfiguration.productionURL = channelsURL
+        channelConfiguration.sandboxURL = channelsURL
+    }
+    let channelClient = APNsChannelClient(configuration: channelConfiguration, tokens: { client.tokenManager(for: $0) })
     var deliveryConfiguration = DeliveryConfiguration(shutdownGrace: configuration.shutdownGraceSeconds)
     deliveryConfiguration.lifecycle = configuration.lifecycleWindows
     deliveryConfiguration.maxInFlight = configuration.deliveryMaxInFlight
@@ -147,7 +156,8 @@ private func assemble(
         environment: environment, adminToken: adminToken, events: eventSettings, webhooks: webhookPolicy,
         sessionLifetime: configuration.dashboardSessionHours * 3600,
         keyCacheLifetime: .milliseconds(Int(configuration.appKeyCacheSeconds * 1000)),
-        signInAttemptsPerMinute: configuration.signInAttemptsPerMinute)
+        signInAttemptsPerMinute: configuration.signInAttemptsPerMinute,
+        channelAPI: APNsChannels(client: channelClient))
     var clientSettings = HTTPClientConfiguration()
     clientSettings.allowPrivateAddresses = allowPrivate
     let webhookClient: HTTPClient
@@ -206,5 +216,6 @@ private func assemble(
         dispatcher: Dispatcher(
             router: router, logger: logger, metrics: requestMetrics, largeBodyRoutes: Dispatcher.largeBodyRoutes(routes),
             trustForwardedFor: configuration.trustForwardedFor, routes: routes + dashboard,
-            authentication: middleware.compactMap { $0 as? AuthenticationMiddleware }.first))
+            authentication: middleware.compactMap { $0 as? AuthenticationMiddleware }.first),
+        channelClient: channelClient)
 }

@@ -76,6 +76,10 @@ public struct Configuration: Sendable, Equatable {
     /// Sign-in attempts (and refused admin tokens) a client address may make in a
     /// minute; 0 turns the limit off.
     public var signInAttemptsPerMinute = 10
+    /// The channel management API of broadcast channels, production.
+    public var apnsChannelsProductionURL = "https://api-manage-broadcast.push.apple.com:2196"
+    /// The channel management API of broadcast channels, sandbox.
+    public var apnsChannelsSandboxURL = "https://api-manage-broadcast.sandbox.push.apple.com:2195"
     /// Priority-10 updates a copy of an activity gets in any hour (an app may
     /// override it).
     public var priority10PerHour = SendBudget.standard.priority10PerHour

@@ -154,6 +154,13 @@ extension Configuration {
         Setting("--apns-production-url", \.apnsProductionURL, .url, help: "APNs production endpoint."),
         Setting("--apns-sandbox-url", \.apnsSandboxURL, .url, help: "APNs sandbox endpoint."),
         Setting(
+            "--apns-channels-production-url", \.apnsChannelsProductionURL, .url,
+            help: "The channel management API of broadcast channels (iOS 18), production.",
+            readme: "The channel management API of broadcast channels (iOS 18), production: Apple serves it on a host of its own."),
+        Setting(
+            "--apns-channels-sandbox-url", \.apnsChannelsSandboxURL, .url,
+            help: "The channel management API of broadcast channels (iOS 18), sandbox."),
+        Setting(
             "--apns-ca-file", \.apnsCAFile, .required("a file path is required"), default: "the system's roots",
             help: "PEM file of CA certificates trusted for APNs (for a simulator).",
             readme: "PEM CA certificates trusted for APNs (for a simulator elsewhere)."),

@@ -21,11 +21,14 @@ public struct EmbeddedAPNsEndpoint: Sendable {
     public var trustRootsPEM: String?
     /// Its inspection API, if it has one.
     public var inspectURL: String?
+    /// Its channel management API (broadcast channels), if it has one.
+    public var channelsURL: URL?
 
     /// Creates an endpoint.
-    public init(url: URL, trustRootsPEM: String?, inspectURL: String?) {
+    public init(url: URL, trustRootsPEM: String?, inspectURL: String?, channelsURL: URL? = nil) {
         self.url = url
         self.trustRootsPEM = trustRootsPEM
         self.inspectURL = inspectURL
+        self.channelsURL = channelsURL
     }
 }

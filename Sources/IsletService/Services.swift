@@ -32,6 +32,8 @@ public struct Services: Sendable {
     public let signIns: SignInLimiter
     /// Each app's rate limits.
     public let rateLimits: RateLimiter
+    /// Broadcast channels.
+    public let channels: ChannelService
 
     /// Builds the services; `adminToken` is the token that manages apps, a
     /// dashboard session lasts `sessionLifetime` seconds, and a client address may
@@ -39,7 +41,8 @@ public struct Services: Sendable {
     public init(
         environment: ServiceEnvironment, adminToken: String, events: EventSettings = EventSettings(),
         webhooks: WebhookPolicy = WebhookPolicy(), sessionLifetime: TimeInterval = 12 * 3600,
-        keyCacheLifetime: Duration = .seconds(5), signInAttemptsPerMinute: Int = 10
+        keyCacheLifetime: Duration = .seconds(5), signInAttemptsPerMinute: Int = 10,
+        channelAPI: (any BroadcastChannelAPI)? = nil
     ) {
         self.environment = environment
         apps = AppService(environment: environment, adminToken: adminToken, keyCacheLifetime: keyCacheLifetime)
@@ -54,6 +57,7 @@ public struct Services: Sendable {
         self.webhooks = WebhookService(environment: environment, policy: webhooks)
         signIns = SignInLimiter(attemptsPerMinute: signInAttemptsPerMinute, clock: environment.clock)
         rateLimits = RateLimiter(environment: environment)
+        channels = ChannelService(environment: environment, api: channelAPI)
         sessions = SessionService(environment: environment, apps: apps, lifetime: sessionLifetime, signIns: signIns)
     }
 

@@ -419,6 +419,20 @@ public protocol SessionStore {
 }
 
 /// Everything one transaction can do.
+/// The broadcast channels apps made through Islet.
+public protocol ChannelStore {
+    /// Adds a channel of `appID`.
+    func insertChannel(appID: String, _ channel: ChannelRecord) throws
+    /// A page of the app's channels in the order of their ids, after `afterChannelID`.
+    func channels(appID: String, afterChannelID: String?, limit: Int) throws -> [ChannelRecord]
+    /// The channel `channelID` (base64url) of `appID`.
+    func channel(appID: String, channelID: String) throws -> ChannelRecord?
+    /// Forgets a channel. Answers whether there was one.
+    func deleteChannel(appID: String, channelID: String) throws -> Bool
+    /// How many channels the app has in `environment`.
+    func channelCount(appID: String, environment: APNsEnvironment) throws -> Int
+}
+
 /// The token buckets of the apps' rate limits, where several nodes share them.
 public protocol RateLimitStore {
     /// The bucket of `appID`'s `family` as last stored (`tokens` at `updatedAt`),
@@ -430,7 +444,7 @@ public protocol RateLimitStore {
 
 public protocol StoreSession:
     AppStore, DeviceStore, ActivityStore, ActivityTypeStore, PushQueue, IdempotencyStore, NodeStore, NodeCoordination,
-    ScheduleStore, EventStore, WebhookStore, SessionStore, RateLimitStore
+    ScheduleStore, EventStore, WebhookStore, SessionStore, RateLimitStore, ChannelStore
 {
     /// Answers when the database does (a health check).
     func ping() throws

@@ -16,6 +16,8 @@ struct EmbeddedSimulator: EmbeddedAPNs {
         options.host = "127.0.0.1"
         options.port = configuration.simulatorPort
         options.inspectPort = configuration.simulatorInspectPort
+        // The channel management API of broadcast channels, on a free port.
+        options.channelsPort = 0
         return EmbeddedSimulator(simulator: try APNsSimulator(options: options, clock: clock))
     }
 
@@ -23,7 +25,8 @@ struct EmbeddedSimulator: EmbeddedAPNs {
         let ports = try simulator.start()
         return EmbeddedAPNsEndpoint(
             url: URL(string: "https://127.0.0.1:\(ports.apns)")!, trustRootsPEM: simulator.caCertificatePEM,
-            inspectURL: ports.inspect.map { "http://127.0.0.1:\($0)" })
+            inspectURL: ports.inspect.map { "http://127.0.0.1:\($0)" },
+            channelsURL: simulator.channelsPort.map { URL(string: "https://127.0.0.1:\($0)")! })
     }
 
     func trust(_ credentials: APNsCredentials) {

@@ -257,6 +257,8 @@ struct APIRulesTests {
                 "GET /v1/apps/{app_id}/webhooks/{webhook_id}/deliveries",
                 "POST /v1/apps/{app_id}/webhooks/{webhook_id}/deliveries/{delivery_id}/retry",
                 "GET /v1/apps/{app_id}/events",
+                "POST /v1/apps/{app_id}/channels", "GET /v1/apps/{app_id}/channels",
+                "GET /v1/apps/{app_id}/channels/{channel_id}", "DELETE /v1/apps/{app_id}/channels/{channel_id}",
             ]
             #expect(documented == contract)
             // Every documented route is served: none answers "no such route".

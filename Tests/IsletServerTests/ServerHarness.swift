@@ -70,6 +70,7 @@ struct ServerHarness: Sendable {
                 var options = APNsSimulatorOptions()
                 options.port = 0
                 options.inspectPort = nil
+                options.channelsPort = 0
                 options.tls = TLSServerConfiguration(
                     certificateChainPEM: authority.serverCertificateChainPEM, privateKeyPEM: authority.serverPrivateKeyPEM)
                 options.engine.environment = environment
@@ -95,6 +96,8 @@ struct ServerHarness: Sendable {
             config.apnsSandboxURL = "https://127.0.0.1:\(sandbox.port)"
             config.apnsProductionURL = "https://127.0.0.1:\(production.port)"
             config.apnsCAFile = caFile.path
+            config.apnsChannelsSandboxURL = "https://127.0.0.1:\(sandbox.channelsPort ?? 0)"
+            config.apnsChannelsProductionURL = "https://127.0.0.1:\(production.channelsPort ?? 0)"
             configure(&config)
             // Opening the store migrates it and starting prepares each service (the
             // delivery worker puts back what an earlier run left): blocking work, on a

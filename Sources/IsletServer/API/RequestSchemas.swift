@@ -65,6 +65,13 @@ enum RequestSchemas {
             description: "Whether the user allowed frequent updates (ActivityKit's frequentPushesEnabled); absent keeps what the device said before, null forgets it (unknown)."),
     ])
     static let token = BodySchema([BodyField("token", .token(emptyMeansAbsent: false), required: true)])
+    /// A broadcast channel to create.
+    static let createChannel = BodySchema([
+        BodyField("environment", .enumeration(APNsEnvironment.allCases.map(\.rawValue)), required: true),
+        BodyField(
+            "message_storage_policy", .enumeration(["none", "most_recent"]),
+            description: "most_recent: APNs keeps the channel's newest message for devices that subscribe later; none (the default) keeps nothing."),
+    ])
     static let registerActivityToken = BodySchema([
         BodyField("activity_type", .string(.activityType), required: true),
         BodyField("token", .token(emptyMeansAbsent: false), required: true),

@@ -337,5 +337,21 @@ enum PostgresSchema {
                 PRIMARY KEY (app_id, family)
             );
             """),
+        // iOS 18 broadcast channels an app made through Islet: Apple's id as Apple
+        // gave it, the same bytes in base64url (what paths take), the environment
+        // it lives in, and the activity using it.
+        Migration(version: 15, name: "broadcast channels", sql: """
+            CREATE TABLE channels (
+                app_id TEXT NOT NULL,
+                channel_id TEXT NOT NULL,
+                apns_channel_id TEXT NOT NULL,
+                environment TEXT NOT NULL,
+                message_storage_policy TEXT NOT NULL,
+                activity_id TEXT,
+                created_at BIGINT NOT NULL,
+                PRIMARY KEY (app_id, channel_id)
+            );
+            CREATE INDEX channels_by_environment ON channels(app_id, environment);
+            """),
     ]
 }
