@@ -12,7 +12,9 @@ import IsletCrypto
 /// The input is text: a first line `METHOD PATH`, then `name: value` header lines up
 /// to an empty line, then the body. A header value `$JWT` becomes `bearer` and a
 /// provider token the engine trusts; `$START`, `$UPDATE` and `$DEVICE` in the path
-/// become tokens the simulated devices hold.
+/// become tokens the simulated devices hold, and `$CHANNEL` (in the path, a header
+/// value or the body) the id of a broadcast channel the engine holds. A path under
+/// `/1/` goes to the channel management API.
 public enum SimulatorFuzz {
     static let startToken = String(repeating: "a1", count: 32)
     static let updateToken = String(repeating: "b2", count: 32)
@@ -45,7 +47,17 @@ public enum SimulatorFuzz {
         _ = try? engine.registerToken(startToken, kind: .pushToStart)
         _ = try? engine.registerToken(updateToken, kind: .liveActivityUpdate)
         _ = try? engine.registerToken(deviceToken, kind: .device)
-        let response = engine.handle(request, connection: ConnectionID(1))
+        let created = engine.handleChannelRequest(
+            SimulatorRequest(
+                method: "POST", path: "/1/apps/com.example.app/channels",
+                headers: [("authorization", setup.authorization)],
+                body: Data(#"{"message-storage-policy":1,"push-type":"LiveActivity"}"#.utf8)),
+            connection: ConnectionID(2))
+        let channel = created.header(APNsHeaderName.channelID) ?? ""
+        let substituted = Self.substituting(channel, in: request)
+        let response = substituted.path.hasPrefix("/1/")
+            ? engine.handleChannelRequest(substituted, connection: ConnectionID(1))
+            : engine.handle(substituted, connection: ConnectionID(1))
         if fuzzVerbose { print(response.status, response.reason.map { "\($0)" } ?? "", engine.pushes().last.map { "\($0.deviceOutcome) \($0.deviceNote ?? "")" } ?? "") }
         guard (200...599).contains(response.status) else { fatalError("status \(response.status)") }
         // What the inspection API would serve of it.
@@ -85,6 +97,23 @@ public enum SimulatorFuzz {
             headers.append((String(line[..<colon]), value))
         }
         return SimulatorRequest(method: method, path: path, headers: headers, body: bodyStart.map(body) ?? Data())
+    }
+
+    /// `request` with `$CHANNEL` replaced by `channel` in its path, header values and
+    /// body.
+    static func substituting(_ channel: String, in request: SimulatorRequest) -> SimulatorRequest {
+        let marker = "$CHANNEL"
+        var headers: [(name: String, value: String)] = []
+        for index in 0..<request.fields.count {
+            headers.append((request.fields.name(at: index), request.fields.value(at: index).replacingOccurrences(of: marker, with: channel)))
+        }
+        var body = request.body
+        if let text = String(data: body, encoding: .utf8), text.contains(marker) {
+            body = Data(text.replacingOccurrences(of: marker, with: channel).utf8)
+        }
+        return SimulatorRequest(
+            method: request.method, path: request.path.replacingOccurrences(of: marker, with: channel), headers: headers,
+            body: body)
     }
 
     /// Reads the body (from its offset in `bytes`) as the engine's payload reader
