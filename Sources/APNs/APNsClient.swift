@@ -30,6 +30,11 @@ public struct APNsClientConfiguration: Sendable {
     public var connectTimeout: Duration = .seconds(10)
     /// Provider tokens are replaced after this long (APNs allows an hour).
     public var providerTokenMaximumAge: TimeInterval = 55 * 60
+    /// Where broadcasts (iOS 18 channels) go in production; `nil`: the push host.
+    /// Apple's pages name both the push host and `api-broadcast.push.apple.com`.
+    public var broadcastProductionURL: URL?
+    /// Where broadcasts go in the sandbox; `nil`: the push host.
+    public var broadcastSandboxURL: URL?
 
     /// Apple's hosts, the system's roots.
     public init() {}
@@ -37,6 +42,11 @@ public struct APNsClientConfiguration: Sendable {
     /// The endpoint of `environment`.
     public func url(for environment: APNsEnvironment) -> URL {
         environment == .production ? productionURL : sandboxURL
+    }
+
+    /// The endpoint of broadcasts in `environment`.
+    public func broadcastURL(for environment: APNsEnvironment) -> URL {
+        (environment == .production ? broadcastProductionURL : broadcastSandboxURL) ?? url(for: environment)
     }
 }
 
@@ -86,7 +96,7 @@ public final class APNsClient: Sendable {
     ) {
         let pool: Pool
         do {
-            pool = try self.pool(key: key, environment: environment)
+            pool = try self.pool(key: key, environment: environment, broadcast: request.channelID != nil)
         } catch {
             completion(APNsResult(disposition: .retry, response: nil, error: error, attempts: 0, apnsID: request.apnsID))
             return
@@ -141,11 +151,11 @@ public final class APNsClient: Sendable {
         }
     }
 
-    private func pool(key: APNsSigningKey, environment: APNsEnvironment) throws(APNsError) -> Pool {
-        let name = PoolKey(key: key, environment: environment)
+    private func pool(key: APNsSigningKey, environment: APNsEnvironment, broadcast: Bool) throws(APNsError) -> Pool {
+        let name = PoolKey(key: key, environment: environment, broadcast: broadcast)
         return try pools.withLock { pools throws(APNsError) -> Pool in
             if let pool = pools[name] { return pool }
-            let url = configuration.url(for: environment)
+            let url = broadcast ? configuration.broadcastURL(for: environment) : configuration.url(for: environment)
             guard let host = url.host, url.scheme == "https" || url.scheme == "http" else {
                 throw APNsError(.invalidConfiguration, "\(url) is not an https URL with a host")
             }
@@ -177,20 +187,23 @@ public final class APNsClient: Sendable {
     }
 }
 
-/// Names the pool of one (signing key, environment).
+/// Names the pool of one (signing key, environment), for pushes or broadcasts.
 struct PoolKey: Hashable, Sendable {
     let identity: String
     let identityHash: Int
     let environment: APNsEnvironment
+    let broadcast: Bool
 
-    init(key: APNsSigningKey, environment: APNsEnvironment) {
+    init(key: APNsSigningKey, environment: APNsEnvironment, broadcast: Bool = false) {
         identity = key.identity
         identityHash = key.identityHash
         self.environment = environment
+        self.broadcast = broadcast
     }
 
     static func == (a: PoolKey, b: PoolKey) -> Bool {
-        a.identityHash == b.identityHash && a.environment == b.environment && a.identity == b.identity
+        a.identityHash == b.identityHash && a.environment == b.environment && a.broadcast == b.broadcast
+            && a.identity == b.identity
     }
 
     func hash(into hasher: inout Hasher) {
@@ -300,6 +313,18 @@ private final class PushAttempt: HTTP2Exchange, @unchecked Sendable {
     // MARK: The HTTP/2 exchange of one attempt
 
     override func writeHead(_ head: HTTP2RequestHead) {
+        if let channelID = request.channelID {
+            // A broadcast: the bundle id in the path, the channel in a header, and
+            // the expiration it must have (0 unless the channel stores a message).
+            head.path(APNsPath.broadcastPrefix, request.bundleID)
+            head.field(APNsHeaderName.authorization, authorization)
+            head.field(APNsHeaderName.channelID, channelID)
+            head.field(APNsHeaderName.pushType, request.pushType.rawValue)
+            head.field(APNsHeaderName.priority, request.priority.rawValue)
+            head.field(APNsHeaderName.id, request.apnsID, neverIndexed: true)
+            head.field(APNsHeaderName.expiration, Int(request.expiration ?? 0))
+            return
+        }
         head.path(APNsPath.devicePrefix, request.deviceToken)
         head.field(APNsHeaderName.authorization, authorization)
         head.field(APNsHeaderName.topic, request.topic)

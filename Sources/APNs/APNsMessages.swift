@@ -20,6 +20,18 @@ public struct APNsRequest: Sendable {
     public var collapseID: String?
     /// The JSON payload.
     public var payload: Data
+    /// For a broadcast (iOS 18), the channel it goes to: Apple's id, as the
+    /// `apns-channel-id` header carries it. The request then goes to
+    /// `/4/broadcasts/apps/<bundle id>` (the topic without its push-type suffix),
+    /// and `deviceToken` is not used.
+    public var channelID: String?
+
+    /// The bundle id a broadcast's path names: the topic without its push-type
+    /// suffix.
+    public var bundleID: String {
+        guard let suffix = pushType.topicSuffix, topic.hasSuffix(suffix) else { return topic }
+        return String(topic.dropLast(suffix.count))
+    }
 
     /// Creates a request; without `apnsID` a fresh lowercase UUID is minted.
     public init(
@@ -34,6 +46,20 @@ public struct APNsRequest: Sendable {
         self.apnsID = apnsID ?? APNsRequest.mintID()
         self.collapseID = collapseID
         self.payload = payload
+    }
+
+    /// A broadcast of a Live Activity `payload` on `channelID` for `bundleID`, at
+    /// `priority`; `expiration` 0 (the only one a channel that stores no message
+    /// takes) unless given.
+    public static func broadcast(
+        channelID: String, bundleID: String, priority: APNsPriority = .immediate, expiration: Int64 = 0,
+        apnsID: String? = nil, payload: Data
+    ) -> APNsRequest {
+        var request = APNsRequest(
+            deviceToken: "", topic: bundleID + (APNsPushType.liveactivity.topicSuffix ?? ""), pushType: .liveactivity,
+            priority: priority, expiration: expiration, apnsID: apnsID, payload: payload)
+        request.channelID = channelID
+        return request
     }
 }
 

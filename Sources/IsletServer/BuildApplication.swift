@@ -114,6 +114,8 @@ private func assemble(
     } else {
         clientConfiguration.productionURL = URL(string: configuration.apnsProductionURL)!
         clientConfiguration.sandboxURL = URL(string: configuration.apnsSandboxURL)!
+        clientConfiguration.broadcastProductionURL = configuration.apnsBroadcastProductionURL.flatMap(URL.init(string:))
+        clientConfiguration.broadcastSandboxURL = configuration.apnsBroadcastSandboxURL.flatMap(URL.init(string:))
         if let caFile = configuration.apnsCAFile {
             guard let pem = FileManager.default.contents(atPath: caFile), !pem.isEmpty else {
                 throw ConfigurationError(.unusable, setting: Configuration.label(of: \.apnsCAFile), message: "cannot read \(caFile)")

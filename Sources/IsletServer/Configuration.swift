@@ -76,6 +76,10 @@ public struct Configuration: Sendable, Equatable {
     /// Sign-in attempts (and refused admin tokens) a client address may make in a
     /// minute; 0 turns the limit off.
     public var signInAttemptsPerMinute = 10
+    /// Where broadcasts go in production; `nil`: `apnsProductionURL`.
+    public var apnsBroadcastProductionURL: String?
+    /// Where broadcasts go in the sandbox; `nil`: `apnsSandboxURL`.
+    public var apnsBroadcastSandboxURL: String?
     /// The channel management API of broadcast channels, production.
     public var apnsChannelsProductionURL = "https://api-manage-broadcast.push.apple.com:2196"
     /// The channel management API of broadcast channels, sandbox.

@@ -161,6 +161,13 @@ extension Configuration {
             "--apns-channels-sandbox-url", \.apnsChannelsSandboxURL, .url,
             help: "The channel management API of broadcast channels (iOS 18), sandbox."),
         Setting(
+            "--apns-broadcast-production-url", \.apnsBroadcastProductionURL, .url, default: "`--apns-production-url`",
+            help: "Where broadcasts (iOS 18 channels) go in production.",
+            readme: "Where broadcasts (iOS 18 channels) go in production. Apple's pages name both the push host and `https://api-broadcast.push.apple.com`; the push host is the default."),
+        Setting(
+            "--apns-broadcast-sandbox-url", \.apnsBroadcastSandboxURL, .url, default: "`--apns-sandbox-url`",
+            help: "Where broadcasts (iOS 18 channels) go in the sandbox."),
+        Setting(
             "--apns-ca-file", \.apnsCAFile, .required("a file path is required"), default: "the system's roots",
             help: "PEM file of CA certificates trusted for APNs (for a simulator).",
             readme: "PEM CA certificates trusted for APNs (for a simulator elsewhere)."),

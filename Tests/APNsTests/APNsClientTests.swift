@@ -57,6 +57,49 @@ struct Rig {
 
 @Suite("APNs client against the simulator")
 struct APNsClientTests {
+    @Test func broadcastsGoToTheirChannelAndChannelsAreManagedOnTheirOwnHost() async throws {
+        let rig = try Rig(simulator: { $0.channelsPort = 0 })
+        var settings = APNsChannelConfiguration()
+        settings.sandboxURL = URL(string: "https://127.0.0.1:\(try #require(rig.simulator.channelsPort))")!
+        settings.trustRootsPEM = rig.simulator.caCertificatePEM
+        let channels = APNsChannelClient(configuration: settings, tokens: { rig.client.tokenManager(for: $0) })
+        let id = try await channels.create(bundleID: "com.example.app", storesMostRecent: false, key: rig.key, environment: .sandbox)
+        #expect(rig.simulator.engine.channels().map(\.id) == [id])
+        let phone = try rig.simulator.engine.subscribe(channelID: id, token: "phone-1")
+
+        let update = Data(#"{"aps":{"timestamp":1800000001,"event":"update","content-state":{"step":2}}}"#.utf8)
+        let sent = await rig.send(.broadcast(channelID: id, bundleID: "com.example.app", priority: .powerConsidered, payload: update))
+        #expect(sent.disposition == .delivered, "\(sent)")
+        #expect(sent.response?.status == 200)
+        let record = try #require(rig.simulator.engine.pushes().last)
+        #expect(record.path == "/4/broadcasts/apps/com.example.app")
+        #expect(record.headers["apns-channel-id"] == id)
+        #expect(record.headers["apns-priority"] == "5")
+        #expect(record.headers["apns-expiration"] == "0")
+        #expect(record.headers["apns-topic"] == nil)
+        #expect(record.deliveries?.map(\.activityID) == [phone.id])
+        #expect(rig.simulator.engine.activity(id: phone.id)?.contentState == ["step": 2])
+
+        // A channel APNs does not have is refused, naming it; deleting one twice is
+        // no error.
+        try await channels.delete(bundleID: "com.example.app", channelID: id, key: rig.key, environment: .sandbox)
+        try await channels.delete(bundleID: "com.example.app", channelID: id, key: rig.key, environment: .sandbox)
+        #expect(rig.simulator.engine.channels().isEmpty)
+        let refused = await rig.send(.broadcast(channelID: id, bundleID: "com.example.app", payload: update))
+        #expect(refused.disposition == .rejected)
+        #expect(refused.response?.reason == .channelNotRegistered)
+        // APNs's refusal of a channel request comes back with its reason.
+        do {
+            _ = try await channels.create(bundleID: "com.example.app.push-type.liveactivity", storesMostRecent: true, key: rig.key, environment: .sandbox)
+            Issue.record("a topic with a push-type suffix was accepted")
+        } catch {
+            #expect(error.reason == .topicDisallowed)
+            #expect(error.status == 400)
+        }
+        await channels.shutdown()
+        await rig.stop()
+    }
+
     @Test func deliversAndKeepsTheApnsID() async throws {
         let rig = try Rig()
         let request = rig.alert()
