@@ -19,9 +19,12 @@ struct SendCommandLine: Sendable {
     static let helpText = """
         Usage: islet send --key AuthKey.p8 --key-id K --team-id T --topic BUNDLE_ID --token HEX
                           --event start|update|end|alert [payload options] [--sandbox | --url URL --ca FILE]
+               islet send … --channel ID --event update|end …
 
         Builds one push with Islet's payload rules, sends it, and prints the request and
-        APNs's answer. A broken rule is reported before anything is sent.
+        APNs's answer. A broken rule is reported before anything is sent. With --channel
+        instead of --token, the update or end is a broadcast (iOS 18) to every phone
+        subscribed to that channel (Apple's id, as APNs gave it).
 
         Payload options:
           --content-state JSON       the full content state (start, update; optional on end)
@@ -34,6 +37,8 @@ struct SendCommandLine: Sendable {
           --timestamp SECONDS        aps.timestamp (default: now)
           --priority 5|10            (default 10; 5 for an update without an alert)
           --apns-id UUID             (default: a fresh one)
+          --expiration SECONDS       apns-expiration of a broadcast (default 0: the only value a
+                                     channel that stores no message takes)
         Endpoint:
           --sandbox                  api.sandbox.push.apple.com (default: production)
           --url URL                  another endpoint, such as an islet sim
@@ -61,7 +66,7 @@ struct SendCommandLine: Sendable {
         let valued: Set<String> = [
             "--key", "--key-id", "--team-id", "--topic", "--token", "--event", "--content-state", "--attributes-type",
             "--attributes", "--alert-title", "--alert-body", "--stale-date", "--dismissal-date", "--relevance-score",
-            "--timestamp", "--priority", "--apns-id", "--url", "--ca",
+            "--timestamp", "--priority", "--apns-id", "--url", "--ca", "--channel", "--expiration",
         ]
         while index < arguments.count {
             var flag = arguments[index]
@@ -122,13 +127,32 @@ struct SendCommandLine: Sendable {
         }
         let key = APNsSigningKey(keyID: try required("--key-id"), teamID: try required("--team-id"), key: privateKey)
         let topic = try required("--topic")
-        let token = try required("--token")
-        do {
-            try PushToken.validate(token)
-        } catch {
-            throw ConfigurationError(.invalidValue, setting: "--token", message: error.description)
+        let channel = values["--channel"]
+        var token = ""
+        if let channel {
+            guard values["--token"] == nil else {
+                throw ConfigurationError(.invalidValue, setting: "--channel", message: "give --channel or --token, not both")
+            }
+            guard !channel.isEmpty, Data(base64Encoded: channel) != nil else {
+                throw ConfigurationError(.invalidValue, setting: "--channel", message: "\"\(channel)\" is not a channel id (base64, as APNs gave it)")
+            }
+        } else {
+            token = try required("--token")
+            do {
+                try PushToken.validate(token)
+            } catch {
+                throw ConfigurationError(.invalidValue, setting: "--token", message: error.description)
+            }
         }
         let eventText = try required("--event")
+        if channel != nil, eventText != "update", eventText != "end" {
+            throw ConfigurationError(
+                .invalidValue, setting: "--event", message: "a broadcast is an update or an end; it cannot start an activity or be an alert")
+        }
+        let expiration = try number("--expiration").map { Int64($0) }
+        if let expiration, channel == nil || expiration < 0 {
+            throw ConfigurationError(.invalidValue, setting: "--expiration", message: "takes Unix seconds from 0, with --channel only")
+        }
         var alert: PushAlert?
         if values["--alert-title"] != nil || values["--alert-body"] != nil {
             alert = PushAlert(title: .literal(values["--alert-title"] ?? ""), body: .literal(values["--alert-body"] ?? ""))
@@ -185,10 +209,16 @@ struct SendCommandLine: Sendable {
             throw ConfigurationError(.invalidValue, setting: "--apns-id", message: "\"\(apnsID)\" is not a UUID")
         }
         let request: APNsRequest
-        do {
-            request = try APNsRequest(built, deviceToken: token.lowercased(), tokenKind: tokenKind, apnsID: apnsID?.lowercased())
-        } catch {
-            throw PayloadRuleBroken(error: error)
+        if let channel {
+            request = .broadcast(
+                channelID: channel, bundleID: topic, priority: built.priority, expiration: expiration ?? 0,
+                apnsID: apnsID?.lowercased(), payload: built.payload)
+        } else {
+            do {
+                request = try APNsRequest(built, deviceToken: token.lowercased(), tokenKind: tokenKind, apnsID: apnsID?.lowercased())
+            } catch {
+                throw PayloadRuleBroken(error: error)
+            }
         }
         return SendCommandLine(key: key, environment: sandbox ? .sandbox : .production, client: client, request: request)
     }
@@ -196,9 +226,16 @@ struct SendCommandLine: Sendable {
     /// The request as it goes on the wire, for people: method, path, headers (the
     /// provider token left out) and the payload.
     var requestDescription: String {
-        var lines = ["POST \(client.url(for: environment).absoluteString)\(APNsPath.device(request.deviceToken))"]
-        lines.append("apns-push-type: \(request.pushType.rawValue)")
-        lines.append("apns-topic: \(request.topic)")
+        var lines: [String] = []
+        if let channelID = request.channelID {
+            lines.append("POST \(client.broadcastURL(for: environment).absoluteString)\(APNsPath.broadcastPrefix)\(request.bundleID)")
+            lines.append("apns-channel-id: \(channelID)")
+            lines.append("apns-push-type: \(request.pushType.rawValue)")
+        } else {
+            lines.append("POST \(client.url(for: environment).absoluteString)\(APNsPath.device(request.deviceToken))")
+            lines.append("apns-push-type: \(request.pushType.rawValue)")
+            lines.append("apns-topic: \(request.topic)")
+        }
         lines.append("apns-priority: \(request.priority.rawValue)")
         lines.append("apns-id: \(request.apnsID)")
         if let expiration = request.expiration { lines.append("apns-expiration: \(expiration)") }

@@ -49,6 +49,35 @@ struct SendProcessTests {
         }
     }
 
+    @Test func sendsABroadcastToAChannelsSubscribers() async throws {
+        try #require(FileManager.default.isExecutableFile(atPath: executable))
+        try await withSimulator { simulator, key, ca in
+            // A channel, made as the management API makes one, and a phone on it.
+            let jwt = try JSONWebToken.signES256(
+                keyID: "SENDKEY001", claims: ["iss": .string("SENDTEAM01"), "iat": .integer(Int64(Date().timeIntervalSince1970))],
+                key: try P256.SigningKey(pemRepresentation: String(contentsOf: key, encoding: .utf8)))
+            let created = simulator.engine.handleChannelRequest(
+                SimulatorRequest(
+                    method: "POST", path: "/1/apps/com.example.app/channels", headers: [("authorization", "bearer \(jwt)")],
+                    body: Data(#"{"message-storage-policy":0,"push-type":"LiveActivity"}"#.utf8)),
+                connection: ConnectionID(99))
+            let channel = try #require(created.header("apns-channel-id"))
+            let phone = try simulator.engine.subscribe(channelID: channel, token: "phone-1")
+            var flags = arguments(simulator, key, ca, ["--event", "update", "--content-state", #"{"eta":3}"#, "--channel", channel])
+            flags.removeSubrange(flags.firstIndex(of: "--token")!...flags.firstIndex(of: "--token")! + 1)
+            let result = try await runCommand(executable, flags)
+            #expect(result.status == 0, "\(result.output) \(result.error)")
+            #expect(result.output.contains("/4/broadcasts/apps/com.example.app"))
+            #expect(result.output.contains("apns-channel-id: \(channel)"))
+            #expect(result.output.contains("apns-unique-id: "))
+            #expect(simulator.engine.activity(id: phone.id)?.contentState == ["eta": 3])
+            // A broadcast cannot start an activity; --channel and --token are one or the other.
+            let start = try await runCommand(executable, arguments(simulator, key, ca, ["--event", "start", "--channel", channel]))
+            #expect(start.status == 2)
+            #expect(start.error.contains("--channel or --token, not both") || start.error.contains("cannot start"))
+        }
+    }
+
     @Test func aBrokenRuleIsReportedAndNothingIsSent() async throws {
         try #require(FileManager.default.isExecutableFile(atPath: executable))
         try await withSimulator { simulator, key, ca in
