@@ -25,8 +25,12 @@ public struct RateLimit: Sendable, Hashable {
     }
 }
 
-/// The server's rate limits for every app, by family: none unless set.
-public struct RateLimitDefaults: Sendable, Hashable {
+/// The server's rate limits for every app, by family (none unless set): the same
+/// four figures an app may set, with nothing beneath them.
+public typealias RateLimitDefaults = RateLimitOverrides
+
+/// An app's own rate limits; each `nil` takes the server's.
+public struct RateLimitOverrides: Sendable, Hashable {
     /// Requests a second of the `sends` family.
     public var sendsPerSecond: Double?
     /// The `sends` family's burst.
@@ -34,32 +38,6 @@ public struct RateLimitDefaults: Sendable, Hashable {
     /// Requests a second of the `registrations` family.
     public var registrationsPerSecond: Double?
     /// The `registrations` family's burst.
-    public var registrationsBurst: Int?
-
-    /// Creates defaults.
-    public init(
-        sendsPerSecond: Double? = nil, sendsBurst: Int? = nil, registrationsPerSecond: Double? = nil,
-        registrationsBurst: Int? = nil
-    ) {
-        self.sendsPerSecond = sendsPerSecond
-        self.sendsBurst = sendsBurst
-        self.registrationsPerSecond = registrationsPerSecond
-        self.registrationsBurst = registrationsBurst
-    }
-
-    /// No limit.
-    public static let none = RateLimitDefaults()
-}
-
-/// An app's own rate limits; each `nil` takes the server's.
-public struct RateLimitOverrides: Sendable, Hashable {
-    /// See ``RateLimitDefaults/sendsPerSecond``.
-    public var sendsPerSecond: Double?
-    /// See ``RateLimitDefaults/sendsBurst``.
-    public var sendsBurst: Int?
-    /// See ``RateLimitDefaults/registrationsPerSecond``.
-    public var registrationsPerSecond: Double?
-    /// See ``RateLimitDefaults/registrationsBurst``.
     public var registrationsBurst: Int?
 
     /// Creates overrides.
@@ -72,6 +50,10 @@ public struct RateLimitOverrides: Sendable, Hashable {
         self.registrationsPerSecond = registrationsPerSecond
         self.registrationsBurst = registrationsBurst
     }
+
+    /// No figure: no limit (as server defaults), or every figure the server's (as an
+    /// app's own).
+    public static let none = RateLimitOverrides()
 
     /// Whether every figure is the server's.
     public var isEmpty: Bool { self == RateLimitOverrides() }
