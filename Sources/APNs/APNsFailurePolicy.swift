@@ -16,6 +16,10 @@ public enum APNsFailurePolicy {
         switch response.reason {
         case .unregistered?, .expiredToken?:
             return .tokenDead(since: response.timestamp)
+        case .channelNotRegistered?:
+            // A broadcast to a channel APNs no longer has (deleted, or never made in
+            // this environment): like a dead token, it never reaches anyone again.
+            return .tokenDead(since: nil)
         case .badDeviceToken?:
             // A sandbox token sent to production, or the reverse, or a dead one.
             return .tokenUnknownInEnvironment

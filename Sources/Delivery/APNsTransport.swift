@@ -55,10 +55,17 @@ public final class APNsTransport: PushTransport {
             completion(push, Self.unsendable(problem: cached.problem ?? "the app has no APNs credentials", passing: cached.passing))
             return
         }
-        let request = APNsRequest(
+        var request = APNsRequest(
             deviceToken: push.token, topic: push.content.topic, pushType: push.content.pushType,
             priority: push.content.priority, expiration: push.content.expiration, apnsID: push.apnsID,
             collapseID: push.content.collapseID, payload: push.content.payload)
+        if push.tokenKind == .channel {
+            // One broadcast to every subscriber of the channel, whose id the push
+            // carries as its token. A channel that stores no message takes only
+            // expiration 0, which its send's content already says.
+            request.deviceToken = ""
+            request.channelID = push.token
+        }
         let sentAt = ContinuousClock.now
         client.send(request, key: key, environment: push.environment) { result in
             let elapsed = ContinuousClock.now - sentAt

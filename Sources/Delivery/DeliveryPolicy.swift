@@ -29,6 +29,8 @@ public enum DeadTokenAction: Sendable, Equatable {
     case endUpdatedCopy(activityID: String, refusedAt: Date?)
     /// Mark the device unreachable.
     case markDeviceUnreachable(refusedAt: Date?)
+    /// Forget the broadcast channel `channelID`: APNs no longer has it.
+    case forgetChannel(channelID: String)
 }
 
 /// Everything one answer leads to: the outcome to record, what to do to the
@@ -163,7 +165,8 @@ public struct DeliveryPolicy: Sendable {
     /// A rejected push-to-start token is deleted (and the device's pending copy of
     /// the activity ended); a rejected update token ends that device's copy of the
     /// activity and leaves the device alone; a rejected device token marks the device
-    /// unreachable. An update token of no activity leads to nothing.
+    /// unreachable; a channel APNs no longer has is forgotten. An update token of no
+    /// activity leads to nothing.
     public static func deadTokenAction(_ push: ClaimedPush, since: Date?) -> DeadTokenAction? {
         switch push.tokenKind {
         case .pushToStart:
@@ -173,6 +176,9 @@ public struct DeliveryPolicy: Sendable {
             return .endUpdatedCopy(activityID: activityID, refusedAt: since)
         case .device:
             return .markDeviceUnreachable(refusedAt: since)
+        case .channel:
+            // A broadcast's `deviceID` is the channel's id.
+            return .forgetChannel(channelID: push.deviceID)
         }
     }
 }

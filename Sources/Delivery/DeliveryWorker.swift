@@ -369,7 +369,7 @@ public final class DeliveryWorker: BackgroundService {
     /// Records one answer and acts on it; answers what to count. A plain success is
     /// added to `sent`, recorded with the others in one statement.
     private func apply(
-        _ answer: Answer, session: any DeviceStore & ActivityStore & PushQueue, now: Date, sent: inout [SentPush],
+        _ answer: Answer, session: any DeviceStore & ActivityStore & PushQueue & ChannelStore, now: Date, sent: inout [SentPush],
         events: inout [NewEvent]
     ) throws -> (String, String?, Double?) {
         let push = answer.push
@@ -411,7 +411,7 @@ public final class DeliveryWorker: BackgroundService {
     /// Acts on a refused token; a refusal older than the token's latest registration
     /// changes nothing.
     private func actOnDeadToken(
-        _ push: ClaimedPush, _ action: DeadTokenAction, reason: String?, session: any DeviceStore & ActivityStore,
+        _ push: ClaimedPush, _ action: DeadTokenAction, reason: String?, session: any DeviceStore & ActivityStore & ChannelStore,
         now: Date, events: inout [NewEvent]
     ) throws {
         let acted: Bool
@@ -431,6 +431,9 @@ public final class DeliveryWorker: BackgroundService {
         case .markDeviceUnreachable(let refusedAt):
             acted = try session.markDeviceUnreachable(appID: push.appID, token: push.token, refusedAt: refusedAt, now: now)
             done = "device_marked_unreachable"
+        case .forgetChannel(let channelID):
+            acted = try session.deleteChannel(appID: push.appID, channelID: channelID)
+            done = "channel_forgotten"
         }
         var data: [String: JSONValue] = [
             "device_id": .string(push.deviceID), "token_kind": .string(push.tokenKind.rawValue),

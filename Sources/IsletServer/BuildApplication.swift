@@ -159,7 +159,7 @@ private func assemble(
         sessionLifetime: configuration.dashboardSessionHours * 3600,
         keyCacheLifetime: .milliseconds(Int(configuration.appKeyCacheSeconds * 1000)),
         signInAttemptsPerMinute: configuration.signInAttemptsPerMinute,
-        channelAPI: APNsChannels(client: channelClient))
+        channelAPI: APNsChannels(client: channelClient), broadcastThreshold: configuration.broadcastThreshold)
     var clientSettings = HTTPClientConfiguration()
     clientSettings.allowPrivateAddresses = allowPrivate
     let webhookClient: HTTPClient

@@ -84,6 +84,9 @@ public struct Configuration: Sendable, Equatable {
     public var apnsChannelsProductionURL = "https://api-manage-broadcast.push.apple.com:2196"
     /// The channel management API of broadcast channels, sandbox.
     public var apnsChannelsSandboxURL = "https://api-manage-broadcast.sandbox.push.apple.com:2195"
+    /// Devices able to take a channel above which a start with `delivery: auto`
+    /// uses one.
+    public var broadcastThreshold = 1_000
     /// Priority-10 updates a copy of an activity gets in any hour (an app may
     /// override it).
     public var priority10PerHour = SendBudget.standard.priority10PerHour

@@ -168,6 +168,10 @@ extension Configuration {
             "--apns-broadcast-sandbox-url", \.apnsBroadcastSandboxURL, .url, default: "`--apns-sandbox-url`",
             help: "Where broadcasts (iOS 18 channels) go in the sandbox."),
         Setting(
+            "--broadcast-threshold", \.broadcastThreshold, .count(0...100_000_000),
+            help: "A start with delivery auto uses a broadcast channel when more devices of its audience than this can take one.",
+            readme: "A start with `delivery: auto` uses a broadcast channel when more devices of its audience than this ({range}) can take one (iOS 18 or later, or not reported); tokens otherwise."),
+        Setting(
             "--apns-ca-file", \.apnsCAFile, .required("a file path is required"), default: "the system's roots",
             help: "PEM file of CA certificates trusted for APNs (for a simulator).",
             readme: "PEM CA certificates trusted for APNs (for a simulator elsewhere)."),

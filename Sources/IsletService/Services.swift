@@ -37,18 +37,20 @@ public struct Services: Sendable {
 
     /// Builds the services; `adminToken` is the token that manages apps, a
     /// dashboard session lasts `sessionLifetime` seconds, and a client address may
-    /// try `signInAttemptsPerMinute` sign-ins a minute (0: no limit).
+    /// try `signInAttemptsPerMinute` sign-ins a minute (0: no limit). A start with
+    /// `delivery: auto` uses a channel for more than `broadcastThreshold` devices.
     public init(
         environment: ServiceEnvironment, adminToken: String, events: EventSettings = EventSettings(),
         webhooks: WebhookPolicy = WebhookPolicy(), sessionLifetime: TimeInterval = 12 * 3600,
         keyCacheLifetime: Duration = .seconds(5), signInAttemptsPerMinute: Int = 10,
-        channelAPI: (any BroadcastChannelAPI)? = nil
+        channelAPI: (any BroadcastChannelAPI)? = nil, broadcastThreshold: Int = 1_000
     ) {
         self.environment = environment
         apps = AppService(environment: environment, adminToken: adminToken, keyCacheLifetime: keyCacheLifetime)
         devices = DeviceService(environment: environment)
         activityTypes = ActivityTypeService(environment: environment)
-        activities = ActivityService(environment: environment)
+        channels = ChannelService(environment: environment, api: channelAPI, broadcastThreshold: broadcastThreshold)
+        activities = ActivityService(environment: environment, channels: channels)
         notifications = NotificationService(environment: environment)
         nodes = NodeService(environment: environment)
         schedules = ScheduleService(environment: environment)
@@ -57,7 +59,6 @@ public struct Services: Sendable {
         self.webhooks = WebhookService(environment: environment, policy: webhooks)
         signIns = SignInLimiter(attemptsPerMinute: signInAttemptsPerMinute, clock: environment.clock)
         rateLimits = RateLimiter(environment: environment)
-        channels = ChannelService(environment: environment, api: channelAPI)
         sessions = SessionService(environment: environment, apps: apps, lifetime: sessionLifetime, signIns: signIns)
     }
 

@@ -5,7 +5,7 @@ public import Storage
 extension SQLSession {
     private static let activityColumns: SQL = """
         seq, activity_id, activity_type, origin, status, attributes, content_state, last_timestamp, started_at,
-        updated_at, ended_at, end_cause, end_at, start_alert, renewed_to, renewed_from, not_renewed
+        updated_at, ended_at, end_cause, end_at, start_alert, renewed_to, renewed_from, not_renewed, delivery
         """
 
     private static let instanceColumns: SQL = """
@@ -362,7 +362,8 @@ extension SQLSession {
                 notRenewed: try row.json("not_renewed").flatMap { value -> [String]? in
                     guard case .array(let items) = value else { return nil }
                     return items.compactMap(\.stringValue)
-                } ?? []))
+                } ?? []),
+            delivery: try row.enumValue("delivery", as: ActivityDelivery.self))
     }
 
     /// Stores the alert an activity was started with.

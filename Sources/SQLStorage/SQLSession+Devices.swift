@@ -8,7 +8,7 @@ extension SQLSession {
         guard let row = try query(
             """
             SELECT device_id, platform, environment, apns_token, unreachable_at, user_id, created_at, updated_at,
-                secret_hash, frequent_updates
+                secret_hash, frequent_updates, os_version
             FROM devices WHERE app_id = \(appID) AND device_id = \(deviceID)
             """).first
         else { return nil }
@@ -23,6 +23,7 @@ extension SQLSession {
             updatedAt: try row.date("updated_at"))
         device.hasSecret = row["secret_hash"].blob != nil
         device.frequentUpdates = row.optionalBool("frequent_updates")
+        device.osVersion = row.optionalString("os_version")
         return device
     }
 
@@ -36,10 +37,10 @@ extension SQLSession {
         let created = try run(
             """
             INSERT INTO devices (app_id, device_id, platform, environment, apns_token, apns_token_registered_at,
-                user_id, created_at, updated_at, secret_hash, frequent_updates)
+                user_id, created_at, updated_at, secret_hash, frequent_updates, os_version)
             VALUES (\(appID), \(deviceID), \(registration.platform), \(registration.environment.rawValue), \(token),
                 \(token == nil ? nil : millis), \(registration.userID ?? nil), \(millis), \(millis), \(secretHash),
-                \(registration.frequentUpdates ?? nil))
+                \(registration.frequentUpdates ?? nil), \(registration.osVersion ?? nil))
             ON CONFLICT (app_id, device_id) DO NOTHING
             """) > 0
         if created, let tags = registration.tags { try replaceTags(appID: appID, deviceID: deviceID, tags) }
@@ -61,6 +62,9 @@ extension SQLSession {
         }
         if let frequent = registration.frequentUpdates {
             changes.append(", frequent_updates = \(frequent)")
+        }
+        if let osVersion = registration.osVersion {
+            changes.append(", os_version = \(osVersion)")
         }
         if let token = registration.apnsToken {
             changes.append(", apns_token = \(token), apns_token_registered_at = \(millis), unreachable_at = NULL")
@@ -217,16 +221,22 @@ extension SQLSession {
         return Int(try rows.first?.int64("n") ?? 0)
     }
 
-    /// The push-to-start tokens for `activityType` of every device in `audience`.
+    /// The push-to-start tokens for `activityType` of every device in `audience`,
+    /// each saying whether its device can take a broadcast channel.
     public func startTargets(appID: String, audience: Audience, activityType: String) throws -> [PushTarget] {
         try query(
             """
-            SELECT device_id, token, environment FROM start_tokens
-            WHERE app_id = \(appID) AND activity_type = \(activityType)
-                AND device_id IN (\(sql: Self.audienceSQL(appID: appID, audience)))
-            ORDER BY device_id
+            SELECT s.device_id, s.token, s.environment, d.os_version FROM start_tokens s
+            JOIN devices d ON d.app_id = s.app_id AND d.device_id = s.device_id
+            WHERE s.app_id = \(appID) AND s.activity_type = \(activityType)
+                AND s.device_id IN (\(sql: Self.audienceSQL(appID: appID, audience)))
+            ORDER BY s.device_id
             """
-        ).map(Self.target)
+        ).map { row in
+            var target = try Self.target(row)
+            target.takesChannels = BroadcastChoice.takesChannels(osVersion: row.optionalString("os_version"))
+            return target
+        }
     }
 
     /// The device tokens of every reachable device in `audience`.

@@ -471,6 +471,9 @@ extension SQLSession {
         case .liveActivityUpdate:
             try run(
                 "UPDATE activity_instances SET environment = \(value) WHERE app_id = \(appID) AND update_token = \(token)")
+        case .channel:
+            // A channel lives in one environment; a broadcast never switches.
+            break
         }
     }
 }

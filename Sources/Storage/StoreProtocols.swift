@@ -431,6 +431,15 @@ public protocol ChannelStore {
     func deleteChannel(appID: String, channelID: String) throws -> Bool
     /// How many channels the app has in `environment`.
     func channelCount(appID: String, environment: APNsEnvironment) throws -> Int
+    /// Gives the channels `channelIDs` to the activity, whose delivery becomes
+    /// `channel`.
+    func assignChannels(appID: String, activityID: String, channelIDs: [String]) throws
+    /// The channels of an activity, in the order of their ids.
+    func activityChannels(appID: String, activityID: String) throws -> [ChannelRecord]
+    /// Channels Islet created whose activity is over: ended at or before `endedBy`,
+    /// started at or before `expiredBy` (past every window), or gone (and the
+    /// channel made at or before `expiredBy`).
+    func retiredChannels(endedBy: Date, expiredBy: Date, limit: Int) throws -> [(appID: String, channel: ChannelRecord)]
 }
 
 /// The token buckets of the apps' rate limits, where several nodes share them.

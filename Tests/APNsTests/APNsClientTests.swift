@@ -80,13 +80,13 @@ struct APNsClientTests {
         #expect(record.deliveries?.map(\.activityID) == [phone.id])
         #expect(rig.simulator.engine.activity(id: phone.id)?.contentState == ["step": 2])
 
-        // A channel APNs does not have is refused, naming it; deleting one twice is
-        // no error.
+        // A channel APNs does not have is refused, naming it (like a dead token: it
+        // reaches no one again); deleting one twice is no error.
         try await channels.delete(bundleID: "com.example.app", channelID: id, key: rig.key, environment: .sandbox)
         try await channels.delete(bundleID: "com.example.app", channelID: id, key: rig.key, environment: .sandbox)
         #expect(rig.simulator.engine.channels().isEmpty)
         let refused = await rig.send(.broadcast(channelID: id, bundleID: "com.example.app", payload: update))
-        #expect(refused.disposition == .rejected)
+        #expect(refused.disposition == .tokenDead(since: nil))
         #expect(refused.response?.reason == .channelNotRegistered)
         // APNs's refusal of a channel request comes back with its reason.
         do {
@@ -500,6 +500,8 @@ struct FailurePolicyTests {
         (400, .badPriority, .rejected),
         (502, nil, .retry),
         (410, nil, .tokenDead(since: nil)),
+        (400, .channelNotRegistered, .tokenDead(since: nil)),
+        (400, .badChannelId, .rejected),
     ] as [(Int, APNsReason?, TransportDisposition)])
     func classifies(status: Int, reason: APNsReason?, expected: TransportDisposition) {
         #expect(APNsFailurePolicy.classify(APNsResponse(status: status, reason: reason)) == expected)

@@ -88,6 +88,15 @@ struct SettlementTests {
         #expect(settle(orphan, result(.tokenDead(since: nil), status: 410)).deadToken == nil)
     }
 
+    @Test func aChannelAPNsNoLongerHasIsForgotten() {
+        // A broadcast's row keeps the channel's id where a push keeps its device.
+        let push = claimedPush(kind: .channel, event: .update, activityID: "act-3", createdAt: now)
+        let settled = settle(push, result(.tokenDead(since: nil), status: 400, reason: "ChannelNotRegistered"))
+        #expect(settled.deadToken == .forgetChannel(channelID: "device-1"))
+        #expect(settled.outcome.status == .failed)
+        #expect(settled.outcome.reason == "ChannelNotRegistered")
+    }
+
     @Test func deadDeviceTokenMarksTheDeviceUnreachable() {
         let since = now.addingTimeInterval(-1)
         let push = claimedPush(kind: .device, event: .alert, activityID: nil, createdAt: now)

@@ -544,3 +544,57 @@ struct PayloadEnvelopeTests {
         #expect(!alert.accepts(.liveActivityUpdate))
     }
 }
+
+@Suite("Payload builders: a start subscribing to a broadcast channel")
+struct ChannelStartPayloadTests {
+    @Test func aStartOnAChannelCarriesItsIdInsteadOfAskingForAToken() throws {
+        var push = start()
+        push.inputPushChannel = "dHdvIHBob25lcw=="
+        let aps = try parsed(try push.build(bundleID: bundleID, now: now, lastTimestamp: nil))["aps"]
+        #expect(aps?["input-push-channel"] == "dHdvIHBob25lcw==")
+        #expect(aps?["input-push-token"] == nil)
+        let plain = try parsed(try start().build(bundleID: bundleID, now: now, lastTimestamp: nil))["aps"]
+        #expect(plain?["input-push-token"] == 1)
+        #expect(plain?["input-push-channel"] == nil)
+    }
+
+    @Test func onlyAStartSubscribesAndNeverToAnEmptyId() {
+        var empty = start()
+        empty.inputPushChannel = ""
+        #expect(refusal(empty)?.field == "aps.input-push-channel")
+        var update = LiveActivityPush.update(contentState: state)
+        update.inputPushChannel = "dHdv"
+        #expect(refusal(update)?.field == "aps.input-push-channel")
+    }
+}
+
+@Suite("Broadcast choice: when auto uses a channel")
+struct BroadcastChoiceTests {
+    @Test func aChannelOnlyAboveTheThreshold() {
+        let choice = BroadcastChoice(threshold: 1_000)
+        #expect(choice.choose(capable: 1_000, total: 1_000, newChannelsIn: [.production: 0]).delivery == .tokens)
+        let above = choice.choose(capable: 1_001, total: 1_200, newChannelsIn: [.production: 0])
+        #expect(above.delivery == .channel)
+        #expect(above.reason.contains("1001 device(s) can take a channel"))
+        let below = choice.choose(capable: 900, total: 1_200, newChannelsIn: [:])
+        #expect(below.reason.contains("900 device(s) (of 1200)"))
+    }
+
+    @Test func nearAPNsLimitTokensInsteadOfAnotherChannel() {
+        let choice = BroadcastChoice(threshold: 0)
+        #expect(BroadcastChoice.guardCount == 9_500)
+        #expect(choice.choose(capable: 5, total: 5, newChannelsIn: [.sandbox: 9_499]).delivery == .channel)
+        let near = choice.choose(capable: 5, total: 5, newChannelsIn: [.sandbox: 9_500])
+        #expect(near.delivery == .tokens)
+        #expect(near.reason.contains("9500 channels in sandbox"))
+        // Only an environment that needs a new channel counts.
+        #expect(choice.choose(capable: 5, total: 5, newChannelsIn: [:]).delivery == .channel)
+    }
+
+    @Test(arguments: [
+        (nil, true), ("18", true), ("18.2.1", true), ("26.0", true), ("17.7", false), ("16", false), ("beta", true),
+    ] as [(String?, Bool)])
+    func iOS18OrLaterOrUnknownTakesAChannel(version: String?, takes: Bool) {
+        #expect(BroadcastChoice.takesChannels(osVersion: version) == takes)
+    }
+}

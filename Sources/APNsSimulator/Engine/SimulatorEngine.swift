@@ -382,6 +382,18 @@ public final class SimulatorEngine: Sendable {
         state.withLock { $0.devices.channels.all }
     }
 
+    /// Deletes the channel `id` as its owner would through the management API
+    /// (its subscribers keep their activities; broadcasts to it are refused with
+    /// ChannelNotRegistered). Answers whether there was one.
+    @discardableResult
+    public func deleteChannel(id: String) -> Bool {
+        state.withLock { state in
+            guard let channel = state.devices.channels.all.first(where: { $0.id == id }) else { return false }
+            state.devices.channels.delete(channel)
+            return true
+        }
+    }
+
     /// Forgets a connection that closed.
     public func connectionClosed(_ id: ConnectionID) {
         _ = state.withLock { $0.connections.removeValue(forKey: id) }

@@ -101,8 +101,9 @@ struct InspectionAPI: Sendable {
             return problem(400, "The body must be a JSON object {token, kind, environment?}.")
         }
         guard let token = body.token else { return problem(422, "token: required") }
-        guard let kindText = body.kind, let kind = PushTokenKind(rawValue: kindText) else {
-            return problem(422, "kind: one of \(PushTokenKind.allCases.map(\.rawValue).joined(separator: ", "))")
+        guard let kindText = body.kind, let kind = PushTokenKind(rawValue: kindText), PushTokenKind.deviceKinds.contains(kind)
+        else {
+            return problem(422, "kind: one of \(PushTokenKind.deviceKinds.map(\.rawValue).joined(separator: ", "))")
         }
         var environment: APNsEnvironment?
         if let text = body.environment {

@@ -1,5 +1,7 @@
-/// The three kinds of push token, which must never be crossed: APNs answers
-/// DeviceTokenNotForTopic when one kind is used where another belongs.
+/// The three kinds of push token, which must never be crossed (APNs answers
+/// DeviceTokenNotForTopic when one kind is used where another belongs), and the
+/// iOS 18 broadcast channel, which stands in for the update tokens of every device
+/// subscribed to it.
 public enum PushTokenKind: String, Sendable, Hashable, CaseIterable, Codable {
     /// The app's ordinary token, for alerts and background pushes.
     case device = "device"
@@ -9,13 +11,19 @@ public enum PushTokenKind: String, Sendable, Hashable, CaseIterable, Codable {
     /// One activity's own token, for its updates and end; it lives and dies with the
     /// activity and may rotate.
     case liveActivityUpdate = "live_activity_update"
+    /// A broadcast channel's id (Apple's, standard base64): one push reaches every
+    /// device subscribed to it, for a Live Activity's updates and end.
+    case channel = "channel"
+
+    /// The kinds a device registers; a channel is made through the channel API.
+    public static let deviceKinds: [PushTokenKind] = [.device, .pushToStart, .liveActivityUpdate]
 
     /// Whether a token of this kind can receive `pushType`: Live Activity tokens take
     /// only `liveactivity` pushes, device tokens everything else.
     public func accepts(_ pushType: APNsPushType) -> Bool {
         switch self {
         case .device: pushType != .liveactivity
-        case .pushToStart, .liveActivityUpdate: pushType == .liveactivity
+        case .pushToStart, .liveActivityUpdate, .channel: pushType == .liveactivity
         }
     }
 }

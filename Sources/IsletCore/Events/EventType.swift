@@ -33,6 +33,9 @@ public enum EventType: String, Sendable, Hashable, CaseIterable, Codable {
     case scheduleDropped = "schedule.dropped"
     /// A webhook failed for too long and was disabled.
     case webhookDisabled = "webhook.disabled"
+    /// The app has 95% of the channels APNs allows in an environment: a start with
+    /// `delivery: auto` went on tokens instead of creating another.
+    case channelLimitNear = "channel.limit_near"
 
     /// The family: the part before the dot (`activity`, `push`, …).
     public var family: Substring { rawValue.prefix { $0 != "." } }

@@ -43,6 +43,10 @@ public struct LiveActivityPush: Sendable, Hashable {
     public var expiration: PushExpiration?
     /// `apns-collapse-id`, at most 64 bytes.
     public var collapseID: String?
+    /// `aps.input-push-channel`: the broadcast channel a start subscribes the new
+    /// activity to (iOS 18), instead of asking for its own update token
+    /// (`input-push-token`). Start only.
+    public var inputPushChannel: String?
 
     /// Creates a push; every field but the event is optional here and checked by
     /// ``build(bundleID:now:lastTimestamp:)``.
@@ -129,8 +133,19 @@ public struct LiveActivityPush: Sendable, Hashable {
             try PayloadRules.checkFinite(attributes, path: "aps.attributes")
             aps["attributes-type"] = .string(attributesType)
             aps["attributes"] = attributes
-            aps["input-push-token"] = 1
+            if let inputPushChannel {
+                guard !inputPushChannel.isEmpty else {
+                    throw PayloadError(.empty, field: "aps.input-push-channel", message: "the channel id is empty")
+                }
+                aps["input-push-channel"] = .string(inputPushChannel)
+            } else {
+                aps["input-push-token"] = 1
+            }
         } else {
+            if inputPushChannel != nil {
+                throw PayloadError(
+                    .notAllowed, field: "aps.input-push-channel", message: "only a start subscribes to a channel")
+            }
             if attributesType != nil {
                 throw PayloadError(
                     .notAllowed, field: "aps.attributes-type", message: "only a start carries the attributes type")

@@ -63,6 +63,9 @@ enum RequestSchemas {
         BodyField(
             "frequent_updates", .bool,
             description: "Whether the user allowed frequent updates (ActivityKit's frequentPushesEnabled); absent keeps what the device said before, null forgets it (unknown)."),
+        BodyField(
+            "os_version", .string(.text(max: 32)),
+            description: "The device's iOS version (18.2): a device on iOS 18 or later, or one that never said, can take a broadcast channel. Absent keeps it, null forgets it."),
     ])
     static let token = BodySchema([BodyField("token", .token(emptyMeansAbsent: false), required: true)])
     /// A broadcast channel to create.
@@ -140,13 +143,22 @@ enum RequestSchemas {
         BodyField("attributes", .anyObject, required: true),
         BodyField("content_state", .anyObject, required: true),
         BodyField("alert", .object(alert), required: true),
-        BodyField("audience", .object(audience), required: true),
+        BodyField(
+            "audience", .object(audience),
+            description: "Required, unless delivery is channel: then, without one, the app starts the activity on its devices, subscribed to the channel."),
         BodyField("stale_date", .date),
         BodyField("relevance_score", .number),
         priority,
         BodyField("end_at", .date),
         sendAt,
         BodyField("timeline", .object(timeline), description: "Entries pushed after the start, then the end."),
+        BodyField(
+            "delivery", .enumeration(DeliveryRequest.allCases.map(\.rawValue)),
+            description: "tokens (the default): each update goes to every device's own token; channel: one broadcast per environment (iOS 18); auto: channel when more devices than the broadcast threshold can take one."),
+        BodyField("channel_id", .string(.identifier), description: "With delivery channel: the channel to use (created through the channel routes)."),
+        BodyField(
+            "channel_environment", .enumeration(APNsEnvironment.allCases.map(\.rawValue)),
+            description: "With delivery channel and no audience or channel_id: where Islet creates the channel (production by default)."),
     ])
     static let updateActivity = BodySchema([
         BodyField("content_state", .anyObject, required: true),

@@ -67,17 +67,36 @@ struct ActivityRoutes: Sendable {
         let sendAt = root.date("send_at")
         let timelineReader = root.object("timeline")
         let timeline = timelineReader.flatMap(SendFields.timeline)
+        let delivery = root.enumeration("delivery", as: DeliveryRequest.self) ?? .tokens
+        let channelID = root.string("channel_id")
+        let channelEnvironment = root.enumeration("channel_environment", as: APNsEnvironment.self)
         try body.finish()
-        let command = StartActivity(
+        if channelID != nil, delivery != .channel {
+            throw Self.invalid("channel_id", "is taken only with delivery channel")
+        }
+        if channelEnvironment != nil, delivery != .channel || audience != nil || channelID != nil {
+            throw Self.invalid("channel_environment", "is taken only with delivery channel, without an audience or a channel_id")
+        }
+        if sendAt != nil, delivery != .tokens {
+            throw Self.invalid("delivery", "must be tokens for a start with send_at")
+        }
+        if audience == nil, delivery != .channel {
+            throw Self.invalid("audience", "is required (unless delivery is channel)")
+        }
+        var command = StartActivity(
             app: request.app, activityID: activityID!, activityType: activityType!, attributes: attributes,
-            contentState: contentState, alert: alert, audience: try body.required(audience, "audience"), endAt: endAt,
+            contentState: contentState, alert: alert, audience: audience, endAt: endAt,
             staleDate: staleDate, relevanceScore: relevance, priority: priority,
             idempotency: IdempotencyHeader.key(request.http))
+        command.delivery = delivery
+        command.channelID = channelID
+        command.channelEnvironment = channelEnvironment
         guard sendAt != nil || timelineReader != nil else {
             return IdempotencyHeader.response(try await activities.start(command), status: 202)
         }
         let answer = try await schedules.start(
-            command, sendAt: sendAt, timeline: timelineReader == nil ? nil : try body.required(timeline, "timeline"))
+            try await activities.prepareChannels(command), sendAt: sendAt,
+            timeline: timelineReader == nil ? nil : try body.required(timeline, "timeline"))
         return IdempotencyHeader.response(answer, status: 202)
     }
 
@@ -120,6 +139,11 @@ struct ActivityRoutes: Sendable {
             answer, status: SendFields.scheduledStatus(answer) { $0.alreadyEnded ? 200 : 202 })
     }
 
+    /// A 422 naming `field`.
+    private static func invalid(_ field: String, _ message: String) -> ServiceError {
+        ServiceError.invalid("The field \(field) \(message).", field: field, message)
+    }
+
     // MARK: - Reading
 
     private func list(_ request: RouteRequest) async throws -> HTTPResponse {
@@ -141,6 +165,12 @@ struct ActivityRoutes: Sendable {
         var body = Self.json(detail.activity)
         body["attributes"] = detail.activity.record.attributes ?? .null
         body["content_state"] = detail.activity.record.contentState ?? .null
+        body["channels"] = .array(detail.channels.map { channel in
+            [
+                "channel_id": .string(channel.channelID), "apns_channel_id": .string(channel.apnsChannelID),
+                "environment": .string(channel.environment.rawValue),
+            ]
+        })
         body["devices"] = .array(detail.devices.map { copy in
             var json = InstanceJSON.json(copy)
             let budget = detail.priority10(deviceID: copy.deviceID)
@@ -184,13 +214,17 @@ struct ActivityRoutes: Sendable {
             "started_at": APIJSON.date(activity.startedAt), "updated_at": APIJSON.date(activity.updatedAt),
             "ended_at": APIJSON.date(view.endedAt), "end_cause": APIJSON.optional(view.endCause?.rawValue),
             "update_deadline": APIJSON.date(view.updateDeadline), "end_at": APIJSON.date(activity.endAt),
-            "end_deadline": APIJSON.date(view.endDeadline),
+            "end_deadline": APIJSON.date(view.endDeadline), "delivery": .string(activity.delivery.rawValue),
         ]
     }
 
     static func json(_ push: PushHistoryItem) -> JSONValue {
-        .object([
-            "device_id": .string(push.deviceID), "token_kind": .string(push.tokenKind.rawValue),
+        // A broadcast goes to a channel, not to a device: its record names the
+        // channel (which the push row keeps in place of a device).
+        let broadcast = push.tokenKind == .channel
+        return .object([
+            "device_id": broadcast ? .null : .string(push.deviceID),
+            "channel_id": broadcast ? .string(push.deviceID) : .null, "token_kind": .string(push.tokenKind.rawValue),
             "event": .string(push.event.rawValue), "status": .string(push.isDeferred ? "deferred" : push.status.rawValue),
             "environment": .string(push.environment.rawValue), "environment_switched": .bool(push.environmentSwitched),
             "apns_status": push.apnsStatus.map { .integer(Int64($0)) } ?? .null, "reason": APIJSON.optional(push.reason),

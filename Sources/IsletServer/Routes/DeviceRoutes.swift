@@ -99,10 +99,17 @@ struct DeviceRoutes: Sendable {
         } else if let flag = body.root.bool("frequent_updates") {
             frequentUpdates = .some(flag)
         }
+        var osVersion: String??
+        if body.root.isNull("os_version") {
+            osVersion = .some(nil)
+        } else if let text = body.root.string("os_version") {
+            osVersion = .some(text)
+        }
         try body.finish()
         var registration = DeviceRegistration(
             platform: platform!, environment: environment!, apnsToken: token, userID: userID, tags: tags)
         registration.frequentUpdates = frequentUpdates
+        registration.osVersion = osVersion
         let registered = try await devices.register(
             appID: request.app.id, deviceID: deviceID, secret: Self.secret(request), registration)
         var json = Self.json(registered.device)
@@ -208,6 +215,7 @@ struct DeviceRoutes: Sendable {
             "tags": .array(device.tags.map(JSONValue.string)), "created_at": APIJSON.date(device.createdAt),
             "updated_at": APIJSON.date(device.updatedAt), "has_secret": .bool(device.hasSecret),
             "frequent_updates": device.frequentUpdates.map(JSONValue.bool) ?? .null,
+            "os_version": APIJSON.optional(device.osVersion),
         ]
     }
 }

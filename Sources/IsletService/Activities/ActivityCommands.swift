@@ -17,8 +17,9 @@ public struct StartActivity: Sendable {
     public var contentState: JSONValue?
     /// An alert shown with the start.
     public var alert: PushAlert?
-    /// Who it goes to.
-    public var audience: Audience
+    /// Who it goes to; `nil` only for an activity on a channel that the app starts
+    /// on its devices itself.
+    public var audience: Audience?
     /// When Islet ends it.
     public var endAt: Date?
     /// `aps.stale-date`.
@@ -29,14 +30,23 @@ public struct StartActivity: Sendable {
     public var priority: Int?
     /// The idempotency key, if the command has one.
     public var idempotency: IdempotencyKey?
+    /// Update tokens, broadcast channels, or Islet's choice.
+    public var delivery: DeliveryRequest = .tokens
+    /// The channel to use (its `channel_id`), with `channel` delivery.
+    public var channelID: String?
+    /// The environment of the channel Islet creates for an activity without an
+    /// audience (production when not given).
+    public var channelEnvironment: APNsEnvironment?
     /// The attributes and content state were stored by Islet (already checked and
     /// converted): a renewal starts its successor with them.
     var storedContent = false
+    /// The channels the start uses, once prepared (`ActivityService.prepareChannels`).
+    var channelPlan: ChannelPlan?
 
     /// Creates the command.
     public init(
         app: AppRecord, activityID: String, activityType: String, attributes: JSONValue?, contentState: JSONValue?,
-        alert: PushAlert?, audience: Audience, endAt: Date?, staleDate: Date?, relevanceScore: Double?,
+        alert: PushAlert?, audience: Audience?, endAt: Date?, staleDate: Date?, relevanceScore: Double?,
         priority: Int?, idempotency: IdempotencyKey?
     ) {
         self.app = app
@@ -132,6 +142,14 @@ public struct StartResult: ReplayableResult, Hashable {
     public let deferred: Int
     /// Keys the device ignores, as `content_state.foo: …`.
     public let warnings: [String]
+    /// How its updates and end go.
+    public var delivery: ActivityDelivery = .tokens
+    /// Why, when Islet chose (`auto`).
+    public var deliveryReason: String?
+    /// Its channels (`channel_id`s), with channel delivery.
+    public var channels: [String] = []
+    /// How many of the targets subscribe to a channel (the others get a token start).
+    public var channelTargets = 0
 
     public var accepted: Bool { true }
 
@@ -140,8 +158,13 @@ public struct StartResult: ReplayableResult, Hashable {
     public var json: JSONValue {
         var answer: [String: JSONValue] = [
             "activity_id": .string(activityID), "targets": .integer(Int64(targets)),
-            "deferred": .integer(Int64(deferred)),
+            "deferred": .integer(Int64(deferred)), "delivery": .string(delivery.rawValue),
         ]
+        if let deliveryReason { answer["delivery_reason"] = .string(deliveryReason) }
+        if delivery == .channel {
+            answer["channels"] = .array(channels.map(JSONValue.string))
+            answer["channel_targets"] = .integer(Int64(channelTargets))
+        }
         if !warnings.isEmpty { answer["warnings"] = .array(warnings.map(JSONValue.string)) }
         return .object(answer)
     }
@@ -153,6 +176,10 @@ public struct StartResult: ReplayableResult, Hashable {
         self.init(
             activityID: activityID, targets: Int(targets), deferred: Int(json["deferred"]?.int64Value ?? 0),
             warnings: json["warnings"]?.stringArray ?? [])
+        delivery = json["delivery"]?.stringValue.flatMap(ActivityDelivery.init(rawValue:)) ?? .tokens
+        deliveryReason = json["delivery_reason"]?.stringValue
+        channels = json["channels"]?.stringArray ?? []
+        channelTargets = Int(json["channel_targets"]?.int64Value ?? 0)
     }
 
     init(activityID: String, targets: Int, deferred: Int = 0, warnings: [String]) {
@@ -179,6 +206,9 @@ public struct ActivitySendResult: ReplayableResult, Hashable {
     public let warnings: [String]
     /// The activity had ended before; nothing was queued.
     public let alreadyEnded: Bool
+    /// Of the pushes, how many are broadcasts to the activity's channels (each
+    /// reaching every subscriber); the others go to copies' own tokens.
+    public var broadcasts = 0
 
     public var accepted: Bool { !alreadyEnded }
 
@@ -195,6 +225,7 @@ public struct ActivitySendResult: ReplayableResult, Hashable {
             "activity_id": .string(activityID), "targets": .integer(Int64(targets)),
             "superseded": .integer(Int64(superseded)), "priority_downgraded": .integer(Int64(priorityDowngraded)),
         ]
+        if broadcasts > 0 { answer["broadcasts"] = .integer(Int64(broadcasts)) }
         if !warnings.isEmpty { answer["warnings"] = .array(warnings.map(JSONValue.string)) }
         return .object(answer)
     }
@@ -207,6 +238,7 @@ public struct ActivitySendResult: ReplayableResult, Hashable {
             activityID: activityID, targets: Int(targets), superseded: Int(json["superseded"]?.int64Value ?? 0),
             priorityDowngraded: Int(json["priority_downgraded"]?.int64Value ?? 0),
             warnings: json["warnings"]?.stringArray ?? [], alreadyEnded: json["status"]?.stringValue == "ended")
+        broadcasts = Int(json["broadcasts"]?.int64Value ?? 0)
     }
 
     init(

@@ -13,22 +13,28 @@ public struct ActivityService: Sendable {
     /// only these.
     typealias Stores =
         AppStore & DeviceStore & ActivityStore & ActivityTypeStore & PushQueue & NodeCoordination & EventStore
+        & ChannelStore & IdempotencyStore
 
     private let environment: ServiceEnvironment
+    /// Broadcast channels, for starts on one.
+    private let channels: ChannelService?
 
-    /// Creates the service.
-    public init(environment: ServiceEnvironment) {
+    /// Creates the service; without `channels`, a start on a channel is refused.
+    public init(environment: ServiceEnvironment, channels: ChannelService? = nil) {
         self.environment = environment
+        self.channels = channels
     }
 
     // MARK: - Start
 
     /// Starts an activity: one push-to-start per device of the audience that holds a
-    /// token for its type.
+    /// token for its type (subscribing it to the activity's channel, with channel
+    /// delivery).
     public func start(_ command: StartActivity) async throws(ServiceError) -> Replayable<StartResult> {
         let app = command.app
         try Self.checkAttributes(command)
         try SendRules.requireCredentials(app)
+        let command = try await prepareChannels(command)
         let lifecycle = environment.lifecycle
         let now = environment.clock.now()
         let budget = environment.budget
@@ -37,6 +43,31 @@ public struct ActivityService: Sendable {
         ) { (session: any Stores) in
             try Self.start(command, session: session, lifecycle: lifecycle, budget: budget, now: now)
         }
+    }
+
+    /// `command` with the channels it uses made ready (see `ChannelService.plan`):
+    /// created at APNs before the start's transaction, which no network call holds
+    /// open. A retry of an answered request needs none (its answer is replayed).
+    public func prepareChannels(_ command: StartActivity) async throws(ServiceError) -> StartActivity {
+        guard command.delivery != .tokens, command.channelPlan == nil else { return command }
+        if command.audience == nil, command.delivery != .channel {
+            throw ServiceError.invalid(
+                "A start needs an audience unless its delivery is channel.", field: "audience", "is required")
+        }
+        guard let channels else {
+            throw ServiceError(.unavailable, "This server has no channel management API configured.")
+        }
+        if let idempotency = command.idempotency {
+            let appID = command.app.id
+            let since = environment.clock.now().addingTimeInterval(-environment.idempotencyWindow)
+            let answered = try await environment.read { (session: any Stores) in
+                try session.idempotentAnswer(appID: appID, key: idempotency.key, since: since) != nil
+            }
+            if answered { return command }
+        }
+        var prepared = command
+        prepared.channelPlan = try await channels.plan(for: command)
+        return prepared
     }
 
     /// A client's start may not set `islet_activity_id` to anything but the
@@ -60,7 +91,8 @@ public struct ActivityService: Sendable {
     /// Starts an activity in `session` (see `start(_:)`): for a request, and for a
     /// scheduled start or a renewal when its time comes.
     static func start(
-        _ command: StartActivity, session: any DeviceStore & ActivityStore & ActivityTypeStore & PushQueue & EventStore,
+        _ command: StartActivity,
+        session: any DeviceStore & ActivityStore & ActivityTypeStore & PushQueue & EventStore & ChannelStore,
         lifecycle: ActivityLifecycle, budget defaults: SendBudget, now: Date
     ) throws -> StartResult {
         let app = command.app
@@ -88,7 +120,29 @@ public struct ActivityService: Sendable {
                 "Activity \(activityID) is already running (\(existing.status.rawValue)); end it first or use another id.",
                 reason: ScheduleReason.activityRunning)
         }
-        let audience = command.audience
+        let plan = command.channelPlan.flatMap { $0.delivery == .channel ? $0 : nil }
+        guard let audience = command.audience else {
+            guard let plan else {
+                throw ServiceError.invalid("A start needs an audience.", field: "audience", "is required")
+            }
+            // Started by the app on its devices, subscribed to the channel.
+            try session.insertActivity(
+                appID: appID, activityID: activityID, activityType: activityType, origin: .remote,
+                attributes: prepared.attributes, contentState: prepared.contentState, lastTimestamp: built.timestamp,
+                endAt: command.endAt, replacing: true, now: now)
+            try session.assignChannels(appID: appID, activityID: activityID, channelIDs: plan.channels.values.map(\.channelID))
+            try session.appendEvents([NewEvent(
+                appID: appID, type: .activityStarted, activityID: activityID, occurredAt: now,
+                data: [
+                    "activity_id": .string(activityID), "activity_type": .string(activityType), "origin": "remote",
+                    "targets": 0, "deferred": 0, "delivery": "channel",
+                ])])
+            var result = StartResult(activityID: activityID, targets: 0, warnings: prepared.warnings)
+            result.delivery = .channel
+            result.deliveryReason = command.channelPlan?.reason
+            result.channels = plan.channels.values.map(\.channelID).sorted()
+            return result
+        }
         var targets = try session.startTargets(appID: appID, audience: audience, activityType: activityType)
         guard !targets.isEmpty else {
             let size = try session.audienceSize(appID: appID, audience: audience)
@@ -106,11 +160,46 @@ public struct ActivityService: Sendable {
             attributes: prepared.attributes, contentState: prepared.contentState, lastTimestamp: built.timestamp,
             endAt: command.endAt, replacing: true, now: now)
         try session.insertPendingInstances(appID: appID, activityID: activityID, targets: targets, now: now)
-        let sendID = try session.insertSend(
-            appID: appID, activityID: activityID, content: SendRules.content(built, event: .start), now: now)
-        try session.enqueuePushes(
-            sendID: sendID, appID: appID, activityID: activityID, activityType: activityType, event: .start,
-            tokenKind: .pushToStart, targets: targets, now: now, mintID: APNsMessageID.mint)
+        // With channel delivery, each device that can take a channel is subscribed
+        // to its environment's; the others get their own update token.
+        var tokenTargets = targets
+        var channelTargets: [APNsEnvironment: [PushTarget]] = [:]
+        if let plan {
+            tokenTargets = []
+            for target in targets {
+                if target.takesChannels, plan.channels[target.environment] != nil {
+                    channelTargets[target.environment, default: []].append(target)
+                } else {
+                    tokenTargets.append(target)
+                }
+            }
+            try session.assignChannels(appID: appID, activityID: activityID, channelIDs: plan.channels.values.map(\.channelID))
+        }
+        if !tokenTargets.isEmpty {
+            let sendID = try session.insertSend(
+                appID: appID, activityID: activityID, content: SendRules.content(built, event: .start), now: now)
+            try session.enqueuePushes(
+                sendID: sendID, appID: appID, activityID: activityID, activityType: activityType, event: .start,
+                tokenKind: .pushToStart, targets: tokenTargets, now: now, mintID: APNsMessageID.mint)
+        }
+        for (environment, group) in channelTargets.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
+            var subscribing = push
+            subscribing.inputPushChannel = plan?.channels[environment]?.apnsChannelID
+            let builtForChannel = try SendRules.build(subscribing, bundleID: app.bundleID, now: now, lastTimestamp: nil)
+            let sendID = try session.insertSend(
+                appID: appID, activityID: activityID, content: SendRules.content(builtForChannel, event: .start), now: now)
+            try session.enqueuePushes(
+                sendID: sendID, appID: appID, activityID: activityID, activityType: activityType, event: .start,
+                tokenKind: .pushToStart, targets: group, now: now, mintID: APNsMessageID.mint)
+        }
+        if command.channelPlan?.nearLimit == true {
+            try session.appendEvents([NewEvent(
+                appID: appID, type: .channelLimitNear, activityID: activityID, occurredAt: now,
+                data: [
+                    "activity_id": .string(activityID), "delivery": "tokens",
+                    "reason": .string(command.channelPlan?.reason ?? ""),
+                ])])
+        }
         if let alert = command.alert {
             try session.setStartAlert(appID: appID, activityID: activityID, alert: ScheduledCommand.json(alert))
         }
@@ -119,8 +208,16 @@ public struct ActivityService: Sendable {
             data: [
                 "activity_id": .string(activityID), "activity_type": .string(activityType), "origin": "remote",
                 "targets": .integer(Int64(targets.count)), "deferred": .integer(Int64(deferred)),
+                "delivery": .string(plan == nil ? "tokens" : "channel"),
             ])])
-        return StartResult(activityID: activityID, targets: targets.count, deferred: deferred, warnings: prepared.warnings)
+        var result = StartResult(activityID: activityID, targets: targets.count, deferred: deferred, warnings: prepared.warnings)
+        result.deliveryReason = command.channelPlan?.reason
+        if let plan {
+            result.delivery = .channel
+            result.channels = plan.channels.values.map(\.channelID).sorted()
+            result.channelTargets = channelTargets.values.reduce(0) { $0 + $1.count }
+        }
+        return result
     }
 
     /// Holds back the start to each target whose device had all the starts it may
@@ -163,7 +260,7 @@ public struct ActivityService: Sendable {
 
     /// Updates an activity in `session` (see `update(_:)`).
     static func update(
-        _ command: UpdateActivity, session: any ActivityStore & ActivityTypeStore & PushQueue & EventStore,
+        _ command: UpdateActivity, session: any ActivityStore & ActivityTypeStore & PushQueue & EventStore & ChannelStore,
         lifecycle: ActivityLifecycle, budget defaults: SendBudget, now: Date
     ) throws -> ActivitySendResult {
         let app = command.app
@@ -282,7 +379,7 @@ public struct ActivityService: Sendable {
 
     /// Ends an activity in `session` (see `end(_:)`).
     static func end(
-        _ command: EndActivity, session: any ActivityStore & ActivityTypeStore & PushQueue & EventStore,
+        _ command: EndActivity, session: any ActivityStore & ActivityTypeStore & PushQueue & EventStore & ChannelStore,
         lifecycle: ActivityLifecycle, now: Date
     ) throws -> ActivitySendResult {
         let app = command.app
@@ -335,7 +432,7 @@ public struct ActivityService: Sendable {
     /// stores the new state).
     private static func sendToHolders(
         _ built: BuiltPush, event: PushEvent, activity: ActivityRecord, appID: String, warnings: [String],
-        session: any ActivityStore & PushQueue & EventStore, budget: SendBudget? = nil, now: Date,
+        session: any ActivityStore & PushQueue & EventStore & ChannelStore, budget: SendBudget? = nil, now: Date,
         record: () throws -> Void
     ) throws -> ActivitySendResult {
         let activityID = activity.activityID
@@ -349,8 +446,30 @@ public struct ActivityService: Sendable {
                 budgetSince = since
             }
         }
-        let sendID = try session.insertSend(
-            appID: appID, activityID: activityID, content: SendRules.content(built, event: event), now: now)
+        // An activity on channels: one broadcast per channel, whatever the number
+        // of subscribers. A channel that stores no message takes expiration 0 only.
+        var broadcasts = 0
+        if activity.delivery == .channel {
+            for channel in try session.activityChannels(appID: appID, activityID: activityID) {
+                var content = SendRules.content(built, event: event)
+                if !channel.storesMostRecent { content.expiration = 0 }
+                let broadcastID = try session.insertSend(appID: appID, activityID: activityID, content: content, now: now)
+                try session.enqueuePushes(
+                    sendID: broadcastID, appID: appID, activityID: activityID, activityType: activity.activityType,
+                    event: event, tokenKind: .channel,
+                    targets: [PushTarget(deviceID: channel.channelID, token: channel.apnsChannelID, environment: channel.environment)],
+                    now: now, mintID: APNsMessageID.mint)
+                broadcasts += 1
+            }
+        }
+        // The copies holding their own update token (every copy of a token
+        // activity; on a channel, the devices that could not take one). A channel
+        // activity records the send only when some copy needs it.
+        var sendID: Int64?
+        if activity.delivery == .tokens {
+            sendID = try session.insertSend(
+                appID: appID, activityID: activityID, content: SendRules.content(built, event: event), now: now)
+        }
         // A page of targets at a time, in the one transaction: a million holders are
         // never all in memory. The targets are the holders before `record` (an end
         // ends their copies), so it runs once they are queued.
@@ -371,9 +490,15 @@ public struct ActivityService: Sendable {
                     }
                 }
             }
-            try session.enqueuePushes(
-                sendID: sendID, appID: appID, activityID: activityID, activityType: activity.activityType, event: event,
-                tokenKind: .liveActivityUpdate, targets: page, now: now, mintID: APNsMessageID.mint)
+            if sendID == nil, !page.isEmpty {
+                sendID = try session.insertSend(
+                    appID: appID, activityID: activityID, content: SendRules.content(built, event: event), now: now)
+            }
+            if let sendID {
+                try session.enqueuePushes(
+                    sendID: sendID, appID: appID, activityID: activityID, activityType: activity.activityType,
+                    event: event, tokenKind: .liveActivityUpdate, targets: page, now: now, mintID: APNsMessageID.mint)
+            }
             targets += page.count
             guard page.count == Self.targetPage, let last = page.last else { break }
             after = last.deviceID
@@ -384,14 +509,16 @@ public struct ActivityService: Sendable {
             events.append(NewEvent(
                 appID: appID, type: .activityUpdated, activityID: activityID, occurredAt: now,
                 data: [
-                    "activity_id": .string(activityID), "targets": .integer(Int64(targets)),
-                    "superseded": .integer(Int64(superseded.count)),
+                    "activity_id": .string(activityID), "targets": .integer(Int64(targets + broadcasts)),
+                    "superseded": .integer(Int64(superseded.count)), "broadcasts": .integer(Int64(broadcasts)),
                 ]))
         }
         try session.appendEvents(events)
-        return ActivitySendResult(
-            activityID: activityID, targets: targets, superseded: superseded.count, priorityDowngraded: downgraded,
-            warnings: warnings, alreadyEnded: false)
+        var result = ActivitySendResult(
+            activityID: activityID, targets: targets + broadcasts, superseded: superseded.count,
+            priorityDowngraded: downgraded, warnings: warnings, alreadyEnded: false)
+        result.broadcasts = broadcasts
+        return result
     }
 
     // MARK: - Reading
@@ -418,13 +545,14 @@ public struct ActivityService: Sendable {
         let now = environment.clock.now()
         let since = now.addingTimeInterval(-SendBudget.window)
         let defaults = environment.budget
-        let (activity, instances, budget, usage) = try await environment.read {
-            (session: any Stores) -> (ActivityRecord, [InstanceRecord], SendBudget, [String: BudgetUsage]) in
+        let (activity, instances, budget, usage, channels) = try await environment.read {
+            (session: any Stores) -> (ActivityRecord, [InstanceRecord], SendBudget, [String: BudgetUsage], [ChannelRecord]) in
             let activity = try SendRules.activity(session, appID: appID, activityID: activityID)
             let budget = try session.app(id: appID)?.budget.applied(to: defaults) ?? defaults
             let usage = try session.priority10Usage(
                 appID: appID, activityID: activityID, since: since, afterDeviceID: nil, throughDeviceID: nil)
-            return (activity, try session.instances(appID: appID, activityID: activityID), budget, usage)
+            let channels = activity.delivery == .channel ? try session.activityChannels(appID: appID, activityID: activityID) : []
+            return (activity, try session.instances(appID: appID, activityID: activityID), budget, usage, channels)
         }
         // Until the sweep stores it, an activity past every window has ended on
         // every device too.
@@ -439,8 +567,10 @@ public struct ActivityService: Sendable {
             }
             return copy
         }
-        return ActivityDetail(
+        var detail = ActivityDetail(
             activity: ActivityView(activity, lifecycle: lifecycle, now: now), devices: devices, budget: budget, usage: usage)
+        detail.channels = channels
+        return detail
     }
 
     /// Every push made for the activity since it started, oldest first, or `notFound`.

@@ -41,6 +41,9 @@ public struct ActivityDetail: Sendable {
     public let budget: SendBudget
     /// Each copy's priority-10 updates of the last hour, by device id.
     public let usage: [String: BudgetUsage]
+    /// Its broadcast channels (with channel delivery), which the app subscribes a
+    /// copy it starts itself to.
+    public var channels: [ChannelRecord] = []
 
     /// The priority-10 updates a copy gets in an hour, and what is left of them now.
     public func priority10(deviceID: String) -> (perHour: Int, remaining: Int) {

@@ -34,24 +34,157 @@ public struct ChannelAPIError: Error, Sendable, Hashable {
 /// answered, listed, read, and deleted at APNs too (never while a running activity
 /// uses one).
 public struct ChannelService: Sendable {
-    typealias Stores = AppStore & ChannelStore & ActivityStore
+    typealias Stores = AppStore & ChannelStore & ActivityStore & DeviceStore
 
     private let environment: ServiceEnvironment
     private let api: (any BroadcastChannelAPI)?
+    /// When `auto` picks a channel.
+    let choice: BroadcastChoice
 
     /// The most channels APNs lets an app have in one environment.
-    public static let limit = 10_000
+    public static let limit = BroadcastChoice.channelLimit
 
     /// Creates the service; without `api` (no channel management configured) every
-    /// change is refused.
-    public init(environment: ServiceEnvironment, api: (any BroadcastChannelAPI)?) {
+    /// change is refused. `auto` picks a channel for an audience of more than
+    /// `broadcastThreshold` devices that can take one.
+    public init(environment: ServiceEnvironment, api: (any BroadcastChannelAPI)?, broadcastThreshold: Int = 1_000) {
         self.environment = environment
         self.api = api
+        self.choice = BroadcastChoice(threshold: broadcastThreshold)
     }
+
+    // MARK: - Channels for a start
+
+    /// The channels a start with `channel` or `auto` delivery uses: the one it
+    /// names, and one Islet creates (at APNs, then recorded as its own) for each
+    /// other environment its audience needs. With `auto`, tokens when the audience
+    /// is too small for a channel to pay off, or the app is near APNs's limit.
+    func plan(for command: StartActivity) async throws(ServiceError) -> ChannelPlan {
+        let app = command.app
+        let appID = app.id
+        let lifecycle = environment.lifecycle
+        let now = environment.clock.now()
+        let (audience, activityType, channelID, activityID) =
+            (command.audience, command.activityType, command.channelID, command.activityID)
+        let (targets, given, busy, counts) = try await environment.read {
+            (session: any Stores) -> ([PushTarget], ChannelRecord?, String?, [APNsEnvironment: Int]) in
+            let targets = try audience.map {
+                try session.startTargets(appID: appID, audience: $0, activityType: activityType)
+            } ?? []
+            var busy: String?
+            let given = try channelID.flatMap { try session.channel(appID: appID, channelID: $0) }
+            if let user = given?.activityID, user != activityID, let activity = try session.activity(appID: appID, activityID: user),
+                lifecycle.effectiveStatus(activity.status, startedAt: activity.startedAt, now: now) != .ended
+            {
+                busy = user
+            }
+            var counts: [APNsEnvironment: Int] = [:]
+            for environment in APNsEnvironment.allCases {
+                counts[environment] = try session.channelCount(appID: appID, environment: environment)
+            }
+            return (targets, given, busy, counts)
+        }
+        if let channelID, given == nil {
+            throw ServiceError.invalid(
+                "There is no channel \(channelID) of app \(appID).", field: "channel_id", "names no channel of the app")
+        }
+        if let busy, let channelID {
+            throw ServiceError(
+                .conflict, "Channel \(channelID) carries activity \(busy), which is running; end it or use another channel.")
+        }
+        let capable = targets.filter(\.takesChannels)
+        var needed = Set(capable.map(\.environment))
+        if audience == nil { needed = [given?.environment ?? command.channelEnvironment ?? .production] }
+        var channels: [APNsEnvironment: ChannelRecord] = [:]
+        if let given { channels[given.environment] = given }
+        let missing = needed.subtracting(channels.keys).sorted { $0.rawValue < $1.rawValue }
+        var reason: String?
+        if command.delivery == .auto {
+            guard api != nil else {
+                return ChannelPlan(delivery: .tokens, reason: "this server has no channel management API configured")
+            }
+            let decided = choice.choose(
+                capable: capable.count, total: targets.count,
+                newChannelsIn: Dictionary(uniqueKeysWithValues: missing.map { ($0, counts[$0] ?? 0) }))
+            guard decided.delivery == .channel else {
+                let nearLimit = missing.contains { (counts[$0] ?? 0) >= BroadcastChoice.guardCount }
+                return ChannelPlan(delivery: .tokens, reason: decided.reason, nearLimit: nearLimit)
+            }
+            reason = decided.reason
+        } else if needed.isEmpty, given == nil {
+            throw ServiceError.invalid(
+                "None of the \(targets.count) device(s) of the audience can take a channel (iOS 18 or later).",
+                field: "delivery", "needs devices on iOS 18 or later")
+        }
+        for environment in missing {
+            let count = counts[environment] ?? 0
+            guard count < Self.limit else {
+                throw ServiceError(
+                    .conflict,
+                    "App \(appID) has \(count) channels in \(environment.rawValue), as many as APNs allows; delete some first.")
+            }
+            channels[environment] = try await create(
+                app: app, apnsEnvironment: environment, storesMostRecent: false, managed: true)
+        }
+        return ChannelPlan(delivery: .channel, reason: reason, channels: channels)
+    }
+
+    // MARK: - Retiring
+
+    /// How often the timekeeper looks for channels to delete, on its clock.
+    public static let retireInterval: Double = 60
+
+    /// Deletes, at APNs and here, the channels Islet created for activities that are
+    /// over: ended, and past the end window in which the device may still show them
+    /// (or past every window). Answers how many.
+    @discardableResult
+    public func retireEnded() async -> Int {
+        guard let api else { return 0 }
+        let windows = environment.lifecycle.windows
+        let now = environment.clock.now()
+        let logger = environment.logger
+        let due: [(appID: String, channel: ChannelRecord)]
+        do {
+            due = try await environment.store.read { (session: any Stores) in
+                try session.retiredChannels(
+                    endedBy: now.addingTimeInterval(-windows.end), expiredBy: now.addingTimeInterval(-windows.total),
+                    limit: 100)
+            }
+        } catch {
+            logger.error("cannot read the channels to delete", ("error", .string("\(error)")))
+            return 0
+        }
+        var retired = 0
+        for (appID, channel) in due {
+            do {
+                guard let app = try await environment.store.read({ (session: any Stores) in try session.app(id: appID) })
+                else { continue }
+                try await api.deleteChannel(app: app, environment: channel.environment, apnsChannelID: channel.apnsChannelID)
+                _ = try await environment.store.write { (session: any Stores) in
+                    try session.deleteChannel(appID: appID, channelID: channel.channelID)
+                }
+                retired += 1
+            } catch {
+                logger.warning(
+                    "cannot delete an ended activity's channel; trying again later", ("app", .string(appID)),
+                    ("channel", .string(channel.channelID)), ("error", .string("\(error)")))
+            }
+        }
+        if retired > 0 { logger.info("channels of ended activities deleted", ("count", .int(retired))) }
+        return retired
+    }
+
+    // MARK: - The API's channels
 
     /// Creates a channel at APNs in `apnsEnvironment`, then records it.
     public func create(
         app: AppRecord, apnsEnvironment: APNsEnvironment, storesMostRecent: Bool
+    ) async throws(ServiceError) -> ChannelRecord {
+        try await create(app: app, apnsEnvironment: apnsEnvironment, storesMostRecent: storesMostRecent, managed: false)
+    }
+
+    private func create(
+        app: AppRecord, apnsEnvironment: APNsEnvironment, storesMostRecent: Bool, managed: Bool
     ) async throws(ServiceError) -> ChannelRecord {
         try SendRules.requireCredentials(app)
         let api = try requireAPI()
@@ -72,12 +205,14 @@ public struct ChannelService: Sendable {
         guard let pathID = ChannelRecord.pathID(apnsID) else {
             throw ServiceError(.failed, "APNs answered a channel id that is not base64.")
         }
-        let channel = ChannelRecord(
+        var channel = ChannelRecord(
             channelID: pathID, apnsChannelID: apnsID, environment: apnsEnvironment, storesMostRecent: storesMostRecent,
             activityID: nil, createdAt: environment.clock.now())
+        channel.managed = managed
         let appID = app.id
-        try await environment.write { (session: any Stores) in try session.insertChannel(appID: appID, channel) }
-        return channel
+        let recorded = channel
+        try await environment.write { (session: any Stores) in try session.insertChannel(appID: appID, recorded) }
+        return recorded
     }
 
     /// A page of the app's channels, in the order of their ids.
@@ -142,4 +277,17 @@ public struct ChannelService: Sendable {
         }
         return ServiceError(.conflict, "APNs refused to \(what)\(named): \(error.message).", reason: error.reason)
     }
+}
+
+/// The channels a start uses, made ready before its transaction (a channel is
+/// created at APNs, which no transaction waits on).
+struct ChannelPlan: Sendable {
+    /// How the activity's updates go.
+    var delivery: ActivityDelivery
+    /// Why, when Islet chose.
+    var reason: String?
+    /// Its channel in each environment.
+    var channels: [APNsEnvironment: ChannelRecord] = [:]
+    /// `auto` went on tokens because the app is near APNs's channel limit.
+    var nearLimit = false
 }

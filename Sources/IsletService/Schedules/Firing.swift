@@ -13,7 +13,7 @@ struct Firing {
     /// activity and notification services), the items it settles and the events it
     /// writes.
     typealias Stores =
-        AppStore & DeviceStore & ActivityStore & ActivityTypeStore & PushQueue & ScheduleStore & EventStore
+        AppStore & DeviceStore & ActivityStore & ActivityTypeStore & PushQueue & ScheduleStore & EventStore & ChannelStore
 
     let session: any Stores
     let environment: ServiceEnvironment

@@ -12,7 +12,7 @@ enum ScheduledCommand {
         object([
             "activity_id": .string(command.activityID), "activity_type": .string(command.activityType),
             "attributes": command.attributes, "content_state": command.contentState, "alert": command.alert.map(json),
-            "audience": json(command.audience), "end_at": date(command.endAt), "stale_date": date(command.staleDate),
+            "audience": command.audience.map(json), "end_at": date(command.endAt), "stale_date": date(command.staleDate),
             "relevance_score": command.relevanceScore.map(JSONValue.double),
             "priority": command.priority.map { .integer(Int64($0)) },
         ])

@@ -42,13 +42,15 @@ public struct ActivityRecord: Sendable, Hashable {
     public var startAlert: JSONValue?
     /// Its renewal past the 8 hours: what it was renewed to or from.
     public var renewal: RenewalLinks
+    /// How its updates and end reach its devices.
+    public var delivery: ActivityDelivery = .tokens
 
     /// Creates a record.
     public init(
         sequence: Int64, activityID: String, activityType: String, origin: Origin, status: ActivityStatus,
         attributes: JSONValue?, contentState: JSONValue?, lastTimestamp: Int64?, startedAt: Date, updatedAt: Date?,
         endedAt: Date?, endCause: EndCause?, endAt: Date? = nil, startAlert: JSONValue? = nil,
-        renewal: RenewalLinks = RenewalLinks()
+        renewal: RenewalLinks = RenewalLinks(), delivery: ActivityDelivery = .tokens
     ) {
         self.sequence = sequence
         self.activityID = activityID
@@ -65,5 +67,6 @@ public struct ActivityRecord: Sendable, Hashable {
         self.endAt = endAt
         self.startAlert = startAlert
         self.renewal = renewal
+        self.delivery = delivery
     }
 }

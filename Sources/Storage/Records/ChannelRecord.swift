@@ -15,6 +15,9 @@ public struct ChannelRecord: Sendable, Hashable {
     public var activityID: String?
     /// When it was created.
     public var createdAt: Date
+    /// Whether Islet created it for an activity (and deletes it once that activity
+    /// is over), rather than the app through the API.
+    public var managed = false
 
     /// Creates a record.
     public init(

@@ -20,6 +20,8 @@ public struct DeviceRecord: Sendable, Hashable {
     /// Whether the device allowed frequent updates (ActivityKit's
     /// `frequentPushesEnabled`); `nil` when it never said.
     public var frequentUpdates: Bool?
+    /// The device's iOS version, as it reported it; `nil` when it never said.
+    public var osVersion: String?
     /// Whether the device has a secret (one registered before secrets existed has
     /// none until its next registration, or a reset, gives it one).
     public var hasSecret: Bool = false

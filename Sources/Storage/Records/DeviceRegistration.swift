@@ -16,6 +16,8 @@ public struct DeviceRegistration: Sendable {
     /// Whether the device allowed frequent updates: `.some(nil)` forgets what it
     /// said (unknown); `nil` keeps it.
     public var frequentUpdates: Bool?? = nil
+    /// The device's iOS version (`18.2`): `.some(nil)` forgets it; `nil` keeps it.
+    public var osVersion: String?? = nil
 
     /// Creates a registration.
     public init(platform: String, environment: APNsEnvironment, apnsToken: String?, userID: String??, tags: [String]?) {

@@ -16,6 +16,9 @@ public struct PushTarget: Sendable, Hashable {
     /// When the push may go, if later than now: its device has had all the starts
     /// it may have in an hour.
     public var deferredUntil: Date?
+    /// Whether the device can subscribe to a broadcast channel (iOS 18 or later, or
+    /// it never said); meaningful for a start's targets.
+    public var takesChannels = true
 
     /// Creates a target.
     public init(deviceID: String, token: String, environment: APNsEnvironment) {

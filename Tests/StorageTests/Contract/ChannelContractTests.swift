@@ -41,4 +41,46 @@ struct ChannelContractTests {
             #expect(try store.readNow { try $0.channel(appID: "app_2", channelID: "a") } != nil)
         }
     }
+
+    @Test(arguments: StoreBackend.all)
+    func anActivitysChannelsAreItsAndIsletsOwnAreRetiredOnceItIsOver(_ backend: StoreBackend) async throws {
+        try await withStore(backend) { store in
+            try store.writeNow { session throws in
+                try session.insertApp(Fixture.app())
+                for (id, seconds) in [("live", 0.0), ("ended", 0), ("old", 0)] {
+                    _ = try session.insertActivity(
+                        appID: "app_1", activityID: id, activityType: "Match", origin: .remote, attributes: nil,
+                        contentState: nil, lastTimestamp: nil, endAt: nil, replacing: false, now: Fixture.at(seconds))
+                }
+                for id in ["c-live", "c-ended", "c-old", "c-orphan", "c-own"] {
+                    var record = channel(id)
+                    record.managed = id != "c-own"
+                    try session.insertChannel(appID: "app_1", record)
+                }
+                try session.assignChannels(appID: "app_1", activityID: "live", channelIDs: ["c-live"])
+                try session.assignChannels(appID: "app_1", activityID: "ended", channelIDs: ["c-ended", "c-own"])
+                try session.assignChannels(appID: "app_1", activityID: "old", channelIDs: ["c-old"])
+                try session.endActivity(
+                    appID: "app_1", activityID: "ended", cause: .server, contentState: nil, timestamp: nil, at: Fixture.at(100))
+            }
+            #expect(try store.readNow { try $0.activity(appID: "app_1", activityID: "live")?.delivery } == .channel)
+            let channels = try store.readNow { try $0.activityChannels(appID: "app_1", activityID: "ended") }
+            #expect(channels.map(\.channelID) == ["c-ended", "c-own"])
+            #expect(channels.map(\.managed) == [true, false])
+            #expect(channels.allSatisfy { $0.activityID == "ended" })
+
+            // Nothing is over yet.
+            func retired(endedBy: Double, expiredBy: Double) throws -> [String] {
+                try store.readNow {
+                    try $0.retiredChannels(endedBy: Fixture.at(endedBy), expiredBy: Fixture.at(expiredBy), limit: 10)
+                }.map(\.channel.channelID)
+            }
+            #expect(try retired(endedBy: 99, expiredBy: -1) == [])
+            // Ended long enough ago; never the app's own channel.
+            #expect(try retired(endedBy: 100, expiredBy: -1) == ["c-ended"])
+            // Past every window: every activity's, and the one no activity took.
+            #expect(try retired(endedBy: 100, expiredBy: 0) == ["c-ended", "c-live", "c-old", "c-orphan"])
+            #expect(try store.readNow { try $0.retiredChannels(endedBy: Fixture.at(100), expiredBy: Fixture.at(0), limit: 1) }.first?.appID == "app_1")
+        }
+    }
 }

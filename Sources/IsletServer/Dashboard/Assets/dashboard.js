@@ -446,8 +446,10 @@
   function renderPushes(section, pushes, copies) {
     const byDevice = new Map();
     for (const push of pushes) {
-      if (!byDevice.has(push.device_id)) byDevice.set(push.device_id, []);
-      byDevice.get(push.device_id).push(push);
+      // A broadcast has a lane of its own: the channel's, reaching every subscriber.
+      const lane = push.channel_id ? 'channel ' + push.channel_id : push.device_id;
+      if (!byDevice.has(lane)) byDevice.set(lane, []);
+      byDevice.get(lane).push(push);
     }
     const lanes = [];
     for (const [deviceID, items] of byDevice) {
