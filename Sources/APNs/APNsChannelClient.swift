@@ -41,8 +41,8 @@ public struct APNsChannelError: Error, Sendable, Hashable, CustomStringConvertib
     public var description: String { message }
 }
 
-/// The channel management API of broadcast channels over HTTP/2: create and delete
-/// an app's channels, signed with the app's provider token (the same one its pushes
+/// The channel management API of broadcast channels over HTTP/2: create, read,
+/// list and delete an app's channels, signed with the app's provider token (the same one its pushes
 /// use, from the APNs client's token managers). One connection per host, opened on
 /// first use.
 public final class APNsChannelClient: Sendable {
@@ -84,6 +84,34 @@ public final class APNsChannelClient: Sendable {
             environment: environment)
         let error = Self.error(response, doing: "delete the channel")
         guard response.status == 204 || response.status == 200 || error.reason == .channelNotRegistered else { throw error }
+    }
+
+    /// The channel `channelID` (Apple's id) of `bundleID`: whether APNs keeps its
+    /// most recent message. A channel APNs does not have is an error naming
+    /// ChannelNotRegistered.
+    public func read(
+        bundleID: String, channelID: String, key: APNsSigningKey, environment: APNsEnvironment
+    ) async throws(APNsChannelError) -> (storesMostRecent: Bool, pushType: String) {
+        let response = try await send(
+            method: "GET", path: "/1/apps/\(bundleID)/channels", channelID: channelID, body: Data(), key: key,
+            environment: environment)
+        guard response.status == 200, let json = try? JSONValue(parsing: response.body),
+            let policy = json["message-storage-policy"]?.int64Value
+        else { throw Self.error(response, doing: "read the channel") }
+        return (policy == 1, json["push-type"]?.stringValue ?? "")
+    }
+
+    /// Every channel of `bundleID` in `environment` (Apple's ids).
+    public func list(
+        bundleID: String, key: APNsSigningKey, environment: APNsEnvironment
+    ) async throws(APNsChannelError) -> [String] {
+        let response = try await send(
+            method: "GET", path: "/1/apps/\(bundleID)/all-channels", channelID: nil, body: Data(), key: key,
+            environment: environment)
+        guard response.status == 200, let json = try? JSONValue(parsing: response.body),
+            let channels = json["channels"]?.arrayValue
+        else { throw Self.error(response, doing: "list the channels") }
+        return channels.compactMap(\.stringValue)
     }
 
     /// Closes the connections.

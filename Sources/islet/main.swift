@@ -20,6 +20,8 @@ let usage = """
       sim        Run a local APNs simulator (see `islet sim --help`).
       send       Build and send one push, print the request and APNs's answer
                  (see `islet send --help`).
+      channels   Create, list, read or delete the app's iOS 18 broadcast channels at APNs
+                 (see `islet channels --help`).
       jwt        Print an APNs provider token: --key FILE.p8 --key-id ID --team-id ID
       schema     from-swift FILE.swift [--type NAME]: print the activity type schema of
                  the app's ActivityAttributes type, ready for PUT .../activity-types/NAME
@@ -44,6 +46,8 @@ case "sim":
     exit(await simulate(arguments))
 case "send":
     exit(await sendPush(arguments))
+case "channels":
+    exit(await manageChannels(arguments))
 case "jwt":
     exit(providerToken(arguments))
 case "schema":
@@ -237,6 +241,23 @@ func providerToken(_ arguments: [String]) -> Int32 {
 /// Sends one push and prints the exchange. Exit status (`SendOutcome`): 0 APNs
 /// accepted it, 1 APNs refused it, 2 it was never sent (a bad flag or a broken
 /// payload rule), 3 APNs could not be reached.
+func manageChannels(_ arguments: [String]) async -> Int32 {
+    if arguments.contains("--help") || arguments.contains("-h") {
+        Console.out(ChannelsCommandLine.helpText)
+        return 0
+    }
+    let command: ChannelsCommandLine
+    do {
+        command = try ChannelsCommandLine.parse(arguments)
+    } catch {
+        Console.err("islet: \(error)")
+        return 2
+    }
+    let (status, lines) = await command.run()
+    for line in lines { status == 0 ? Console.out(line) : Console.err(line) }
+    return status
+}
+
 func sendPush(_ arguments: [String]) async -> Int32 {
     if arguments.contains("--help") || arguments.contains("-h") {
         Console.out(SendCommandLine.helpText)

@@ -17,6 +17,7 @@ struct SendProcessTests {
             var options = APNsSimulatorOptions()
             options.port = 0
             options.inspectPort = nil
+            options.channelsPort = 0
             if trust { options.engine.trustedKeys = [TrustedKey(keyID: "SENDKEY001", teamID: "SENDTEAM01", publicKey: key.publicKey)] }
             let simulator = try APNsSimulator(options: options)
             try simulator.start()
@@ -141,6 +142,52 @@ struct SendProcessTests {
             #expect(token.header["kid"] == .string("JWTKEY0001"))
             #expect(token.claims["iss"] == .string("JWTTEAM001"))
             #expect(token.claims["iat"] == .integer(1_800_000_000))
+        }
+    }
+
+    @Test func managesChannelsAtTheChannelManagementAPI() async throws {
+        try #require(FileManager.default.isExecutableFile(atPath: executable))
+        try await withSimulator { simulator, key, ca in
+            let port = try #require(simulator.channelsPort)
+            func channels(_ extra: [String]) async throws -> (status: Int32, output: String, error: String) {
+                let result = try await runCommand(executable, ["channels"] + extra + [
+                    "--key", key.path, "--key-id", "SENDKEY001", "--team-id", "SENDTEAM01", "--topic", "com.example.app",
+                    "--sandbox", "--url", "https://127.0.0.1:\(port)", "--ca", ca.path,
+                ])
+                return (result.status, result.output, result.error)
+            }
+            let plain = try await channels(["create"])
+            #expect(plain.status == 0, "\(plain.error)")
+            let plainID = plain.output.trimmingCharacters(in: .whitespacesAndNewlines)
+            let kept = try await channels(["create", "--most-recent"])
+            let keptID = kept.output.trimmingCharacters(in: .whitespacesAndNewlines)
+            #expect(simulator.engine.channels().map(\.id) == [plainID, keptID])
+            #expect(simulator.engine.channels().map(\.messageStoragePolicy) == [0, 1])
+
+            let listed = try await channels(["list"])
+            #expect(listed.status == 0)
+            #expect(Set(listed.output.split(separator: "\n").map(String.init)) == [plainID, keptID])
+            let read = try await channels(["read", keptID])
+            #expect(read.status == 0, "\(read.error)")
+            #expect(read.output.contains("message-storage-policy: 1 (most recent)"))
+            #expect(read.output.contains("push-type: LiveActivity"))
+
+            let deleted = try await channels(["delete", plainID])
+            #expect(deleted.status == 0)
+            #expect(simulator.engine.channels().map(\.id) == [keptID])
+            // APNs's refusal is printed with its reason.
+            let gone = try await channels(["read", plainID])
+            #expect(gone.status == 1)
+            #expect(gone.error.contains("ChannelNotRegistered"), "\(gone.error)")
+
+            // Bad flags are named before anything is sent.
+            let noID = try await channels(["read"])
+            #expect(noID.status == 2 && noID.error.contains("read"))
+            let notBase64 = try await channels(["delete", "not base64!"])
+            #expect(notBase64.status == 2 && notBase64.error.contains("not a channel id"))
+            let stray = try await channels(["list", "--most-recent"])
+            #expect(stray.status == 2 && stray.error.contains("--most-recent"))
+            #expect(simulator.engine.channels().count == 1)
         }
     }
 }
