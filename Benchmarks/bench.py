@@ -244,6 +244,24 @@ def fanout(quick, results, progress):
     results["fanout"] = table
 
 
+def broadcast(quick, results, progress):
+    # The same update to an activity on a broadcast channel with a million phones
+    # subscribed, and to one held by 100,000 devices on their own tokens, on one
+    # server and simulator: timed until every phone shows the new state.
+    subscribers, holders = (100_000, 10_000) if quick else (1_000_000, 100_000)
+    out = kv(run([BENCH, "broadcast", "--islet", ISLET, "--subscribers", str(subscribers), "--holders", str(holders)],
+                 timeout=1800))
+    row = {key: float(value) for key, value in out.items() if not key.endswith("finished")}
+    row["finished"] = out.get("tokens_finished") == "true" and out.get("channel_finished") == "true"
+    row["tokens_over_channel_seconds"] = row["tokens_seconds"] / row["channel_seconds"] if row["channel_seconds"] else 0
+    row["tokens_over_channel_cpu"] = (row["tokens_server_cpu_seconds"] / row["channel_server_cpu_seconds"]
+                                      if row["channel_server_cpu_seconds"] else 0)
+    results["broadcast"] = row
+    progress.note(f"{subscribers:,} channel subscribers in {row['channel_seconds']:.2f} s with "
+                  f"{row['channel_pushes']:.0f} push; {holders:,} token holders in {row['tokens_seconds']:.2f} s "
+                  f"with {row['tokens_pushes']:.0f} pushes")
+
+
 def wrk(port, seconds, script=None, path="/"):
     cmd = ["wrk", "-t2", "-c16", f"-d{seconds}s", "--latency"]
     if script:
@@ -1134,6 +1152,13 @@ def targets(results):
     if "10000" in fan and "100000" in fan:
         rows.append(("fan-out 100,000 ÷ fan-out 10,000, pushes per second", fan["100000"]["fanout_pushes_per_second"]
                      / fan["10000"]["fanout_pushes_per_second"], 1.0, "≥"))
+    b = results.get("broadcast")
+    if b:
+        reach = f"{b['channel_devices']:,.0f} channel subscribers vs {b['tokens_devices']:,.0f} token holders"
+        rows.append((f"{reach}: pushes Islet sent, channel", b["channel_pushes"], 1, "="))
+        rows.append((f"{reach}: phones showing the update, channel", b["channel_reached"], b["channel_devices"], "="))
+        rows.append((f"{reach}: tokens' seconds ÷ channel's", b["tokens_over_channel_seconds"], 1.0, "≥"))
+        rows.append((f"{reach}: tokens' server CPU ÷ channel's", b["tokens_over_channel_cpu"], 10.0, "≥"))
     a = results.get("api", {})
     if a:
         rows.append(("token registration ÷ /healthz", a["register"]["over_healthz"], 0.4, "≥"))
@@ -1348,7 +1373,7 @@ def report(results, images, quick, rows):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller runs; under five minutes")
-    parser.add_argument("--only", help="comma-separated steps: transport,simulator,fanout,api,memory,recovery,postgres,"
+    parser.add_argument("--only", help="comma-separated steps: transport,simulator,fanout,broadcast,api,memory,recovery,postgres,"
                                        "schedules,webhooks")
     args = parser.parse_args()
     os.makedirs(RESULTS, exist_ok=True)
@@ -1357,6 +1382,8 @@ def main():
     steps = [("transport", "APNs client vs h2load and aioapns", lambda: transport(rig, args.quick, results, progress)),
              ("simulator", "islet sim vs nghttpd", lambda: simulator(rig, args.quick, results, progress)),
              ("fanout", "fan-out end to end", lambda: fanout(args.quick, results, progress)),
+             ("broadcast", "an update to a million channel subscribers vs 100,000 token holders",
+              lambda: broadcast(args.quick, results, progress)),
              ("api", "HTTP API under wrk", lambda: api(rig, args.quick, results, progress)),
              ("memory", "memory with registered tokens", lambda: memory(rig, args.quick, results, progress)),
              ("recovery", "recovery after SIGKILL mid fan-out", lambda: recovery(args.quick, results, progress)),

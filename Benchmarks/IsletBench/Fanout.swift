@@ -36,7 +36,7 @@ struct FanoutRig {
     var appID = ""
     static let adminToken = "bench-admin-token-0123456789"
 
-    init(islet: String, extraArguments: [String] = [], nodes: Int = 1) throws {
+    init(islet: String, extraArguments: [String] = [], nodes: Int = 1, channels: Bool = false) throws {
         self.islet = islet
         work = NSTemporaryDirectory() + "islet-bench-\(getpid())-\(Int.random(in: 0..<1_000_000))"
         try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
@@ -45,6 +45,7 @@ struct FanoutRig {
         var options = APNsSimulatorOptions()
         options.port = 0
         options.inspectPort = nil
+        options.channelsPort = channels ? 0 : nil
         options.threads = 1
         options.engine.pushHistoryLimit = 1
         options.engine.trustedKeys = [TrustedKey(keyID: "BENCHKEY01", teamID: "BENCHTEAM1", publicKey: signingKey.publicKey)]
@@ -59,7 +60,9 @@ struct FanoutRig {
             "--data-dir", work + "/data", "--admin-token", Self.adminToken,
             "--apns-sandbox-url", "https://127.0.0.1:\(simulator.port)",
             "--apns-production-url", "https://127.0.0.1:\(simulator.port)", "--apns-ca-file", work + "/ca.pem",
-        ] + extraArguments
+        ] + (simulator.channelsPort.map {
+            ["--apns-channels-sandbox-url", "https://127.0.0.1:\($0)", "--apns-channels-production-url", "https://127.0.0.1:\($0)"]
+        } ?? []) + extraArguments
         server = try ServerProcess(
             islet: islet, arguments: serverArguments + ["--node-id", "bench-node-1"], logPath: work + "/serve.log")
         for node in 1..<max(1, nodes) {

@@ -15,6 +15,8 @@ import Synchronization
 ///   and prints `pushes_per_second=… delivered=… seconds=…`.
 /// - `fanout --devices N [--kill-at F]`: one update through the API to N holders
 ///   (see Fanout.swift).
+/// - `broadcast --subscribers N --holders M`: the same update to N phones on a
+///   broadcast channel and to M token holders (see Broadcast.swift).
 /// - `paced --port P --app A --key K --kind register|update|healthz --rate R`: latency
 ///   at a fixed request rate (see Paced.swift).
 /// - `populate --database PATH --app A --tokens N`: registered tokens written straight
@@ -57,6 +59,8 @@ case "apns-client":
     try await apnsClient(arguments)
 case "fanout":
     try await fanout(arguments)
+case "broadcast":
+    try await broadcast(arguments)
 case "paced":
     try paced(arguments)
 case "populate":
