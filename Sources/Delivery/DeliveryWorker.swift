@@ -436,7 +436,8 @@ public final class DeliveryWorker: BackgroundService {
             done = "channel_forgotten"
         }
         var data: [String: JSONValue] = [
-            "device_id": .string(push.deviceID), "token_kind": .string(push.tokenKind.rawValue),
+            push.tokenKind == .channel ? "channel_id" : "device_id": .string(push.deviceID),
+            "token_kind": .string(push.tokenKind.rawValue),
             "apns_id": .string(push.apnsID),
             "action": .string(acted ? done : "kept_registered_again"),
         ]

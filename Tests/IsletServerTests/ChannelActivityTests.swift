@@ -69,6 +69,11 @@ struct ChannelActivityTests {
             #expect(shown["channels"]?.arrayValue?.first?["environment"] == "sandbox")
             let channel = try await h.call("GET", "/v1/apps/\(app.id)/channels/\(channelID)", key: app.serverKey)
             #expect(channel["activity_id"] == "match-1")
+            // A start the transaction would refuse creates no channel first.
+            let twice = try await Self.start(
+                h, app, "match-1", audience: ["device_ids": ["phone-1"]], extra: ["delivery": "channel"])
+            #expect(twice.status == 409)
+            #expect(h.sandbox.engine.channels().count == 1)
             // A fourth phone runs the app, which started the activity subscribed.
             let local = try h.sandbox.engine.subscribe(channelID: simulated.id, token: "phone-4")
 
@@ -96,6 +101,11 @@ struct ChannelActivityTests {
             #expect(broadcast["event"] == "update" && broadcast["status"] == "sent")
             #expect(broadcast["apns_unique_id"]?.stringValue.map(APNsMessageID.isUUID) == true)
             #expect(Self.broadcasts(h.sandbox).last?.headers["apns-expiration"] == "0")
+            let sentEvents = try await h.call("GET", "/v1/apps/\(app.id)/events?types=push.sent", key: app.serverKey)
+            let broadcastEvent = try #require(sentEvents["items"]?.arrayValue?.last?["data"])
+            #expect(broadcastEvent["channel_id"]?.stringValue == channelID, "\(broadcastEvent)")
+            #expect(broadcastEvent["device_id"] == nil)
+            #expect(broadcastEvent["token_kind"] == "channel")
 
             // The end is one broadcast too, and ends every phone's copy.
             let ended = try await h.call(
@@ -266,6 +276,7 @@ struct ChannelActivityTests {
             }
             let events = try await h.call("GET", "/v1/apps/\(app.id)/events?types=token.rejected", key: app.serverKey)
             #expect(events["items"]?.arrayValue?.last?["data"]?["action"] == "channel_forgotten", "\(events.json)")
+            #expect(events["items"]?.arrayValue?.last?["data"]?["channel_id"]?.stringValue == ownID)
             h.clock.advance(by: 13 * 3600)
             #expect(await channels.retireEnded() == 0)
             let list = try await h.call("GET", "/v1/apps/\(app.id)/channels", key: app.serverKey)

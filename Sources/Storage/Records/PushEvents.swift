@@ -30,7 +30,12 @@ extension NewEvent {
         object.string("apns_id", push.apnsID)
         if let apnsStatus { object.integer("apns_status", Int64(apnsStatus)) }
         object.integer("attempts", Int64(push.attempts + attempts))
-        object.string("device_id", push.deviceID)
+        // A broadcast's row keeps its channel where a push keeps its device.
+        if push.tokenKind == .channel {
+            object.string("channel_id", push.deviceID)
+        } else {
+            object.string("device_id", push.deviceID)
+        }
         object.string("environment", push.environment.rawValue)
         object.string("event", push.content.event.rawValue)
         if let reason { object.string("reason", reason) }
@@ -43,7 +48,8 @@ extension NewEvent {
         extra: [String: JSONValue]
     ) -> JSONValue {
         var members: [String: JSONValue] = [
-            "device_id": .string(deviceID), "event": .string(event.rawValue), "token_kind": .string(tokenKind.rawValue),
+            tokenKind == .channel ? "channel_id" : "device_id": .string(deviceID), "event": .string(event.rawValue),
+            "token_kind": .string(tokenKind.rawValue),
             "apns_id": .string(apnsID),
         ]
         if let activityID { members["activity_id"] = .string(activityID) }

@@ -382,7 +382,13 @@
         el('ol', { id: 'state-history' }, seen.map((entry) => el('li', {}, el('span', { class: 'when', text: when(entry.at) }), ' ', el('code', { text: entry.text })))),
         el('ol', { id: 'send-history' }, byTime.map((entry) => el('li', { 'data-event': entry.event }, el('span', { class: 'when', text: when(entry.at) }), ' ', entry.event))));
       const copies = new Map(activity.devices.map((copy) => [copy.device_id, copy]));
-      fill(devices, el('h3', { text: 'Devices' }), table(['Device', 'Status', 'Environment', 'Update token', 'Registered', 'Ended', 'End cause'],
+      // On a broadcast channel, each update is one push per channel, whatever the
+      // number of devices: the channels come first.
+      const channels = (activity.channels || []).length
+        ? el('p', { id: 'activity-channels' }, 'Delivery: broadcast channel ',
+          activity.channels.map((channel) => el('code', { text: channel.apns_channel_id + ' (' + channel.environment + ')' })))
+        : null;
+      fill(devices, el('h3', { text: 'Devices' }), channels, table(['Device', 'Status', 'Environment', 'Update token', 'Registered', 'Ended', 'End cause'],
         activity.devices.map((copy) => el('tr', { 'data-device-id': copy.device_id },
           el('td', { class: 'mono', text: copy.device_id }), el('td', { text: copy.status }), el('td', { text: copy.environment }),
           el('td', { class: 'mono', text: copy.update_token_prefix || (copy.has_update_token ? 'held' : '—') }),
