@@ -197,7 +197,10 @@ struct PushTokenTests {
         #expect(!PushTokenKind.pushToStart.accepts(.alert))
         #expect(PushTokenKind.liveActivityUpdate.accepts(.liveactivity))
         #expect(!PushTokenKind.liveActivityUpdate.accepts(.alert))
-        #expect(PushTokenKind.allCases.map(\.rawValue) == ["device", "push_to_start", "live_activity_update"])
+        #expect(PushTokenKind.channel.accepts(.liveactivity))
+        #expect(!PushTokenKind.channel.accepts(.alert))
+        #expect(PushTokenKind.allCases.map(\.rawValue) == ["device", "push_to_start", "live_activity_update", "channel"])
+        #expect(PushTokenKind.deviceKinds.map(\.rawValue) == ["device", "push_to_start", "live_activity_update"])
     }
 }
 

@@ -62,6 +62,11 @@ struct BodySchemaTests {
         #expect(schema["additionalProperties"] == false)
         // An optional field takes null (as absent, or to clear it); an audience's lists do not.
         #expect(schema["properties"]?["user_id"]?["type"] == ["string", "null"])
+        // An optional enumeration lists null among its values, as it takes it.
+        let channel = RequestSchemas.createChannel.jsonSchema["properties"]?["message_storage_policy"]
+        #expect(channel?["type"] == ["string", "null"])
+        #expect(channel?["enum"] == ["none", "most_recent", .null])
+        #expect(RequestSchemas.createChannel.jsonSchema["properties"]?["environment"]?["enum"] == ["sandbox", "production"])
         let audience = RequestSchemas.audience.jsonSchema
         #expect(audience["properties"]?["user_ids"]?["type"] == "array")
         #expect(audience["maxProperties"] == 1)

@@ -63,6 +63,12 @@ RULES = [
     (r"url", r"^.* \(private addresses need --webhooks-allow-private\)$"),
     # The same Idempotency-Key with another request.
     (r"Idempotency-Key", r"^was used with a different request$"),
+    # A start's delivery and the fields that go with it: an audience unless on a
+    # channel, a channel only on one, a scheduled start on tokens, a channel of the app.
+    (r"audience", r"^is required \(unless delivery is channel\)$"),
+    (r"channel_id", r"^(is taken only with delivery channel|names no channel of the app)$"),
+    (r"channel_environment", r"^is taken only with delivery channel"),
+    (r"delivery", r"^(must be tokens for a start with send_at|needs devices on iOS 18 or later)$"),
     # The key inside the PEM armour (which the document gives) must be a P-256 key.
     (r"apns\.private_key", r"^must be the \.p8 key's PEM text \(a P-256 private key\)"),
 ]

@@ -349,6 +349,8 @@ extension BodyField {
         if nullable {
             if case .object(var members) = schema, case .string(let name)? = members["type"] {
                 members["type"] = [.string(name), "null"]
+                // An enumeration lists every value it takes: null too.
+                if case .array(let values)? = members["enum"] { members["enum"] = .array(values + [.null]) }
                 schema = .object(members)
             } else {
                 schema = ["anyOf": [schema, ["type": "null"]]]
