@@ -232,7 +232,7 @@ struct DeviceSecretTests {
             }
             let patch = try #require(paths["/v1/apps/{app_id}"]?["patch"])
             let field = patch["requestBody"]?["content"]?["application/json"]?["schema"]?["properties"]?["device_secrets"]
-            #expect(field?["enum"] == ["required", "off"])
+            #expect(field?["enum"] == ["required", "off", .null])
         }
     }
 }
