@@ -24,6 +24,12 @@ static inline EVP_PKEY *islet_evp_ec_gen_p256(void) {
     return EVP_EC_gen("P-256");
 }
 
+/// Generates a fresh RSA key of `bits` bits; `EVP_RSA_gen` is a macro over the
+/// variadic `EVP_PKEY_Q_keygen`.
+static inline EVP_PKEY *islet_evp_rsa_gen(unsigned int bits) {
+    return EVP_RSA_gen(bits);
+}
+
 /// Points `*data` at a memory BIO's contents and answers their length;
 /// `BIO_get_mem_data` is a macro over `BIO_ctrl`.
 static inline long islet_bio_mem_data(BIO *bio, const char **data) {

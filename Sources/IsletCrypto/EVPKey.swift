@@ -61,6 +61,12 @@ final class EVPKey: @unchecked Sendable {
         return String(decoding: buffer.prefix(length).map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
+    /// Whether it is an RSA key.
+    var isRSA: Bool { EVP_PKEY_get_base_id(pointer) == EVP_PKEY_RSA }
+
+    /// The key's size in bits (the modulus, for RSA).
+    var bits: Int { Int(EVP_PKEY_get_bits(pointer)) }
+
     /// Whether the key is whole: its public point on the curve, its private scalar in
     /// range, and the one made from the other. A PEM private key carries both halves,
     /// and nothing in its syntax ties them together; a key whose halves disagree signs

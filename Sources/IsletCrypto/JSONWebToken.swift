@@ -57,6 +57,20 @@ public struct JSONWebToken: Sendable {
         return input + "." + Base64URL.encode(signature)
     }
 
+    /// Signs a token with RS256 (a service account's OAuth 2.0 assertion). `alg` is
+    /// set in the header; `kid` too when given.
+    public static func signRS256(
+        keyID: String?,
+        claims: [String: JWTValue],
+        key: RSA.SigningKey
+    ) throws(CryptoError) -> String {
+        var header: [String: JWTValue] = ["alg": .string("RS256"), "typ": .string("JWT")]
+        if let keyID { header["kid"] = .string(keyID) }
+        let input = Base64URL.encode(encodeObject(header)) + "." + Base64URL.encode(encodeObject(claims))
+        let signature = try key.signature(for: Data(input.utf8))
+        return input + "." + Base64URL.encode(signature)
+    }
+
     /// Parses a compact token without checking its signature.
     public init(parsing compact: String) throws(CryptoError) {
         let parts = compact.split(separator: ".", omittingEmptySubsequences: false)
@@ -81,6 +95,11 @@ public struct JSONWebToken: Sendable {
     /// Whether the header says ES256 and the signature verifies with `key`.
     public func isValidES256(using key: P256.VerifyingKey) -> Bool {
         header["alg"] == .string("ES256") && key.isValidSignature(signature, for: Data(signingInput.utf8))
+    }
+
+    /// Whether the header says RS256 and the signature verifies with `key`.
+    public func isValidRS256(using key: RSA.VerifyingKey) -> Bool {
+        header["alg"] == .string("RS256") && key.isValidSignature(signature, for: Data(signingInput.utf8))
     }
 
     /// Whether the header says ES256 and the signature, in the DER form that
