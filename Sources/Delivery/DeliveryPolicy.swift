@@ -124,6 +124,10 @@ public struct DeliveryPolicy: Sendable {
         var decision = decide(
             result, round: push.rounds + 1, queuedAt: push.createdAt, environmentSwitched: push.environmentSwitched,
             environment: push.environment, now: now, jitter: jitter)
+        // A start subscribing its phone to a channel carries that environment's
+        // channel id, which the other environment does not have: it is not sent
+        // there (the device's registered environment is wrong; it fails, naming it).
+        if case .switchEnvironment = decision, push.content.subscribesToChannel { decision = .failed }
         var endedActivity = false
         switch decision {
         case .retry, .switchEnvironment:

@@ -432,7 +432,9 @@ public final class DeliveryWorker: BackgroundService {
             acted = try session.markDeviceUnreachable(appID: push.appID, token: push.token, refusedAt: refusedAt, now: now)
             done = "device_marked_unreachable"
         case .forgetChannel(let channelID):
-            acted = try session.deleteChannel(appID: push.appID, channelID: channelID)
+            // Forgotten now, or already: either way Islet no longer has it.
+            _ = try session.deleteChannel(appID: push.appID, channelID: channelID)
+            acted = true
             done = "channel_forgotten"
         }
         var data: [String: JSONValue] = [

@@ -9,7 +9,8 @@ extension SQLSession {
         """
 
     private static let instanceColumns: SQL = """
-        device_id, status, update_token, environment, token_registered_at, created_at, updated_at, ended_at, end_cause
+        device_id, status, update_token, environment, token_registered_at, created_at, updated_at, ended_at, end_cause,
+        subscribed
         """
 
     /// The activity `activityID` of `appID`.
@@ -64,6 +65,8 @@ extension SQLSession {
         replacing: Bool, now: Date
     ) throws -> Int64 {
         if replacing {
+            // The channels of an earlier activity of this id are not the new one's.
+            try run("UPDATE channels SET activity_id = NULL WHERE app_id = \(appID) AND activity_id = \(activityID)")
             try run("DELETE FROM activity_instances WHERE app_id = \(appID) AND activity_id = \(activityID)")
             try run("DELETE FROM activities WHERE app_id = \(appID) AND activity_id = \(activityID)")
         }
@@ -249,6 +252,28 @@ extension SQLSession {
 
     /// Adds pending copies for the devices a start goes to (a device that has a copy
     /// keeps it).
+    /// Marks the copies of `deviceIDs` as listening on the activity's channel: active
+    /// from their start, with no update token to wait for.
+    public func subscribeInstances(appID: String, activityID: String, deviceIDs: [String]) throws {
+        if dialect == .postgresql {
+            try forEachChunk(of: deviceIDs) { chunk in
+                try run(
+                    """
+                    UPDATE activity_instances SET status = 'active', subscribed = true
+                    WHERE app_id = \(appID) AND activity_id = \(activityID)
+                        AND device_id = ANY(\(SQLValue.array(chunk.map { .text($0) }))::text[])
+                    """)
+            }
+            return
+        }
+        _ = try runEach(deviceIDs) { deviceID in
+            """
+            UPDATE activity_instances SET status = 'active', subscribed = 1
+            WHERE app_id = \(appID) AND activity_id = \(activityID) AND device_id = \(deviceID)
+            """
+        }
+    }
+
     public func insertPendingInstances(appID: String, activityID: String, targets: [PushTarget], now: Date) throws {
         let millis = now.unixMilliseconds
         if dialect == .postgresql {
@@ -397,6 +422,6 @@ extension SQLSession {
             environment: try row.enumValue("environment", as: APNsEnvironment.self),
             tokenRegisteredAt: row.optionalDate("token_registered_at"), createdAt: try row.date("created_at"),
             updatedAt: try row.date("updated_at"), endedAt: row.optionalDate("ended_at"),
-            endCause: row.optionalString("end_cause").flatMap(EndCause.init))
+            endCause: row.optionalString("end_cause").flatMap(EndCause.init), subscribed: try row.bool("subscribed"))
     }
 }

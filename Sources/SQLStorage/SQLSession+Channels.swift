@@ -49,11 +49,24 @@ extension SQLSession {
 
     /// Gives the channels `channelIDs` to the activity, whose delivery becomes
     /// `channel`.
-    public func assignChannels(appID: String, activityID: String, channelIDs: [String]) throws {
+    public func assignChannels(
+        appID: String, activityID: String, channelIDs: [String], expiredBy: Date
+    ) throws -> [String] {
         try run("UPDATE activities SET delivery = 'channel' WHERE app_id = \(appID) AND activity_id = \(activityID)")
-        _ = try runEach(channelIDs) { channelID in
-            "UPDATE channels SET activity_id = \(activityID) WHERE app_id = \(appID) AND channel_id = \(channelID)"
+        var taken: [String] = []
+        for channelID in channelIDs {
+            // Checked in the statement that takes it, under the row's lock.
+            let changed = try run(
+                """
+                UPDATE channels SET activity_id = \(activityID)
+                WHERE app_id = \(appID) AND channel_id = \(channelID) AND (activity_id IS NULL OR activity_id = \(activityID)
+                    OR NOT EXISTS (
+                        SELECT 1 FROM activities a WHERE a.app_id = channels.app_id AND a.activity_id = channels.activity_id
+                            AND a.status <> 'ended' AND a.started_at > \(expiredBy.unixMilliseconds)))
+                """)
+            if changed == 0 { taken.append(channelID) }
         }
+        return taken
     }
 
     /// The channels of an activity, in the order of their ids.
@@ -68,16 +81,17 @@ extension SQLSession {
 
     /// Channels Islet created whose activity is over (see `ChannelStore`).
     public func retiredChannels(
-        endedBy: Date, expiredBy: Date, limit: Int
+        endedBy: Date, expiredBy: Date, after: ChannelCursor?, limit: Int
     ) throws -> [(appID: String, channel: ChannelRecord)] {
         let ended = endedBy.unixMilliseconds
         let expired = expiredBy.unixMilliseconds
+        let past: SQL = after.map { " AND (c.app_id > \($0.appID) OR (c.app_id = \($0.appID) AND c.channel_id > \($0.channelID)))" } ?? ""
         return try query(
             """
             SELECT c.app_id, c.channel_id, c.apns_channel_id, c.environment, c.message_storage_policy, c.activity_id,
                 c.created_at, c.managed
             FROM channels c LEFT JOIN activities a ON a.app_id = c.app_id AND a.activity_id = c.activity_id
-            WHERE c.managed AND (
+            WHERE c.managed\(sql: past) AND (
                 (a.activity_id IS NULL AND c.created_at <= \(expired))
                 OR (a.status = 'ended' AND a.ended_at <= \(ended))
                 OR a.started_at <= \(expired))

@@ -432,14 +432,21 @@ public protocol ChannelStore {
     /// How many channels the app has in `environment`.
     func channelCount(appID: String, environment: APNsEnvironment) throws -> Int
     /// Gives the channels `channelIDs` to the activity, whose delivery becomes
-    /// `channel`.
-    func assignChannels(appID: String, activityID: String, channelIDs: [String]) throws
+    /// `channel`: each that no other activity running at `now` (started after
+    /// `expiredBy` and not ended) holds. Answers the channels it could not take.
+    func assignChannels(appID: String, activityID: String, channelIDs: [String], expiredBy: Date) throws -> [String]
+    /// Marks the copies of `deviceIDs` as listening on the activity's channel: active
+    /// from their start, with no update token to wait for.
+    func subscribeInstances(appID: String, activityID: String, deviceIDs: [String]) throws
     /// The channels of an activity, in the order of their ids.
     func activityChannels(appID: String, activityID: String) throws -> [ChannelRecord]
     /// Channels Islet created whose activity is over: ended at or before `endedBy`,
     /// started at or before `expiredBy` (past every window), or gone (and the
     /// channel made at or before `expiredBy`).
-    func retiredChannels(endedBy: Date, expiredBy: Date, limit: Int) throws -> [(appID: String, channel: ChannelRecord)]
+    /// `after` goes on past a place in their order (app, then channel id).
+    func retiredChannels(
+        endedBy: Date, expiredBy: Date, after: ChannelCursor?, limit: Int
+    ) throws -> [(appID: String, channel: ChannelRecord)]
 }
 
 /// The token buckets of the apps' rate limits, where several nodes share them.

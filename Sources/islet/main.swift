@@ -238,9 +238,8 @@ func providerToken(_ arguments: [String]) -> Int32 {
     }
 }
 
-/// Sends one push and prints the exchange. Exit status (`SendOutcome`): 0 APNs
-/// accepted it, 1 APNs refused it, 2 it was never sent (a bad flag or a broken
-/// payload rule), 3 APNs could not be reached.
+/// Creates, lists, reads or deletes the app's broadcast channels at APNs. Exit
+/// status: 0 done, 1 APNs refused, 2 a bad flag, 3 APNs could not be reached.
 func manageChannels(_ arguments: [String]) async -> Int32 {
     if arguments.contains("--help") || arguments.contains("-h") {
         Console.out(ChannelsCommandLine.helpText)
@@ -258,6 +257,9 @@ func manageChannels(_ arguments: [String]) async -> Int32 {
     return status
 }
 
+/// Sends one push and prints the exchange. Exit status (`SendOutcome`): 0 APNs
+/// accepted it, 1 APNs refused it, 2 it was never sent (a bad flag or a broken
+/// payload rule), 3 APNs could not be reached.
 func sendPush(_ arguments: [String]) async -> Int32 {
     if arguments.contains("--help") || arguments.contains("-h") {
         Console.out(SendCommandLine.helpText)

@@ -88,6 +88,17 @@ struct SettlementTests {
         #expect(settle(orphan, result(.tokenDead(since: nil), status: 410)).deadToken == nil)
     }
 
+    @Test func aStartSubscribingToAChannelIsNotSentToTheOtherEnvironment() throws {
+        var push = claimedPush(kind: .pushToStart, event: .start, activityID: "act-4", createdAt: now)
+        let answer = result(.tokenUnknownInEnvironment, status: 400, reason: "BadDeviceToken")
+        #expect(settle(push, answer).decision == .switchEnvironment(to: .production))
+        push.content.payload = Data(#"{"aps":{"event":"start","input-push-channel":"dHdv"}}"#.utf8)
+        let settled = settle(push, answer)
+        #expect(settled.decision == .failed)
+        #expect(settled.outcome.status == .failed)
+        #expect(settled.outcome.reason == "BadDeviceToken")
+    }
+
     @Test func aChannelAPNsNoLongerHasIsForgotten() {
         // A broadcast's row keeps the channel's id where a push keeps its device.
         let push = claimedPush(kind: .channel, event: .update, activityID: "act-3", createdAt: now)

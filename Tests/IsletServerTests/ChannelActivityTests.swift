@@ -69,10 +69,22 @@ struct ChannelActivityTests {
             #expect(shown["channels"]?.arrayValue?.first?["environment"] == "sandbox")
             let channel = try await h.call("GET", "/v1/apps/\(app.id)/channels/\(channelID)", key: app.serverKey)
             #expect(channel["activity_id"] == "match-1")
+            // Each phone's copy listens on the channel: active, with no update token
+            // to wait for, and never reported as a start that did not show.
+            #expect(shown["devices"]?.arrayValue?.map { $0["status"] } == ["active", "active", "active"])
+            #expect(shown["devices"]?.arrayValue?.allSatisfy { $0["on_channel"] == true } == true)
+            h.clock.advance(by: 11 * 60)
+            #expect(await h.application.services.events.reportUnconfirmedStarts() == 0)
+
             // A start the transaction would refuse creates no channel first.
             let twice = try await Self.start(
                 h, app, "match-1", audience: ["device_ids": ["phone-1"]], extra: ["delivery": "channel"])
             #expect(twice.status == 409)
+            #expect(h.sandbox.engine.channels().count == 1)
+            let past = try await Self.start(
+                h, app, "match-9", audience: ["device_ids": ["phone-1"]],
+                extra: ["delivery": "channel", "end_at": .string(RFC3339.string(h.clock.now().addingTimeInterval(-60)))])
+            #expect(past.status == 422 && past.errorFields == ["end_at"], "\(past.json)")
             #expect(h.sandbox.engine.channels().count == 1)
             // A fourth phone runs the app, which started the activity subscribed.
             let local = try h.sandbox.engine.subscribe(channelID: simulated.id, token: "phone-4")
@@ -326,6 +338,25 @@ struct ChannelActivityTests {
             let production = try await h.call(
                 "POST", "/v1/apps/\(app.id)/channels", key: app.serverKey, json: ["environment": "production"])
             #expect(production.status == 201)
+        }
+    }
+
+    @Test func aStartThatFailsDeletesTheChannelsMadeForIt() async throws {
+        try await ServerHarness.with(simulators: { options in
+            if options.engine.environment == .production { options.engine.channelLimit = 0 }
+        }) { h in
+            let app = try await h.createApp()
+            try await h.registerStartable(app, "sandbox-phone")
+            try await h.registerStartable(app, "production-phone", environment: .production)
+            let refused = try await Self.start(
+                h, app, "both", audience: ["device_ids": ["sandbox-phone", "production-phone"]], extra: ["delivery": "channel"])
+            #expect(refused.status == 409, "\(refused.json)")
+            #expect(refused["detail"]?.stringValue?.contains("CannotCreateChannelConfig") == true)
+            // The sandbox's channel, made first, is deleted at APNs and forgotten.
+            #expect(h.sandbox.engine.channels().isEmpty)
+            let list = try await h.call("GET", "/v1/apps/\(app.id)/channels", key: app.serverKey)
+            #expect(list["items"]?.arrayValue?.isEmpty == true, "\(list.json)")
+            #expect(try await h.call("GET", "/v1/apps/\(app.id)/activities/both", key: app.serverKey).status == 404)
         }
     }
 }

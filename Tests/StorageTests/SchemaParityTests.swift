@@ -121,7 +121,7 @@ struct SchemaModel {
     /// The columns SQLite keeps as INTEGER 0 or 1 and PostgreSQL as boolean.
     static let flags: Set<String> = [
         "apps.strict_activity_types", "pushes.environment_switched", "timelines.renew", "webhooks.enabled",
-        "devices.frequent_updates", "pushes.priority_downgraded", "channels.managed",
+        "devices.frequent_updates", "pushes.priority_downgraded", "channels.managed", "activity_instances.subscribed",
     ]
 
     /// SQLite's declared type in PostgreSQL's terms: the mapping, written once.

@@ -11,6 +11,7 @@ enum InstanceJSON {
             "update_token_prefix": APIJSON.optional(instance.updateToken.map { String($0.prefix(8)) + "…" }), "environment": .string(instance.environment.rawValue),
             "token_registered_at": APIJSON.date(instance.tokenRegisteredAt), "created_at": APIJSON.date(instance.createdAt),
             "ended_at": APIJSON.date(instance.endedAt), "end_cause": APIJSON.optional(instance.endCause?.rawValue),
+            "on_channel": .bool(instance.subscribed),
         ]
     }
 }

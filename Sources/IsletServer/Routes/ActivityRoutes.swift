@@ -94,9 +94,15 @@ struct ActivityRoutes: Sendable {
         guard sendAt != nil || timelineReader != nil else {
             return IdempotencyHeader.response(try await activities.start(command), status: 202)
         }
-        let answer = try await schedules.start(
-            try await activities.prepareChannels(command), sendAt: sendAt,
-            timeline: timelineReader == nil ? nil : try body.required(timeline, "timeline"))
+        let plan = timelineReader == nil ? nil : try body.required(timeline, "timeline")
+        let prepared = try await activities.prepareChannels(command)
+        let answer: Replayable<Scheduling<StartResult>>
+        do {
+            answer = try await schedules.start(prepared, sendAt: sendAt, timeline: plan)
+        } catch {
+            await activities.discardChannels(of: prepared)
+            throw error
+        }
         return IdempotencyHeader.response(answer, status: 202)
     }
 

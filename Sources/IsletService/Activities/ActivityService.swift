@@ -38,11 +38,23 @@ public struct ActivityService: Sendable {
         let lifecycle = environment.lifecycle
         let now = environment.clock.now()
         let budget = environment.budget
-        return try await environment.idempotentWrite(
-            appID: app.id, idempotency: command.idempotency, now: now
-        ) { (session: any Stores) in
-            try Self.start(command, session: session, lifecycle: lifecycle, budget: budget, now: now)
+        do {
+            return try await environment.idempotentWrite(
+                appID: app.id, idempotency: command.idempotency, now: now
+            ) { (session: any Stores) in
+                try Self.start(command, session: session, lifecycle: lifecycle, budget: budget, now: now)
+            }
+        } catch {
+            // The channels made for a start that did not happen are deleted again.
+            await discardChannels(of: command)
+            throw error
         }
+    }
+
+    /// Deletes the channels Islet created for `command`'s start, which failed.
+    public func discardChannels(of command: StartActivity) async {
+        guard let created = command.channelPlan?.created, !created.isEmpty, let channels else { return }
+        await channels.discard(created, app: command.app)
     }
 
     /// `command` with the channels it uses made ready (see `ChannelService.plan`):
@@ -57,14 +69,21 @@ public struct ActivityService: Sendable {
         guard let channels else {
             throw ServiceError(.unavailable, "This server has no channel management API configured.")
         }
-        if let idempotency = command.idempotency {
-            let appID = command.app.id
-            let since = environment.clock.now().addingTimeInterval(-environment.idempotencyWindow)
-            let answered = try await environment.read { (session: any Stores) in
-                try session.idempotentAnswer(appID: appID, key: idempotency.key, since: since) != nil
+        // A retry of an answered request is replayed; a start the transaction would
+        // refuse for its content makes no channel first.
+        let since = environment.clock.now().addingTimeInterval(-environment.idempotencyWindow)
+        let lifecycle = environment.lifecycle
+        let now = environment.clock.now()
+        let answered = try await environment.read { (session: any Stores) -> Bool in
+            if let idempotency = command.idempotency,
+                try session.idempotentAnswer(appID: command.app.id, key: idempotency.key, since: since) != nil
+            {
+                return true
             }
-            if answered { return command }
+            _ = try Self.prepareStart(command, session: session, lifecycle: lifecycle, now: now)
+            return false
         }
+        if answered { return command }
         var prepared = command
         prepared.channelPlan = try await channels.plan(for: command)
         return prepared
@@ -97,21 +116,10 @@ public struct ActivityService: Sendable {
     ) throws -> StartResult {
         let app = command.app
         try SendRules.requireCredentials(app)
-        let stamped = Self.stamped(command.attributes, activityID: command.activityID)
         let appID = app.id
         let activityID = command.activityID
         let activityType = command.activityType
-        let prepared = try SchemaEnforcement.prepare(
-            session: session, app: app, activityType: activityType, attributes: stamped,
-            contentState: command.contentState, isStart: true, storedState: command.storedContent)
-        let push = LiveActivityPush(
-            event: .start, contentState: prepared.wireState, attributesType: prepared.attributesType,
-            attributes: prepared.attributes, alert: command.alert, staleDate: command.staleDate,
-            relevanceScore: command.relevanceScore, priority: command.priority)
-        let built = try SendRules.build(push, bundleID: app.bundleID, now: now, lastTimestamp: nil)
-        if let endAt = command.endAt {
-            try SendRules.checkEndAt(endAt, startedAt: now, lifecycle: lifecycle, now: now)
-        }
+        let (prepared, push, built) = try Self.prepareStart(command, session: session, lifecycle: lifecycle, now: now)
         if let existing = try session.activity(appID: appID, activityID: activityID),
             lifecycle.effectiveStatus(existing.status, startedAt: existing.startedAt, now: now) != .ended
         {
@@ -130,7 +138,7 @@ public struct ActivityService: Sendable {
                 appID: appID, activityID: activityID, activityType: activityType, origin: .remote,
                 attributes: prepared.attributes, contentState: prepared.contentState, lastTimestamp: built.timestamp,
                 endAt: command.endAt, replacing: true, now: now)
-            try session.assignChannels(appID: appID, activityID: activityID, channelIDs: plan.channels.values.map(\.channelID))
+            try Self.assign(plan, appID: appID, activityID: activityID, session: session, lifecycle: lifecycle, now: now)
             try session.appendEvents([NewEvent(
                 appID: appID, type: .activityStarted, activityID: activityID, occurredAt: now,
                 data: [
@@ -173,7 +181,9 @@ public struct ActivityService: Sendable {
                     tokenTargets.append(target)
                 }
             }
-            try session.assignChannels(appID: appID, activityID: activityID, channelIDs: plan.channels.values.map(\.channelID))
+            try session.subscribeInstances(
+                appID: appID, activityID: activityID, deviceIDs: channelTargets.values.flatMap { $0.map(\.deviceID) })
+            try Self.assign(plan, appID: appID, activityID: activityID, session: session, lifecycle: lifecycle, now: now)
         }
         if !tokenTargets.isEmpty {
             let sendID = try session.insertSend(
@@ -218,6 +228,41 @@ public struct ActivityService: Sendable {
             result.channelTargets = channelTargets.values.reduce(0) { $0 + $1.count }
         }
         return result
+    }
+
+    /// The start's content checked against its type's schema, its push, and the push
+    /// built by the wire rules; its end time checked against the windows.
+    static func prepareStart(
+        _ command: StartActivity, session: any ActivityTypeStore, lifecycle: ActivityLifecycle, now: Date
+    ) throws -> (PreparedContent, LiveActivityPush, BuiltPush) {
+        let app = command.app
+        let stamped = Self.stamped(command.attributes, activityID: command.activityID)
+        let prepared = try SchemaEnforcement.prepare(
+            session: session, app: app, activityType: command.activityType, attributes: stamped,
+            contentState: command.contentState, isStart: true, storedState: command.storedContent)
+        let push = LiveActivityPush(
+            event: .start, contentState: prepared.wireState, attributesType: prepared.attributesType,
+            attributes: prepared.attributes, alert: command.alert, staleDate: command.staleDate,
+            relevanceScore: command.relevanceScore, priority: command.priority)
+        let built = try SendRules.build(push, bundleID: app.bundleID, now: now, lastTimestamp: nil)
+        if let endAt = command.endAt {
+            try SendRules.checkEndAt(endAt, startedAt: now, lifecycle: lifecycle, now: now)
+        }
+        return (prepared, push, built)
+    }
+
+    /// Gives the plan's channels to the activity; `conflict` when another running
+    /// activity took one meanwhile.
+    static func assign(
+        _ plan: ChannelPlan, appID: String, activityID: String, session: any ChannelStore, lifecycle: ActivityLifecycle,
+        now: Date
+    ) throws {
+        let taken = try session.assignChannels(
+            appID: appID, activityID: activityID, channelIDs: plan.channels.values.map(\.channelID).sorted(),
+            expiredBy: now.addingTimeInterval(-lifecycle.windows.total))
+        if let channelID = taken.first {
+            throw ServiceError(.conflict, "Channel \(channelID) carries another activity, which is running; end it or use another channel.")
+        }
     }
 
     /// Holds back the start to each target whose device had all the starts it may

@@ -1,4 +1,5 @@
 import Foundation
+import IsletSync
 public import IsletCore
 public import Storage
 
@@ -38,6 +39,9 @@ public struct ChannelService: Sendable {
 
     private let environment: ServiceEnvironment
     private let api: (any BroadcastChannelAPI)?
+    /// Where the retiring goes on from: past the channels it could not delete on
+    /// its last look, so that they never hold up the others.
+    private let retireCursor = Lock<ChannelCursor?>(nil)
     /// When `auto` picks a channel.
     let choice: BroadcastChoice
 
@@ -125,20 +129,51 @@ public struct ChannelService: Sendable {
                 "None of the \(targets.count) device(s) of the audience can take a channel (iOS 18 or later).",
                 field: "delivery", "needs devices on iOS 18 or later")
         }
+        var created: [ChannelRecord] = []
         for environment in missing {
             let count = counts[environment] ?? 0
             guard count < Self.limit else {
+                await discard(created, app: app)
                 throw ServiceError(
                     .conflict,
                     "App \(appID) has \(count) channels in \(environment.rawValue), as many as APNs allows; delete some first.")
             }
-            channels[environment] = try await create(
-                app: app, apnsEnvironment: environment, storesMostRecent: false, managed: true)
+            do {
+                let channel = try await create(app: app, apnsEnvironment: environment, storesMostRecent: false, managed: true)
+                channels[environment] = channel
+                created.append(channel)
+            } catch {
+                await discard(created, app: app)
+                throw error
+            }
         }
-        return ChannelPlan(delivery: .channel, reason: reason, channels: channels)
+        return ChannelPlan(delivery: .channel, reason: reason, channels: channels, created: created)
+    }
+
+    /// Deletes `channels` at APNs and here, best effort: a start they were made for
+    /// did not happen. One that cannot be deleted now is left to the retiring
+    /// (it belongs to no activity).
+    func discard(_ channels: [ChannelRecord], app: AppRecord) async {
+        guard let api else { return }
+        let appID = app.id
+        for channel in channels {
+            do {
+                try await api.deleteChannel(app: app, environment: channel.environment, apnsChannelID: channel.apnsChannelID)
+                _ = try await environment.store.write { (session: any Stores) in
+                    try session.deleteChannel(appID: appID, channelID: channel.channelID)
+                }
+            } catch {
+                environment.logger.warning(
+                    "cannot delete the channel of a start that failed; it is deleted later", ("app", .string(appID)),
+                    ("channel", .string(channel.channelID)), ("error", .string("\(error)")))
+            }
+        }
     }
 
     // MARK: - Retiring
+
+    /// Channels the retiring reads at a time.
+    static let retirePage = 100
 
     /// How often the timekeeper looks for channels to delete, on its clock.
     public static let retireInterval: Double = 60
@@ -152,16 +187,25 @@ public struct ChannelService: Sendable {
         let windows = environment.lifecycle.windows
         let now = environment.clock.now()
         let logger = environment.logger
+        let after = retireCursor.withLock { $0 }
+        let page = Self.retirePage
         let due: [(appID: String, channel: ChannelRecord)]
         do {
-            due = try await environment.store.read { (session: any Stores) in
-                try session.retiredChannels(
+            // Once across nodes: another node retiring now skips its turn.
+            due = try await environment.store.write { (session: any Stores & NodeCoordination) in
+                guard try session.claimPeriodicJob("channel-retire") else { return [] }
+                return try session.retiredChannels(
                     endedBy: now.addingTimeInterval(-windows.end), expiredBy: now.addingTimeInterval(-windows.total),
-                    limit: 100)
+                    after: after, limit: page)
             }
         } catch {
             logger.error("cannot read the channels to delete", ("error", .string("\(error)")))
             return 0
+        }
+        // A full page goes on after its last channel next time; a short one starts
+        // over (what failed is tried again).
+        retireCursor.withLock { cursor in
+            cursor = due.count == page ? due.last.map { ChannelCursor(appID: $0.appID, channelID: $0.channel.channelID) } : nil
         }
         var retired = 0
         for (appID, channel) in due {
@@ -299,4 +343,6 @@ struct ChannelPlan: Sendable {
     var channels: [APNsEnvironment: ChannelRecord] = [:]
     /// `auto` went on tokens because the app is near APNs's channel limit.
     var nearLimit = false
+    /// The channels Islet created for this start (deleted again if it fails).
+    var created: [ChannelRecord] = []
 }

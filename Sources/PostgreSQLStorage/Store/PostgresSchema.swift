@@ -354,13 +354,15 @@ enum PostgresSchema {
             CREATE INDEX channels_by_environment ON channels(app_id, environment);
             """),
         // Activities on broadcast channels: how an activity's updates reach its
-        // devices, the channels Islet made for one (and deletes once it is over),
-        // and each device's iOS version (whether it can subscribe to a channel).
+        // devices, the copies listening on its channel (no update token comes for
+        // them), the channels Islet made for one (and deletes once it is over), and
+        // each device's iOS version (whether it can subscribe to a channel).
         Migration(version: 16, name: "channel activities", sql: """
             ALTER TABLE activities ADD COLUMN delivery TEXT NOT NULL DEFAULT 'tokens';
             ALTER TABLE channels ADD COLUMN managed BOOLEAN NOT NULL DEFAULT false;
             CREATE INDEX channels_by_activity ON channels(app_id, activity_id) WHERE activity_id IS NOT NULL;
             ALTER TABLE devices ADD COLUMN os_version TEXT;
+            ALTER TABLE activity_instances ADD COLUMN subscribed BOOLEAN NOT NULL DEFAULT false;
             """),
     ]
 }

@@ -40,3 +40,17 @@ public struct ChannelRecord: Sendable, Hashable {
             .replacingOccurrences(of: "=", with: "")
     }
 }
+
+/// A place in the order of channels (app, then channel id).
+public struct ChannelCursor: Sendable, Hashable {
+    /// The app.
+    public var appID: String
+    /// The channel.
+    public var channelID: String
+
+    /// Creates a cursor.
+    public init(appID: String, channelID: String) {
+        self.appID = appID
+        self.channelID = channelID
+    }
+}

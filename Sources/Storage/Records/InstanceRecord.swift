@@ -21,12 +21,17 @@ public struct InstanceRecord: Sendable, Hashable {
     public var endedAt: Date?
     /// Why it ended.
     public var endCause: EndCause?
+    /// Whether the copy listens on the activity's broadcast channel (started with
+    /// `input-push-channel`): it takes broadcasts, and no update token comes for it.
+    public var subscribed: Bool
 
     /// Creates a record.
     public init(
         deviceID: String, status: InstanceStatus, updateToken: String?, environment: APNsEnvironment,
-        tokenRegisteredAt: Date?, createdAt: Date, updatedAt: Date, endedAt: Date?, endCause: EndCause?
+        tokenRegisteredAt: Date?, createdAt: Date, updatedAt: Date, endedAt: Date?, endCause: EndCause?,
+        subscribed: Bool = false
     ) {
+        self.subscribed = subscribed
         self.deviceID = deviceID
         self.status = status
         self.updateToken = updateToken

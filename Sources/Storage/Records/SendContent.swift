@@ -31,4 +31,10 @@ public struct SendContent: Sendable, Hashable {
         self.collapseID = collapseID
         self.payload = payload
     }
+
+    /// Whether the payload is a start subscribing its phone to a broadcast channel
+    /// (`aps.input-push-channel`), whose id belongs to one environment.
+    public var subscribesToChannel: Bool {
+        event == .start && payload.range(of: Data(#""input-push-channel""#.utf8)) != nil
+    }
 }

@@ -57,9 +57,14 @@ struct ChannelContractTests {
                     record.managed = id != "c-own"
                     try session.insertChannel(appID: "app_1", record)
                 }
-                try session.assignChannels(appID: "app_1", activityID: "live", channelIDs: ["c-live"])
-                try session.assignChannels(appID: "app_1", activityID: "ended", channelIDs: ["c-ended", "c-own"])
-                try session.assignChannels(appID: "app_1", activityID: "old", channelIDs: ["c-old"])
+                let expiredBy = Fixture.at(-1)
+                #expect(try session.assignChannels(appID: "app_1", activityID: "live", channelIDs: ["c-live"], expiredBy: expiredBy) == [])
+                #expect(try session.assignChannels(
+                    appID: "app_1", activityID: "ended", channelIDs: ["c-ended", "c-own"], expiredBy: expiredBy) == [])
+                #expect(try session.assignChannels(appID: "app_1", activityID: "old", channelIDs: ["c-old"], expiredBy: expiredBy) == [])
+                // A channel a running activity holds is not taken; the same activity may take it again.
+                #expect(try session.assignChannels(appID: "app_1", activityID: "old", channelIDs: ["c-live"], expiredBy: expiredBy) == ["c-live"])
+                #expect(try session.assignChannels(appID: "app_1", activityID: "live", channelIDs: ["c-live"], expiredBy: expiredBy) == [])
                 try session.endActivity(
                     appID: "app_1", activityID: "ended", cause: .server, contentState: nil, timestamp: nil, at: Fixture.at(100))
             }
@@ -72,7 +77,12 @@ struct ChannelContractTests {
             // Nothing is over yet.
             func retired(endedBy: Double, expiredBy: Double) throws -> [String] {
                 try store.readNow {
-                    try $0.retiredChannels(endedBy: Fixture.at(endedBy), expiredBy: Fixture.at(expiredBy), limit: 10)
+                    try $0.retiredChannels(endedBy: Fixture.at(endedBy), expiredBy: Fixture.at(expiredBy), after: nil, limit: 10)
+                }.map(\.channel.channelID)
+            }
+            func retired(after: ChannelCursor) throws -> [String] {
+                try store.readNow {
+                    try $0.retiredChannels(endedBy: Fixture.at(100), expiredBy: Fixture.at(0), after: after, limit: 10)
                 }.map(\.channel.channelID)
             }
             #expect(try retired(endedBy: 99, expiredBy: -1) == [])
@@ -80,7 +90,44 @@ struct ChannelContractTests {
             #expect(try retired(endedBy: 100, expiredBy: -1) == ["c-ended"])
             // Past every window: every activity's, and the one no activity took.
             #expect(try retired(endedBy: 100, expiredBy: 0) == ["c-ended", "c-live", "c-old", "c-orphan"])
-            #expect(try store.readNow { try $0.retiredChannels(endedBy: Fixture.at(100), expiredBy: Fixture.at(0), limit: 1) }.first?.appID == "app_1")
+            #expect(try store.readNow {
+                try $0.retiredChannels(endedBy: Fixture.at(100), expiredBy: Fixture.at(0), after: nil, limit: 1)
+            }.first?.appID == "app_1")
+            // Past a place in the order: what follows it.
+            #expect(try retired(after: ChannelCursor(appID: "app_1", channelID: "c-live")) == ["c-old", "c-orphan"])
+            #expect(try retired(after: ChannelCursor(appID: "app_0", channelID: "zzz")) == ["c-ended", "c-live", "c-old", "c-orphan"])
+            #expect(try retired(after: ChannelCursor(appID: "app_2", channelID: "")) == [])
+
+            // Started again under its id, an activity leaves its old channels behind.
+            try store.writeNow { session throws in
+                _ = try session.insertActivity(
+                    appID: "app_1", activityID: "ended", activityType: "Match", origin: .remote, attributes: nil,
+                    contentState: nil, lastTimestamp: nil, endAt: nil, replacing: true, now: Fixture.at(200))
+            }
+            #expect(try store.readNow { try $0.activityChannels(appID: "app_1", activityID: "ended") } == [])
+            #expect(try store.readNow { try $0.channel(appID: "app_1", channelID: "c-ended")?.activityID } == nil)
+        }
+    }
+
+    @Test(arguments: StoreBackend.all)
+    func copiesOnAChannelAreActiveWithoutAToken(_ backend: StoreBackend) async throws {
+        try await withStore(backend) { store in
+            try store.writeNow { session throws in
+                try session.insertApp(Fixture.app())
+                _ = try session.insertActivity(
+                    appID: "app_1", activityID: "a1", activityType: "Match", origin: .remote, attributes: nil,
+                    contentState: nil, lastTimestamp: nil, endAt: nil, replacing: false, now: Fixture.t0)
+                let targets = ["d1", "d2", "d3"].map { PushTarget(deviceID: $0, token: "t-" + $0, environment: .sandbox) }
+                try session.insertPendingInstances(appID: "app_1", activityID: "a1", targets: targets, now: Fixture.t0)
+                try session.subscribeInstances(appID: "app_1", activityID: "a1", deviceIDs: ["d1", "d3"])
+            }
+            let copies = try store.readNow { try $0.instances(appID: "app_1", activityID: "a1") }
+            #expect(copies.map(\.deviceID) == ["d1", "d2", "d3"])
+            #expect(copies.map(\.subscribed) == [true, false, true])
+            #expect(copies.map(\.status) == [.active, .pending, .active])
+            #expect(copies.allSatisfy { $0.updateToken == nil })
+            // They take no token push.
+            #expect(try store.readNow { try $0.updateTargets(appID: "app_1", activityID: "a1") } == [])
         }
     }
 }
