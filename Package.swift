@@ -85,6 +85,9 @@ let package = Package(
         .target(name: "APNsSimulator", dependencies: ["IsletSync", "IsletCore", "IsletCrypto", "HTTP2", "HTTPServer"], swiftSettings: hotPathSettings),
         // The APNs client: provider tokens, connection pools, retries, failure policy.
         .target(name: "APNs", dependencies: ["IsletSync", "IsletCore", "IsletCrypto", "HTTP2"], swiftSettings: hotPathSettings),
+        // FCM's HTTP v1 API: a service account's OAuth 2.0 access tokens (RS256 assertions exchanged through
+        // libcurl), data messages over HTTP/2, and the one map from FCM's answers to the transport's dispositions.
+        .target(name: "FCM", dependencies: ["IsletSync", "IsletCore", "IsletCrypto", "HTTP2", "HTTPClient"], swiftSettings: swiftSettings),
         // The send queue: claims due pushes, sends them, records answers, acts on dead tokens.
         .target(
             name: "Delivery", dependencies: ["IsletSync", "IsletThreads", "IsletCore", "IsletBackground", "IsletLog", "IsletCrypto", "Storage", "APNs"],
@@ -187,6 +190,9 @@ let package = Package(
             swiftSettings: swiftSettings),
         .testTarget(name: "APNsSimulatorTests", dependencies: ["IsletSync", "APNsSimulator", "HTTP2", "IsletTesting"], swiftSettings: swiftSettings),
         .testTarget(name: "APNsTests", dependencies: ["APNs", "APNsSimulator", "HTTP2", "IsletTesting"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "FCMTests", dependencies: ["FCM", "HTTP2", "HTTPClient", "IsletCore", "IsletCrypto", "IsletSync", "IsletTesting"],
+            swiftSettings: swiftSettings),
         .testTarget(
             name: "IsletServiceTests",
             dependencies: [

@@ -1,0 +1,143 @@
+public import Foundation
+import HTTP2
+public import IsletCore
+import IsletSync
+
+/// Where FCM is, and whom to trust for it.
+public struct FCMClientConfiguration: Sendable {
+    /// FCM's HTTP v1 API (`https://fcm.googleapis.com`).
+    public var url = URL(string: "https://fcm.googleapis.com")!
+    /// PEM CA certificates trusted for `url` (a simulator); the system's when `nil`.
+    public var trustRootsPEM: String?
+    /// The most a send waits for its answer.
+    public var timeout: Duration = .seconds(10)
+
+    /// The defaults: Google's FCM.
+    public init() {}
+}
+
+/// One FCM message: a data message to one registration token, with its Android
+/// options.
+public struct FCMMessage: Sendable, Hashable {
+    /// The device's registration token.
+    public var token: String
+    /// The data; FCM takes only strings.
+    public var data: [String: String]
+    /// `high` or `normal`.
+    public var priority: String
+    /// Seconds FCM keeps it for an offline device.
+    public var ttl: Int64
+    /// A newer message with the same key replaces this one while it waits.
+    public var collapseKey: String?
+
+    /// Creates a message.
+    public init(token: String, data: [String: String], priority: String, ttl: Int64, collapseKey: String?) {
+        self.token = token
+        self.data = data
+        self.priority = priority
+        self.ttl = ttl
+        self.collapseKey = collapseKey
+    }
+
+    /// The body of `messages:send`: `{message: {token, data, android: {priority, ttl,
+    /// collapse_key}}}`.
+    public var body: Data {
+        var android: [String: JSONValue] = ["priority": .string(priority), "ttl": .string("\(ttl)s")]
+        if let collapseKey { android["collapse_key"] = .string(collapseKey) }
+        let message: JSONValue = [
+            "message": [
+                "token": .string(token), "data": .object(data.mapValues(JSONValue.string)), "android": .object(android),
+            ],
+        ]
+        return Data(message.jsonText.utf8)
+    }
+}
+
+/// What became of one message: its disposition (`FCMFailurePolicy`), FCM's answer
+/// when one came, and why none did.
+public struct FCMResult: Sendable {
+    /// The transport-neutral disposition.
+    public var disposition: TransportDisposition
+    /// FCM's answer to the last attempt.
+    public var response: FCMResponse?
+    /// Why no answer came, or why the message was not sent.
+    public var error: String?
+    /// Requests made (2 when a refused access token was replaced and the message
+    /// sent again).
+    public var attempts: Int
+}
+
+/// Sends data messages through FCM's HTTP v1 API over HTTP/2: `POST
+/// /v1/projects/{project}/messages:send` with a service account's access token. One
+/// connection per FCM host, opened on first use. A 401 makes the account's token be
+/// replaced and the message sent once more; otherwise one attempt per message (what
+/// follows is the delivery policy's to decide).
+public final class FCMClient: Sendable {
+    /// The configuration it was made with.
+    public let configuration: FCMClientConfiguration
+    private let clients = Lock<[String: HTTP2Client]>([:])
+
+    /// A client for `configuration`.
+    public init(configuration: FCMClientConfiguration = FCMClientConfiguration()) {
+        self.configuration = configuration
+    }
+
+    /// Sends `message` for `account`, with access tokens from `tokens`.
+    public func send(_ message: FCMMessage, account: FCMServiceAccount, tokens: FCMAccessTokens) async -> FCMResult {
+        var attempts = 0
+        var refreshed = false
+        while true {
+            let token: String
+            do {
+                token = try await tokens.token()
+            } catch {
+                return FCMResult(
+                    disposition: error.refusesCredentials ? .credentialsRejected : .retry, response: nil,
+                    error: "no access token: \(error.message)", attempts: attempts)
+            }
+            attempts += 1
+            let answer: HTTP2Response
+            do {
+                answer = try await client().send(HTTP2Request(
+                    method: "POST", path: "/v1/projects/\(account.projectID)/messages:send",
+                    headers: [("authorization", "Bearer \(token)"), ("content-type", "application/json")],
+                    body: message.body))
+            } catch {
+                return FCMResult(disposition: .retry, response: nil, error: "FCM did not answer: \(error)", attempts: attempts)
+            }
+            let response = FCMResponse(status: answer.status, body: answer.body, retryAfter: answer.headers["retry-after"])
+            if response.status == 401, !refreshed {
+                // The token may have been revoked or expired early: once with a new one.
+                await tokens.invalidate(token)
+                refreshed = true
+                continue
+            }
+            return FCMResult(
+                disposition: FCMFailurePolicy.classify(response, tokenRefreshed: false), response: response, error: nil,
+                attempts: attempts)
+        }
+    }
+
+    /// Closes the connections.
+    public func shutdown() async {
+        let all = clients.withLock { clients -> [HTTP2Client] in
+            defer { clients.removeAll() }
+            return Array(clients.values)
+        }
+        for client in all { await client.shutdown() }
+    }
+
+    private func client() throws -> HTTP2Client {
+        let url = configuration.url
+        let host = url.host ?? "localhost"
+        let port = url.port ?? 443
+        let name = "\(host):\(port)"
+        return try clients.withLock { clients in
+            if let client = clients[name] { return client }
+            let tls = TLSClientConfiguration(trustRootsPEM: configuration.trustRootsPEM)
+            let client = try HTTP2Client(configuration: HTTP2ClientConfiguration(host: host, port: port, tls: tls))
+            clients[name] = client
+            return client
+        }
+    }
+}
