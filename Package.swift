@@ -191,7 +191,8 @@ let package = Package(
         .testTarget(name: "APNsSimulatorTests", dependencies: ["IsletSync", "APNsSimulator", "HTTP2", "IsletTesting"], swiftSettings: swiftSettings),
         .testTarget(name: "APNsTests", dependencies: ["APNs", "APNsSimulator", "HTTP2", "IsletTesting"], swiftSettings: swiftSettings),
         .testTarget(
-            name: "FCMTests", dependencies: ["FCM", "HTTP2", "HTTPClient", "IsletCore", "IsletCrypto", "IsletSync", "IsletTesting"],
+            name: "FCMTests",
+            dependencies: ["FCM", "APNsSimulator", "HTTP2", "HTTPClient", "IsletCore", "IsletCrypto", "IsletSync", "IsletTesting"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "IsletServiceTests",

@@ -106,8 +106,9 @@ public final class FCMClient: Sendable {
                 return FCMResult(disposition: .retry, response: nil, error: "FCM did not answer: \(error)", attempts: attempts)
             }
             let response = FCMResponse(status: answer.status, body: answer.body, retryAfter: answer.headers["retry-after"])
-            if response.status == 401, !refreshed {
+            if response.status == 401, response.errorCode != "THIRD_PARTY_AUTH_ERROR", !refreshed {
                 // The token may have been revoked or expired early: once with a new one.
+                // (THIRD_PARTY_AUTH_ERROR is a 401 about credentials behind FCM, not ours.)
                 await tokens.invalidate(token)
                 refreshed = true
                 continue
