@@ -5,7 +5,8 @@ import IsletCore
 extension SQLSession {
     private static let appColumns: SQL = """
         id, name, bundle_id, apns_team_id, apns_key_id, apns_private_key, server_key_hash, device_key_hash,
-        created_at, updated_at, strict_activity_types, device_secrets, budget, rate_limits
+        created_at, updated_at, strict_activity_types, device_secrets, budget, rate_limits, fcm_project_id,
+        fcm_client_email, fcm_private_key, fcm_private_key_id, fcm_token_uri
         """
 
     /// Adds an app; `conflict` when the id (or a key hash) is taken.
@@ -16,7 +17,9 @@ extension SQLSession {
             VALUES (\(app.id), \(app.name), \(app.bundleID), \(app.credentials?.teamID), \(app.credentials?.keyID),
                 \(try sealed(app.credentials?.privateKeyPEM)), \(app.serverKeyHash), \(app.deviceKeyHash),
                 \(app.createdAt.unixMilliseconds), \(app.updatedAt.unixMilliseconds), \(app.strictActivityTypes),
-                \(app.deviceSecrets.rawValue), \(Self.stored(app.budget.json)), \(Self.stored(app.rateLimits.json)))
+                \(app.deviceSecrets.rawValue), \(Self.stored(app.budget.json)), \(Self.stored(app.rateLimits.json)),
+                \(app.fcm?.projectID), \(app.fcm?.clientEmail), \(try sealed(app.fcm?.privateKeyPEM)), \(app.fcm?.privateKeyID),
+                \(app.fcm?.tokenURI))
             """) }
     }
 
@@ -30,7 +33,7 @@ extension SQLSession {
                 server_key_hash = \(app.serverKeyHash), device_key_hash = \(app.deviceKeyHash),
                 updated_at = \(app.updatedAt.unixMilliseconds), strict_activity_types = \(app.strictActivityTypes),
                 device_secrets = \(app.deviceSecrets.rawValue), budget = \(Self.stored(app.budget.json)),
-                rate_limits = \(Self.stored(app.rateLimits.json))
+                rate_limits = \(Self.stored(app.rateLimits.json)), \(sql: try fcmAssignments(app.fcm))
             WHERE id = \(app.id)
             """)
         try notifyNodes(.appChanged(appID: app.id))
@@ -45,7 +48,7 @@ extension SQLSession {
                 apns_key_id = \(app.credentials?.keyID), apns_private_key = \(try sealed(app.credentials?.privateKeyPEM)),
                 updated_at = \(app.updatedAt.unixMilliseconds), strict_activity_types = \(app.strictActivityTypes),
                 device_secrets = \(app.deviceSecrets.rawValue), budget = \(Self.stored(app.budget.json)),
-                rate_limits = \(Self.stored(app.rateLimits.json))
+                rate_limits = \(Self.stored(app.rateLimits.json)), \(sql: try fcmAssignments(app.fcm))
             WHERE id = \(app.id)
             """)
         try notifyNodes(.appChanged(appID: app.id))
@@ -102,7 +105,24 @@ extension SQLSession {
         app.deviceSecrets = row.optionalString("device_secrets").flatMap(DeviceSecretPolicy.init(rawValue:)) ?? .off
         app.budget = BudgetOverrides(json: try row.json("budget"))
         app.rateLimits = RateLimitOverrides(json: try row.json("rate_limits"))
+        if let project = row.optionalString("fcm_project_id"), let email = row.optionalString("fcm_client_email"),
+            let tokenURI = row.optionalString("fcm_token_uri"),
+            let pem = try opened(row.optionalString("fcm_private_key"), column: "fcm_private_key")
+        {
+            app.fcm = FCMCredentials(
+                projectID: project, clientEmail: email, privateKeyPEM: pem, privateKeyID: row.optionalString("fcm_private_key_id"),
+                tokenURI: tokenURI)
+        }
         return app
+    }
+
+    /// The assignments of the FCM columns (all `NULL` without an account).
+    private func fcmAssignments(_ fcm: FCMCredentials?) throws -> SQL {
+        """
+        fcm_project_id = \(fcm?.projectID), fcm_client_email = \(fcm?.clientEmail), \
+        fcm_private_key = \(try sealed(fcm?.privateKeyPEM)), fcm_private_key_id = \(fcm?.privateKeyID), \
+        fcm_token_uri = \(fcm?.tokenURI)
+        """
     }
 
     /// A JSON object as stored: `NULL` when it is empty.

@@ -7,6 +7,7 @@ extension SQLSession {
     /// what the session's sealer seals. A credential column added later joins here.
     static let credentialColumns: [(table: String, id: String, column: String)] = [
         ("apps", "id", "apns_private_key"),
+        ("apps", "id", "fcm_private_key"),
         ("webhooks", "webhook_id", "secret"),
         ("webhooks", "webhook_id", "previous_secret"),
     ]

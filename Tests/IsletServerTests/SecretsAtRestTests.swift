@@ -29,15 +29,21 @@ struct SecretsAtRestTests {
         Logger(level: .notice, format: .logfmt, sink: sink)
     }
 
-    /// Creates an app with an APNs signing key and a webhook; answers the app's id.
+    /// Creates an app with an APNs signing key, an FCM service account and a
+    /// webhook; answers the app's id.
     static func createAppAndWebhook(_ application: Application) async throws -> String {
         let pem = try P256.SigningKey.generate().pemRepresentation
+        let rsa = try RSA.SigningKey.generate().pemRepresentation
         let created = try await httpRequest(
             port: application.port, method: "POST", path: "/v1/apps",
             headers: ["Authorization": "Bearer \(adminToken)", "Content-Type": "application/json"],
             body: Data(JSONValue.object([
                 "name": "Sealed", "bundle_id": "com.example.sealed",
                 "apns": ["team_id": "TEAMID0001", "key_id": "KEYID00001", "private_key": .string(pem)],
+                "fcm": ["service_account": [
+                    "type": "service_account", "project_id": "sealed-project", "private_key": .string(rsa),
+                    "client_email": "islet@sealed-project.iam.gserviceaccount.com",
+                ]],
             ]).jsonText.utf8))
         try #require(created.status == 201, "\(created.text)")
         let app = try JSONValue(parsing: created.body)
@@ -55,6 +61,7 @@ struct SecretsAtRestTests {
     static func rawCredentials(_ configuration: Configuration) throws -> [String] {
         let query = """
             SELECT apns_private_key AS v FROM apps WHERE apns_private_key IS NOT NULL
+            UNION ALL SELECT fcm_private_key FROM apps WHERE fcm_private_key IS NOT NULL
             UNION ALL SELECT secret FROM webhooks
             UNION ALL SELECT previous_secret FROM webhooks WHERE previous_secret IS NOT NULL
             """
@@ -221,7 +228,7 @@ struct SecretsAtRestTests {
             let keyFile = config.secretsKeyPath
             let key = try SecretsKey(base64: try String(contentsOfFile: keyFile, encoding: .utf8))
             let values = try Self.rawCredentials(config)
-            Self.expectSealed(values, count: 2)
+            Self.expectSealed(values, count: 3)
             for value in values { #expect(throws: Never.self) { try key.open(value) } }
 
             // Another key is refused, naming where it came from.
@@ -291,7 +298,7 @@ struct SecretsAtRestTests {
             try first.start()
             _ = try await Self.createAppAndWebhook(first)
             await first.shutdown()
-            Self.expectSealed(try Self.rawCredentials(config), count: 2)
+            Self.expectSealed(try Self.rawCredentials(config), count: 3)
 
             let other = try SecretsKey.generate().base64
             let result = try await runCommand(
@@ -337,7 +344,7 @@ struct SecretsAtRestTests {
             let old = try SecretsKey(
                 base64: config.secretsKey ?? (try String(contentsOfFile: config.secretsKeyPath, encoding: .utf8)))
             let before = try Self.rawCredentials(config)
-            Self.expectSealed(before, count: 2)
+            Self.expectSealed(before, count: 3)
 
             let new = try SecretsKey.generate()
             let newFile = dir.appendingPathComponent("new.key")
@@ -348,7 +355,7 @@ struct SecretsAtRestTests {
                     + (database.map { ["--database", $0] } ?? []),
                 environment: config.secretsKey.map { ["ISLET_SECRETS_KEY": $0] } ?? [:])
             #expect(result.status == 0, "\(result.error)")
-            #expect(result.output.contains("2 credential(s) sealed under the new key"), "\(result.output)")
+            #expect(result.output.contains("3 credential(s) sealed under the new key"), "\(result.output)")
             if database == nil {
                 #expect(result.output.contains("replaced the one in \(config.secretsKeyPath)"), "\(result.output)")
                 let kept = try String(contentsOfFile: config.secretsKeyPath, encoding: .utf8)
@@ -358,7 +365,7 @@ struct SecretsAtRestTests {
                 #expect(result.output.contains("Start every node with the new key"), "\(result.output)")
             }
             let after = try Self.rawCredentials(config)
-            Self.expectSealed(after, count: 2)
+            Self.expectSealed(after, count: 3)
             #expect(Set(before).isDisjoint(with: after))
             for value in after {
                 #expect(throws: CryptoError.self) { try old.open(value) }

@@ -19,6 +19,13 @@ enum RequestSchemas {
         BodyField("bundle_id", .string(.bundleID), required: true),
         BodyField("apns", .object(apnsFields), description: "APNs credentials, all three together; null or absent: none."),
         BodyField("strict_activity_types", .bool),
+        BodyField("fcm", .object(fcmFields), description: "The FCM service account, for Android devices; null or absent: none."),
+    ])
+    /// The `fcm` group: the service account's JSON as downloaded.
+    private static let fcmFields = BodySchema([
+        BodyField(
+            "service_account", .anyObject, required: true,
+            description: "The service account's JSON (project_id, client_email, private_key: an RSA key, token_uri); sealed at rest, never returned."),
     ])
     static let updateApp = BodySchema([
         BodyField("name", .string(.text(max: 200))),
@@ -34,6 +41,7 @@ enum RequestSchemas {
         BodyField(
             "rate_limits", .object(rateLimitFields),
             description: "The app's own rate limits; a figure absent is kept, null takes the server's again; null for the whole group takes every server figure."),
+        BodyField("fcm", .object(fcmFields), description: "Replaces the FCM service account; null removes it."),
     ])
     private static let budgetCount = FieldType.count(1...SendBudget.maximum)
     private static let budgetFields = BodySchema([

@@ -48,9 +48,12 @@ struct AppRoutes: Sendable {
         let bundleID = body.root.string("bundle_id")
         let credentials = Self.credentials(body.root)
         let strict = body.root.bool("strict_activity_types")
+        let fcm = Self.fcm(body.root)
         try body.finish()
-        let created = try await apps.create(CreateApp(
-            name: name!, bundleID: bundleID!, credentials: credentials ?? nil, strictActivityTypes: strict ?? false))
+        var command = CreateApp(
+            name: name!, bundleID: bundleID!, credentials: credentials ?? nil, strictActivityTypes: strict ?? false)
+        command.fcmServiceAccount = fcm ?? nil
+        let created = try await apps.create(command)
         var json = json(created.app)
         json["server_key"] = .string(created.serverKey)
         json["device_key"] = .string(created.deviceKey)
@@ -75,12 +78,14 @@ struct AppRoutes: Sendable {
         let deviceSecrets = body.root.enumeration("device_secrets", as: DeviceSecretPolicy.self)
         let budget = Self.budgetChange(body.root)
         let rateLimits = Self.rateLimitChange(body.root)
+        let fcm = Self.fcm(body.root)
         try body.finish()
         var command = UpdateApp(
             appID: request.parameters["app_id"] ?? "", name: name, bundleID: bundleID, credentials: credentials,
             strictActivityTypes: strict, deviceSecrets: deviceSecrets)
         command.budget = budget
         command.rateLimits = rateLimits
+        command.fcmServiceAccount = fcm
         let updated = try await apps.update(command)
         return APIJSON.response(.object(json(updated)))
     }
@@ -105,6 +110,14 @@ struct AppRoutes: Sendable {
         let pem = apns.string("private_key")
         guard let teamID, let keyID, let pem else { return nil }
         return APNsCredentials(teamID: teamID, keyID: keyID, privateKeyPEM: pem)
+    }
+
+    /// The `fcm` group's service account JSON: `nil` when absent, `.some(nil)` when
+    /// null (remove), else the JSON (the service checks it).
+    private static func fcm(_ object: ObjectReader) -> JSONValue?? {
+        if object.isNull("fcm") { return .some(nil) }
+        guard let fcm = object.object("fcm"), let account = fcm.jsonObject("service_account") else { return nil }
+        return .some(account)
     }
 
     /// A change of one figure: `nil` when absent, `.some(nil)` when null (the
@@ -164,6 +177,8 @@ struct AppRoutes: Sendable {
             "strict_activity_types": .bool(app.strictActivityTypes),
             "device_secrets": .string(app.deviceSecrets.rawValue),
         ]
+        // The FCM account is named, never returned: its key stays on the server.
+        json["fcm"] = app.fcm.map { ["project_id": .string($0.projectID), "client_email": .string($0.clientEmail)] } ?? .null
         if let credentials = app.credentials {
             json["apns"] = ["team_id": .string(credentials.teamID), "key_id": .string(credentials.keyID)]
         } else {

@@ -11,6 +11,8 @@ public struct CreateApp: Sendable {
     public var credentials: APNsCredentials?
     /// Whether a start for an unregistered activity type is refused.
     public var strictActivityTypes: Bool
+    /// The FCM service account's JSON, if given (checked by `FCMAccountRules`).
+    public var fcmServiceAccount: JSONValue?
 
     /// Creates the command.
     public init(name: String, bundleID: String, credentials: APNsCredentials?, strictActivityTypes: Bool) {
@@ -40,6 +42,8 @@ public struct UpdateApp: Sendable {
     public var budget: BudgetChange?
     /// Changes to the app's rate limits.
     public var rateLimits: RateLimitChange?
+    /// A new FCM service account's JSON, or `.some(nil)` to remove it.
+    public var fcmServiceAccount: JSONValue??
 
     /// Creates the command.
     public init(

@@ -37,6 +37,7 @@ public final class AppService: Sendable {
     /// Creates an app with fresh keys.
     public func create(_ command: CreateApp) async throws(ServiceError) -> CreatedApp {
         try Self.check(command.credentials)
+        let fcm = try command.fcmServiceAccount.map { (json) throws(ServiceError) in try FCMAccountRules.credentials(from: json) }
         let serverKey: String
         let deviceKey: String
         var app: AppRecord
@@ -53,6 +54,7 @@ public final class AppService: Sendable {
         }
         app.strictActivityTypes = command.strictActivityTypes
         app.deviceSecrets = .required
+        app.fcm = fcm
         let created = app
         try await environment.write { (session: any Stores) in try session.insertApp(created) }
         if let credentials = app.credentials { environment.credentialsChanged(credentials) }
@@ -91,6 +93,11 @@ public final class AppService: Sendable {
     /// never undone.
     public func update(_ command: UpdateApp) async throws(ServiceError) -> AppRecord {
         if let credentials = command.credentials { try Self.check(credentials) }
+        var fcm: FCMCredentials??
+        if let given = command.fcmServiceAccount {
+            fcm = .some(try given.map { (json) throws(ServiceError) in try FCMAccountRules.credentials(from: json) })
+        }
+        let newFCM = fcm
         let now = environment.clock.now()
         let updated = try await environment.write { (session: any Stores) -> AppRecord in
             guard var app = try session.app(id: command.appID) else { throw Self.noApp(command.appID) }
@@ -101,6 +108,7 @@ public final class AppService: Sendable {
             if let change = command.rateLimits { app.rateLimits = change.applied(to: app.rateLimits) }
             if let bundleID = command.bundleID { app.bundleID = bundleID }
             if let credentials = command.credentials { app.credentials = credentials }
+            if let fcm = newFCM { app.fcm = fcm }
             app.updatedAt = max(now, app.updatedAt.addingTimeInterval(0.001))
             try session.updateAppSettings(app)
             return app

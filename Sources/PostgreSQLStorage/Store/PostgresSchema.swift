@@ -364,5 +364,13 @@ enum PostgresSchema {
             ALTER TABLE devices ADD COLUMN os_version TEXT;
             ALTER TABLE activity_instances ADD COLUMN subscribed BOOLEAN NOT NULL DEFAULT false;
             """),
+        // An app's FCM service account (its private key sealed like the APNs key).
+        Migration(version: 17, name: "fcm credentials", sql: """
+            ALTER TABLE apps ADD COLUMN fcm_project_id TEXT;
+            ALTER TABLE apps ADD COLUMN fcm_client_email TEXT;
+            ALTER TABLE apps ADD COLUMN fcm_private_key TEXT;
+            ALTER TABLE apps ADD COLUMN fcm_private_key_id TEXT;
+            ALTER TABLE apps ADD COLUMN fcm_token_uri TEXT;
+            """),
     ]
 }

@@ -12,6 +12,8 @@ public struct AppRecord: Sendable, Hashable {
     public var bundleID: String
     /// The APNs signing key, when the app has one.
     public var credentials: APNsCredentials?
+    /// The FCM service account, when the app has one (its Android devices).
+    public var fcm: FCMCredentials?
     /// Whether a start for a type without a registered schema is refused.
     public var strictActivityTypes: Bool = false
     /// Whether device routes need the device's secret. A record starts `off`, as
@@ -61,6 +63,30 @@ public struct APNsCredentials: Sendable, Hashable {
         self.teamID = teamID
         self.keyID = keyID
         self.privateKeyPEM = privateKeyPEM
+    }
+}
+
+/// A Google service account for FCM's HTTP v1 API: the Firebase project, the
+/// account's email, its RSA private key (PEM) and key id, and its token URI.
+public struct FCMCredentials: Sendable, Hashable {
+    /// `project_id`.
+    public var projectID: String
+    /// `client_email`.
+    public var clientEmail: String
+    /// `private_key` (PKCS#8 PEM).
+    public var privateKeyPEM: String
+    /// `private_key_id`, when given.
+    public var privateKeyID: String?
+    /// `token_uri`.
+    public var tokenURI: String
+
+    /// Creates credentials.
+    public init(projectID: String, clientEmail: String, privateKeyPEM: String, privateKeyID: String?, tokenURI: String) {
+        self.projectID = projectID
+        self.clientEmail = clientEmail
+        self.privateKeyPEM = privateKeyPEM
+        self.privateKeyID = privateKeyID
+        self.tokenURI = tokenURI
     }
 }
 
