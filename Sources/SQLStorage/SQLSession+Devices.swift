@@ -8,7 +8,7 @@ extension SQLSession {
         guard let row = try query(
             """
             SELECT device_id, platform, environment, apns_token, unreachable_at, user_id, created_at, updated_at,
-                secret_hash, frequent_updates, os_version
+                secret_hash, frequent_updates, os_version, fcm_token
             FROM devices WHERE app_id = \(appID) AND device_id = \(deviceID)
             """).first
         else { return nil }
@@ -24,6 +24,7 @@ extension SQLSession {
         device.hasSecret = row["secret_hash"].blob != nil
         device.frequentUpdates = row.optionalBool("frequent_updates")
         device.osVersion = row.optionalString("os_version")
+        device.fcmToken = row.optionalString("fcm_token")
         return device
     }
 
@@ -37,10 +38,11 @@ extension SQLSession {
         let created = try run(
             """
             INSERT INTO devices (app_id, device_id, platform, environment, apns_token, apns_token_registered_at,
-                user_id, created_at, updated_at, secret_hash, frequent_updates, os_version)
+                user_id, created_at, updated_at, secret_hash, frequent_updates, os_version, fcm_token, fcm_token_registered_at)
             VALUES (\(appID), \(deviceID), \(registration.platform), \(registration.environment.rawValue), \(token),
                 \(token == nil ? nil : millis), \(registration.userID ?? nil), \(millis), \(millis), \(secretHash),
-                \(registration.frequentUpdates ?? nil), \(registration.osVersion ?? nil))
+                \(registration.frequentUpdates ?? nil), \(registration.osVersion ?? nil), \(registration.fcmToken),
+                \(registration.fcmToken == nil ? nil : millis))
             ON CONFLICT (app_id, device_id) DO NOTHING
             """) > 0
         if created, let tags = registration.tags { try replaceTags(appID: appID, deviceID: deviceID, tags) }
@@ -68,6 +70,9 @@ extension SQLSession {
         }
         if let token = registration.apnsToken {
             changes.append(", apns_token = \(token), apns_token_registered_at = \(millis), unreachable_at = NULL")
+        }
+        if let token = registration.fcmToken {
+            changes.append(", fcm_token = \(token), fcm_token_registered_at = \(millis), unreachable_at = NULL")
         }
         try run("UPDATE devices SET \(sql: changes) WHERE app_id = \(appID) AND device_id = \(deviceID)")
         if let tags = registration.tags { try replaceTags(appID: appID, deviceID: deviceID, tags) }

@@ -369,13 +369,16 @@ public enum IsletSchema {
             ALTER TABLE devices ADD COLUMN os_version TEXT;
             ALTER TABLE activity_instances ADD COLUMN subscribed INTEGER NOT NULL DEFAULT 0;
             """),
-        // An app's FCM service account (its private key sealed like the APNs key).
-        Migration(version: 17, name: "fcm credentials", sql: """
+        // Android over FCM: an app's service account (its private key sealed like
+        // the APNs key), and a device's FCM registration token.
+        Migration(version: 17, name: "fcm", sql: """
             ALTER TABLE apps ADD COLUMN fcm_project_id TEXT;
             ALTER TABLE apps ADD COLUMN fcm_client_email TEXT;
             ALTER TABLE apps ADD COLUMN fcm_private_key TEXT;
             ALTER TABLE apps ADD COLUMN fcm_private_key_id TEXT;
             ALTER TABLE apps ADD COLUMN fcm_token_uri TEXT;
+            ALTER TABLE devices ADD COLUMN fcm_token TEXT;
+            ALTER TABLE devices ADD COLUMN fcm_token_registered_at INTEGER;
             """),
     ]
 }

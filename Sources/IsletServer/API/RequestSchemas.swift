@@ -1,5 +1,6 @@
 import Foundation
 import IsletCore
+import IsletService
 import Storage
 
 /// The request bodies, field by field: each route declares one (`APIRoute.body`),
@@ -61,8 +62,13 @@ enum RequestSchemas {
         BodyField("registrations_burst", .count(1...10_000_000)),
     ])
     static let registerDevice = BodySchema([
-        BodyField("platform", .enumeration(["ios"]), required: true),
-        BodyField("environment", .enumeration(APNsEnvironment.allCases.map(\.rawValue)), required: true),
+        BodyField("platform", .enumeration(DevicePlatform.allCases.map(\.rawValue)), required: true),
+        BodyField(
+            "environment", .enumeration(APNsEnvironment.allCases.map(\.rawValue)),
+            description: "The APNs environment of an ios device's tokens (required there); an android device gives none."),
+        BodyField(
+            "fcm_token", .string(.text(max: 4096)),
+            description: "An android device's FCM registration token; absent or null keeps the stored one."),
         BodyField(
             "apns_token", .token(emptyMeansAbsent: true),
             description: "The device token; absent, null or empty keeps the stored one."),

@@ -83,8 +83,9 @@ struct DeviceRoutes: Sendable {
     private func registerDevice(_ request: RouteRequest) async throws -> HTTPResponse {
         let deviceID = try PathValues.identifier(request.parameters, "device_id")
         let body = try request.body()
-        let platform = body.root.choice("platform")
+        let platform = body.root.enumeration("platform", as: DevicePlatform.self)
         let environment = body.root.enumeration("environment", as: APNsEnvironment.self)
+        let fcmToken = body.root.string("fcm_token")
         let token = body.root.token("apns_token")
         var userID: String??
         if body.root.isNull("user_id") {
@@ -106,8 +107,8 @@ struct DeviceRoutes: Sendable {
             osVersion = .some(text)
         }
         try body.finish()
-        var registration = DeviceRegistration(
-            platform: platform!, environment: environment!, apnsToken: token, userID: userID, tags: tags)
+        var registration = try DevicePlatform.registration(
+            platform: platform!, environment: environment, apnsToken: token, fcmToken: fcmToken, userID: userID, tags: tags)
         registration.frequentUpdates = frequentUpdates
         registration.osVersion = osVersion
         let registered = try await devices.register(
@@ -210,7 +211,9 @@ struct DeviceRoutes: Sendable {
     static func json(_ device: DeviceRecord) -> [String: JSONValue] {
         [
             "device_id": .string(device.deviceID), "platform": .string(device.platform),
-            "environment": .string(device.environment.rawValue), "has_apns_token": .bool(device.apnsToken != nil),
+            // An Android device has no APNs environment.
+            "environment": device.platform == DevicePlatform.android.rawValue ? .null : .string(device.environment.rawValue),
+            "has_apns_token": .bool(device.apnsToken != nil), "has_fcm_token": .bool(device.fcmToken != nil),
             "reachable": .bool(device.unreachableAt == nil), "user_id": APIJSON.optional(device.userID),
             "tags": .array(device.tags.map(JSONValue.string)), "created_at": APIJSON.date(device.createdAt),
             "updated_at": APIJSON.date(device.updatedAt), "has_secret": .bool(device.hasSecret),

@@ -62,6 +62,15 @@ public struct DeviceService: Sendable {
                 let access = try session.deviceAccess(appID: appID, deviceID: deviceID, exclusive: true)
                 let current = try DeviceSecrets.check(access, presented: secret, appID: appID, deviceID: deviceID)
                 issued = !current
+                // A device is one platform for good: its tokens are of one kind.
+                if let existing = try session.device(appID: appID, deviceID: deviceID),
+                    existing.platform != registration.platform
+                {
+                    throw ServiceError(
+                        .conflict,
+                        "Device \(deviceID) is an \(existing.platform) device; a device is one platform (register the other as another device).",
+                        fields: [ServiceError.FieldError(field: "platform", message: "must stay \(existing.platform)")])
+                }
             }
             if let token = registration.apnsToken {
                 try Self.refuseCrossedKind(session: session, appID: appID, token: token, kind: .device, field: "apns_token")

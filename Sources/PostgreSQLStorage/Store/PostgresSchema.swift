@@ -364,13 +364,16 @@ enum PostgresSchema {
             ALTER TABLE devices ADD COLUMN os_version TEXT;
             ALTER TABLE activity_instances ADD COLUMN subscribed BOOLEAN NOT NULL DEFAULT false;
             """),
-        // An app's FCM service account (its private key sealed like the APNs key).
-        Migration(version: 17, name: "fcm credentials", sql: """
+        // Android over FCM: an app's service account (its private key sealed like
+        // the APNs key), and a device's FCM registration token.
+        Migration(version: 17, name: "fcm", sql: """
             ALTER TABLE apps ADD COLUMN fcm_project_id TEXT;
             ALTER TABLE apps ADD COLUMN fcm_client_email TEXT;
             ALTER TABLE apps ADD COLUMN fcm_private_key TEXT;
             ALTER TABLE apps ADD COLUMN fcm_private_key_id TEXT;
             ALTER TABLE apps ADD COLUMN fcm_token_uri TEXT;
+            ALTER TABLE devices ADD COLUMN fcm_token TEXT;
+            ALTER TABLE devices ADD COLUMN fcm_token_registered_at BIGINT;
             """),
     ]
 }

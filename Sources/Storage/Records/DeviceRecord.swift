@@ -22,6 +22,8 @@ public struct DeviceRecord: Sendable, Hashable {
     public var frequentUpdates: Bool?
     /// The device's iOS version, as it reported it; `nil` when it never said.
     public var osVersion: String?
+    /// The FCM registration token of an Android device.
+    public var fcmToken: String?
     /// Whether the device has a secret (one registered before secrets existed has
     /// none until its next registration, or a reset, gives it one).
     public var hasSecret: Bool = false

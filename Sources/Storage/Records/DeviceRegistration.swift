@@ -18,6 +18,8 @@ public struct DeviceRegistration: Sendable {
     public var frequentUpdates: Bool?? = nil
     /// The device's iOS version (`18.2`): `.some(nil)` forgets it; `nil` keeps it.
     public var osVersion: String?? = nil
+    /// A new FCM registration token (Android), or `nil` to keep the stored one.
+    public var fcmToken: String? = nil
 
     /// Creates a registration.
     public init(platform: String, environment: APNsEnvironment, apnsToken: String?, userID: String??, tags: [String]?) {
