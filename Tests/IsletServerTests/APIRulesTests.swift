@@ -153,7 +153,7 @@ struct APIRulesTests {
             // Device routes and update.
             let device = "/v1/apps/\(app.id)/devices/phone-2"
             let badDevice = try await h.call("PUT", device, key: app.deviceKey, json: [
-                "platform": "android", "environment": "staging", "apns_token": "xyz", "tags": [1],
+                "platform": "blackberry", "environment": "staging", "apns_token": "xyz", "tags": [1],
             ])
             #expect(Set(badDevice.errorFields) == ["platform", "environment", "apns_token", "tags[0]"])
             let shortToken = try await h.call(

@@ -58,7 +58,7 @@ struct BodySchemaTests {
 
     @Test func requiredFieldsAndNullAreDocumentedAsRead() {
         let schema = RequestSchemas.registerDevice.jsonSchema
-        #expect(schema["required"] == ["platform", "environment"])
+        #expect(schema["required"] == ["platform"])
         #expect(schema["additionalProperties"] == false)
         // An optional field takes null (as absent, or to clear it); an audience's lists do not.
         #expect(schema["properties"]?["user_id"]?["type"] == ["string", "null"])

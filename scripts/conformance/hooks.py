@@ -69,6 +69,11 @@ RULES = [
     (r"channel_id", r"^(is taken only with delivery channel|names no channel of the app)$"),
     (r"channel_environment", r"^is taken only with delivery channel"),
     (r"delivery", r"^(must be tokens for a start with send_at|needs devices on iOS 18 or later)$"),
+    # A service account's JSON is taken as Google gives it (any members); what it
+    # must hold (its members, an RSA key, an https token URI) is checked as a group.
+    (r"fcm\.service_account(\.\w+)?", r"^(is required|must be .+)$"),
+    # The fields of the other platform, and a device's platform for good.
+    (r"(environment|apns_token|fcm_token)", r"^(is required for an ios device|is not taken from an android device|is taken only from an? (ios|android) device|must be an FCM registration token)"),
     # The key inside the PEM armour (which the document gives) must be a P-256 key.
     (r"apns\.private_key", r"^must be the \.p8 key's PEM text \(a P-256 private key\)"),
 ]
