@@ -90,7 +90,7 @@ let package = Package(
         .target(name: "FCM", dependencies: ["IsletSync", "IsletCore", "IsletCrypto", "HTTP2", "HTTPClient"], swiftSettings: swiftSettings),
         // The send queue: claims due pushes, sends them, records answers, acts on dead tokens.
         .target(
-            name: "Delivery", dependencies: ["IsletSync", "IsletThreads", "IsletCore", "IsletBackground", "IsletLog", "IsletCrypto", "Storage", "APNs"],
+            name: "Delivery", dependencies: ["IsletSync", "IsletThreads", "IsletCore", "IsletBackground", "IsletLog", "IsletCrypto", "Storage", "APNs", "FCM"],
             swiftSettings: swiftSettings),
         // Domain services: apps and keys, devices and tokens, activity types, activities,
         // notifications. Commands in, results or domain errors out; no HTTP; the store
@@ -205,7 +205,7 @@ let package = Package(
             name: "DeliveryTests",
             dependencies: [
                 "Delivery", "APNs", "IsletCore", "IsletBackground", "IsletLog", "IsletSync", "Storage", "SQLiteStorage", "PostgreSQLStorage",
-                "IsletTesting",
+                "IsletTesting", "FCM", "APNsSimulator", "HTTPClient", "IsletCrypto",
             ],
             swiftSettings: swiftSettings),
         .testTarget(name: "HTTP2Tests", dependencies: ["IsletSync", "HTTP2", "IsletCrypto", "IsletTesting"], swiftSettings: swiftSettings),

@@ -183,6 +183,9 @@ public struct DeliveryPolicy: Sendable {
         case .channel:
             // A broadcast's `deviceID` is the channel's id.
             return .forgetChannel(channelID: push.deviceID)
+        case .fcm:
+            // An Android device has one token: it is unreachable until it registers anew.
+            return .markDeviceUnreachable(refusedAt: since)
         }
     }
 }

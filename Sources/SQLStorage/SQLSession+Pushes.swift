@@ -457,6 +457,13 @@ extension SQLSession {
             WHERE app_id = \(appID) AND apns_token = \(token) AND unreachable_at IS NULL\
             \(sql: Self.registeredBy(refusedAt, column: "apns_token_registered_at"))
             """) > 0
+            // An Android device's FCM token (FCM says no time: it is dead now).
+            || run(
+                """
+                UPDATE devices SET unreachable_at = \(now.unixMilliseconds)
+                WHERE app_id = \(appID) AND fcm_token = \(token) AND unreachable_at IS NULL\
+                \(sql: Self.registeredBy(refusedAt, column: "fcm_token_registered_at"))
+                """) > 0
     }
 
     /// After a push reached `token` only in `environment`, records that environment
@@ -471,8 +478,8 @@ extension SQLSession {
         case .liveActivityUpdate:
             try run(
                 "UPDATE activity_instances SET environment = \(value) WHERE app_id = \(appID) AND update_token = \(token)")
-        case .channel:
-            // A channel lives in one environment; a broadcast never switches.
+        case .channel, .fcm:
+            // A channel lives in one environment, FCM has one: neither switches.
             break
         }
     }

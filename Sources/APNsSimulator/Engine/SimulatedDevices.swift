@@ -260,9 +260,9 @@ struct SimulatedDevices {
         case .device:
             // Refused earlier with DeviceTokenNotForTopic; kept for completeness.
             return Delivery(outcome: .dropped, note: "a Live Activity push cannot reach a device token")
-        case .channel:
-            // Never registered as a token (the inspection API refuses it).
-            return Delivery(outcome: .dropped, note: "a channel id is not a device's token")
+        case .channel, .fcm:
+            // Never registered as a token (the inspection API refuses them).
+            return Delivery(outcome: .dropped, note: "a channel id or an FCM token is not an iOS device's token")
         }
     }
 

@@ -14,8 +14,12 @@ public enum PushTokenKind: String, Sendable, Hashable, CaseIterable, Codable {
     /// A broadcast channel's id (Apple's, standard base64): one push reaches every
     /// device subscribed to it, for a Live Activity's updates and end.
     case channel = "channel"
+    /// An Android device's FCM registration token: the data messages of its
+    /// activities go to it through FCM, never to APNs.
+    case fcm = "fcm"
 
-    /// The kinds a device registers; a channel is made through the channel API.
+    /// The kinds an iOS device registers with APNs; a channel is made through the
+    /// channel API, and an FCM token belongs to an Android device.
     public static let deviceKinds: [PushTokenKind] = [.device, .pushToStart, .liveActivityUpdate]
 
     /// Whether a token of this kind can receive `pushType`: Live Activity tokens take
@@ -24,6 +28,7 @@ public enum PushTokenKind: String, Sendable, Hashable, CaseIterable, Codable {
         switch self {
         case .device: pushType != .liveactivity
         case .pushToStart, .liveActivityUpdate, .channel: pushType == .liveactivity
+        case .fcm: false
         }
     }
 }

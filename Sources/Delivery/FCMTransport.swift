@@ -1,0 +1,144 @@
+import IsletSync
+public import FCM
+import Foundation
+public import IsletCore
+public import Storage
+
+/// Sends claimed FCM pushes (token kind `fcm`: an Android device's data messages)
+/// through an `FCMClient`, with each app's service account read from the store and
+/// its access tokens kept per version of the app's credentials. FCM's answers come
+/// back as `TransportResult`s already in the neutral terms (`FCMFailurePolicy`).
+///
+/// A push's stored content is its data message: `payload` the data (a JSON object of
+/// strings), `priority` 10 for FCM's `high` (else `normal`), `collapseID` the
+/// collapse key, and `expiration` when it stops being worth delivering (the TTL).
+public final class FCMTransport: PushTransport {
+    /// The client messages go through.
+    public let client: FCMClient
+    private let store: any Store
+    private let exchange: any FCMTokenExchange
+    private let clock: any WallClock
+    private let accounts = Lock<[String: CachedAccount]>([:])
+
+    /// How long a message without an expiration is kept for an offline device.
+    public static let defaultTTL: Int64 = 8 * 3600
+
+    /// An app's account and its tokens, or why there are none.
+    struct CachedAccount: Sendable {
+        let updatedAt: Date
+        let account: FCMServiceAccount?
+        let tokens: FCMAccessTokens?
+        let problem: String?
+        var passing = false
+    }
+
+    /// A transport over `client`, reading apps' service accounts from `store` and
+    /// exchanging their assertions through `exchange`.
+    public init(client: FCMClient, store: any Store, exchange: any FCMTokenExchange, clock: any WallClock = SystemWallClock()) {
+        self.client = client
+        self.store = store
+        self.exchange = exchange
+        self.clock = clock
+    }
+
+    public func send(_ push: ClaimedPush, completion: @escaping @Sendable (TransportResult) -> Void) {
+        let cached = account(appID: push.appID)
+        guard let account = cached.account, let tokens = cached.tokens else {
+            completion(TransportResult(
+                disposition: cached.passing ? .retry : .credentialsRejected,
+                reason: cached.passing ? "transport" : "credentialsRejected", attempts: 0))
+            return
+        }
+        guard let message = Self.message(push, now: clock.now()) else {
+            completion(TransportResult(disposition: .rejected, reason: "InvalidData", attempts: 0))
+            return
+        }
+        let client = client
+        let sentAt = ContinuousClock.now
+        Task {
+            let result = await client.send(message, account: account, tokens: tokens)
+            let elapsed = ContinuousClock.now - sentAt
+            let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+            completion(TransportResult(
+                disposition: result.disposition, status: result.response?.status,
+                reason: result.response?.errorCode ?? (result.response == nil ? result.error.map { _ in "transport" } : nil),
+                uniqueID: result.response?.messageName, attempts: result.attempts, latency: seconds))
+        }
+    }
+
+    /// The FCM message of `push`, or `nil` when its stored data is not an object
+    /// of strings.
+    static func message(_ push: ClaimedPush, now: Date) -> FCMMessage? {
+        guard let object = (try? JSONValue(parsing: push.content.payload))?.objectValue else { return nil }
+        var data: [String: String] = [:]
+        for (key, value) in object {
+            guard let text = value.stringValue else { return nil }
+            data[key] = text
+        }
+        let ttl = push.content.expiration.map { max(0, $0 - Int64(now.timeIntervalSince1970)) } ?? defaultTTL
+        return FCMMessage(
+            token: push.token, data: data, priority: push.content.priority == .immediate ? "high" : "normal", ttl: ttl,
+            collapseKey: push.content.collapseID)
+    }
+
+    /// The service account of an app and its tokens, made once per version of its
+    /// credentials.
+    func account(appID: String) -> CachedAccount {
+        let app: AppRecord?
+        do {
+            app = try store.readNow { try $0.app(id: appID) }
+        } catch {
+            return CachedAccount(updatedAt: .distantPast, account: nil, tokens: nil, problem: "cannot read the app: \(error)", passing: true)
+        }
+        guard let app else {
+            return CachedAccount(updatedAt: .distantPast, account: nil, tokens: nil, problem: "the app no longer exists")
+        }
+        if let cached = accounts.withLock({ $0[appID] }), cached.updatedAt == app.updatedAt { return cached }
+        let entry: CachedAccount
+        if let fcm = app.fcm {
+            let account = FCMServiceAccount(
+                projectID: fcm.projectID, clientEmail: fcm.clientEmail, privateKeyPEM: fcm.privateKeyPEM,
+                privateKeyID: fcm.privateKeyID, tokenURI: fcm.tokenURI)
+            do {
+                let tokens = try FCMAccessTokens(account: account, exchange: exchange, clock: clock)
+                entry = CachedAccount(updatedAt: app.updatedAt, account: account, tokens: tokens, problem: nil)
+            } catch {
+                entry = CachedAccount(
+                    updatedAt: app.updatedAt, account: nil, tokens: nil, problem: "the service account's key does not parse: \(error)")
+            }
+        } else {
+            entry = CachedAccount(updatedAt: app.updatedAt, account: nil, tokens: nil, problem: "the app has no FCM service account")
+        }
+        accounts.withLock { $0[appID] = entry }
+        return entry
+    }
+}
+
+/// The transports of every kind of push, as one: FCM pushes (an Android device's
+/// data messages) go to `fcm`, every other kind to `apns`. Each answer is the
+/// transport's own, already in the neutral terms.
+public struct PushTransports: PushTransport {
+    /// APNs: tokens of every iOS kind and broadcast channels.
+    public let apns: any PushTransport
+    /// FCM: Android devices.
+    public let fcm: any PushTransport
+
+    /// Routes between `apns` and `fcm`.
+    public init(apns: any PushTransport, fcm: any PushTransport) {
+        self.apns = apns
+        self.fcm = fcm
+    }
+
+    public func send(_ push: ClaimedPush, completion: @escaping @Sendable (TransportResult) -> Void) {
+        (push.tokenKind == .fcm ? fcm : apns).send(push, completion: completion)
+    }
+
+    public func send(_ pushes: [ClaimedPush], completion: @escaping @Sendable (ClaimedPush, TransportResult) -> Void) {
+        // Most batches are one kind: handed on whole.
+        let android = pushes.filter { $0.tokenKind == .fcm }
+        if android.isEmpty { return apns.send(pushes, completion: completion) }
+        if android.count == pushes.count { return fcm.send(pushes, completion: completion) }
+        apns.send(pushes.filter { $0.tokenKind != .fcm }, completion: completion)
+        fcm.send(android, completion: completion)
+    }
+}

@@ -1,0 +1,146 @@
+import APNsSimulator
+import Delivery
+import FCM
+import Foundation
+import HTTPClient
+import IsletCore
+import IsletCrypto
+import IsletLog
+import IsletSync
+import IsletTesting
+import Storage
+import Testing
+
+/// Android data messages through the delivery worker: queued as pushes of token kind
+/// `fcm`, sent by `FCMTransport` (routed beside APNs by `PushTransports`) to the FCM
+/// simulator over HTTP/2, and settled by the one delivery policy.
+@Suite("FCM transport: Android pushes through the delivery worker", .timeLimit(.minutes(1)))
+struct FCMTransportTests {
+    let now = Date(timeIntervalSince1970: 1_800_000_000)
+    static let pixel = "fcm-pixel-token-0000000001:APA91b"
+    static let gone = "fcm-gone-token-00000000002:APA91b"
+
+    @Test func anActivitysDataMessagesReachTheAndroidDeviceAndADeadTokenMarksItUnreachable() async throws {
+        try await withTemporaryDirectory { directory in
+            let clock = ManualWallClock(start: now)
+            let simulator = try FCMSimulator(clock: clock, random: SeededRandomSource(seed: 3))
+            try simulator.start()
+            let key = try RSA.SigningKey.generate()
+            simulator.engine.trust(FCMTrustedAccount(
+                clientEmail: "islet@islet-sim.iam.gserviceaccount.com", projectID: "islet-sim", publicKey: key.publicKey))
+            simulator.engine.unregister(Self.gone)
+            let caFile = directory.appendingPathComponent("ca.pem")
+            try (simulator.caCertificatePEM ?? "").write(to: caFile, atomically: true, encoding: .utf8)
+            var settings = HTTPClientConfiguration()
+            settings.allowPrivateAddresses = true
+            settings.caFile = caFile.path
+            let http = try HTTPClient(configuration: settings)
+            var fcmSettings = FCMClientConfiguration()
+            fcmSettings.url = URL(string: simulator.url)!
+            fcmSettings.trustRootsPEM = simulator.caCertificatePEM
+            let client = FCMClient(configuration: fcmSettings)
+            do {
+                try await run(simulator: simulator, key: key, http: http, client: client, clock: clock)
+            } catch {
+                await client.shutdown()
+                await http.shutdown()
+                await simulator.shutdown()
+                throw error
+            }
+            await client.shutdown()
+            await http.shutdown()
+            await simulator.shutdown()
+        }
+    }
+
+    private func run(
+        simulator: FCMSimulator, key: RSA.SigningKey, http: HTTPClient, client: FCMClient, clock: ManualWallClock
+    ) async throws {
+        try await withDeliveryStore { store in
+            let now = self.now
+            try store.writeNow { session in
+                var app = AppRecord(
+                    id: "app_1", name: "Example", bundleID: "com.example.app", credentials: nil,
+                    serverKeyHash: Data(repeating: 1, count: 32), deviceKeyHash: Data(repeating: 2, count: 32),
+                    createdAt: now, updatedAt: now)
+                app.fcm = FCMCredentials(
+                    projectID: "islet-sim", clientEmail: "islet@islet-sim.iam.gserviceaccount.com",
+                    privateKeyPEM: key.pemRepresentation, privateKeyID: nil, tokenURI: simulator.tokenURI)
+                try session.insertApp(app)
+                for (device, token) in [("pixel", Self.pixel), ("gone", Self.gone)] {
+                    var registration = DeviceRegistration(
+                        platform: "android", environment: .production, apnsToken: nil, userID: nil, tags: nil)
+                    registration.fcmToken = token
+                    _ = try session.insertDevice(appID: "app_1", deviceID: device, registration, secretHash: nil, now: now)
+                }
+                _ = try session.insertActivity(
+                    appID: "app_1", activityID: "order-1", activityType: "Delivery", origin: .remote, attributes: nil,
+                    contentState: nil, lastTimestamp: nil, endAt: nil, replacing: false, now: now)
+                let built = try AndroidDataPush(
+                    event: .start, activityID: "order-1", activityType: "Delivery", contentState: ["eta": 5],
+                    attributes: ["order": "A1"]
+                ).build(now: now, lastTimestamp: nil)
+                let content = SendContent(
+                    event: .start, topic: "fcm", pushType: .liveactivity, priority: .immediate,
+                    expiration: Int64(now.timeIntervalSince1970) + 600, collapseID: built.collapseKey,
+                    payload: Data(JSONValue.object(built.data.mapValues(JSONValue.string)).jsonText.utf8))
+                let sendID = try session.insertSend(appID: "app_1", activityID: "order-1", content: content, now: now)
+                try session.enqueuePushes(
+                    sendID: sendID, appID: "app_1", activityID: "order-1", activityType: "Delivery", event: .start,
+                    tokenKind: .fcm,
+                    targets: [
+                        PushTarget(deviceID: "pixel", token: Self.pixel, environment: .production),
+                        PushTarget(deviceID: "gone", token: Self.gone, environment: .production),
+                    ],
+                    now: now, mintID: { UUID().uuidString.lowercased() })
+            }
+            // An APNs push would go elsewhere: the APNs side here answers nothing it is not given.
+            let apns = FakeTransport { _ in TransportResult(disposition: .delivered, status: 200, attempts: 1) }
+            let transport = PushTransports(
+                apns: apns, fcm: FCMTransport(client: client, store: store, exchange: CurlTokenExchange(client: http), clock: clock))
+            let worker = DeliveryWorker(
+                store: store, transport: transport, configuration: DeliveryConfiguration(shutdownGrace: 10), clock: clock,
+                sleeper: clock, logger: Logger(sink: MemoryLogSink()))
+            try worker.prepare()
+            let running = Task { await worker.run() }
+            worker.wake()
+            let settled = try await eventually {
+                try store.readNow { try $0.pushes(appID: "app_1", activityID: "order-1", since: now.addingTimeInterval(-1)) }
+                    .allSatisfy { $0.status != .queued }
+            }
+            running.cancel()
+            await running.value
+            #expect(settled)
+            #expect(apns.sent.withLock { $0.isEmpty })
+
+            let pushes = try store.readNow { try $0.pushes(appID: "app_1", activityID: "order-1", since: now.addingTimeInterval(-1)) }
+            let byDevice = Dictionary(uniqueKeysWithValues: pushes.map { ($0.deviceID, $0) })
+            #expect(byDevice["pixel"]?.status == .sent)
+            #expect(byDevice["pixel"]?.apnsUniqueID?.hasPrefix("projects/islet-sim/messages/") == true)
+            #expect(byDevice["gone"]?.status == .failed)
+            #expect(byDevice["gone"]?.reason == "UNREGISTERED")
+            #expect(byDevice["gone"]?.apnsStatus == 404)
+
+            // The Android app shows the activity, built from the data message.
+            let shown = try #require(simulator.engine.devices()[Self.pixel]?.activities["order-1"])
+            #expect(shown.contentState == ["eta": 5])
+            #expect(shown.attributes == ["order": "A1"])
+            let record = try #require(simulator.engine.records().first { $0.token == Self.pixel })
+            #expect(record.android?["priority"] == "high")
+            #expect(record.android?["ttl"] == "600s")
+            #expect(record.android?["collapse_key"] == "islet-order-1")
+
+            // The dead token: the device is unreachable until it registers anew.
+            let devices = try store.readNow { session in
+                (try session.device(appID: "app_1", deviceID: "gone"), try session.device(appID: "app_1", deviceID: "pixel"))
+            }
+            #expect(devices.0?.unreachableAt != nil)
+            #expect(devices.1?.unreachableAt == nil)
+            let events = try store.readNow { try $0.events(appID: "app_1", after: 0, patterns: [], limit: 100) }
+            let rejected = try #require(events.first { $0.type == "token.rejected" })
+            #expect(rejected.data["action"] == "device_marked_unreachable")
+            #expect(rejected.data["token_kind"] == "fcm")
+            #expect(events.contains { $0.type == "device.unreachable" })
+        }
+    }
+}
