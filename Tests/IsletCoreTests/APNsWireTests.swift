@@ -199,7 +199,9 @@ struct PushTokenTests {
         #expect(!PushTokenKind.liveActivityUpdate.accepts(.alert))
         #expect(PushTokenKind.channel.accepts(.liveactivity))
         #expect(!PushTokenKind.channel.accepts(.alert))
-        #expect(PushTokenKind.allCases.map(\.rawValue) == ["device", "push_to_start", "live_activity_update", "channel"])
+        // An FCM token takes no APNs push at all.
+        #expect(APNsPushType.allCases.allSatisfy { !PushTokenKind.fcm.accepts($0) })
+        #expect(PushTokenKind.allCases.map(\.rawValue) == ["device", "push_to_start", "live_activity_update", "channel", "fcm"])
         #expect(PushTokenKind.deviceKinds.map(\.rawValue) == ["device", "push_to_start", "live_activity_update"])
     }
 }
