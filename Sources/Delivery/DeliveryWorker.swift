@@ -429,7 +429,9 @@ public final class DeliveryWorker: BackgroundService {
                 appID: push.appID, activityID: activityID, token: push.token, refusedAt: refusedAt, now: now)
             done = "copy_ended"
         case .markDeviceUnreachable(let refusedAt):
-            acted = try session.markDeviceUnreachable(appID: push.appID, token: push.token, refusedAt: refusedAt, now: now)
+            acted = push.tokenKind == .fcm
+                ? try session.markAndroidDeviceUnreachable(appID: push.appID, token: push.token, refusedAt: refusedAt, now: now)
+                : try session.markDeviceUnreachable(appID: push.appID, token: push.token, refusedAt: refusedAt, now: now)
             done = "device_marked_unreachable"
         case .forgetChannel(let channelID):
             // Forgotten now, or already: either way Islet no longer has it.

@@ -1,6 +1,6 @@
 import IsletSync
 public import FCM
-import Foundation
+public import Foundation
 public import IsletCore
 public import Storage
 
@@ -22,6 +22,8 @@ public final class FCMTransport: PushTransport {
 
     /// How long a message without an expiration is kept for an offline device.
     public static let defaultTTL: Int64 = 8 * 3600
+    /// The longest FCM keeps a message: four weeks.
+    public static let maxTTL: Int64 = 28 * 86_400
 
     /// An app's account and its tokens, or why there are none.
     struct CachedAccount: Sendable {
@@ -61,21 +63,23 @@ public final class FCMTransport: PushTransport {
             let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
             completion(TransportResult(
                 disposition: result.disposition, status: result.response?.status,
-                reason: result.response?.errorCode ?? (result.response == nil ? result.error.map { _ in "transport" } : nil),
+                reason: result.response?.errorCode
+                    ?? (result.response == nil ? (result.disposition == .credentialsRejected ? "credentialsRejected" : "transport") : nil),
                 uniqueID: result.response?.messageName, attempts: result.attempts, latency: seconds))
         }
     }
 
     /// The FCM message of `push`, or `nil` when its stored data is not an object
     /// of strings.
-    static func message(_ push: ClaimedPush, now: Date) -> FCMMessage? {
+    public static func message(_ push: ClaimedPush, now: Date) -> FCMMessage? {
         guard let object = (try? JSONValue(parsing: push.content.payload))?.objectValue else { return nil }
         var data: [String: String] = [:]
         for (key, value) in object {
             guard let text = value.stringValue else { return nil }
             data[key] = text
         }
-        let ttl = push.content.expiration.map { max(0, $0 - Int64(now.timeIntervalSince1970)) } ?? defaultTTL
+        // FCM keeps a message four weeks at most.
+        let ttl = min(maxTTL, push.content.expiration.map { max(0, $0 - Int64(now.timeIntervalSince1970)) } ?? defaultTTL)
         return FCMMessage(
             token: push.token, data: data, priority: push.content.priority == .immediate ? "high" : "normal", ttl: ttl,
             collapseKey: push.content.collapseID)

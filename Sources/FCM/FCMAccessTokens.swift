@@ -27,9 +27,10 @@ public struct FCMTokenError: Error, Sendable, Hashable, CustomStringConvertible 
         self.message = message
     }
 
-    /// Whether the credentials themselves were refused (a 4xx answer), rather than
-    /// the endpoint failing or being out of reach.
-    public var refusesCredentials: Bool { status.map { (400..<500).contains($0) } ?? false }
+    /// Whether the credentials themselves were refused (400, 401 or 403, as OAuth
+    /// answers a bad grant or client), rather than the endpoint throttling, failing
+    /// or being out of reach (a passing fault).
+    public var refusesCredentials: Bool { status.map { [400, 401, 403].contains($0) } ?? false }
 
     public var description: String { message }
 }
@@ -52,7 +53,7 @@ public actor FCMAccessTokens {
     private let clock: any WallClock
     /// How long before expiry a token is replaced.
     private let refreshMargin: TimeInterval
-    private var current: (token: String, expiresAt: Date)?
+    private var current: (token: String, expiresAt: Date, refreshAt: Date)?
     private var pending: Task<Result<(token: String, expiresAt: Date), FCMTokenError>, Never>?
     /// Exchanges made, for tests and metrics.
     public private(set) var exchanges = 0
@@ -71,7 +72,7 @@ public actor FCMAccessTokens {
 
     /// A token valid for a while yet: the kept one, or a new one.
     public func token() async throws(FCMTokenError) -> String {
-        if let current, current.expiresAt.timeIntervalSince(clock.now()) > refreshMargin { return current.token }
+        if let current, clock.now() < current.refreshAt { return current.token }
         let task: Task<Result<(token: String, expiresAt: Date), FCMTokenError>, Never>
         if let pending {
             task = pending
@@ -85,7 +86,12 @@ public actor FCMAccessTokens {
         if pending == task { pending = nil }
         switch result {
         case .success(let fresh):
-            current = fresh
+            // A waiter resuming late never puts back an older token.
+            if current.map({ $0.expiresAt < fresh.expiresAt }) ?? true {
+                // Replaced the margin before it expires, or halfway through a short life.
+                let life = fresh.expiresAt.timeIntervalSince(clock.now())
+                current = (fresh.token, fresh.expiresAt, fresh.expiresAt.addingTimeInterval(-min(refreshMargin, life / 2)))
+            }
             return fresh.token
         case .failure(let error):
             throw error

@@ -98,10 +98,16 @@ public final class FCMClient: Sendable {
             attempts += 1
             let answer: HTTP2Response
             do {
-                answer = try await client().send(HTTP2Request(
+                let request = HTTP2Request(
                     method: "POST", path: "/v1/projects/\(account.projectID)/messages:send",
                     headers: [("authorization", "Bearer \(token)"), ("content-type", "application/json")],
-                    body: message.body))
+                    body: message.body)
+                guard let answered = try await Self.send(request, on: try client(), within: configuration.timeout) else {
+                    return FCMResult(
+                        disposition: .retry, response: nil, error: "FCM did not answer within \(configuration.timeout)",
+                        attempts: attempts)
+                }
+                answer = answered
             } catch {
                 return FCMResult(disposition: .retry, response: nil, error: "FCM did not answer: \(error)", attempts: attempts)
             }
@@ -116,6 +122,20 @@ public final class FCMClient: Sendable {
             return FCMResult(
                 disposition: FCMFailurePolicy.classify(response, tokenRefreshed: false), response: response, error: nil,
                 attempts: attempts)
+        }
+    }
+
+    /// `request`'s answer, or `nil` when none came within `timeout` (the stream is
+    /// then cancelled).
+    private static func send(_ request: HTTP2Request, on client: HTTP2Client, within timeout: Duration) async throws -> HTTP2Response? {
+        try await withThrowingTaskGroup(of: HTTP2Response?.self) { group in
+            group.addTask { try await client.send(request) }
+            group.addTask {
+                try await Task.sleep(for: timeout)
+                return nil
+            }
+            defer { group.cancelAll() }
+            return try await group.next() ?? nil
         }
     }
 

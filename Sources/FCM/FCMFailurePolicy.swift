@@ -106,7 +106,9 @@ public enum FCMFailurePolicy {
             break
         }
         switch response.status {
-        case 404: return .tokenDead(since: nil)
+        // A 404 in Google's error format names a missing entity (the token); a bare
+        // one (a wrong URL, a proxy) says nothing about the token.
+        case 404: return response.errorCode == nil ? .rejected : .tokenDead(since: nil)
         case 401: return tokenRefreshed ? .retryNow : .credentialsRejected
         case 403: return .credentialsRejected
         case 429: return .retryLater(after: max(quotaBackoff, response.retryAfter ?? 0))

@@ -109,16 +109,18 @@ extension SQLSession {
     func deviceAccessSQL(appID: String, deviceID: String, exclusive: Bool) -> SQL {
         let lock: SQL = dialect == .postgresql ? (exclusive ? " FOR UPDATE" : " FOR SHARE") : ""
         return """
-            SELECT environment, secret_hash FROM devices WHERE app_id = \(appID) AND device_id = \(deviceID)\
+            SELECT environment, secret_hash, platform FROM devices WHERE app_id = \(appID) AND device_id = \(deviceID)\
             \(sql: lock)
             """
     }
 
     static func deviceAccess(policy: [SQLRow], device: [SQLRow]) -> DeviceAccess {
-        DeviceAccess(
+        var access = DeviceAccess(
             policy: policy.first?.optionalString("device_secrets").flatMap(DeviceSecretPolicy.init(rawValue:)) ?? .off,
             environment: device.first?.optionalString("environment").flatMap(APNsEnvironment.init(rawValue:)),
             secretHash: device.first?["secret_hash"].blob)
+        access.platform = device.first?.optionalString("platform")
+        return access
     }
 
     /// The kinds other than `except` under which `token` is registered anywhere in

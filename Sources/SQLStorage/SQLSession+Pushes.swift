@@ -457,13 +457,18 @@ extension SQLSession {
             WHERE app_id = \(appID) AND apns_token = \(token) AND unreachable_at IS NULL\
             \(sql: Self.registeredBy(refusedAt, column: "apns_token_registered_at"))
             """) > 0
-            // An Android device's FCM token (FCM says no time: it is dead now).
-            || run(
-                """
-                UPDATE devices SET unreachable_at = \(now.unixMilliseconds)
-                WHERE app_id = \(appID) AND fcm_token = \(token) AND unreachable_at IS NULL\
-                \(sql: Self.registeredBy(refusedAt, column: "fcm_token_registered_at"))
-                """) > 0
+    }
+
+    /// Marks an Android device unreachable after FCM refused its registration
+    /// token, unless the token was registered again after `refusedAt`. Answers
+    /// whether it was marked.
+    public func markAndroidDeviceUnreachable(appID: String, token: String, refusedAt: Date?, now: Date) throws -> Bool {
+        try run(
+            """
+            UPDATE devices SET unreachable_at = \(now.unixMilliseconds)
+            WHERE app_id = \(appID) AND fcm_token = \(token) AND unreachable_at IS NULL\
+            \(sql: Self.registeredBy(refusedAt, column: "fcm_token_registered_at"))
+            """) > 0
     }
 
     /// After a push reached `token` only in `environment`, records that environment

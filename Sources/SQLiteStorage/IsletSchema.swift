@@ -379,6 +379,7 @@ public enum IsletSchema {
             ALTER TABLE apps ADD COLUMN fcm_token_uri TEXT;
             ALTER TABLE devices ADD COLUMN fcm_token TEXT;
             ALTER TABLE devices ADD COLUMN fcm_token_registered_at INTEGER;
+            CREATE INDEX devices_by_fcm_token ON devices(app_id, fcm_token) WHERE fcm_token IS NOT NULL;
             """),
     ]
 }

@@ -74,6 +74,10 @@ public protocol DeviceStore {
     /// Marks a device unreachable after APNs refused its device token, unless the
     /// token was registered again after `refusedAt`. Answers whether it was marked.
     func markDeviceUnreachable(appID: String, token: String, refusedAt: Date?, now: Date) throws -> Bool
+    /// Marks an Android device unreachable after FCM refused its registration token,
+    /// unless the token was registered again after `refusedAt`. Answers whether it
+    /// was marked.
+    func markAndroidDeviceUnreachable(appID: String, token: String, refusedAt: Date?, now: Date) throws -> Bool
     /// After a push reached `token` only in `environment`, records that environment
     /// wherever the token is registered.
     func correctEnvironment(appID: String, token: String, kind: PushTokenKind, environment: APNsEnvironment) throws

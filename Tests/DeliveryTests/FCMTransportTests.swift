@@ -143,4 +143,27 @@ struct FCMTransportTests {
             #expect(events.contains { $0.type == "device.unreachable" })
         }
     }
+
+    @Test func aMessageIsBuiltFromItsStoredContentAndLivesFourWeeksAtMost() throws {
+        var push = claimedPush(kind: .fcm, event: .update, activityID: "o", createdAt: now)
+        push.content.payload = Data(#"{"islet_event":"update","content_state":"{\"eta\":3}"}"#.utf8)
+        push.content.priority = .powerConsidered
+        push.content.collapseID = "islet-o"
+        push.content.expiration = Int64(now.timeIntervalSince1970) + 90
+        let message = try #require(FCMTransport.message(push, now: now))
+        #expect(message.data == ["islet_event": "update", "content_state": #"{"eta":3}"#])
+        #expect(message.priority == "normal")
+        #expect(message.ttl == 90)
+        #expect(message.collapseKey == "islet-o")
+        push.content.expiration = Int64(now.timeIntervalSince1970) + 90 * 86_400
+        #expect(FCMTransport.maxTTL == 2_419_200)
+        #expect(FCMTransport.message(push, now: now)?.ttl == FCMTransport.maxTTL)
+        push.content.expiration = nil
+        #expect(FCMTransport.message(push, now: now)?.ttl == FCMTransport.defaultTTL)
+        push.content.priority = .immediate
+        #expect(FCMTransport.message(push, now: now)?.priority == "high")
+        // Data that is not an object of strings is no message.
+        push.content.payload = Data(#"{"eta":3}"#.utf8)
+        #expect(FCMTransport.message(push, now: now) == nil)
+    }
 }

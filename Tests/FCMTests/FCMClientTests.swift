@@ -22,6 +22,8 @@ final class FakeGoogle: HTTP2ServerDelegate, @unchecked Sendable {
         var script: [(status: Int, body: String, headers: [(String, String)])] = []
         /// Access tokens the send endpoint refuses (401).
         var revoked: Set<String> = []
+        /// Answers for the next token requests, first first.
+        var tokenScript: [Int] = []
     }
 
     let state = Lock(State())
@@ -55,6 +57,9 @@ final class FakeGoogle: HTTP2ServerDelegate, @unchecked Sendable {
     }
 
     private func token(_ request: HTTP2ServerRequest) -> HTTP2ServerReply {
+        if let status = state.withLock({ $0.tokenScript.isEmpty ? nil : $0.tokenScript.removeFirst() }) {
+            return Self.reply(status, #"{"error":"rate_limit_exceeded"}"#)
+        }
         let form = Dictionary(
             String(decoding: request.body, as: UTF8.self).split(separator: "&").map { pair -> (String, String) in
                 let parts = pair.split(separator: "=", maxSplits: 1).map(String.init)
@@ -253,6 +258,24 @@ struct FCMClientTests {
                 "UNREGISTERED", "QUOTA_EXCEEDED", "QUOTA_EXCEEDED", "INVALID_ARGUMENT", "INVALID_ARGUMENT", "SENDER_ID_MISMATCH",
                 "UNAVAILABLE", "UNAVAILABLE", "INTERNAL",
             ])
+        }
+    }
+
+    @Test func aThrottledOrFailingTokenEndpointIsAPassingFault() async throws {
+        try await FCMRig.with { rig in
+            rig.google.state.withLock { $0.tokenScript = [429, 503] }
+            #expect(await rig.client.send(FCMRig.message, account: rig.account, tokens: rig.tokens).disposition == .retry)
+            #expect(await rig.client.send(FCMRig.message, account: rig.account, tokens: rig.tokens).disposition == .retry)
+            #expect(await rig.client.send(FCMRig.message, account: rig.account, tokens: rig.tokens).disposition == .delivered)
+        }
+    }
+
+    @Test func aBare404SaysNothingAboutTheToken() async throws {
+        try await FCMRig.with { rig in
+            rig.google.state.withLock { $0.script = [(404, "<html>Not Found</html>", [])] }
+            let result = await rig.client.send(FCMRig.message, account: rig.account, tokens: rig.tokens)
+            #expect(result.disposition == .rejected)
+            #expect(result.response?.errorCode == nil)
         }
     }
 }

@@ -21,6 +21,13 @@ struct PeerGoogleTests {
 
         var logged: [JSONValue] { server.lines.dropFirst().compactMap { try? JSONValue(parsing: Data($0.utf8)) } }
 
+        /// The log once `count` of its lines satisfy `match` (it comes through a
+        /// pipe, a moment after the answers).
+        func logged(awaiting count: Int, where match: @escaping (JSONValue) -> Bool) async -> [JSONValue] {
+            _ = await eventually { logged.filter(match).count >= count }
+            return logged
+        }
+
         func account(key: RSA.SigningKey? = nil) -> FCMServiceAccount {
             FCMServiceAccount(
                 projectID: "islet-peer", clientEmail: "islet@islet-peer.iam.gserviceaccount.com",
@@ -81,12 +88,14 @@ struct PeerGoogleTests {
             let result = try await peer.send("fcm-device-token-0001:abc", account: peer.account())
             #expect(result.disposition == .delivered, "\(result.error ?? "") \(peer.server.standardError)")
             #expect(result.response?.messageName == "projects/islet-peer/messages/0:1")
-            let token = try #require(peer.logged.first { $0["path"] == "/token" })
+            let sends: (JSONValue) -> Bool = { $0["path"] == "/v1/projects/islet-peer/messages:send" && $0["status"] == 200 }
+            let log = await peer.logged(awaiting: 1, where: sends)
+            let token = try #require(log.first { $0["path"] == "/token" })
             #expect(token["status"] == 200, "\(token)")
             #expect(token["claims"]?["iss"] == "islet@islet-peer.iam.gserviceaccount.com")
             #expect(token["claims"]?["scope"] == "https://www.googleapis.com/auth/firebase.messaging")
             #expect(token["claims"]?["aud"]?.stringValue == "https://127.0.0.1:\(peer.port)/token")
-            #expect(peer.logged.contains { $0["path"] == "/v1/projects/islet-peer/messages:send" && $0["status"] == 200 })
+            #expect(log.contains(where: sends))
             // A token the app no longer has comes back as FCM says it.
             let dead = try await peer.send("dead-device-token-0001:abc", account: peer.account())
             #expect(dead.disposition == .tokenDead(since: nil))
@@ -99,9 +108,11 @@ struct PeerGoogleTests {
             let result = try await peer.send("fcm-device-token-0001:abc", account: peer.account(key: try RSA.SigningKey.generate()))
             #expect(result.disposition == .credentialsRejected)
             #expect(result.error?.contains("invalid_grant") == true, "\(result.error ?? "")")
-            let token = try #require(peer.logged.first { $0["path"] == "/token" })
+            let log = await peer.logged(awaiting: 1) { $0["path"] == "/token" }
+            let token = try #require(log.first { $0["path"] == "/token" })
             #expect(token["status"] == 400)
-            #expect(!peer.logged.contains { $0["path"]?.stringValue?.hasSuffix("messages:send") == true })
+            // The client answered only after the endpoint's refusal: nothing was sent.
+            #expect(!log.contains { $0["path"]?.stringValue?.hasSuffix("messages:send") == true })
         }
     }
 }

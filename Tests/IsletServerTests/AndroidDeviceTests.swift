@@ -37,6 +37,19 @@ struct AndroidDeviceTests {
             #expect(try h.application.services.store.readNow { try $0.device(appID: app.id, deviceID: "pixel-1") }?.fcmToken
                 == "eXyZ:APA91bNewToken-0123456789")
 
+            // An Android device has no APNs tokens, and reports nothing of ActivityKit's.
+            let startToken = try await h.call(
+                "PUT", path + "/push-to-start/DeliveryAttributes", key: app.deviceKey,
+                json: ["token": .string(String(repeating: "ab", count: 32))], headers: headers)
+            #expect(startToken.status == 409, "\(startToken.json)")
+            let updateToken = try await h.call(
+                "PUT", path + "/activities/order-1", key: app.deviceKey,
+                json: ["activity_type": "DeliveryAttributes", "token": .string(String(repeating: "cd", count: 32))], headers: headers)
+            #expect(updateToken.status == 409, "\(updateToken.json)")
+            let frequent = try await h.call(
+                "PUT", path, key: app.deviceKey, json: ["platform": "android", "frequent_updates": true], headers: headers)
+            #expect(frequent.status == 422 && frequent.errorFields == ["frequent_updates"])
+
             // A device is one platform for good.
             let switched = try await h.call(
                 "PUT", path, key: app.deviceKey, json: ["platform": "ios", "environment": "sandbox"], headers: headers)

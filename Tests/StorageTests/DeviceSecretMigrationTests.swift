@@ -60,7 +60,7 @@ struct DeviceSecretMigrationTests {
         #expect(old.deviceSecrets == .off)
         #expect(try store.readNow { try $0.device(appID: "app_old", deviceID: "d1") }?.hasSecret == false)
         #expect(try store.writeNow { try $0.deviceAccess(appID: "app_old", deviceID: "d1", exclusive: false) }
-            == DeviceAccess(policy: .off, environment: .sandbox, secretHash: nil))
+            == DeviceAccess(policy: .off, environment: .sandbox, secretHash: nil, platform: "ios"))
         // An app written after the migration keeps the setting it is written with.
         let new = {
             var app = Fixture.app("app_new")

@@ -73,7 +73,7 @@ RULES = [
     # must hold (its members, an RSA key, an https token URI) is checked as a group.
     (r"fcm\.service_account(\.\w+)?", r"^(is required|must be .+)$"),
     # The fields of the other platform, and a device's platform for good.
-    (r"(environment|apns_token|fcm_token)", r"^(is required for an ios device|is not taken from an android device|is taken only from an? (ios|android) device|must be an FCM registration token)"),
+    (r"(environment|apns_token|fcm_token|frequent_updates|os_version)", r"^(is required for an ios device|is not taken from an android device|is taken only from an? (ios|android) device|must be an FCM registration token)"),
     # The key inside the PEM armour (which the document gives) must be a P-256 key.
     (r"apns\.private_key", r"^must be the \.p8 key's PEM text \(a P-256 private key\)"),
 ]

@@ -107,10 +107,9 @@ struct DeviceRoutes: Sendable {
             osVersion = .some(text)
         }
         try body.finish()
-        var registration = try DevicePlatform.registration(
-            platform: platform!, environment: environment, apnsToken: token, fcmToken: fcmToken, userID: userID, tags: tags)
-        registration.frequentUpdates = frequentUpdates
-        registration.osVersion = osVersion
+        let registration = try DevicePlatform.registration(
+            platform: platform!, environment: environment, apnsToken: token, fcmToken: fcmToken, userID: userID, tags: tags,
+            frequentUpdates: frequentUpdates, osVersion: osVersion)
         let registered = try await devices.register(
             appID: request.app.id, deviceID: deviceID, secret: Self.secret(request), registration)
         var json = Self.json(registered.device)

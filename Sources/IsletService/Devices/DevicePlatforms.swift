@@ -15,7 +15,7 @@ public enum DevicePlatform: String, Sendable, Hashable, CaseIterable {
     /// `fcm_token` on iOS) or is missing (`environment` on iOS).
     public static func registration(
         platform: DevicePlatform, environment: APNsEnvironment?, apnsToken: String?, fcmToken: String?, userID: String??,
-        tags: [String]?
+        tags: [String]?, frequentUpdates: Bool?? = nil, osVersion: String?? = nil
     ) throws(ServiceError) -> DeviceRegistration {
         switch platform {
         case .ios:
@@ -23,11 +23,17 @@ public enum DevicePlatform: String, Sendable, Hashable, CaseIterable {
                 throw invalid("environment", "is required for an ios device")
             }
             if fcmToken != nil { throw invalid("fcm_token", "is taken only from an android device") }
-            return DeviceRegistration(
+            var registration = DeviceRegistration(
                 platform: platform.rawValue, environment: environment, apnsToken: apnsToken, userID: userID, tags: tags)
+            registration.frequentUpdates = frequentUpdates
+            registration.osVersion = osVersion
+            return registration
         case .android:
             if environment != nil { throw invalid("environment", "is not taken from an android device (FCM has one)") }
             if apnsToken != nil { throw invalid("apns_token", "is taken only from an ios device") }
+            // What ActivityKit reports has no meaning on Android.
+            if frequentUpdates != nil { throw invalid("frequent_updates", "is taken only from an ios device") }
+            if osVersion != nil { throw invalid("os_version", "is taken only from an ios device") }
             if let fcmToken, !isFCMToken(fcmToken) {
                 throw invalid("fcm_token", "must be an FCM registration token (20 to 4096 letters, digits, -, _ and :)")
             }

@@ -126,6 +126,7 @@ public struct DeviceService: Sendable {
             let checks = try session.updateTokenChecks(appID: appID, deviceID: deviceID, activityID: activityID, token: token)
             guard let environment = checks.environment else { throw Self.noDevice(appID: appID, deviceID: deviceID) }
             try DeviceSecrets.check(checks.device, presented: secret, appID: appID, deviceID: deviceID)
+            try Self.refuseAndroid(checks.device, deviceID: deviceID)
             try Self.refuseCrossedKind(checks.otherKinds, kind: .liveActivityUpdate, field: "token")
             // An activity Islet has not seen is one the app started locally: added
             // unless another request (on any node) adds it first, whose activity is
@@ -322,7 +323,16 @@ public struct DeviceService: Sendable {
         let access = try session.deviceAccess(appID: appID, deviceID: deviceID, exclusive: false)
         guard let environment = access.environment else { throw noDevice(appID: appID, deviceID: deviceID) }
         try DeviceSecrets.check(access, presented: secret, appID: appID, deviceID: deviceID)
+        try refuseAndroid(access, deviceID: deviceID)
         return environment
+    }
+
+    /// An Android device has no APNs tokens: FCM reaches its own.
+    static func refuseAndroid(_ access: DeviceAccess, deviceID: String) throws(ServiceError) {
+        guard access.platform == DevicePlatform.android.rawValue else { return }
+        throw ServiceError(
+            .conflict, "Device \(deviceID) is an android device: it has no APNs tokens (FCM reaches its fcm_token).",
+            fields: [ServiceError.FieldError(field: "token", message: "is an APNs token; an android device has none")])
     }
 
     /// The refusal of a token for a device not registered.

@@ -374,6 +374,7 @@ enum PostgresSchema {
             ALTER TABLE apps ADD COLUMN fcm_token_uri TEXT;
             ALTER TABLE devices ADD COLUMN fcm_token TEXT;
             ALTER TABLE devices ADD COLUMN fcm_token_registered_at BIGINT;
+            CREATE INDEX devices_by_fcm_token ON devices(app_id, fcm_token) WHERE fcm_token IS NOT NULL;
             """),
     ]
 }

@@ -12,14 +12,17 @@ public struct DeviceAccess: Sendable, Hashable {
     /// SHA-256 of the device's secret; nil when it has none (registered before
     /// secrets existed) or does not exist.
     public var secretHash: Data?
+    /// The device's platform (`ios`, `android`); `nil` when there is no device.
+    public var platform: String?
 
     /// Whether the device is registered.
     public var deviceExists: Bool { environment != nil }
 
     /// Creates the answer.
-    public init(policy: DeviceSecretPolicy, environment: APNsEnvironment?, secretHash: Data?) {
+    public init(policy: DeviceSecretPolicy, environment: APNsEnvironment?, secretHash: Data?, platform: String? = nil) {
         self.policy = policy
         self.environment = environment
         self.secretHash = secretHash
+        self.platform = platform
     }
 }

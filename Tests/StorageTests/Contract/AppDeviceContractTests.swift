@@ -347,4 +347,28 @@ struct AppDeviceContractTests {
             }
         }
     }
+
+    @Test(arguments: StoreBackend.all)
+    func anAndroidDeviceIsMarkedUnreachableByItsFCMTokenAndReachableAgainByANewOne(_ backend: StoreBackend) async throws {
+        try await withStore(backend) { store in
+            try store.writeNow { session throws in
+                try session.insertApp(Fixture.app())
+                var registration = DeviceRegistration(platform: "android", environment: .production, apnsToken: nil, userID: nil, tags: nil)
+                registration.fcmToken = "fcm:token-one-0000000000"
+                _ = try session.insertDevice(appID: "app_1", deviceID: "pixel", registration, secretHash: nil, now: Fixture.at(0))
+                // The APNs mark does not touch it; FCM's does, once.
+                #expect(try !session.markDeviceUnreachable(appID: "app_1", token: "fcm:token-one-0000000000", refusedAt: nil, now: Fixture.at(1)))
+                #expect(try session.markAndroidDeviceUnreachable(appID: "app_1", token: "fcm:token-one-0000000000", refusedAt: nil, now: Fixture.at(1)))
+                #expect(try !session.markAndroidDeviceUnreachable(appID: "app_1", token: "fcm:token-one-0000000000", refusedAt: nil, now: Fixture.at(2)))
+                #expect(try session.device(appID: "app_1", deviceID: "pixel")?.unreachableAt == Fixture.at(1))
+                // A new token makes it reachable again; a refusal older than it changes nothing.
+                var again = DeviceRegistration(platform: "android", environment: .production, apnsToken: nil, userID: nil, tags: nil)
+                again.fcmToken = "fcm:token-two-0000000000"
+                try session.updateDevice(appID: "app_1", deviceID: "pixel", again, now: Fixture.at(5))
+                #expect(try session.device(appID: "app_1", deviceID: "pixel")?.unreachableAt == nil)
+                #expect(try !session.markAndroidDeviceUnreachable(appID: "app_1", token: "fcm:token-two-0000000000", refusedAt: Fixture.at(4), now: Fixture.at(6)))
+                #expect(try session.device(appID: "app_1", deviceID: "pixel")?.fcmToken == "fcm:token-two-0000000000")
+            }
+        }
+    }
 }

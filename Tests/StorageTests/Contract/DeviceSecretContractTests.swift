@@ -56,7 +56,7 @@ struct DeviceSecretContractTests {
                 #expect(created.userID == "u1")
                 #expect(created.tags == ["t"])
                 #expect(try session.deviceAccess(appID: "app_1", deviceID: "d1", exclusive: false)
-                    == DeviceAccess(policy: .required, environment: .sandbox, secretHash: first))
+                    == DeviceAccess(policy: .required, environment: .sandbox, secretHash: first, platform: "ios"))
 
                 // A second insert of the device changes nothing, its secret least of all.
                 #expect(try !session.insertDevice(
@@ -76,7 +76,7 @@ struct DeviceSecretContractTests {
                 #expect(updated.tags == ["y"])
                 #expect(updated.updatedAt == Fixture.at(2))
                 #expect(try session.deviceAccess(appID: "app_1", deviceID: "d1", exclusive: true)
-                    == DeviceAccess(policy: .required, environment: .production, secretHash: first))
+                    == DeviceAccess(policy: .required, environment: .production, secretHash: first, platform: "ios"))
 
                 // A replacement does, and only for a device that exists.
                 let second = Data("second secret hash".utf8)
@@ -98,7 +98,7 @@ struct DeviceSecretContractTests {
                 #expect(try session.upsertDevice(appID: "app_1", deviceID: "d1", Fixture.registration(), now: Fixture.t0))
                 #expect(try session.device(appID: "app_1", deviceID: "d1")?.hasSecret == false)
                 #expect(try session.deviceAccess(appID: "app_1", deviceID: "d1", exclusive: false)
-                    == DeviceAccess(policy: .off, environment: .sandbox, secretHash: nil))
+                    == DeviceAccess(policy: .off, environment: .sandbox, secretHash: nil, platform: "ios"))
                 // An upsert of it leaves it without one.
                 #expect(try !session.upsertDevice(appID: "app_1", deviceID: "d1", Fixture.registration(token: "aa"), now: Fixture.at(1)))
                 #expect(try session.deviceAccess(appID: "app_1", deviceID: "d1", exclusive: false).secretHash == nil)
@@ -121,7 +121,7 @@ struct DeviceSecretContractTests {
                     try session.updateTokenChecks(appID: "app_1", deviceID: "d1", activityID: "a1", token: "aa"),
                     try session.updateTokenChecks(appID: "app_1", deviceID: "d2", activityID: "a1", token: "aa"))
             }
-            #expect(checks.0.device == DeviceAccess(policy: .required, environment: .sandbox, secretHash: hash))
+            #expect(checks.0.device == DeviceAccess(policy: .required, environment: .sandbox, secretHash: hash, platform: "ios"))
             #expect(checks.0.environment == .sandbox)
             #expect(checks.1.device == DeviceAccess(policy: .required, environment: nil, secretHash: nil))
             #expect(checks.1.environment == nil)
