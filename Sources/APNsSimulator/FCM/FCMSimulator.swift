@@ -61,6 +61,24 @@ public final class FCMSimulator: Sendable {
     /// The token URI a service account for it names.
     public var tokenURI: String { url + "/token" }
 
+    /// A new service account the simulator trusts, as the JSON a team downloads from
+    /// Firebase (`type`, `project_id`, `private_key_id`, `private_key`,
+    /// `client_email`, `token_uri`), its token URI `tokenURI` (by default this
+    /// simulator's, once started).
+    public func makeServiceAccount(
+        projectID: String = "islet-demo", clientEmail: String? = nil, tokenURI: String? = nil
+    ) throws -> JSONValue {
+        let key = try RSA.SigningKey.generate()
+        let email = clientEmail ?? "islet@\(projectID).iam.gserviceaccount.com"
+        engine.trust(FCMTrustedAccount(clientEmail: email, projectID: projectID, publicKey: key.publicKey))
+        let keyID = (0..<20).map { _ in String(UInt8.random(in: 0...255), radix: 16) }.joined()
+        return [
+            "type": "service_account", "project_id": .string(projectID), "private_key_id": .string(keyID),
+            "private_key": .string(key.pemRepresentation), "client_email": .string(email),
+            "token_uri": .string(tokenURI ?? self.tokenURI),
+        ]
+    }
+
     /// Stops listening after answering what is in flight.
     public func shutdown() async {
         await server.shutdown(gracePeriod: .seconds(1))
