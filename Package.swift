@@ -104,7 +104,7 @@ let package = Package(
             name: "IsletServer",
             dependencies: [
                 "IsletCore", "IsletSync", "IsletBackground", "IsletLog", "IsletCrypto", "Storage", "SQLiteStorage", "PostgreSQLStorage",
-                "HTTPServer", "APNs", "Delivery", "IsletService", "HTTPClient", "IsletThreads",
+                "HTTPServer", "APNs", "FCM", "Delivery", "IsletService", "HTTPClient", "IsletThreads",
             ],
             swiftSettings: swiftSettings,
             // The dashboard's page, script and style (Dashboard/Assets/), compiled in as strings.

@@ -1157,7 +1157,7 @@ def report(soak, listing, per_activity, metrics, database, exit_codes, device_st
     # worker's own drops (ActivityEnded, for a retry of an activity that ended) are.
     metric = collections.Counter()
     for name, value in metrics.items():
-        match = re.match(r'islet_pushes_total\{result="(\w+)",reason="([^"]*)"\}', name)
+        match = re.match(r'islet_pushes_total\{result="(\w+)",reason="([^"]*)"(?:,[^}]*)?\}', name)
         if match:
             metric[(match.group(1), match.group(2))] += int(value)
     metric_by_result = collections.Counter()

@@ -1,8 +1,8 @@
 import IsletSync
 import Foundation
 
-/// Counters the worker keeps for `/metrics`: pushes by result and reason, and a
-/// histogram of how long APNs took to settle each push.
+/// Counters the worker keeps for `/metrics`: pushes by result, reason and transport,
+/// and a histogram of how long the push service took to settle each push.
 public final class DeliveryMetrics: Sendable {
     /// The upper bounds (seconds) of the latency histogram's buckets.
     public static let latencyBuckets: [Double] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30]
@@ -23,11 +23,13 @@ public final class DeliveryMetrics: Sendable {
     public struct ResultKey: Hashable, Sendable, Comparable {
         /// `sent`, `failed`, `retried`, `switched`, `dropped`.
         public var result: String
-        /// The APNs reason, or empty.
+        /// The service's reason (APNs's, or FCM's error code), or empty.
         public var reason: String
+        /// The transport: `apns` or `fcm`.
+        public var transport: String = "apns"
 
         public static func < (lhs: ResultKey, rhs: ResultKey) -> Bool {
-            (lhs.result, lhs.reason) < (rhs.result, rhs.reason)
+            (lhs.result, lhs.reason, lhs.transport) < (rhs.result, rhs.reason, rhs.transport)
         }
     }
 
@@ -43,10 +45,10 @@ public final class DeliveryMetrics: Sendable {
     /// Creates empty counters.
     public init() {}
 
-    /// Counts one push settled with `result` and `reason`.
-    func record(result: String, reason: String?, latency: Double?) {
+    /// Counts one push settled with `result` and `reason` by `transport`.
+    func record(result: String, reason: String?, latency: Double?, transport: String) {
         state.withLock { state in
-            state.pushes[ResultKey(result: result, reason: reason ?? ""), default: 0] += 1
+            state.pushes[ResultKey(result: result, reason: reason ?? "", transport: transport), default: 0] += 1
             if let latency {
                 let index = DeliveryMetrics.latencyBuckets.firstIndex { latency <= $0 } ?? DeliveryMetrics.latencyBuckets.count
                 state.buckets[index] += 1

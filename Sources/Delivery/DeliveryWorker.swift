@@ -328,12 +328,12 @@ public final class DeliveryWorker: BackgroundService {
     /// store refused it (the caller keeps the answers for another try).
     private func record(_ answers: [Answer]) -> Bool {
         let now = clock.now()
-        var counted: [(String, String?, Double?)] = []
+        var counted: [(String, String?, Double?, String)] = []
         do {
             // The store may run the transaction again (after a lost connection or a
             // conflict): it starts from nothing each time.
             counted = try store.writeNow(durable: false) { session in
-                var counted: [(String, String?, Double?)] = []
+                var counted: [(String, String?, Double?, String)] = []
                 counted.reserveCapacity(answers.count)
                 // By index: each answer is read in place, not copied field by field.
                 var sent: [SentPush] = []
@@ -362,7 +362,9 @@ public final class DeliveryWorker: BackgroundService {
             logger.error("cannot record push results; retrying", ("error", .string("\(error)")), ("count", .int(answers.count)))
             return false
         }
-        for (result, reason, latency) in counted { metrics.record(result: result, reason: reason, latency: latency) }
+        for (result, reason, latency, transport) in counted {
+            metrics.record(result: result, reason: reason, latency: latency, transport: transport)
+        }
         return true
     }
 
@@ -371,8 +373,9 @@ public final class DeliveryWorker: BackgroundService {
     private func apply(
         _ answer: Answer, session: any DeviceStore & ActivityStore & PushQueue & ChannelStore, now: Date, sent: inout [SentPush],
         events: inout [NewEvent]
-    ) throws -> (String, String?, Double?) {
+    ) throws -> (String, String?, Double?, String) {
         let push = answer.push
+        let transport = push.tokenKind == .fcm ? "fcm" : "apns"
         let settlement = try policy.settle(
             push, result: answer.result, now: now, jitter: random.withLock { Double.random(in: 0...1, using: &$0) },
             activityEnded: { try session.activityHasEnded(appID: push.appID, activityID: push.activityID ?? "") })
@@ -383,7 +386,7 @@ public final class DeliveryWorker: BackgroundService {
             sent.append(SentPush(
                 pushID: push.id, attempts: outcome.attempts, apnsStatus: outcome.apnsStatus,
                 apnsUniqueID: outcome.apnsUniqueID))
-            return (settlement.counted, settlement.reason, settlement.latency)
+            return (settlement.counted, settlement.reason, settlement.latency, transport)
         }
         // Recorded only while this node still holds the push: one whose lease ran
         // out belongs to the node that took it over, and this answer changes nothing.
@@ -391,7 +394,7 @@ public final class DeliveryWorker: BackgroundService {
             logger.info(
                 "answer for a push another node took over, not recorded", ("app", .string(push.appID)),
                 ("apns_id", .string(push.apnsID)))
-            return (settlement.counted, settlement.reason, settlement.latency)
+            return (settlement.counted, settlement.reason, settlement.latency, transport)
         }
         if let event = NewEvent.pushSettled(
             push, status: outcome.status, attempts: outcome.attempts, apnsStatus: outcome.apnsStatus,
@@ -405,7 +408,7 @@ public final class DeliveryWorker: BackgroundService {
         if let action = settlement.deadToken {
             try actOnDeadToken(push, action, reason: outcome.reason, session: session, now: now, events: &events)
         }
-        return (settlement.counted, settlement.reason, settlement.latency)
+        return (settlement.counted, settlement.reason, settlement.latency, transport)
     }
 
     /// Acts on a refused token; a refusal older than the token's latest registration

@@ -32,6 +32,9 @@ public final class FCMTransport: PushTransport {
         let tokens: FCMAccessTokens?
         let problem: String?
         var passing = false
+        /// FCM's refusal of these credentials (its error code), once one came: no
+        /// message goes with them until the app's credentials change.
+        let refusal = Lock<String?>(nil)
     }
 
     /// A transport over `client`, reading apps' service accounts from `store` and
@@ -51,6 +54,10 @@ public final class FCMTransport: PushTransport {
                 reason: cached.passing ? "transport" : "credentialsRejected", attempts: 0))
             return
         }
+        if let refused = cached.refusal.withLock({ $0 }) {
+            completion(TransportResult(disposition: .credentialsRejected, reason: refused, attempts: 0))
+            return
+        }
         guard let message = Self.message(push, now: clock.now()) else {
             completion(TransportResult(disposition: .rejected, reason: "InvalidData", attempts: 0))
             return
@@ -59,6 +66,9 @@ public final class FCMTransport: PushTransport {
         let sentAt = ContinuousClock.now
         Task {
             let result = await client.send(message, account: account, tokens: tokens)
+            if result.disposition == .credentialsRejected {
+                cached.refusal.withLock { $0 = $0 ?? result.response?.errorCode ?? "credentialsRejected" }
+            }
             let elapsed = ContinuousClock.now - sentAt
             let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
             completion(TransportResult(

@@ -2,6 +2,7 @@ import IsletSync
 import IsletThreads
 public import APNs
 public import Delivery
+import FCM
 import Foundation
 import HTTPClient
 import HTTPServer
@@ -62,7 +63,8 @@ public final class Application: Sendable {
 
     init(
         configuration: Configuration, logger: Logger, store: any Store, services: Services, delivery: DeliveryWorker,
-        client: APNsClient, webhooks: WebhookDispatcher, webhookClient: HTTPClient, feed: EventFeed, embeddedAPNs: (apns: any EmbeddedAPNs, endpoint: EmbeddedAPNsEndpoint)?,
+        client: APNsClient, webhooks: WebhookDispatcher, webhookClient: HTTPClient, feed: EventFeed, fcmClient: FCMClient,
+        fcmTokenClient: HTTPClient, embeddedAPNs: (apns: any EmbeddedAPNs, endpoint: EmbeddedAPNsEndpoint)?,
         generatedAdminToken: String?, demo: DemoApp?, sleeper: any Sleeper, dispatcher: Dispatcher,
         channelClient: APNsChannelClient
     ) {
@@ -110,6 +112,8 @@ public final class Application: Sendable {
             ClosingService { await client.shutdown() },
             ClosingService { await channelClient.shutdown() },
             ClosingService { await webhookClient.shutdown() },
+            ClosingService { await fcmClient.shutdown() },
+            ClosingService { await fcmTokenClient.shutdown() },
         ]
         // Nothing runs before `start`: a shutdown without one closes the resources
         // (each service's `stopUnstarted`), in the same reverse order.

@@ -1,5 +1,6 @@
 import APNs
 import Delivery
+import FCM
 import Foundation
 import HTTPClient
 public import IsletBackground
@@ -138,10 +139,18 @@ private func assemble(
     deliveryConfiguration.maxInFlight = configuration.deliveryMaxInFlight
     deliveryConfiguration.nodeID = configuration.resolvedNodeID
     deliveryConfiguration.lease = configuration.pushLeaseSeconds
+    let fcm = try fcmClients(configuration, embedded: embedded?.endpoint)
+    let transports = PushTransports(
+        apns: APNsTransport(client: client, store: store),
+        fcm: FCMTransport(client: fcm.client, store: store, exchange: CurlTokenExchange(client: fcm.tokens), clock: clock))
     let delivery = DeliveryWorker(
-        store: store, client: client, configuration: deliveryConfiguration, clock: clock, sleeper: sleeper, logger: logger)
+        store: store, transport: transports, configuration: deliveryConfiguration, clock: clock, sleeper: sleeper,
+        logger: logger)
 
-    let trust: @Sendable (APNsCredentials) -> Void = { [embedded] credentials in embedded?.apns.trust(credentials) }
+    let trust: @Sendable (AppRecord) -> Void = { [embedded] app in
+        if let credentials = app.credentials { embedded?.apns.trust(credentials) }
+        if let account = app.fcm { embedded?.apns.trust(account) }
+    }
     let environment = ServiceEnvironment(
         store: store, clock: clock, lifecycle: ActivityLifecycle(windows: configuration.lifecycleWindows), logger: logger,
         idempotencyWindow: deliveryConfiguration.idempotencyRetention, pushesQueued: { [delivery] in delivery.wake() },
@@ -190,10 +199,11 @@ private func assemble(
     if embedded != nil {
         do {
             for app in try store.readNow({ try $0.apps() }) {
-                if let credentials = app.credentials { trust(credentials) }
+                trust(app)
             }
-            demo = try services.apps.prepareDemo(name: "Demo", bundleID: "dev.islet.demo")
-            if let credentials = try store.readNow({ try $0.app(id: demo!.appID) })?.credentials { trust(credentials) }
+            demo = try services.apps.prepareDemo(
+                name: "Demo", bundleID: "dev.islet.demo", fcm: try embedded?.apns.makeFCMAccount())
+            if let app = try store.readNow({ try $0.app(id: demo!.appID) }) { trust(app) }
         } catch {
             throw ConfigurationError(.unusable, setting: Configuration.label(of: \.simulator), message: "cannot prepare the demo app: \(error)")
         }
@@ -213,11 +223,48 @@ private func assemble(
         trustForwardedFor: configuration.trustForwardedFor)
     return Application(
         configuration: configuration, logger: logger, store: store, services: services, delivery: delivery,
-        client: client, webhooks: webhooks, webhookClient: webhookClient, feed: feed, embeddedAPNs: embedded,
+        client: client, webhooks: webhooks, webhookClient: webhookClient, feed: feed, fcmClient: fcm.client,
+        fcmTokenClient: fcm.tokens, embeddedAPNs: embedded,
         generatedAdminToken: generated ? adminToken : nil, demo: demo, sleeper: sleeper,
         dispatcher: Dispatcher(
             router: router, logger: logger, metrics: requestMetrics, largeBodyRoutes: Dispatcher.largeBodyRoutes(routes),
             trustForwardedFor: configuration.trustForwardedFor, routes: routes + dashboard,
             authentication: middleware.compactMap { $0 as? AuthenticationMiddleware }.first),
         channelClient: channelClient)
+}
+
+/// The FCM client (`--fcm-url`, or the embedded FCM of `--simulator`) and the HTTP
+/// client service accounts' access tokens are exchanged through (trusting
+/// `--fcm-ca-file`, or the embedded FCM's CA). A token URI may name a private
+/// address only for a simulator: with `--simulator` or `--fcm-ca-file`.
+private func fcmClients(
+    _ configuration: Configuration, embedded: EmbeddedAPNsEndpoint?
+) throws(ConfigurationError) -> (client: FCMClient, tokens: HTTPClient) {
+    var settings = FCMClientConfiguration()
+    settings.url = URL(string: configuration.fcmURL)!
+    var tokenSettings = HTTPClientConfiguration()
+    tokenSettings.allowPrivateAddresses = configuration.simulator || configuration.fcmCAFile != nil
+    if let embedded, let url = embedded.fcmURL {
+        settings.url = url
+        settings.trustRootsPEM = embedded.fcmTrustRootsPEM
+        if let pem = embedded.fcmTrustRootsPEM {
+            // libcurl reads its CA from a file: the simulator's, in the data folder.
+            let path = (configuration.dataDirectory as NSString).appendingPathComponent("simulator-fcm-ca.pem")
+            guard FileManager.default.createFile(atPath: path, contents: Data(pem.utf8)) else {
+                throw ConfigurationError(.unusable, setting: Configuration.label(of: \.simulator), message: "cannot write \(path)")
+            }
+            tokenSettings.caFile = path
+        }
+    } else if let caFile = configuration.fcmCAFile {
+        guard let pem = FileManager.default.contents(atPath: caFile), !pem.isEmpty else {
+            throw ConfigurationError(.unusable, setting: Configuration.label(of: \.fcmCAFile), message: "cannot read \(caFile)")
+        }
+        settings.trustRootsPEM = String(decoding: pem, as: UTF8.self)
+        tokenSettings.caFile = caFile
+    }
+    do {
+        return (FCMClient(configuration: settings), try HTTPClient(configuration: tokenSettings))
+    } catch {
+        throw ConfigurationError(.unusable, setting: "fcm", message: "cannot start the FCM token client: \(error.message)")
+    }
 }

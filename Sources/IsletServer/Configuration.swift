@@ -138,6 +138,11 @@ public struct Configuration: Sendable, Equatable {
     public var apnsSandboxURL = "https://api.sandbox.push.apple.com"
     /// A PEM file of CA certificates to trust for APNs instead of the system's.
     public var apnsCAFile: String?
+    /// FCM's HTTP v1 API.
+    public var fcmURL = "https://fcm.googleapis.com"
+    /// A PEM file of CA certificates to trust for FCM and the token URIs instead of
+    /// the system's.
+    public var fcmCAFile: String?
     /// Runs the APNs simulator in the same process and sends every push to it.
     public var simulator = false
     /// The embedded simulator's APNs port (0 picks a free one).

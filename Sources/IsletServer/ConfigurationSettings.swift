@@ -176,9 +176,17 @@ extension Configuration {
             help: "PEM file of CA certificates trusted for APNs (for a simulator).",
             readme: "PEM CA certificates trusted for APNs (for a simulator elsewhere)."),
         Setting(
+            "--fcm-url", \.fcmURL, .url,
+            help: "FCM's HTTP v1 API, where Android devices' data messages go.",
+            readme: "FCM's HTTP v1 API, where Android devices' data messages go (`POST {url}/v1/projects/{project}/messages:send`)."),
+        Setting(
+            "--fcm-ca-file", \.fcmCAFile, .required("a file path is required"), default: "the system's roots",
+            help: "PEM file of CA certificates trusted for FCM and the service accounts' token URIs (for a simulator).",
+            readme: "PEM CA certificates trusted for FCM and for the service accounts' token URIs (for a simulator elsewhere); with it, a token URI may name a private address."),
+        Setting(
             "--simulator", \.simulator, .switch,
-            help: "Run the APNs simulator in-process and send every push to it; creates a demo app.",
-            readme: "Run the APNs simulator in-process, send every push to it, create the demo app."),
+            help: "Run the APNs and FCM simulators in-process and send every push to them; creates a demo app.",
+            readme: "Run the APNs and FCM simulators in-process, send every push to them, create the demo app (with an iPhone and an Android phone)."),
         Setting(
             "--simulator-port", \.simulatorPort, .port,
             help: "APNs port of the in-process simulator; 0 picks a free port."),

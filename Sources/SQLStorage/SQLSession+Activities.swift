@@ -10,7 +10,8 @@ extension SQLSession {
 
     private static let instanceColumns: SQL = """
         device_id, status, update_token, environment, token_registered_at, created_at, updated_at, ended_at, end_cause,
-        subscribed
+        subscribed, (SELECT d.platform FROM devices d
+            WHERE d.app_id = activity_instances.app_id AND d.device_id = activity_instances.device_id) AS platform
         """
 
     /// The activity `activityID` of `appID`.
@@ -301,6 +302,18 @@ extension SQLSession {
         }
     }
 
+    @discardableResult
+    public func insertAndroidInstances(appID: String, activityID: String, deviceIDs: [String], now: Date) throws -> Int {
+        let millis = now.unixMilliseconds
+        return try runEach(deviceIDs) { deviceID in
+            """
+            INSERT INTO activity_instances (app_id, activity_id, device_id, status, environment, created_at, updated_at)
+            VALUES (\(appID), \(activityID), \(deviceID), 'active', 'production', \(millis), \(millis))
+            ON CONFLICT (app_id, activity_id, device_id) DO NOTHING
+            """
+        }
+    }
+
     /// Registers or rotates a device's update token for an activity; the copy becomes
     /// active. Answers whether the device had no token for it before. Each step is
     /// one statement that reads and writes the row at once: an insert of a new copy
@@ -372,6 +385,22 @@ extension SQLSession {
         ).map(Self.target)
     }
 
+    public func androidUpdateTargets(
+        appID: String, activityID: String, afterDeviceID: String?, limit: Int
+    ) throws -> [PushTarget] {
+        let after: SQL = afterDeviceID.map { " AND i.device_id > \($0)" } ?? ""
+        return try query(
+            """
+            SELECT i.device_id, d.fcm_token AS token, d.environment FROM activity_instances i
+            JOIN devices d ON d.app_id = i.app_id AND d.device_id = i.device_id
+            WHERE i.app_id = \(appID) AND i.activity_id = \(activityID)\(sql: after) AND i.status = 'active'
+                AND i.update_token IS NULL AND d.platform = 'android' AND d.fcm_token IS NOT NULL
+                AND d.unreachable_at IS NULL
+            ORDER BY i.device_id LIMIT \(limit)
+            """
+        ).map(Self.target)
+    }
+
     static func activityRecord(_ row: SQLRow) throws -> ActivityRecord {
         ActivityRecord(
             sequence: try row.int64("seq"), activityID: try row.string("activity_id"),
@@ -422,6 +451,7 @@ extension SQLSession {
             environment: try row.enumValue("environment", as: APNsEnvironment.self),
             tokenRegisteredAt: row.optionalDate("token_registered_at"), createdAt: try row.date("created_at"),
             updatedAt: try row.date("updated_at"), endedAt: row.optionalDate("ended_at"),
-            endCause: row.optionalString("end_cause").flatMap(EndCause.init), subscribed: try row.bool("subscribed"))
+            endCause: row.optionalString("end_cause").flatMap(EndCause.init), subscribed: try row.bool("subscribed"),
+            platform: row.optionalString("platform") ?? "ios")
     }
 }

@@ -258,6 +258,18 @@ extension SQLSession {
         ).map(Self.target)
     }
 
+    /// The FCM tokens of every reachable Android device in `audience`.
+    public func androidStartTargets(appID: String, audience: Audience) throws -> [PushTarget] {
+        try query(
+            """
+            SELECT device_id, fcm_token AS token, environment FROM devices
+            WHERE app_id = \(appID) AND platform = 'android' AND fcm_token IS NOT NULL AND unreachable_at IS NULL
+                AND device_id IN (\(sql: Self.audienceSQL(appID: appID, audience)))
+            ORDER BY device_id
+            """
+        ).map(Self.target)
+    }
+
     static func target(_ row: SQLRow) throws -> PushTarget {
         PushTarget(
             deviceID: try row.string("device_id"), token: try row.string("token"),

@@ -68,6 +68,9 @@ public protocol DeviceStore {
     func startTargets(appID: String, audience: Audience, activityType: String) throws -> [PushTarget]
     /// The device tokens of every reachable device in `audience`.
     func alertTargets(appID: String, audience: Audience) throws -> [PushTarget]
+    /// The FCM tokens of every reachable Android device in `audience` (a start
+    /// reaches them as a data message: they need no push-to-start token).
+    func androidStartTargets(appID: String, audience: Audience) throws -> [PushTarget]
     /// Deletes a push-to-start token APNs refused, unless it was registered again
     /// after `refusedAt`. Answers whether it was deleted.
     func deleteRefusedStartToken(appID: String, token: String, refusedAt: Date?) throws -> Bool
@@ -130,6 +133,11 @@ public protocol ActivityStore {
     func instance(appID: String, activityID: String, deviceID: String) throws -> InstanceRecord?
     /// Adds pending copies for the devices a start goes to.
     func insertPendingInstances(appID: String, activityID: String, targets: [PushTarget], now: Date) throws
+    /// Adds the copies of Android devices (active at once: FCM reaches the device's
+    /// own token, and no update token comes). A device that has a copy keeps it.
+    /// Answers how many were added.
+    @discardableResult
+    func insertAndroidInstances(appID: String, activityID: String, deviceIDs: [String], now: Date) throws -> Int
     /// Registers or rotates a device's update token for an activity, atomically.
     /// Answers whether the device had no token for it before.
     func registerUpdateToken(
@@ -149,6 +157,9 @@ public protocol ActivityStore {
     /// the first when nil), in device order. A fan-out reads its targets a page at a
     /// time, so that a million of them are never in memory at once.
     func updateTargets(appID: String, activityID: String, afterDeviceID: String?, limit: Int) throws -> [PushTarget]
+    /// A page of the FCM tokens of the reachable Android devices whose copy of an
+    /// activity has not ended, after `afterDeviceID`, in device order.
+    func androidUpdateTargets(appID: String, activityID: String, afterDeviceID: String?, limit: Int) throws -> [PushTarget]
     /// Stores the alert an activity was started with (a successor starts with it).
     func setStartAlert(appID: String, activityID: String, alert: JSONValue) throws
     /// Copies whose push-to-start APNs accepted at or before `sentBefore` and that

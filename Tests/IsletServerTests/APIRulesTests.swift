@@ -286,7 +286,7 @@ struct APIRulesTests {
             let text = try #require(reply.json.stringValue)
             #expect(reply.headers["content-type"]?.hasPrefix("text/plain") == true)
             #expect(text.contains(#"islet_http_requests_total{node="\#(h.nodeID)",route="/v1/apps/{app_id}/activities",method="POST",status="202"} 1"#))
-            #expect(text.contains(#"islet_pushes_total{node="\#(h.nodeID)",result="sent",reason=""} 1"#))
+            #expect(text.contains(#"islet_pushes_total{node="\#(h.nodeID)",result="sent",reason="",transport="apns"} 1"#))
             #expect(text.contains(#"islet_push_queue_depth{node="\#(h.nodeID)"} 0"#))
             #expect(text.contains(#"islet_push_send_seconds_count{node="\#(h.nodeID)"} 1"#))
         }

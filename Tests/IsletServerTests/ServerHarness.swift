@@ -51,6 +51,8 @@ struct ServerHarness: Sendable {
     let clock: ManualWallClock
     let sandbox: APNsSimulator
     let production: APNsSimulator
+    /// The FCM simulator (HTTP/2 and TLS, under the same CA), when asked for.
+    let fcm: FCMSimulator?
     let signingKey: P256.SigningKey
     let directory: URL
     /// The secret of every device the harness registered.
@@ -59,7 +61,7 @@ struct ServerHarness: Sendable {
     static func with(
         logLevel: LogLevel = .warning, logs: MemoryLogSink = MemoryLogSink(),
         configure: @Sendable (inout Configuration) -> Void = { _ in },
-        simulators: @Sendable (inout APNsSimulatorOptions) -> Void = { _ in },
+        simulators: @Sendable (inout APNsSimulatorOptions) -> Void = { _ in }, fcm withFCM: Bool = false,
         _ body: (ServerHarness) async throws -> Void
     ) async throws {
         try await withTemporaryDirectory { directory in try await TestPostgres.withSuiteDatabase { database in
@@ -82,6 +84,14 @@ struct ServerHarness: Sendable {
             }
             let sandbox = try simulator(.sandbox)
             let production = try simulator(.production)
+            var fcm: FCMSimulator?
+            if withFCM {
+                fcm = try FCMSimulator(
+                    tls: TLSServerConfiguration(
+                        certificateChainPEM: authority.serverCertificateChainPEM, privateKeyPEM: authority.serverPrivateKeyPEM),
+                    clock: clock)
+                try fcm?.start()
+            }
             let caFile = directory.appendingPathComponent("ca.pem")
             try authority.caCertificatePEM.write(to: caFile, atomically: true, encoding: .utf8)
             var config = Configuration()
@@ -98,6 +108,10 @@ struct ServerHarness: Sendable {
             config.apnsCAFile = caFile.path
             config.apnsChannelsSandboxURL = "https://127.0.0.1:\(sandbox.channelsPort ?? 0)"
             config.apnsChannelsProductionURL = "https://127.0.0.1:\(production.channelsPort ?? 0)"
+            if let fcm {
+                config.fcmURL = fcm.url
+                config.fcmCAFile = caFile.path
+            }
             configure(&config)
             // Opening the store migrates it and starting prepares each service (the
             // delivery worker puts back what an earlier run left): blocking work, on a
@@ -111,10 +125,11 @@ struct ServerHarness: Sendable {
                 await application.shutdown()
                 await sandbox.shutdown()
                 await production.shutdown()
+                await fcm?.shutdown()
                 throw error
             }
             let harness = ServerHarness(
-                application: application, clock: clock, sandbox: sandbox, production: production,
+                application: application, clock: clock, sandbox: sandbox, production: production, fcm: fcm,
                 signingKey: signingKey, directory: directory)
             do {
                 try await body(harness)

@@ -74,6 +74,10 @@ RULES = [
     (r"fcm\.service_account(\.\w+)?", r"^(is required|must be .+)$"),
     # The fields of the other platform, and a device's platform for good.
     (r"(environment|apns_token|fcm_token|frequent_updates|os_version)", r"^(is required for an ios device|is not taken from an android device|is taken only from an? (ios|android) device|must be an FCM registration token)"),
+    # An iOS device joins an activity with its update token; an android one without.
+    (r"token", r"^is required of an ios device"),
+    # An Android holder's data message over FCM's limit, named by its largest field.
+    (r"(content_state|attributes|stale_date|dismissal_date|timestamp|islet_\w+)", r"over FCM's \d+-byte limit"),
     # The key inside the PEM armour (which the document gives) must be a P-256 key.
     (r"apns\.private_key", r"^must be the \.p8 key's PEM text \(a P-256 private key\)"),
 ]

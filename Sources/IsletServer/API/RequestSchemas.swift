@@ -91,7 +91,9 @@ enum RequestSchemas {
     ])
     static let registerActivityToken = BodySchema([
         BodyField("activity_type", .string(.activityType), required: true),
-        BodyField("token", .token(emptyMeansAbsent: false), required: true),
+        BodyField(
+            "token", .token(emptyMeansAbsent: false),
+            description: "The activity's update token; required of an iOS device, refused from an android one (FCM reaches its fcm_token)."),
     ])
     /// A new webhook; its URL may be `http` only when the server allows it.
     static func createWebhook(allowHTTP: Bool) -> BodySchema {

@@ -179,8 +179,9 @@ struct ActivityRoutes: Sendable {
         })
         body["devices"] = .array(detail.devices.map { copy in
             var json = InstanceJSON.json(copy)
+            // Apple's budget of priority-10 updates is not FCM's.
             let budget = detail.priority10(deviceID: copy.deviceID)
-            json["priority_10_budget"] = [
+            json["priority_10_budget"] = copy.platform == "android" ? .null : [
                 "per_hour": .integer(Int64(budget.perHour)), "remaining": .integer(Int64(budget.remaining)),
             ]
             return .object(json)
@@ -228,13 +229,21 @@ struct ActivityRoutes: Sendable {
         // A broadcast goes to a channel, not to a device: its record names the
         // channel (which the push row keeps in place of a device).
         let broadcast = push.tokenKind == .channel
+        // An Android device's data message went to FCM: its status, message name
+        // (or error code, as the reason) are FCM's, and it has no APNs environment.
+        let android = push.tokenKind == .fcm
+        let status: JSONValue = push.apnsStatus.map { .integer(Int64($0)) } ?? .null
         return .object([
             "device_id": broadcast ? .null : .string(push.deviceID),
             "channel_id": broadcast ? .string(push.deviceID) : .null, "token_kind": .string(push.tokenKind.rawValue),
+            "platform": .string(android ? "android" : "ios"),
             "event": .string(push.event.rawValue), "status": .string(push.isDeferred ? "deferred" : push.status.rawValue),
-            "environment": .string(push.environment.rawValue), "environment_switched": .bool(push.environmentSwitched),
-            "apns_status": push.apnsStatus.map { .integer(Int64($0)) } ?? .null, "reason": APIJSON.optional(push.reason),
-            "apns_id": .string(push.apnsID), "apns_unique_id": APIJSON.optional(push.apnsUniqueID),
+            "environment": android ? .null : .string(push.environment.rawValue),
+            "environment_switched": .bool(push.environmentSwitched),
+            "apns_status": android ? .null : status, "fcm_status": android ? status : .null,
+            "reason": APIJSON.optional(push.reason), "apns_id": .string(push.apnsID),
+            "apns_unique_id": android ? .null : APIJSON.optional(push.apnsUniqueID),
+            "fcm_message_name": android ? APIJSON.optional(push.apnsUniqueID) : .null,
             "attempts": .integer(Int64(push.attempts)), "created_at": APIJSON.date(push.createdAt),
             "updated_at": APIJSON.date(push.updatedAt), "sent_at": APIJSON.date(push.sentAt),
             "taps": .integer(Int64(push.taps)), "first_tapped_at": APIJSON.date(push.firstTappedAt),

@@ -67,10 +67,10 @@ struct SystemRoutes: Sendable {
         }
         if let delivery {
             let snapshot = delivery.metrics.snapshot()
-            text += "# HELP islet_pushes_total Pushes settled by APNs, by result and reason.\n"
+            text += "# HELP islet_pushes_total Pushes settled by APNs or FCM, by result, reason and transport.\n"
             text += "# TYPE islet_pushes_total counter\n"
             for (key, count) in snapshot.pushes.sorted(by: { $0.key < $1.key }) {
-                text += "islet_pushes_total{\(node),result=\(label(key.result)),reason=\(label(key.reason))} \(count)\n"
+                text += "islet_pushes_total{\(node),result=\(label(key.result)),reason=\(label(key.reason)),transport=\(label(key.transport))} \(count)\n"
             }
             text += "# HELP islet_push_send_seconds Time from handing a push to the APNs client to its settled answer.\n"
             text += "# TYPE islet_push_send_seconds histogram\n"

@@ -150,6 +150,8 @@ public struct StartResult: ReplayableResult, Hashable {
     public var channels: [String] = []
     /// How many of the targets subscribe to a channel (the others get a token start).
     public var channelTargets = 0
+    /// How many of the targets are Android devices (reached through FCM).
+    public var androidTargets = 0
 
     public var accepted: Bool { true }
 
@@ -165,6 +167,7 @@ public struct StartResult: ReplayableResult, Hashable {
             answer["channels"] = .array(channels.map(JSONValue.string))
             answer["channel_targets"] = .integer(Int64(channelTargets))
         }
+        if androidTargets > 0 { answer["android_targets"] = .integer(Int64(androidTargets)) }
         if !warnings.isEmpty { answer["warnings"] = .array(warnings.map(JSONValue.string)) }
         return .object(answer)
     }
@@ -180,6 +183,7 @@ public struct StartResult: ReplayableResult, Hashable {
         deliveryReason = json["delivery_reason"]?.stringValue
         channels = json["channels"]?.stringArray ?? []
         channelTargets = Int(json["channel_targets"]?.int64Value ?? 0)
+        androidTargets = Int(json["android_targets"]?.int64Value ?? 0)
     }
 
     init(activityID: String, targets: Int, deferred: Int = 0, warnings: [String]) {
@@ -209,6 +213,8 @@ public struct ActivitySendResult: ReplayableResult, Hashable {
     /// Of the pushes, how many are broadcasts to the activity's channels (each
     /// reaching every subscriber); the others go to copies' own tokens.
     public var broadcasts = 0
+    /// Of the targets, how many are Android devices (reached through FCM).
+    public var androidTargets = 0
 
     public var accepted: Bool { !alreadyEnded }
 
@@ -226,6 +232,7 @@ public struct ActivitySendResult: ReplayableResult, Hashable {
             "superseded": .integer(Int64(superseded)), "priority_downgraded": .integer(Int64(priorityDowngraded)),
         ]
         if broadcasts > 0 { answer["broadcasts"] = .integer(Int64(broadcasts)) }
+        if androidTargets > 0 { answer["android_targets"] = .integer(Int64(androidTargets)) }
         if !warnings.isEmpty { answer["warnings"] = .array(warnings.map(JSONValue.string)) }
         return .object(answer)
     }
@@ -239,6 +246,7 @@ public struct ActivitySendResult: ReplayableResult, Hashable {
             priorityDowngraded: Int(json["priority_downgraded"]?.int64Value ?? 0),
             warnings: json["warnings"]?.stringArray ?? [], alreadyEnded: json["status"]?.stringValue == "ended")
         broadcasts = Int(json["broadcasts"]?.int64Value ?? 0)
+        androidTargets = Int(json["android_targets"]?.int64Value ?? 0)
     }
 
     init(

@@ -33,7 +33,7 @@ public struct ActivityService: Sendable {
     public func start(_ command: StartActivity) async throws(ServiceError) -> Replayable<StartResult> {
         let app = command.app
         try Self.checkAttributes(command)
-        try SendRules.requireCredentials(app)
+        try SendRules.requireActivityCredentials(app)
         let command = try await prepareChannels(command)
         let lifecycle = environment.lifecycle
         let now = environment.clock.now()
@@ -115,7 +115,7 @@ public struct ActivityService: Sendable {
         lifecycle: ActivityLifecycle, budget defaults: SendBudget, now: Date
     ) throws -> StartResult {
         let app = command.app
-        try SendRules.requireCredentials(app)
+        try SendRules.requireActivityCredentials(app)
         let appID = app.id
         let activityID = command.activityID
         let activityType = command.activityType
@@ -151,12 +151,25 @@ public struct ActivityService: Sendable {
             result.channels = plan.channels.values.map(\.channelID).sorted()
             return result
         }
+        var warnings = prepared.warnings
         var targets = try session.startTargets(appID: appID, audience: audience, activityType: activityType)
-        guard !targets.isEmpty else {
+        // Android devices need no push-to-start token: the start is a data message,
+        // sent with the app's FCM service account (iOS devices need its APNs key).
+        var android = try session.androidStartTargets(appID: appID, audience: audience)
+        if app.fcm == nil, !android.isEmpty {
+            warnings.append(
+                "\(android.count) android device(s) in the audience were left out: the app has no FCM service account.")
+            android = []
+        }
+        if app.credentials == nil, !targets.isEmpty {
+            warnings.append("\(targets.count) iOS device(s) in the audience were left out: the app has no APNs credentials.")
+            targets = []
+        }
+        guard !targets.isEmpty || !android.isEmpty else {
             let size = try session.audienceSize(appID: appID, audience: audience)
             let detail = size == 0
                 ? "The audience matches no registered device."
-                : "None of the \(size) device(s) in the audience holds a push-to-start token for \(activityType)."
+                : "None of the \(size) device(s) in the audience holds a push-to-start token for \(activityType) or is an android device FCM can reach."
             throw ServiceError.invalid(
                 detail, field: "audience.\(audience.field)", "names no device that can start \(activityType)",
                 reason: ScheduleReason.noTargets)
@@ -202,6 +215,18 @@ public struct ActivityService: Sendable {
                 sendID: sendID, appID: appID, activityID: activityID, activityType: activityType, event: .start,
                 tokenKind: .pushToStart, targets: group, now: now, mintID: APNsMessageID.mint)
         }
+        if !android.isEmpty {
+            try session.insertAndroidInstances(appID: appID, activityID: activityID, deviceIDs: android.map(\.deviceID), now: now)
+            let data = AndroidDataPush(
+                event: .start, activityID: activityID, activityType: activityType, contentState: prepared.wireState,
+                attributes: prepared.attributes, staleDate: command.staleDate, alerted: command.alert != nil)
+            let content = try AndroidSends.content(
+                data, event: .start, timestamp: built.timestamp, expiration: built.expiration, now: now)
+            let sendID = try session.insertSend(appID: appID, activityID: activityID, content: content, now: now)
+            try session.enqueuePushes(
+                sendID: sendID, appID: appID, activityID: activityID, activityType: activityType, event: .start,
+                tokenKind: .fcm, targets: android, now: now, mintID: APNsMessageID.mint)
+        }
         if command.channelPlan?.nearLimit == true {
             try session.appendEvents([NewEvent(
                 appID: appID, type: .channelLimitNear, activityID: activityID, occurredAt: now,
@@ -217,10 +242,12 @@ public struct ActivityService: Sendable {
             appID: appID, type: .activityStarted, activityID: activityID, occurredAt: now,
             data: [
                 "activity_id": .string(activityID), "activity_type": .string(activityType), "origin": "remote",
-                "targets": .integer(Int64(targets.count)), "deferred": .integer(Int64(deferred)),
-                "delivery": .string(plan == nil ? "tokens" : "channel"),
+                "targets": .integer(Int64(targets.count + android.count)), "deferred": .integer(Int64(deferred)),
+                "delivery": .string(plan == nil ? "tokens" : "channel"), "android_targets": .integer(Int64(android.count)),
             ])])
-        var result = StartResult(activityID: activityID, targets: targets.count, deferred: deferred, warnings: prepared.warnings)
+        var result = StartResult(
+            activityID: activityID, targets: targets.count + android.count, deferred: deferred, warnings: warnings)
+        result.androidTargets = android.count
         result.deliveryReason = command.channelPlan?.reason
         if let plan {
             result.delivery = .channel
@@ -292,7 +319,7 @@ public struct ActivityService: Sendable {
     /// updates still queued.
     public func update(_ command: UpdateActivity) async throws(ServiceError) -> Replayable<ActivitySendResult> {
         let app = command.app
-        try SendRules.requireCredentials(app)
+        try SendRules.requireActivityCredentials(app)
         let lifecycle = environment.lifecycle
         let now = environment.clock.now()
         let budget = environment.budget
@@ -309,7 +336,7 @@ public struct ActivityService: Sendable {
         lifecycle: ActivityLifecycle, budget defaults: SendBudget, now: Date
     ) throws -> ActivitySendResult {
         let app = command.app
-        try SendRules.requireCredentials(app)
+        try SendRules.requireActivityCredentials(app)
         let appID = app.id
         let activityID = command.activityID
         let activity = try SendRules.lockedActivity(session, appID: appID, activityID: activityID)
@@ -345,9 +372,12 @@ public struct ActivityService: Sendable {
         // Starts, ends and updates with an alert always go as asked; the budget is
         // for the quiet updates.
         let budget = built.priority == .immediate && command.alert == nil ? app.budget.applied(to: defaults) : nil
+        let android = AndroidDataPush(
+            event: .update, activityID: activityID, activityType: activity.activityType, contentState: prepared.wireState,
+            staleDate: command.staleDate, alerted: command.alert != nil)
         return try Self.sendToHolders(
-            built, event: .update, activity: activity, appID: appID, warnings: prepared.warnings, session: session,
-            budget: budget, now: now
+            built, android: android, event: .update, activity: activity, appID: appID, warnings: prepared.warnings,
+            session: session, budget: budget, now: now
         ) {
             if let endAt = command.endAt { try session.setEndAt(appID: appID, activityID: activityID, endAt: endAt) }
             try session.recordUpdate(
@@ -361,7 +391,7 @@ public struct ActivityService: Sendable {
     /// activity that had already ended answers so, and nothing is sent.
     public func end(_ command: EndActivity) async throws(ServiceError) -> Replayable<ActivitySendResult> {
         let app = command.app
-        try SendRules.requireCredentials(app)
+        try SendRules.requireActivityCredentials(app)
         let lifecycle = environment.lifecycle
         let now = environment.clock.now()
         return try await environment.idempotentWrite(
@@ -443,8 +473,12 @@ public struct ActivityService: Sendable {
             storedState: command.contentState == nil)
         let push = LiveActivityPush(event: .end, contentState: prepared.wireState, dismissalDate: command.dismissalDate)
         let built = try SendRules.build(push, bundleID: app.bundleID, now: now, lastTimestamp: activity.lastTimestamp)
+        let android = AndroidDataPush(
+            event: .end, activityID: activityID, activityType: activity.activityType, contentState: prepared.wireState,
+            dismissalDate: command.dismissalDate)
         let result = try sendToHolders(
-            built, event: .end, activity: activity, appID: appID, warnings: prepared.warnings, session: session, now: now
+            built, android: android, event: .end, activity: activity, appID: appID, warnings: prepared.warnings,
+            session: session, now: now
         ) {
             try session.endActivity(
                 appID: appID, activityID: activityID, cause: command.cause, contentState: prepared.contentState,
@@ -472,11 +506,12 @@ public struct ActivityService: Sendable {
     /// Update targets read per page while a fan-out is queued.
     static let targetPage = 10_000
 
-    /// Queues `built` to every device holding the activity, after dropping its
-    /// queued updates (the device shows only the newest), then runs `record` (which
-    /// stores the new state).
+    /// Queues `built` to every device holding the activity (`android`, as a data
+    /// message, to its Android holders), after dropping its queued updates (the
+    /// device shows only the newest), then runs `record` (which stores the new state).
     private static func sendToHolders(
-        _ built: BuiltPush, event: PushEvent, activity: ActivityRecord, appID: String, warnings: [String],
+        _ built: BuiltPush, android: AndroidDataPush, event: PushEvent, activity: ActivityRecord, appID: String,
+        warnings: [String],
         session: any ActivityStore & PushQueue & EventStore & ChannelStore, budget: SendBudget? = nil, now: Date,
         record: () throws -> Void
     ) throws -> ActivitySendResult {
@@ -548,6 +583,28 @@ public struct ActivityService: Sendable {
             guard page.count == Self.targetPage, let last = page.last else { break }
             after = last.deviceID
         }
+        // The Android holders: FCM reaches each device's own token. Apple's budget
+        // for priority-10 updates is not theirs.
+        var androidTargets = 0
+        var androidSendID: Int64?
+        after = nil
+        while true {
+            let page = try session.androidUpdateTargets(
+                appID: appID, activityID: activityID, afterDeviceID: after, limit: Self.targetPage)
+            guard let last = page.last else { break }
+            if androidSendID == nil {
+                let content = try AndroidSends.content(
+                    android, event: event, timestamp: built.timestamp, expiration: built.expiration, now: now)
+                androidSendID = try session.insertSend(appID: appID, activityID: activityID, content: content, now: now)
+            }
+            try session.enqueuePushes(
+                sendID: androidSendID!, appID: appID, activityID: activityID, activityType: activity.activityType,
+                event: event, tokenKind: .fcm, targets: page, now: now, mintID: APNsMessageID.mint)
+            androidTargets += page.count
+            guard page.count == Self.targetPage else { break }
+            after = last.deviceID
+        }
+        targets += androidTargets
         try record()
         var events = superseded.map { NewEvent.pushDropped($0, at: now) }
         if event == .update {
@@ -563,6 +620,7 @@ public struct ActivityService: Sendable {
             activityID: activityID, targets: targets + broadcasts, superseded: superseded.count,
             priorityDowngraded: downgraded, warnings: warnings, alreadyEnded: false)
         result.broadcasts = broadcasts
+        result.androidTargets = androidTargets
         return result
     }
 

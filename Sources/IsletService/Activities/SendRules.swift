@@ -14,6 +14,16 @@ enum SendRules {
         }
     }
 
+    /// An app with neither APNs credentials nor an FCM service account cannot send an
+    /// activity (one with only one of them reaches that platform's devices).
+    static func requireActivityCredentials(_ app: AppRecord) throws(ServiceError) {
+        guard app.credentials == nil, app.fcm == nil else { return }
+        throw ServiceError(
+            .conflict,
+            "App \(app.id) has no APNs credentials and no FCM service account; add them with PATCH /v1/apps/\(app.id) before sending.",
+            reason: ScheduleReason.noCredentials)
+    }
+
     /// The activity, or `notFound`.
     static func activity(_ session: any ActivityStore, appID: String, activityID: String) throws -> ActivityRecord {
         guard let activity = try session.activity(appID: appID, activityID: activityID) else {

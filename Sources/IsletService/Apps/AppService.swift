@@ -57,7 +57,7 @@ public final class AppService: Sendable {
         app.fcm = fcm
         let created = app
         try await environment.write { (session: any Stores) in try session.insertApp(created) }
-        if let credentials = app.credentials { environment.credentialsChanged(credentials) }
+        if app.credentials != nil || app.fcm != nil { environment.credentialsChanged(app) }
         environment.logger.notice("app created", ("app", .string(app.id)), ("bundle_id", .string(app.bundleID)))
         return CreatedApp(app: app, serverKey: serverKey, deviceKey: deviceKey)
     }
@@ -114,7 +114,9 @@ public final class AppService: Sendable {
             return app
         }
         keys.invalidate()
-        if let added = updated.credentials, command.credentials != nil { environment.credentialsChanged(added) }
+        if (updated.credentials != nil && command.credentials != nil) || (updated.fcm != nil && newFCM != nil) {
+            environment.credentialsChanged(updated)
+        }
         return updated
     }
 
@@ -141,7 +143,9 @@ public final class AppService: Sendable {
 
     /// Creates the demo app (`name`, `bundleID`, a fresh signing key), or gives the
     /// existing one fresh keys. Run once at start-up, on the calling thread.
-    public func prepareDemo(name: String, bundleID: String) throws -> DemoApp {
+    /// `fcm`, when given, becomes the demo app's service account (an embedded FCM's,
+    /// fresh on every start).
+    public func prepareDemo(name: String, bundleID: String, fcm: FCMCredentials? = nil) throws -> DemoApp {
         let serverKey = try AppKeys.generate(.server)
         let deviceKey = try AppKeys.generate(.device)
         let now = environment.clock.now()
@@ -152,6 +156,7 @@ public final class AppService: Sendable {
         if var app = existing {
             app.serverKeyHash = AppKeys.hash(serverKey)
             app.deviceKeyHash = AppKeys.hash(deviceKey)
+            if let fcm { app.fcm = fcm }
             app.updatedAt = max(now, app.updatedAt.addingTimeInterval(0.001))
             let rotated = app
             try store.writeNow { (session: any Stores) in try session.updateApp(rotated) }
@@ -164,6 +169,7 @@ public final class AppService: Sendable {
             serverKeyHash: AppKeys.hash(serverKey), deviceKeyHash: AppKeys.hash(deviceKey),
             createdAt: now, updatedAt: now)
         app.deviceSecrets = .required
+        app.fcm = fcm
         let created = app
         try store.writeNow { (session: any Stores) in try session.insertApp(created) }
         return DemoApp(appID: app.id, bundleID: bundleID, serverKey: serverKey, deviceKey: deviceKey, created: true)

@@ -116,18 +116,31 @@ public struct DeviceService: Sendable {
 
     /// Registers or rotates a device's update token for an activity; an activity
     /// Islet has not seen is one the app started locally, and is created.
+    /// An android device joins the activity without a token (`token` nil): FCM
+    /// reaches its own, and its copy is active at once.
     public func putUpdateToken(
-        appID: String, deviceID: String, secret: String?, activityID: String, activityType: String, token: String
+        appID: String, deviceID: String, secret: String?, activityID: String, activityType: String, token: String?
     ) async throws(ServiceError) -> TokenRegistered {
         let now = environment.clock.now()
         let lifecycle = environment.lifecycle
         let created = try await environment.write { (session: any Stores) -> Bool in
             // The device, the token's other kinds and the activity, read together.
-            let checks = try session.updateTokenChecks(appID: appID, deviceID: deviceID, activityID: activityID, token: token)
+            let checks = try session.updateTokenChecks(
+                appID: appID, deviceID: deviceID, activityID: activityID, token: token ?? "")
             guard let environment = checks.environment else { throw Self.noDevice(appID: appID, deviceID: deviceID) }
             try DeviceSecrets.check(checks.device, presented: secret, appID: appID, deviceID: deviceID)
-            try Self.refuseAndroid(checks.device, deviceID: deviceID)
-            try Self.refuseCrossedKind(checks.otherKinds, kind: .liveActivityUpdate, field: "token")
+            let isAndroid = checks.device.platform == DevicePlatform.android.rawValue
+            if token != nil || !isAndroid {
+                try Self.refuseAndroid(checks.device, deviceID: deviceID)
+            }
+            guard isAndroid || token != nil else {
+                throw ServiceError.invalid(
+                    "The field token is required: an iOS device joins an activity with its update token.", field: "token",
+                    "is required of an ios device (an android device joins without one)")
+            }
+            if token != nil {
+                try Self.refuseCrossedKind(checks.otherKinds, kind: .liveActivityUpdate, field: "token")
+            }
             // An activity Islet has not seen is one the app started locally: added
             // unless another request (on any node) adds it first, whose activity is
             // then read locked and checked like any other. One just added has no
@@ -169,8 +182,14 @@ public struct DeviceService: Sendable {
                         .conflict, "Device \(deviceID) has ended activity \(activityID); its copy can never be updated again.")
                 }
             }
-            let created = try session.registerUpdateToken(
-                appID: appID, activityID: activityID, deviceID: deviceID, token: token, environment: environment, now: now)
+            let created: Bool
+            if let token {
+                created = try session.registerUpdateToken(
+                    appID: appID, activityID: activityID, deviceID: deviceID, token: token, environment: environment, now: now)
+            } else {
+                created = try session.insertAndroidInstances(
+                    appID: appID, activityID: activityID, deviceIDs: [deviceID], now: now) > 0
+            }
             var events: [NewEvent] = []
             if added {
                 events.append(NewEvent(
@@ -185,7 +204,7 @@ public struct DeviceService: Sendable {
                 data: [
                     "activity_id": .string(activityID), "device_id": .string(deviceID),
                     "answered_start": .bool(before?.status == .pending && before?.updateToken == nil),
-                    "rotated": .bool(!created),
+                    "rotated": .bool(!created && token != nil), "platform": .string(isAndroid ? "android" : "ios"),
                 ]))
             try session.appendEvents(events)
             return created

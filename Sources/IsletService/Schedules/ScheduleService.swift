@@ -67,7 +67,7 @@ public struct ScheduleService: Sendable {
     ) async throws(ServiceError) -> Replayable<Scheduling<StartResult>> {
         let app = command.app
         try ActivityService.checkAttributes(command)
-        try SendRules.requireCredentials(app)
+        try SendRules.requireActivityCredentials(app)
         let environment = self.environment
         let lifecycle = environment.lifecycle
         let now = environment.clock.now()
@@ -176,7 +176,7 @@ public struct ScheduleService: Sendable {
         immediate: @escaping @Sendable (_ session: any Stores, _ now: Date) throws -> R,
         schedule: @escaping @Sendable (_ session: any Stores, _ now: Date, _ when: Date) throws -> Scheduling<R>
     ) async throws(ServiceError) -> Replayable<Scheduling<R>> {
-        try SendRules.requireCredentials(app)
+        try SendRules.requireActivityCredentials(app)
         let now = environment.clock.now()
         let when = try Self.when(sendAt, now: now)
         return try await environment.idempotentWrite(

@@ -74,7 +74,7 @@ public struct TimelineService: Sendable {
     /// Replaces the activity's entries not yet sent (and its end) with `command`'s.
     public func put(_ command: PutTimeline) async throws(ServiceError) -> TimelineView {
         let app = command.app
-        try SendRules.requireCredentials(app)
+        try SendRules.requireActivityCredentials(app)
         let environment = self.environment
         let lifecycle = environment.lifecycle
         let now = environment.clock.now()

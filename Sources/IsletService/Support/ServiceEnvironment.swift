@@ -25,8 +25,9 @@ public struct ServiceEnvironment: Sendable {
     public let idempotencyWindow: TimeInterval
     /// Called after pushes were queued.
     public let pushesQueued: @Sendable () -> Void
-    /// Called with credentials an app was given (an embedded APNs may trust them).
-    public let credentialsChanged: @Sendable (APNsCredentials) -> Void
+    /// Called with an app that was given credentials (APNs or FCM; an embedded
+    /// simulator may trust them).
+    public let credentialsChanged: @Sendable (AppRecord) -> Void
     /// This node's id among the nodes sharing the database.
     public let nodeID: String
     /// How long before an activity's update window closes a timeline with `renew`
@@ -43,7 +44,7 @@ public struct ServiceEnvironment: Sendable {
     public init(
         store: any Store, clock: any WallClock, lifecycle: ActivityLifecycle, logger: Logger,
         idempotencyWindow: TimeInterval, pushesQueued: @escaping @Sendable () -> Void = {},
-        credentialsChanged: @escaping @Sendable (APNsCredentials) -> Void = { _ in }, nodeID: String = "local",
+        credentialsChanged: @escaping @Sendable (AppRecord) -> Void = { _ in }, nodeID: String = "local",
         renewLead: TimeInterval = 15 * 60, budget: SendBudget = .standard, rateLimits: RateLimitDefaults = .none,
         limitMetrics: LimitMetrics = LimitMetrics()
     ) {

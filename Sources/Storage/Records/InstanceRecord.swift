@@ -24,14 +24,18 @@ public struct InstanceRecord: Sendable, Hashable {
     /// Whether the copy listens on the activity's broadcast channel (started with
     /// `input-push-channel`): it takes broadcasts, and no update token comes for it.
     public var subscribed: Bool
+    /// The device's platform: `ios`, or `android` for a copy FCM reaches through the
+    /// device's own token (active from its start, with no update token).
+    public var platform: String
 
     /// Creates a record.
     public init(
         deviceID: String, status: InstanceStatus, updateToken: String?, environment: APNsEnvironment,
         tokenRegisteredAt: Date?, createdAt: Date, updatedAt: Date, endedAt: Date?, endCause: EndCause?,
-        subscribed: Bool = false
+        subscribed: Bool = false, platform: String = "ios"
     ) {
         self.subscribed = subscribed
+        self.platform = platform
         self.deviceID = deviceID
         self.status = status
         self.updateToken = updateToken
