@@ -16,6 +16,16 @@ enum Walkthrough {
         // secret that start printed: this one registers a phone of its own.
         let suffix = demo.created ? "1" : String(format: "%04x", UInt16.random(in: .min ... .max, using: &random))
         let device = "phone-\(suffix)"
+        let android = "pixel-\(suffix)"
+        let fcmToken = "demo\(suffix):APA91b" + PushToken.make(byteCount: 24, using: &random)
+        // A service account the embedded FCM trusts, for an app of one's own.
+        let account = (try? application.embeddedAPNs?.apns.makeFCMAccount()).flatMap { $0 }.map { credentials in
+            JSONValue.object([
+                "type": "service_account", "project_id": .string(credentials.projectID),
+                "private_key_id": credentials.privateKeyID.map(JSONValue.string) ?? .null, "private_key": .string(credentials.privateKeyPEM),
+                "client_email": .string(credentials.clientEmail), "token_uri": .string(credentials.tokenURI),
+            ]).jsonText
+        }
         let user = "user-\(suffix)"
         let json = "-H 'Content-Type: application/json'"
         let secret = "-H \"\(DeviceSecrets.header): $DEVICE_SECRET\""
@@ -34,7 +44,10 @@ enum Walkthrough {
               DEVICE_SECRET=$(curl -sX PUT $ISLET/v1/apps/$APP/devices/\(device) -H "Authorization: Bearer $DEVICE_KEY" \(json) -d '{"platform":"ios","environment":"sandbox","user_id":"\(user)"}' | sed -n 's/.*"device_secret":"\\([^"]*\\)".*/\\1/p'); echo "$DEVICE_SECRET"
               curl -sX PUT $ISLET/v1/apps/$APP/devices/\(device)/push-to-start/DeliveryAttributes -H "Authorization: Bearer $DEVICE_KEY" \(secret) \(json) -d '{"token":"\(startToken)"}'
 
-            2. Your backend starts an activity on the user's devices:
+               The user's Android phone registers its FCM token (an Android device needs no push-to-start token):
+              ANDROID_SECRET=$(curl -sX PUT $ISLET/v1/apps/$APP/devices/\(android) -H "Authorization: Bearer $DEVICE_KEY" \(json) -d '{"platform":"android","fcm_token":"\(fcmToken)","user_id":"\(user)"}' | sed -n 's/.*"device_secret":"\\([^"]*\\)".*/\\1/p'); echo "$ANDROID_SECRET"
+
+            2. Your backend starts an activity on the user's devices (the iPhone through APNs, the Android phone through FCM):
               curl -sX POST $ISLET/v1/apps/$APP/activities -H "Authorization: Bearer $SERVER_KEY" \(json) -d '{"activity_id":"order-42","activity_type":"DeliveryAttributes","attributes":{"order":"42"},"content_state":{"status":"preparing","eta_minutes":25},"alert":{"title":"Order 42","body":"We are preparing your order"},"audience":{"user_ids":["\(user)"]}}'
 
             3. The simulated phone shows it and mints an update token; the app registers it:
@@ -52,6 +65,7 @@ enum Walkthrough {
               curl -s $SIM/activities
 
             The API is described at $ISLET/openapi.json; metrics at $ISLET/metrics.
+            \(account.map { "\nThe demo app sends to the FCM simulator at \(application.embeddedAPNs?.endpoint.fcmURL?.absoluteString ?? "?"). A service account it trusts, for an app of your own (POST /v1/apps with {\"fcm\":{\"service_account\": …}}; it holds while this server runs):\n  \($0)\n" } ?? "")
 
             """
     }

@@ -120,7 +120,11 @@ struct ServeProcessTests {
             #expect(secret.hasPrefix("islet_ds_"), "\(first)")
             #expect(first.contains(#""registered_at""#), "the push-to-start token was refused: \(first)")
             exports["DEVICE_SECRET"] = secret
-            #expect(try await Self.shell(steps[2], exports).contains(#""targets":1"#))
+            // The iPhone and the Android phone of step 1.
+            let second = try await Self.shell(steps[2], exports)
+            #expect(second.contains(#""targets":2"#) && second.contains(#""android_targets":1"#), "\(second)")
+            // A service account the embedded FCM trusts, for an app of one's own.
+            #expect(text.contains(#""type":"service_account""#) && text.contains(#""token_uri":"https://127.0.0.1:"#), "\(text)")
             var started = false
             for _ in 0..<2_400 where !started {
                 try await Task.sleep(for: .milliseconds(25))

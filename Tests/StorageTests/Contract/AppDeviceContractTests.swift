@@ -371,4 +371,49 @@ struct AppDeviceContractTests {
             }
         }
     }
+
+    @Test(arguments: StoreBackend.all)
+    func androidCopiesAreActiveAtOnceAndReachedThroughTheDevicesOwnToken(_ backend: StoreBackend) async throws {
+        try await withStore(backend) { store in
+            try store.writeNow { session throws in
+                try session.insertApp(Fixture.app())
+                for (id, token) in [("pixel-a", "fcm:token-a-000000000000"), ("pixel-b", "fcm:token-b-000000000000")] {
+                    var registration = DeviceRegistration(platform: "android", environment: .production, apnsToken: nil, userID: "u1", tags: nil)
+                    registration.fcmToken = token
+                    _ = try session.insertDevice(appID: "app_1", deviceID: id, registration, secretHash: nil, now: Fixture.at(0))
+                }
+                _ = try session.upsertDevice(
+                    appID: "app_1", deviceID: "phone", Fixture.registration(token: "t1", userID: "u1"), now: Fixture.t0)
+                // The audience's Android devices, and only those FCM can reach.
+                #expect(try session.androidStartTargets(appID: "app_1", audience: .userIDs(["u1"])).map(\.deviceID) == ["pixel-a", "pixel-b"])
+                #expect(try session.markAndroidDeviceUnreachable(appID: "app_1", token: "fcm:token-b-000000000000", refusedAt: nil, now: Fixture.at(1)))
+                let targets = try session.androidStartTargets(appID: "app_1", audience: .userIDs(["u1"]))
+                #expect(targets.map(\.deviceID) == ["pixel-a"])
+                #expect(targets.first?.token == "fcm:token-a-000000000000")
+
+                try session.startActivity("a1")
+                #expect(try session.insertAndroidInstances(appID: "app_1", activityID: "a1", deviceIDs: ["pixel-a", "pixel-b"], now: Fixture.at(2)) == 2)
+                #expect(try session.insertAndroidInstances(appID: "app_1", activityID: "a1", deviceIDs: ["pixel-a"], now: Fixture.at(3)) == 0)
+                let copy = try session.instance(appID: "app_1", activityID: "a1", deviceID: "pixel-a")
+                #expect(copy?.status == .active)
+                #expect(copy?.updateToken == nil)
+                #expect(copy?.platform == "android")
+                // Updates reach the reachable Android copies, by each device's current
+                // token; never through the iOS targets.
+                #expect(try session.updateTargets(appID: "app_1", activityID: "a1", afterDeviceID: nil, limit: 10).isEmpty)
+                var page = try session.androidUpdateTargets(appID: "app_1", activityID: "a1", afterDeviceID: nil, limit: 10)
+                #expect(page.map(\.token) == ["fcm:token-a-000000000000"])
+                var rotated = DeviceRegistration(platform: "android", environment: .production, apnsToken: nil, userID: "u1", tags: nil)
+                rotated.fcmToken = "fcm:token-b-111111111111"
+                try session.updateDevice(appID: "app_1", deviceID: "pixel-b", rotated, now: Fixture.at(4))
+                page = try session.androidUpdateTargets(appID: "app_1", activityID: "a1", afterDeviceID: nil, limit: 1)
+                #expect(page.map(\.deviceID) == ["pixel-a"])
+                page = try session.androidUpdateTargets(appID: "app_1", activityID: "a1", afterDeviceID: "pixel-a", limit: 1)
+                #expect(page.map(\.token) == ["fcm:token-b-111111111111"])
+                // An ended copy takes nothing more.
+                try session.endInstance(appID: "app_1", activityID: "a1", deviceID: "pixel-a", cause: .device, onlyToken: nil, at: Fixture.at(5))
+                #expect(try session.androidUpdateTargets(appID: "app_1", activityID: "a1", afterDeviceID: nil, limit: 10).map(\.deviceID) == ["pixel-b"])
+            }
+        }
+    }
 }
