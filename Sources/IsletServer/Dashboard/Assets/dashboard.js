@@ -388,10 +388,13 @@
         ? el('p', { id: 'activity-channels' }, 'Delivery: broadcast channel ',
           activity.channels.map((channel) => el('code', { text: channel.apns_channel_id + ' (' + channel.environment + ')' })))
         : null;
-      fill(devices, el('h3', { text: 'Devices' }), channels, table(['Device', 'Status', 'Environment', 'Update token', 'Registered', 'Ended', 'End cause'],
-        activity.devices.map((copy) => el('tr', { 'data-device-id': copy.device_id },
-          el('td', { class: 'mono', text: copy.device_id }), el('td', { text: copy.status }), el('td', { text: copy.environment }),
-          el('td', { class: 'mono', text: copy.update_token_prefix || (copy.has_update_token ? 'held' : '—') }),
+      // An Android copy is reached through its device's FCM token: no update token,
+      // no APNs environment.
+      fill(devices, el('h3', { text: 'Devices' }), channels, table(['Device', 'Platform', 'Status', 'Environment', 'Update token', 'Registered', 'Ended', 'End cause'],
+        activity.devices.map((copy) => el('tr', { 'data-device-id': copy.device_id, 'data-platform': copy.platform || 'ios' },
+          el('td', { class: 'mono', text: copy.device_id }), el('td', { text: copy.platform || 'ios' }), el('td', { text: copy.status }),
+          el('td', { text: copy.environment || '—' }),
+          el('td', { class: 'mono', text: copy.update_token_prefix || (copy.has_update_token ? 'held' : (copy.platform === 'android' ? 'FCM token' : '—')) }),
           el('td', { text: when(copy.token_registered_at) }), el('td', { text: when(copy.ended_at) }), el('td', { text: copy.end_cause || '' })))));
       renderSchedules(schedules, base, planned.items, refresh);
       fill(timeline, el('h3', { text: 'Timeline' }),
@@ -469,8 +472,11 @@
           return el('li', { class: 'push status-' + push.status + (silent.length ? ' silent-failure' : ''), 'data-event': push.event, 'data-status': push.status, 'data-taps': String(taps) },
             el('span', { class: 'when', text: when(push.created_at) }), ' ',
             el('strong', { text: push.event }), ' → ', el('span', { class: 'status', text: push.status }),
-            push.apns_status ? ' ' + push.apns_status : '', push.reason ? ' ' + push.reason : '',
-            el('span', { class: 'detail' }, ' apns-id ', el('code', { text: push.apns_id }), ', ' + push.attempts + ' attempt(s), ' + latency + ', ' + push.token_kind + ', ' + push.environment),
+            push.apns_status ? ' ' + push.apns_status : '', push.fcm_status ? ' FCM ' + push.fcm_status : '',
+            push.reason ? ' ' + push.reason : '',
+            push.platform === 'android'
+              ? el('span', { class: 'detail' }, ' FCM ', el('code', { text: push.fcm_message_name || push.apns_id }), ', ' + push.attempts + ' attempt(s), ' + latency + ', android')
+              : el('span', { class: 'detail' }, ' apns-id ', el('code', { text: push.apns_id }), ', ' + push.attempts + ' attempt(s), ' + latency + ', ' + push.token_kind + ', ' + push.environment),
             taps ? el('span', { class: 'taps', title: 'first ' + when(push.first_tapped_at), text: ' ' + taps + (taps === 1 ? ' tap' : ' taps') }) : null,
             push.priority_downgraded ? el('span', { class: 'label downgraded', title: "The copy's priority-10 budget was spent", text: 'priority 5' }) : null,
             push.deferred_until ? el('span', { class: 'label deferred', title: "The device's starts of the hour were spent", text: 'goes ' + when(push.deferred_until) }) : null,
@@ -490,19 +496,19 @@
     const devices = new Map();
     for (const detail of details.filter(Boolean)) {
       for (const copy of detail.devices) {
-        const seen = devices.get(copy.device_id) || { id: copy.device_id, environment: copy.environment, activities: [], tokens: [] };
+        const seen = devices.get(copy.device_id) || { id: copy.device_id, platform: copy.platform || 'ios', environment: copy.environment || '—', activities: [], tokens: [] };
         seen.activities.push(detail.activity_id + ' (' + copy.status + ')');
         if (copy.update_token_prefix) seen.tokens.push(copy.update_token_prefix);
         devices.set(copy.device_id, seen);
       }
     }
     const rows = [...devices.values()].map((device) => el('tr', { 'data-device-id': device.id },
-      el('td', { class: 'mono', text: device.id }), el('td', { text: device.environment }),
+      el('td', { class: 'mono', text: device.id }), el('td', { text: device.platform }), el('td', { text: device.environment }),
       el('td', { class: 'mono', text: device.tokens.join(' ') || '—' }),
       el('td', { text: device.activities.join(', ') })));
     show('devices', el('h2', { text: 'Devices of ' + appID }), appNav(appID, 'Devices'),
       el('p', { class: 'hint', text: 'The devices holding the latest 50 activities, with their update tokens (first 8 hex digits).' }),
-      rows.length ? table(['Device', 'Environment', 'Update tokens', 'Activities'], rows, { id: 'devices-table' }) : el('p', { text: 'No devices yet.' }));
+      rows.length ? table(['Device', 'Platform', 'Environment', 'Update tokens', 'Activities'], rows, { id: 'devices-table' }) : el('p', { text: 'No devices yet.' }));
   }
 
   // MARK: - Webhooks
@@ -571,6 +577,9 @@
     return series;
   }
 
+  // FCM's answers that refuse an app's credentials (and the refusal kept after one).
+  const FCM_REFUSALS = ['SENDER_ID_MISMATCH', 'THIRD_PARTY_AUTH_ERROR', 'PERMISSION_DENIED', 'credentialsRejected'];
+
   function sample(series) {
     const sum = (name, test) => series.filter((one) => one.name === name && (!test || test(one.labels))).reduce((total, one) => total + one.value, 0);
     return {
@@ -578,6 +587,10 @@
       queue: sum('islet_push_queue_depth'), inFlight: sum('islet_push_in_flight'),
       sent: sum('islet_pushes_total', (labels) => labels.result === 'sent'),
       failed: sum('islet_pushes_total', (labels) => labels.result !== 'sent'),
+      // By transport: APNs's pushes and FCM's (Android devices' data messages).
+      sentFCM: sum('islet_pushes_total', (labels) => labels.result === 'sent' && labels.transport === 'fcm'),
+      // FCM refused an app's service account: nothing goes with it until it changes.
+      fcmRefused: sum('islet_pushes_total', (labels) => labels.transport === 'fcm' && FCM_REFUSALS.includes(labels.reason)),
       latencySum: sum('islet_push_send_seconds_sum'), latencyCount: sum('islet_push_send_seconds_count'),
       scheduled: sum('islet_schedules_pending'),
     };
@@ -622,11 +635,16 @@
         const count = now.latencyCount - before.latencyCount;
         return { at: now.at, value: count > 0 ? (now.latencySum - before.latencySum) / count * 1000 : 0 };
       });
-      fill(charts, 
+      const last = samples[samples.length - 1];
+      fill(charts,
+        last.fcmRefused > 0
+          ? el('p', { class: 'label', id: 'fcm-refused', text: last.fcmRefused + ' Android push(es) failed because FCM refused an app\'s service account: replace it (PATCH /v1/apps/{id} with fcm.service_account).' })
+          : null,
         chart('Queue depth', 'pushes', samples.map((one) => ({ at: one.at, value: one.queue })), 'chart-queue'),
         chart('In flight', 'pushes', samples.map((one) => ({ at: one.at, value: one.inFlight })), 'chart-in-flight'),
         chart('Send rate', 'pushes/s', rate('sent'), 'chart-send-rate'),
         chart('Error rate', 'pushes/s', rate('failed'), 'chart-error-rate'),
+        chart('Android send rate (FCM)', 'pushes/s', rate('sentFCM'), 'chart-fcm-send-rate'),
         chart('Send latency', 'ms', latency, 'chart-latency'),
         chart('Scheduled', 'items', samples.map((one) => ({ at: one.at, value: one.scheduled })), 'chart-scheduled'));
     };
