@@ -17,7 +17,8 @@ let usage = """
 
     Commands:
       serve      Run the server (see `islet serve --help`).
-      sim        Run a local APNs simulator (see `islet sim --help`).
+      sim        Run a local APNs simulator, or with --fcm a local FCM for Android
+                 (see `islet sim --help`).
       send       Build and send one push, print the request and APNs's answer
                  (see `islet send --help`).
       channels   Create, list, read or delete the app's iOS 18 broadcast channels at APNs
@@ -103,11 +104,15 @@ func serve(_ arguments: [String]) async -> Int32 {
     }
 }
 
-/// Runs the APNs simulator until SIGTERM or SIGINT; answers the exit status.
+/// Runs the APNs simulator (or with `--fcm` the FCM simulator) until SIGTERM or
+/// SIGINT; answers the exit status.
 func simulate(_ arguments: [String]) async -> Int32 {
     if arguments.contains("--help") || arguments.contains("-h") {
-        Console.out(SimulatorCommandLine.helpText)
+        Console.out(SimulatorCommandLine.helpText + "\n\n" + FCMSimulatorCommandLine.helpText)
         return 0
+    }
+    if arguments.contains(where: { $0 == "--fcm" || $0.hasPrefix("--fcm=") }) {
+        return await simulateFCM(arguments)
     }
     let quiet = arguments.contains("--quiet")
     let commandLine: SimulatorCommandLine
@@ -131,6 +136,54 @@ func simulate(_ arguments: [String]) async -> Int32 {
             wroteCA: simulator.caCertificatePEM != nil))
     } catch {
         Console.err("islet: \(error)")
+        return 2
+    }
+    let stopped = AsyncStream<String>.makeStream()
+    let signals = SignalWatcher(signals: [SIGTERM, SIGINT]) { name in stopped.continuation.yield(name) }
+    defer { signals.cancel() }
+    for await name in stopped.stream {
+        Console.out("islet sim: \(name), stopping")
+        break
+    }
+    await simulator.shutdown()
+    return 0
+}
+
+/// Runs the FCM simulator until SIGTERM or SIGINT: writes its CA and a service
+/// account it trusts, prints where everything is, and a line per message unless
+/// `--quiet`. Answers the exit status.
+func simulateFCM(_ arguments: [String]) async -> Int32 {
+    let commandLine: FCMSimulatorCommandLine
+    do {
+        commandLine = try FCMSimulatorCommandLine.parse(arguments)
+    } catch {
+        Console.err("islet: \(error)")
+        return 2
+    }
+    let console = BufferedConsole()
+    defer { console.close() }
+    var observer: (@Sendable (FCMRecord) -> Void)?
+    if !commandLine.quiet {
+        observer = { record in console.line(record.summaryLine) }
+    }
+    let simulator: FCMSimulator
+    do {
+        simulator = try FCMSimulator(port: commandLine.port, http1Port: commandLine.http1Port, observer: observer)
+    } catch {
+        Console.err("islet: \(error)")
+        return 2
+    }
+    do throws(any Error) {
+        try simulator.start()
+        if let ca = simulator.caCertificatePEM {
+            try PrivateFile.replace(commandLine.caOutputPath, ca)
+        }
+        let account = try simulator.makeServiceAccount(projectID: commandLine.projectID, tokenURI: simulator.http1TokenURI)
+        try PrivateFile.replace(commandLine.accountOutputPath, account.jsonText + "\n")
+        Console.out(commandLine.banner(url: simulator.url, http1URL: simulator.http1URL))
+    } catch {
+        Console.err("islet: \(error)")
+        await simulator.shutdown()
         return 2
     }
     let stopped = AsyncStream<String>.makeStream()

@@ -30,13 +30,14 @@ public enum PythonTools {
 public final class ChildProcess: Sendable {
     private let process: Subprocess
 
-    /// Starts `executable` with `arguments`; standard input is empty.
-    public init(_ executable: String, _ arguments: [String], environment: [String: String] = [:]) throws {
+    /// Starts `executable` with `arguments`, in `directory` (ours when `nil`);
+    /// standard input is empty.
+    public init(_ executable: String, _ arguments: [String], environment: [String: String] = [:], directory: String? = nil) throws {
         var variables = environment
         variables["PYTHONDONTWRITEBYTECODE"] = variables["PYTHONDONTWRITEBYTECODE"] ?? "1"
         variables["PYTHONUNBUFFERED"] = variables["PYTHONUNBUFFERED"] ?? "1"
         process = try Subprocess(
-            executable, arguments, environment: variables, standardOutput: .collect, standardError: .collect)
+            executable, arguments, environment: variables, directory: directory, standardOutput: .collect, standardError: .collect)
     }
 
     /// The lines printed so far (a last line without its newline once the output
@@ -74,6 +75,11 @@ public final class ChildProcess: Sendable {
         case .signal(let number): 128 + number
         case nil: nil
         }
+    }
+
+    /// Asks the process to stop (SIGTERM), as a service manager does.
+    public func terminate() {
+        process.terminate()
     }
 
     /// Kills and reaps the process if it still runs.

@@ -91,6 +91,8 @@ public struct SimulatedAndroidDevice: Sendable, Hashable {
 
 /// What the simulator did with one send.
 public struct FCMRecord: Sendable {
+    /// Its number, from 1 (again from 1 after a reset).
+    public var sequence: Int
     /// The status answered.
     public var status: Int
     /// The error code, when refused.
@@ -103,6 +105,17 @@ public struct FCMRecord: Sendable {
     public var android: JSONValue?
     /// What the device did: applied, or why it dropped the message.
     public var deviceNote: String?
+
+    /// One line for a console: number, status, error code, the token shortened,
+    /// what the device did.
+    public var summaryLine: String {
+        var line = "#\(sequence) \(status)"
+        if let errorCode { line += " \(errorCode)" }
+        if let event = data["islet_event"] { line += " \(event)" }
+        line += " " + (token.map { Redaction.redact($0) } ?? "-")
+        if let deviceNote { line += " → \(deviceNote)" }
+        return line
+    }
 }
 
 /// FCM's HTTP v1 API as a pure engine: the OAuth token endpoint (an RS256 assertion
@@ -129,13 +142,19 @@ public final class FCMSimulatorEngine: Sendable {
 
     private let clock: any WallClock
     private let state: Lock<State>
+    private let observer: (@Sendable (FCMRecord) -> Void)?
     /// How long an access token lives.
     public let tokenLifetime: TimeInterval = 3600
 
-    /// An engine on `clock`, drawing tokens from `random`.
-    public init(clock: any WallClock = SystemWallClock(), random: some RandomSource = SystemRandomSource()) {
+    /// An engine on `clock`, drawing tokens from `random`; `observer` sees every
+    /// send once answered (the console lines of `islet sim --fcm`).
+    public init(
+        clock: any WallClock = SystemWallClock(), random: some RandomSource = SystemRandomSource(),
+        observer: (@Sendable (FCMRecord) -> Void)? = nil
+    ) {
         self.clock = clock
         self.state = Lock(State(random: random))
+        self.observer = observer
     }
 
     /// Trusts `account`'s assertions.
@@ -156,6 +175,23 @@ public final class FCMSimulatorEngine: Sendable {
         }
     }
 
+    /// The faults scripted and not answered yet, the next first.
+    public func pendingFaults() -> [(fault: FCMFault, retryAfter: Int?)] {
+        state.withLock { $0.faults.map { (fault: $0.0, retryAfter: $0.retryAfter) } }
+    }
+
+    /// Forgets every send, every simulated device, the unregistered tokens and the
+    /// scripted faults. The trusted accounts and the access tokens issued to them
+    /// stay: a client keeps its credentials across a reset.
+    public func reset() {
+        state.withLock { state in
+            state.devices = [:]
+            state.unregistered = []
+            state.faults = []
+            state.records = []
+        }
+    }
+
     /// The devices, by token.
     public func devices() -> [String: SimulatedAndroidDevice] { state.withLock { $0.devices } }
 
@@ -164,8 +200,13 @@ public final class FCMSimulatorEngine: Sendable {
 
     // MARK: - The token endpoint
 
-    /// Answers a POST of `form` to the token endpoint, whose URL is `tokenURI` (the
-    /// assertion's `aud` must name it).
+    /// The audience Google's own token endpoint documents, which Google's clients
+    /// (google-auth) put in every assertion whatever `token_uri` they post to.
+    public static let googleTokenAudience = "https://oauth2.googleapis.com/token"
+
+    /// Answers a POST of `form` to the token endpoint, whose URL is `tokenURI`: the
+    /// assertion's `aud` must name it, or be `googleTokenAudience`, which Google's
+    /// endpoint takes too.
     public func handleToken(form: Data, tokenURI: String) -> (status: Int, body: String) {
         let fields = Self.formFields(form)
         guard fields["grant_type"] == "urn:ietf:params:oauth:grant-type:jwt-bearer" else {
@@ -180,7 +221,7 @@ public final class FCMSimulatorEngine: Sendable {
         guard jwt.isValidRS256(using: account.publicKey) else {
             return Self.oauthError("invalid_grant", "Invalid JWT Signature.")
         }
-        guard jwt.claims["aud"] == .string(tokenURI) else {
+        guard jwt.claims["aud"] == .string(tokenURI) || jwt.claims["aud"] == .string(Self.googleTokenAudience) else {
             return Self.oauthError("invalid_grant", "Invalid JWT: Failed audience check.")
         }
         guard case .string(let scopes)? = jwt.claims["scope"],
@@ -261,33 +302,46 @@ public final class FCMSimulatorEngine: Sendable {
                 400, "INVALID_ARGUMENT", "The registration token is not a valid FCM registration token", code: "INVALID_ARGUMENT",
                 violation: "message.token")
         }
-        return state.withLock { state in
-            var record = FCMRecord(status: 200, errorCode: nil, token: token, data: data, android: message["android"])
-            defer { state.records.append(record) }
-            if !state.faults.isEmpty {
-                let (fault, retryAfter) = state.faults.removeFirst()
-                record.status = fault.status
-                record.errorCode = fault.rawValue
-                var answer = Self.apiError(fault.status, fault.apiStatus, "Scripted \(fault.rawValue).", code: fault.rawValue)
-                if let retryAfter { answer.headers.append(("retry-after", String(retryAfter))) }
-                return answer
-            }
-            if state.unregistered.contains(token) {
-                record.status = 404
-                record.errorCode = "UNREGISTERED"
-                return Self.apiError(404, "NOT_FOUND", "Requested entity was not found.", code: "UNREGISTERED")
-            }
-            var device = state.devices[token] ?? SimulatedAndroidDevice(token: token, projectID: project)
-            guard device.projectID == project else {
-                record.status = 403
-                record.errorCode = "SENDER_ID_MISMATCH"
-                return Self.apiError(403, "PERMISSION_DENIED", "SenderId mismatch", code: "SENDER_ID_MISMATCH")
-            }
-            record.deviceNote = Self.apply(data, to: &device)
-            state.devices[token] = device
-            let name = "projects/\(project)/messages/0:\(Int(now.timeIntervalSince1970 * 1000))%\(state.records.count)"
-            return (200, [("content-type", "application/json; charset=UTF-8")], #"{"name":"\#(name)"}"#)
+        let (answer, record) = state.withLock { state in
+            var record = FCMRecord(
+                sequence: state.records.count + 1, status: 200, errorCode: nil, token: token, data: data, android: message["android"])
+            let answer = Self.deliver(&record, project: project, now: now, state: &state)
+            state.records.append(record)
+            return (answer, record)
         }
+        observer?(record)
+        return answer
+    }
+
+    /// Answers a well-formed send to `record.token`: a scripted fault, a dead
+    /// token, a token of another project, or the device applying the data.
+    private static func deliver(
+        _ record: inout FCMRecord, project: String, now: Date, state: inout State
+    ) -> (status: Int, headers: [(String, String)], body: String) {
+        let token = record.token ?? ""
+        if !state.faults.isEmpty {
+            let (fault, retryAfter) = state.faults.removeFirst()
+            record.status = fault.status
+            record.errorCode = fault.rawValue
+            var answer = Self.apiError(fault.status, fault.apiStatus, "Scripted \(fault.rawValue).", code: fault.rawValue)
+            if let retryAfter { answer.headers.append(("retry-after", String(retryAfter))) }
+            return answer
+        }
+        if state.unregistered.contains(token) {
+            record.status = 404
+            record.errorCode = "UNREGISTERED"
+            return Self.apiError(404, "NOT_FOUND", "Requested entity was not found.", code: "UNREGISTERED")
+        }
+        var device = state.devices[token] ?? SimulatedAndroidDevice(token: token, projectID: project)
+        guard device.projectID == project else {
+            record.status = 403
+            record.errorCode = "SENDER_ID_MISMATCH"
+            return Self.apiError(403, "PERMISSION_DENIED", "SenderId mismatch", code: "SENDER_ID_MISMATCH")
+        }
+        record.deviceNote = Self.apply(record.data, to: &device)
+        state.devices[token] = device
+        let name = "projects/\(project)/messages/0:\(Int(now.timeIntervalSince1970 * 1000))%\(state.records.count)"
+        return (200, [("content-type", "application/json; charset=UTF-8")], #"{"name":"\#(name)"}"#)
     }
 
     /// What the device's app does with a data message from Islet: starts, updates

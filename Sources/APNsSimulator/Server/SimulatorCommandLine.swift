@@ -18,9 +18,11 @@ public struct SimulatorCommandLine: Sendable {
     /// Usage text for `islet sim --help`.
     public static let helpText = """
         Usage: islet sim [options]
+               islet sim --fcm [FCM options]
 
         Runs a local APNs: HTTP/2 over TLS with APNs's checks and simulated devices,
-        and a JSON inspection API on plain HTTP.
+        and a JSON inspection API on plain HTTP. With --fcm, runs a local FCM for
+        Android instead (see FCM options below).
 
         Options:
           --port N                 APNs port (default 2197; 0 picks a free port)
@@ -141,6 +143,8 @@ public struct SimulatorCommandLine: Sendable {
                 result.options.maxStreams = UInt32(try integer(flag, try value(for: flag, inline: inline), 1...100_000))
             case "--threads":
                 result.options.threads = try integer(flag, try value(for: flag, inline: inline), 1...64)
+            case _ where flag.hasPrefix("--fcm-"):
+                throw ConfigurationError(.invalidValue, setting: flag, message: "is an option of the FCM simulator: add --fcm")
             default:
                 throw ConfigurationError(.unknownOption, setting: flag, message: "no such option; see islet sim --help")
             }
