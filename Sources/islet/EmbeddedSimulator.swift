@@ -32,6 +32,7 @@ struct EmbeddedSimulator: EmbeddedAPNs {
             channelsURL: simulator.channelsPort.map { URL(string: "https://127.0.0.1:\($0)")! })
         endpoint.fcmURL = URL(string: fcm.url)
         endpoint.fcmTrustRootsPEM = fcm.caCertificatePEM
+        endpoint.fcmInspectURL = fcm.http1URL
         return endpoint
     }
 

@@ -10,6 +10,7 @@ enum Walkthrough {
         let host = application.configuration.host.contains(":") ? "[\(application.configuration.host)]" : application.configuration.host
         let api = "http://\(host):\(application.port)"
         let inspect = application.embeddedAPNs?.endpoint.inspectURL ?? "(no inspection port)"
+        let fcmInspect = application.embeddedAPNs?.endpoint.fcmInspectURL ?? "(no FCM simulator)"
         var random = SystemRandomNumberGenerator()
         let startToken = PushToken.make(byteCount: 32, using: &random)
         // A demo app kept from an earlier start may hold phone-1 already, with a
@@ -36,7 +37,7 @@ enum Walkthrough {
 
             Paste into another shell:
 
-              export ISLET=\(api) SIM=\(inspect) APP=\(demo.appID)
+              export ISLET=\(api) SIM=\(inspect) FCM=\(fcmInspect) APP=\(demo.appID)
               export SERVER_KEY=\(demo.serverKey)
               export DEVICE_KEY=\(demo.deviceKey)
 
@@ -59,10 +60,11 @@ enum Walkthrough {
               curl -sX POST $ISLET/v1/apps/$APP/activities/order-42/update -H "Authorization: Bearer $SERVER_KEY" \(json) -d '{"content_state":{"status":"on the way","eta_minutes":10}}'
               curl -sX POST $ISLET/v1/apps/$APP/activities/order-42/end -H "Authorization: Bearer $SERVER_KEY" \(json) -d '{"content_state":{"status":"delivered","eta_minutes":0}}'
 
-            5. See what happened, on the server and on the simulated phone:
+            5. See what happened, on the server and on the simulated phones:
               curl -s $ISLET/v1/apps/$APP/activities/order-42 -H "Authorization: Bearer $SERVER_KEY"
               curl -s $ISLET/v1/apps/$APP/activities/order-42/pushes -H "Authorization: Bearer $SERVER_KEY"
               curl -s $SIM/activities
+              curl -s $FCM/devices
 
             The API is described at $ISLET/openapi.json; metrics at $ISLET/metrics.
             \(account.map { "\nThe demo app sends to the FCM simulator at \(application.embeddedAPNs?.endpoint.fcmURL?.absoluteString ?? "?"). A service account it trusts, for an app of your own (POST /v1/apps with {\"fcm\":{\"service_account\": …}}; it holds while this server runs):\n  \($0)\n" } ?? "")

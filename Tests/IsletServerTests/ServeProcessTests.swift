@@ -142,6 +142,16 @@ struct ServeProcessTests {
                 status = (try? JSONValue(parsing: activities.body))?["activities"]?.arrayValue?.first?["status"]?.stringValue
             }
             #expect(status == "ended")
+            // The Android phone of step 1 got the same start, update and end from the FCM simulator.
+            let fcm = try #require(exports["FCM"].flatMap { Int($0.split(separator: ":").last ?? "") })
+            var androidEnded = false
+            var seen = ""
+            for _ in 0..<2_400 where !androidEnded {
+                seen = String(decoding: try await httpRequest(port: fcm, path: "/devices").body, as: UTF8.self)
+                androidEnded = seen.contains(#""ended":true"#)
+                if !androidEnded { try await Task.sleep(for: .milliseconds(25)) }
+            }
+            #expect(androidEnded, "\(seen)")
 
             // Started again on the same data, the walk-through registers a phone of
             // its own: phone-1 and its secret belong to the first start's.

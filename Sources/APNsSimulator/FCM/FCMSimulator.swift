@@ -114,7 +114,8 @@ public final class FCMSimulator: Sendable {
         engine: FCMSimulatorEngine, projectID: String, clientEmail: String?, tokenURI: String
     ) throws -> JSONValue {
         let key = try RSA.SigningKey.generate()
-        let email = clientEmail ?? "islet@\(projectID).iam.gserviceaccount.com"
+        // The engine trusts one key per email: a new account has an email of its own.
+        let email = clientEmail ?? "islet-\(String(UInt32.random(in: .min ... .max), radix: 16))@\(projectID).iam.gserviceaccount.com"
         engine.trust(FCMTrustedAccount(clientEmail: email, projectID: projectID, publicKey: key.publicKey))
         let keyID = (0..<20).map { _ in String(UInt8.random(in: 0...255), radix: 16) }.joined()
         return [
