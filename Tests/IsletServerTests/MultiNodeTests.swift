@@ -17,7 +17,10 @@ struct MultiNodeTests {
     static let lease = 3
 
     @Test func aNodeKilledMidFanOutLosesNothingAndOnlyItsPushesGoTwice() async throws {
-        try await Cluster.run(latency: .milliseconds(400)) { cluster in
+        // Open until node-2 holds pushes the simulator has seen; then closed while
+        // node-2 is killed, so that it dies holding them however slow the machine.
+        let gate = AnswerGate(closed: false)
+        try await Cluster.run(latency: .milliseconds(400), gate: gate) { cluster in
             let nodes = try await cluster.launch(["node-1", "node-2", "node-3"], ["--delivery-max-in-flight", "1000"])
             let (first, second) = (nodes[0], nodes[1])
             let app = try await cluster.createApp(through: first)
@@ -36,9 +39,12 @@ struct MultiNodeTests {
             // were sent and are not yet answered (the simulator answers late).
             let held = "SELECT apns_id FROM pushes WHERE claimed_by = 'node-2' AND status = 'sending'"
             let inFlight = try await eventually(within: .seconds(60)) {
+                gate.close()
                 let claimed = Set(try await cluster.psql(held).split(separator: "\n").map(String.init))
                 let received = cluster.simulator.engine.pushes().compactMap { $0.headers["apns-id"] }
-                return received.contains { claimed.contains($0) }
+                if received.contains(where: { claimed.contains($0) }) { return true }
+                gate.open()
+                return false
             }
             #expect(inFlight, "node-2 never held a push the simulator had received")
             let nodesSeen = try await first.call("GET", "/v1/nodes", ServerHarness.adminToken)
@@ -48,6 +54,7 @@ struct MultiNodeTests {
             let killed = ContinuousClock.now
             let heldAtDeath = Set(try await cluster.psql(held).split(separator: "\n").map(String.init))
             #expect(!heldAtDeath.isEmpty)
+            gate.open()
 
             let finished = await eventually(within: .seconds(120)) {
                 Set(cluster.simulator.engine.pushes().compactMap(\.token)).count == devices
@@ -344,7 +351,7 @@ final class Cluster: Sendable {
 
     /// Runs `body` with a simulator answering after `latency` and a fresh schema,
     /// then kills every node it started and stops the simulator.
-    static func run(latency: Duration, _ body: (Cluster) async throws -> Void) async throws {
+    static func run(latency: Duration, gate: AnswerGate? = nil, _ body: (Cluster) async throws -> Void) async throws {
         let executable = builtProductPath("islet")
         try #require(FileManager.default.isExecutableFile(atPath: executable), "islet not built at \(executable)")
         try await withTemporaryDirectory { dir in try await TestPostgres.withSchema { url in
@@ -353,6 +360,7 @@ final class Cluster: Sendable {
             options.port = 0
             options.inspectPort = nil
             options.latency = latency
+            options.answerGate = gate
             options.engine = SimulatorConfiguration(
                 trustedKeys: [TrustedKey(keyID: "KEYID00001", teamID: "TEAMID0001", publicKey: signingKey.publicKey)],
                 pushHistoryLimit: 100_000)
