@@ -274,7 +274,9 @@ struct AndroidActivityTests {
                 json: ["fcm": ["service_account": try fcm.makeServiceAccount(projectID: "islet-test")]])
             #expect(patched.status == 200, "\(patched.json)")
             _ = try await h.update(app, "order-7", state: ["status": "here", "eta": 0])
-            #expect(try await Self.sentUpdate(h, "order-7", status: "here"))
+            let sent = try await Self.sentUpdate(h, "order-7", status: "here")
+            let settled = try await h.settledPushes(app, "order-7")
+            #expect(sent, "\(settled.map { "\($0["event"]!.jsonText) \($0["status"]!.jsonText) \($0["reason"]!.jsonText) \($0["attempts"]!.jsonText)" }) \(h.fcm!.engine.records().map(\.summaryLine))")
         }
     }
 }

@@ -1,8 +1,17 @@
 public import Foundation
 
 extension Date {
-    /// Whole Unix milliseconds, as the store keeps times.
-    public var unixMilliseconds: Int64 { Int64((timeIntervalSince1970 * 1000).rounded(.down)) }
+    /// Whole Unix milliseconds, as the store keeps times (rounded down).
+    ///
+    /// A `Date` keeps seconds since 2001 in a `Double`: the seconds since 1970 it
+    /// answers are off by up to a few tenths of a microsecond, so a date made from
+    /// whole milliseconds (every date the store reads, and that date plus one
+    /// millisecond) may read as a hair below its millisecond. Rounded to the nearest
+    /// microsecond first, it reads as the millisecond it is.
+    public var unixMilliseconds: Int64 {
+        let micros = (timeIntervalSince1970 * 1_000_000).rounded()
+        return Int64((micros / 1000).rounded(.down))
+    }
 
     /// The date `milliseconds` after 1970.
     public init(unixMilliseconds milliseconds: Int64) {
