@@ -178,7 +178,10 @@ func simulateFCM(_ arguments: [String]) async -> Int32 {
         if let ca = simulator.caCertificatePEM {
             try PrivateFile.replace(commandLine.caOutputPath, ca)
         }
-        let account = try simulator.makeServiceAccount(projectID: commandLine.projectID, tokenURI: simulator.http1TokenURI)
+        // For Islet (`--fcm-url`, `--fcm-ca-file`): its token URI is the HTTP/2 and TLS
+        // one (an app's service account must name an https token URI). Google's SDKs
+        // post to the HTTP/1.1 port's /token instead.
+        let account = try simulator.makeServiceAccount(projectID: commandLine.projectID)
         try PrivateFile.replace(commandLine.accountOutputPath, account.jsonText + "\n")
         Console.out(commandLine.banner(url: simulator.url, http1URL: simulator.http1URL))
     } catch {

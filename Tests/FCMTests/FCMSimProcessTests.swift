@@ -24,15 +24,17 @@ struct FCMSimProcessTests {
             }
             let json = try JSONValue(parsing: try Data(contentsOf: sim.accountFile))
             #expect(json["type"] == "service_account")
-            #expect(json["token_uri"]?.stringValue == sim.http1URL + "/token")
+            // Islet's: an app's service account names an https token URI.
+            #expect(json["token_uri"]?.stringValue == sim.url + "/token")
             let account = FCMServiceAccount(
                 projectID: try #require(json["project_id"]?.stringValue), clientEmail: try #require(json["client_email"]?.stringValue),
                 privateKeyPEM: try #require(json["private_key"]?.stringValue), privateKeyID: json["private_key_id"]?.stringValue,
                 tokenURI: try #require(json["token_uri"]?.stringValue))
 
-            // Access tokens from the HTTP/1.1 listener, messages over HTTP/2 and TLS.
+            // Access tokens and messages over HTTP/2 and TLS, trusting the written CA.
             var settings = HTTPClientConfiguration()
             settings.allowPrivateAddresses = true
+            settings.caFile = sim.caFile.path
             let http = try HTTPClient(configuration: settings)
             var configuration = FCMClientConfiguration()
             configuration.url = try #require(URL(string: sim.url))

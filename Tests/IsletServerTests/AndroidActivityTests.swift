@@ -279,4 +279,54 @@ struct AndroidActivityTests {
             #expect(sent, "\(settled.map { "\($0["event"]!.jsonText) \($0["status"]!.jsonText) \($0["reason"]!.jsonText) \($0["attempts"]!.jsonText)" }) \(h.fcm!.engine.records().map(\.summaryLine))")
         }
     }
+
+    @Test func aTimelineRenewalCarriesTheAndroidHoldersToTheSuccessor() async throws {
+        try await ServerHarness.with(fcm: true) { h in
+            let app = try await Self.createApp(h)
+            try await h.registerStartable(app, "iphone-1", userID: "u1")
+            try await Self.registerAndroid(h, app, "pixel-1", userID: "u1")
+            #expect(try await h.start(app, "order-8", audience: ["user_ids": ["u1"]]).status == 202)
+            let started = h.clock.now()
+            let put = try await h.call("PUT", "/v1/apps/\(app.id)/activities/order-8/timeline", key: app.serverKey, json: [
+                "renew": true,
+                "entries": [["at": .string(RFC3339.string(started.addingTimeInterval(9 * 3600))), "content_state": ["status": "late", "eta": 1]]],
+            ])
+            #expect(put.status == 200, "\(put.json)")
+            h.clock.set(started.addingTimeInterval(8 * 3600 - 15 * 60))
+            #expect(try await h.eventually {
+                try await h.call("GET", "/v1/apps/\(app.id)/activities/order-8", key: app.serverKey)["renewed_to"]?.stringValue == "order-8~2"
+            })
+            let original = try await h.call("GET", "/v1/apps/\(app.id)/activities/order-8", key: app.serverKey)
+            #expect(original["not_renewed"]?.arrayValue ?? [] == [], "\(original.json)")
+            let successor = try await h.call("GET", "/v1/apps/\(app.id)/activities/order-8~2", key: app.serverKey)
+            #expect((successor["devices"]?.arrayValue ?? []).map { $0["platform"]?.stringValue } == ["ios", "android"], "\(successor.json)")
+            #expect(try await Self.androidCopy(h, "order-8~2") { $0.contentState != nil } != nil)
+        }
+    }
+
+    @Test func aScheduledUpdateTooBigForFCMChangesNothingWhenItFires() async throws {
+        try await ServerHarness.with(fcm: true) { h in
+            let app = try await Self.createApp(h)
+            try await h.registerStartable(app, "iphone-1", userID: "u1")
+            try await Self.registerAndroid(h, app, "pixel-1", userID: "u1")
+            #expect(try await h.start(app, "order-9", audience: ["user_ids": ["u1"]]).status == 202)
+            // Fits APNs's payload, not FCM's data (whose keys and activity fields add up).
+            let note = String(repeating: "x", count: 3_980)
+            let scheduled = try await h.call("POST", "/v1/apps/\(app.id)/activities/order-9/update", key: app.serverKey, json: [
+                "content_state": ["status": "big", "eta": 1, "note": .string(note)],
+                "send_at": .string(RFC3339.string(h.clock.now().addingTimeInterval(60))),
+            ])
+            #expect(scheduled.status == 202, "\(scheduled.json)")
+            h.clock.advance(by: 61)
+            #expect(try await h.eventually {
+                let items = try await h.call("GET", "/v1/apps/\(app.id)/schedules?activity_id=order-9", key: app.serverKey)["items"]?.arrayValue ?? []
+                return items.first?["status"] == "dropped"
+            })
+            // Nothing of it went anywhere: no update queued for either platform, the state unchanged.
+            let pushes = try await h.settledPushes(app, "order-9")
+            #expect(pushes.allSatisfy { $0["event"] == "start" }, "\(pushes)")
+            let shown = try await h.call("GET", "/v1/apps/\(app.id)/activities/order-9", key: app.serverKey)
+            #expect(shown["content_state"]?["status"] == "preparing")
+        }
+    }
 }

@@ -46,7 +46,11 @@ warnings.filterwarnings("ignore", message="Message.token is deprecated")
 account_file, base_url = sys.argv[1:3]
 base_url = base_url.rstrip("/")
 with open(account_file) as file:
-    project = json.load(file)["project_id"]
+    account = json.load(file)
+project = account["project_id"]
+# The file names the simulator's HTTP/2 token endpoint (for Islet); google-auth speaks
+# HTTP/1.1, and posts to the simulator's HTTP/1.1 /token.
+account["token_uri"] = base_url + "/token"
 
 # Where firebase-admin sends: the simulator instead of fcm.googleapis.com. The service
 # reads the class attribute when it is made, on an app's first send.
@@ -55,7 +59,7 @@ messaging._MessagingService.FCM_URL = base_url + "/v1/projects/{0}/messages:send
 # retries (its urllib3 Retry: status retries, after Retry-After).
 ATTEMPTS = _http_client.DEFAULT_RETRY_CONFIG.status + 1
 
-app = firebase_admin.initialize_app(credentials.Certificate(account_file), name="islet-sim")
+app = firebase_admin.initialize_app(credentials.Certificate(account), name="islet-sim")
 failures = 0
 
 

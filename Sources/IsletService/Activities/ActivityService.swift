@@ -167,12 +167,22 @@ public struct ActivityService: Sendable {
         }
         guard !targets.isEmpty || !android.isEmpty else {
             let size = try session.audienceSize(appID: appID, audience: audience)
-            let detail = size == 0
+            var detail = size == 0
                 ? "The audience matches no registered device."
                 : "None of the \(size) device(s) in the audience holds a push-to-start token for \(activityType) or is an android device FCM can reach."
+            if size > 0, !warnings.isEmpty { detail += " " + warnings.joined(separator: " ") }
             throw ServiceError.invalid(
                 detail, field: "audience.\(audience.field)", "names no device that can start \(activityType)",
                 reason: ScheduleReason.noTargets)
+        }
+        // The Android data message is checked (FCM's size) before anything is written.
+        var androidContent: SendContent?
+        if !android.isEmpty {
+            let data = AndroidDataPush(
+                event: .start, activityID: activityID, activityType: activityType, contentState: prepared.wireState,
+                attributes: prepared.attributes, staleDate: command.staleDate, alerted: command.alert != nil)
+            androidContent = try AndroidSends.content(
+                data, event: .start, timestamp: built.timestamp, expiration: built.expiration, now: now)
         }
         let deferred = try Self.spaceStarts(
             &targets, appID: appID, budget: app.budget.applied(to: defaults), session: session, now: now)
@@ -215,13 +225,8 @@ public struct ActivityService: Sendable {
                 sendID: sendID, appID: appID, activityID: activityID, activityType: activityType, event: .start,
                 tokenKind: .pushToStart, targets: group, now: now, mintID: APNsMessageID.mint)
         }
-        if !android.isEmpty {
+        if let content = androidContent {
             try session.insertAndroidInstances(appID: appID, activityID: activityID, deviceIDs: android.map(\.deviceID), now: now)
-            let data = AndroidDataPush(
-                event: .start, activityID: activityID, activityType: activityType, contentState: prepared.wireState,
-                attributes: prepared.attributes, staleDate: command.staleDate, alerted: command.alert != nil)
-            let content = try AndroidSends.content(
-                data, event: .start, timestamp: built.timestamp, expiration: built.expiration, now: now)
             let sendID = try session.insertSend(appID: appID, activityID: activityID, content: content, now: now)
             try session.enqueuePushes(
                 sendID: sendID, appID: appID, activityID: activityID, activityType: activityType, event: .start,
@@ -372,7 +377,8 @@ public struct ActivityService: Sendable {
         // Starts, ends and updates with an alert always go as asked; the budget is
         // for the quiet updates.
         let budget = built.priority == .immediate && command.alert == nil ? app.budget.applied(to: defaults) : nil
-        let android = AndroidDataPush(
+        // An app without a service account sends nothing to Android devices.
+        let android = app.fcm == nil ? nil : AndroidDataPush(
             event: .update, activityID: activityID, activityType: activity.activityType, contentState: prepared.wireState,
             staleDate: command.staleDate, alerted: command.alert != nil)
         return try Self.sendToHolders(
@@ -473,7 +479,7 @@ public struct ActivityService: Sendable {
             storedState: command.contentState == nil)
         let push = LiveActivityPush(event: .end, contentState: prepared.wireState, dismissalDate: command.dismissalDate)
         let built = try SendRules.build(push, bundleID: app.bundleID, now: now, lastTimestamp: activity.lastTimestamp)
-        let android = AndroidDataPush(
+        let android = app.fcm == nil ? nil : AndroidDataPush(
             event: .end, activityID: activityID, activityType: activity.activityType, contentState: prepared.wireState,
             dismissalDate: command.dismissalDate)
         let result = try sendToHolders(
@@ -510,12 +516,22 @@ public struct ActivityService: Sendable {
     /// message, to its Android holders), after dropping its queued updates (the
     /// device shows only the newest), then runs `record` (which stores the new state).
     private static func sendToHolders(
-        _ built: BuiltPush, android: AndroidDataPush, event: PushEvent, activity: ActivityRecord, appID: String,
+        _ built: BuiltPush, android: AndroidDataPush?, event: PushEvent, activity: ActivityRecord, appID: String,
         warnings: [String],
         session: any ActivityStore & PushQueue & EventStore & ChannelStore, budget: SendBudget? = nil, now: Date,
         record: () throws -> Void
     ) throws -> ActivitySendResult {
         let activityID = activity.activityID
+        // The Android holders' data message, when there are any: checked (FCM's
+        // size) before anything is written.
+        var androidContent: SendContent?
+        var androidSendID: Int64?
+        if let android,
+            try !session.androidUpdateTargets(appID: appID, activityID: activityID, afterDeviceID: nil, limit: 1).isEmpty
+        {
+            androidContent = try AndroidSends.content(
+                android, event: event, timestamp: built.timestamp, expiration: built.expiration, now: now)
+        }
         let superseded = try session.supersedeQueuedUpdates(appID: appID, activityID: activityID, now: now)
         // Each copy's priority-10 updates of the last hour are counted only when the
         // activity itself sent enough of them that some copy may be over.
@@ -586,15 +602,12 @@ public struct ActivityService: Sendable {
         // The Android holders: FCM reaches each device's own token. Apple's budget
         // for priority-10 updates is not theirs.
         var androidTargets = 0
-        var androidSendID: Int64?
         after = nil
-        while true {
+        while let content = androidContent {
             let page = try session.androidUpdateTargets(
                 appID: appID, activityID: activityID, afterDeviceID: after, limit: Self.targetPage)
             guard let last = page.last else { break }
-            if androidSendID == nil {
-                let content = try AndroidSends.content(
-                    android, event: event, timestamp: built.timestamp, expiration: built.expiration, now: now)
+            if after == nil {
                 androidSendID = try session.insertSend(appID: appID, activityID: activityID, content: content, now: now)
             }
             try session.enqueuePushes(

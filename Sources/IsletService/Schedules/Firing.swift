@@ -173,8 +173,13 @@ struct Firing {
         }
         let holders = try session.instances(appID: appID, activityID: activity.activityID)
             .filter { $0.status != .ended }.map(\.deviceID)
-        let targets = holders.isEmpty
+        var targets = holders.isEmpty
             ? [] : try session.startTargets(appID: appID, audience: .deviceIDs(holders), activityType: activity.activityType)
+        // Android holders need no push-to-start token: the successor's start reaches
+        // them as a data message.
+        if !holders.isEmpty, app.fcm != nil {
+            targets += try session.androidStartTargets(appID: appID, audience: .deviceIDs(holders))
+        }
         let renewable = Set(targets.map(\.deviceID))
         let notRenewed = holders.filter { !renewable.contains($0) }
         let alertJSON = timeline.startAlert ?? activity.startAlert

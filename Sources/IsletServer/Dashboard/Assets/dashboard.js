@@ -578,7 +578,7 @@
   }
 
   // FCM's answers that refuse an app's credentials (and the refusal kept after one).
-  const FCM_REFUSALS = ['SENDER_ID_MISMATCH', 'THIRD_PARTY_AUTH_ERROR', 'PERMISSION_DENIED', 'credentialsRejected'];
+  const FCM_REFUSALS = ['SENDER_ID_MISMATCH', 'THIRD_PARTY_AUTH_ERROR', 'PERMISSION_DENIED'];
 
   function sample(series) {
     const sum = (name, test) => series.filter((one) => one.name === name && (!test || test(one.labels))).reduce((total, one) => total + one.value, 0);
@@ -635,10 +635,13 @@
         const count = now.latencyCount - before.latencyCount;
         return { at: now.at, value: count > 0 ? (now.latencySum - before.latencySum) / count * 1000 : 0 };
       });
+      // Refusals seen while this page was open (since the server started, on the
+      // first sample): once the account is fixed and none come, the notice goes.
       const last = samples[samples.length - 1];
+      const refused = last.fcmRefused - (samples.length > 1 ? samples[0].fcmRefused : 0);
       fill(charts,
-        last.fcmRefused > 0
-          ? el('p', { class: 'label', id: 'fcm-refused', text: last.fcmRefused + ' Android push(es) failed because FCM refused an app\'s service account: replace it (PATCH /v1/apps/{id} with fcm.service_account).' })
+        refused > 0
+          ? el('p', { class: 'label', id: 'fcm-refused', text: refused + ' Android push(es) failed because FCM refused an app\'s service account: replace it (PATCH /v1/apps/{id} with fcm.service_account).' })
           : null,
         chart('Queue depth', 'pushes', samples.map((one) => ({ at: one.at, value: one.queue })), 'chart-queue'),
         chart('In flight', 'pushes', samples.map((one) => ({ at: one.at, value: one.inFlight })), 'chart-in-flight'),
