@@ -305,6 +305,21 @@ extension SQLSession {
     @discardableResult
     public func insertAndroidInstances(appID: String, activityID: String, deviceIDs: [String], now: Date) throws -> Int {
         let millis = now.unixMilliseconds
+        if dialect == .postgresql {
+            // Bound as an array, a few thousand devices a statement.
+            var added = 0
+            try forEachChunk(of: deviceIDs) { chunk in
+                added += try run(
+                    """
+                    INSERT INTO activity_instances (app_id, activity_id, device_id, status, environment, created_at, updated_at)
+                    SELECT \(appID)::text, \(activityID)::text, t.device_id, 'active', 'production', \(millis)::int8,
+                        \(millis)::int8
+                    FROM unnest(\(SQLValue.array(chunk.map { .text($0) }))::text[]) AS t(device_id)
+                    ON CONFLICT (app_id, activity_id, device_id) DO NOTHING
+                    """)
+            }
+            return added
+        }
         return try runEach(deviceIDs) { deviceID in
             """
             INSERT INTO activity_instances (app_id, activity_id, device_id, status, environment, created_at, updated_at)
