@@ -286,6 +286,10 @@ struct AndroidActivityTests {
             try await h.registerStartable(app, "iphone-1", userID: "u1")
             try await Self.registerAndroid(h, app, "pixel-1", userID: "u1")
             #expect(try await h.start(app, "order-8", audience: ["user_ids": ["u1"]]).status == 202)
+            // Both phones show it before the clock moves on: its starts are not in
+            // flight when hours pass at once.
+            _ = try await Self.androidCopy(h, "order-8") { _ in true }
+            _ = try await h.settledPushes(app, "order-8", count: 2)
             let started = h.clock.now()
             let put = try await h.call("PUT", "/v1/apps/\(app.id)/activities/order-8/timeline", key: app.serverKey, json: [
                 "renew": true,
@@ -300,7 +304,9 @@ struct AndroidActivityTests {
             #expect(original["not_renewed"]?.arrayValue ?? [] == [], "\(original.json)")
             let successor = try await h.call("GET", "/v1/apps/\(app.id)/activities/order-8~2", key: app.serverKey)
             #expect((successor["devices"]?.arrayValue ?? []).map { $0["platform"]?.stringValue } == ["ios", "android"], "\(successor.json)")
-            #expect(try await Self.androidCopy(h, "order-8~2") { $0.contentState != nil } != nil)
+            let copy = try await Self.androidCopy(h, "order-8~2") { $0.contentState != nil }
+            let pushes = try await h.settledPushes(app, "order-8~2")
+            #expect(copy != nil, "\(pushes.map { "\($0["platform"]!.jsonText) \($0["event"]!.jsonText) \($0["status"]!.jsonText) \($0["reason"]!.jsonText)" }) \(h.fcm!.engine.records().map(\.summaryLine))")
         }
     }
 
