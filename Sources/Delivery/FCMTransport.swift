@@ -66,8 +66,11 @@ public final class FCMTransport: PushTransport {
         let sentAt = ContinuousClock.now
         Task {
             let result = await client.send(message, account: account, tokens: tokens)
-            if result.disposition == .credentialsRejected {
-                cached.refusal.withLock { $0 = $0 ?? result.response?.errorCode ?? "credentialsRejected" }
+            // FCM's own refusal of a send stops the app's messages until it changes;
+            // the token endpoint's stands a minute in its tokens (a clock set right
+            // again, a key restored, and messages go again).
+            if result.disposition == .credentialsRejected, let response = result.response {
+                cached.refusal.withLock { $0 = $0 ?? response.errorCode ?? "credentialsRejected" }
             }
             let elapsed = ContinuousClock.now - sentAt
             let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18

@@ -40,7 +40,9 @@ public struct FCMTokenError: Error, Sendable, Hashable, CustomStringConvertible 
 /// URI, an hour at most) exchanged at the token URI. A token is kept until shortly
 /// before it expires and shared by every send of the account; concurrent callers
 /// wait for one exchange. A token FCM refused (401) is dropped once, so that the
-/// next caller fetches a new one.
+/// next caller fetches a new one. A refusal of the credentials by the token endpoint
+/// stands for `refusalHold` (a minute): callers meanwhile get it without an exchange,
+/// and then one is tried again (a clock set right, a key restored).
 public actor FCMAccessTokens {
     /// The scope FCM's HTTP v1 API needs.
     public static let scope = "https://www.googleapis.com/auth/firebase.messaging"
@@ -55,14 +57,18 @@ public actor FCMAccessTokens {
     private let refreshMargin: TimeInterval
     private var current: (token: String, expiresAt: Date, refreshAt: Date)?
     private var pending: Task<Result<(token: String, expiresAt: Date), FCMTokenError>, Never>?
+    /// How long a refusal of the credentials stands before another exchange.
+    private let refusalHold: TimeInterval
+    private var refused: (error: FCMTokenError, until: Date)?
     /// Exchanges made, for tests and metrics.
     public private(set) var exchanges = 0
 
     /// Tokens for `account`, signed with its key, exchanged through `exchange`.
     public init(
         account: FCMServiceAccount, exchange: any FCMTokenExchange, clock: any WallClock = SystemWallClock(),
-        refreshMargin: TimeInterval = 300
+        refreshMargin: TimeInterval = 300, refusalHold: TimeInterval = 60
     ) throws(CryptoError) {
+        self.refusalHold = refusalHold
         self.account = account
         self.key = try RSA.SigningKey(pemRepresentation: account.privateKeyPEM)
         self.exchange = exchange
@@ -73,6 +79,7 @@ public actor FCMAccessTokens {
     /// A token valid for a while yet: the kept one, or a new one.
     public func token() async throws(FCMTokenError) -> String {
         if let current, clock.now() < current.refreshAt { return current.token }
+        if let refused, clock.now() < refused.until { throw refused.error }
         let task: Task<Result<(token: String, expiresAt: Date), FCMTokenError>, Never>
         if let pending {
             task = pending
@@ -86,6 +93,7 @@ public actor FCMAccessTokens {
         if pending == task { pending = nil }
         switch result {
         case .success(let fresh):
+            refused = nil
             // A waiter resuming late never puts back an older token.
             if current.map({ $0.expiresAt < fresh.expiresAt }) ?? true {
                 // Replaced the margin before it expires, or halfway through a short life.
@@ -94,6 +102,7 @@ public actor FCMAccessTokens {
             }
             return fresh.token
         case .failure(let error):
+            if error.refusesCredentials { refused = (error, clock.now().addingTimeInterval(refusalHold)) }
             throw error
         }
     }

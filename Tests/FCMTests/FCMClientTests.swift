@@ -227,6 +227,28 @@ struct FCMClientTests {
         }
     }
 
+    @Test func aRefusalOfTheTokenEndpointStandsAMinuteThenAnExchangeIsTriedAgain() async throws {
+        try await FCMRig.with { rig in
+            // Refused once (a clock set wrong, say), then the endpoint issues tokens again.
+            rig.google.state.withLock { $0.tokenScript = [400] }
+            let first = await rig.client.send(FCMRig.message, account: rig.account, tokens: rig.tokens)
+            #expect(first.disposition == .credentialsRejected)
+            #expect(await rig.tokens.exchanges == 1)
+            // Within the minute, the refusal stands: no exchange, no send.
+            rig.clock.advance(by: 59)
+            let held = await rig.client.send(FCMRig.message, account: rig.account, tokens: rig.tokens)
+            #expect(held.disposition == .credentialsRejected)
+            #expect(held.attempts == 0)
+            #expect(await rig.tokens.exchanges == 1)
+            #expect(rig.google.state.withLock { $0.sends.isEmpty })
+            // Then one is tried, and the message goes.
+            rig.clock.advance(by: 2)
+            let again = await rig.client.send(FCMRig.message, account: rig.account, tokens: rig.tokens)
+            #expect(again.disposition == .delivered, "\(again.error ?? "")")
+            #expect(await rig.tokens.exchanges == 2)
+        }
+    }
+
     @Test func fcmsAnswersBecomeDispositions() async throws {
         try await FCMRig.with { rig in
             let unregistered = #"{"error":{"code":404,"message":"Requested entity was not found.","status":"NOT_FOUND","details":[{"@type":"type.googleapis.com/google.firebase.fcm.v1.FcmError","errorCode":"UNREGISTERED"}]}}"#
