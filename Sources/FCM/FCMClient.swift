@@ -75,7 +75,8 @@ public struct FCMResult: Sendable {
 public final class FCMClient: Sendable {
     /// The configuration it was made with.
     public let configuration: FCMClientConfiguration
-    private let clients = Lock<[String: HTTP2Client]>([:])
+    /// The one HTTP/2 client, to `configuration.url`, made at the first send.
+    private let connection = Lock<HTTP2Client?>(nil)
 
     /// A client for `configuration`.
     public init(configuration: FCMClientConfiguration = FCMClientConfiguration()) {
@@ -141,24 +142,22 @@ public final class FCMClient: Sendable {
 
     /// Closes the connections.
     public func shutdown() async {
-        let all = clients.withLock { clients -> [HTTP2Client] in
-            defer { clients.removeAll() }
-            return Array(clients.values)
+        let made = connection.withLock { connection -> HTTP2Client? in
+            defer { connection = nil }
+            return connection
         }
-        for client in all { await client.shutdown() }
+        await made?.shutdown()
     }
 
     private func client() throws -> HTTP2Client {
-        let url = configuration.url
-        let host = url.host ?? "localhost"
-        let port = url.port ?? 443
-        let name = "\(host):\(port)"
-        return try clients.withLock { clients in
-            if let client = clients[name] { return client }
+        try connection.withLock { connection in
+            if let connection { return connection }
+            let url = configuration.url
             let tls = TLSClientConfiguration(trustRootsPEM: configuration.trustRootsPEM)
-            let client = try HTTP2Client(configuration: HTTP2ClientConfiguration(host: host, port: port, tls: tls))
-            clients[name] = client
-            return client
+            let made = try HTTP2Client(configuration: HTTP2ClientConfiguration(
+                host: url.host ?? "localhost", port: url.port ?? 443, tls: tls))
+            connection = made
+            return made
         }
     }
 }

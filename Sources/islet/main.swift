@@ -138,6 +138,13 @@ func simulate(_ arguments: [String]) async -> Int32 {
         Console.err("islet: \(error)")
         return 2
     }
+    await untilStopped()
+    await simulator.shutdown()
+    return 0
+}
+
+/// Returns at SIGTERM or SIGINT, saying so.
+func untilStopped() async {
     let stopped = AsyncStream<String>.makeStream()
     let signals = SignalWatcher(signals: [SIGTERM, SIGINT]) { name in stopped.continuation.yield(name) }
     defer { signals.cancel() }
@@ -145,8 +152,6 @@ func simulate(_ arguments: [String]) async -> Int32 {
         Console.out("islet sim: \(name), stopping")
         break
     }
-    await simulator.shutdown()
-    return 0
 }
 
 /// Runs the FCM simulator until SIGTERM or SIGINT: writes its CA and a service
@@ -189,13 +194,7 @@ func simulateFCM(_ arguments: [String]) async -> Int32 {
         await simulator.shutdown()
         return 2
     }
-    let stopped = AsyncStream<String>.makeStream()
-    let signals = SignalWatcher(signals: [SIGTERM, SIGINT]) { name in stopped.continuation.yield(name) }
-    defer { signals.cancel() }
-    for await name in stopped.stream {
-        Console.out("islet sim: \(name), stopping")
-        break
-    }
+    await untilStopped()
     await simulator.shutdown()
     return 0
 }

@@ -25,9 +25,8 @@ import sys
 import urllib.parse
 
 from google.auth import jwt as google_jwt
-from h2.config import H2Configuration
-from h2.connection import H2Connection
-from h2.events import ConnectionTerminated, DataReceived, RequestReceived, StreamEnded
+
+from h2_peer import H2Peer
 
 cert, key, public_key_file = sys.argv[1:4]
 with open(public_key_file) as file:
@@ -80,38 +79,11 @@ def send_answer(path, headers, body):
     return 200, {"name": f"projects/{project}/messages/0:{len(issued)}"}
 
 
-class Protocol(asyncio.Protocol):
-    def __init__(self):
-        self.conn = H2Connection(config=H2Configuration(client_side=False, header_encoding="utf-8"))
-        self.requests = {}
+class Protocol(H2Peer):
+    def protocol_error(self, error):
+        log(error=str(error))
 
-    def connection_made(self, transport):
-        self.transport = transport
-        self.conn.initiate_connection()
-        self.transport.write(self.conn.data_to_send())
-
-    def data_received(self, data):
-        try:
-            events = self.conn.receive_data(data)
-        except Exception as error:
-            log(error=str(error))
-            self.transport.close()
-            return
-        for event in events:
-            if isinstance(event, RequestReceived):
-                self.requests[event.stream_id] = {"headers": dict(event.headers), "body": b""}
-            elif isinstance(event, DataReceived):
-                if event.stream_id in self.requests:
-                    self.requests[event.stream_id]["body"] += event.data
-                self.conn.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
-            elif isinstance(event, StreamEnded):
-                self.answer(event.stream_id)
-            elif isinstance(event, ConnectionTerminated):
-                self.transport.close()
-        if not self.transport.is_closing():
-            self.transport.write(self.conn.data_to_send())
-
-    def answer(self, stream_id):
+    def request_ended(self, stream_id):
         request = self.requests.pop(stream_id, None)
         if request is None:
             return

@@ -24,10 +24,9 @@ import ssl
 import sys
 import uuid
 
-from h2.config import H2Configuration
-from h2.connection import H2Connection
 from h2.errors import ErrorCodes
-from h2.events import ConnectionTerminated, DataReceived, RequestReceived, StreamEnded, StreamReset
+
+from h2_peer import H2Peer
 
 cert, key = sys.argv[1:3]
 goaway_after = int(sys.argv[sys.argv.index("--goaway-after") + 1]) if "--goaway-after" in sys.argv else 0
@@ -40,50 +39,18 @@ def log(**fields):
     print(json.dumps(fields), flush=True)
 
 
-class APNsProtocol(asyncio.Protocol):
+class APNsProtocol(H2Peer):
     def __init__(self):
+        super().__init__()
         global connections
         self.number = connections
         connections += 1
-        self.conn = H2Connection(config=H2Configuration(client_side=False, header_encoding="utf-8"))
-        self.requests = {}
         self.held = []
         self.last_stream = None  # set once a GOAWAY was sent
         self.holding = goaway_after > 0 and self.number == 0
 
-    def connection_made(self, transport):
-        self.transport = transport
-        self.conn.initiate_connection()
-        self.flush()
-
-    def flush(self):
-        if self.transport.is_closing():
-            return
-        data = self.conn.data_to_send()
-        if data:
-            self.transport.write(data)
-
-    def data_received(self, data):
-        try:
-            events = self.conn.receive_data(data)
-        except Exception as error:  # a protocol error: say so and go
-            log(connection=self.number, error=str(error))
-            self.transport.close()
-            return
-        for event in events:
-            if isinstance(event, RequestReceived):
-                self.requests[event.stream_id] = {"headers": dict(event.headers), "body": b""}
-            elif isinstance(event, DataReceived):
-                if event.stream_id in self.requests:
-                    self.requests[event.stream_id]["body"] += event.data
-                self.conn.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
-            elif isinstance(event, StreamEnded):
-                self.request_ended(event.stream_id)
-            elif isinstance(event, StreamReset):
-                self.requests.pop(event.stream_id, None)
-            elif isinstance(event, ConnectionTerminated):
-                self.transport.close()
-        self.flush()
+    def protocol_error(self, error):
+        log(connection=self.number, error=str(error))
 
     def request_ended(self, stream_id):
         request = self.requests.pop(stream_id, None)

@@ -68,17 +68,7 @@ struct FCMInspectionAPI: Sendable {
 
     /// Answers on the server's own thread: the engine never waits.
     func handle(_ request: HTTPRequest) -> HTTPResponse {
-        if let refusal = guardRail.refusal(request) { return refusal }
-        switch router.match(method: request.method, path: request.path) {
-        case .found(let handler, let parameters, _):
-            return handler(request, parameters)
-        case .methodNotAllowed(let allowed, _):
-            var response = InspectionAPI.problem(405, "\(request.method) is not allowed on \(request.path).")
-            response.headers.set("Allow", allowed.joined(separator: ", "))
-            return response
-        case .notFound:
-            return InspectionAPI.problem(404, "There is no route \(request.path).")
-        }
+        InspectionAPI.answer(request, router: router, guardRail: guardRail)
     }
 
     private static func inject(_ request: HTTPRequest, engine: FCMSimulatorEngine) -> HTTPResponse {

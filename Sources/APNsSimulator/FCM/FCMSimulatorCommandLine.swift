@@ -53,32 +53,18 @@ public struct FCMSimulatorCommandLine: Sendable {
     /// `--name=value`).
     public static func parse(_ arguments: [String]) throws(ConfigurationError) -> FCMSimulatorCommandLine {
         var result = FCMSimulatorCommandLine()
-        var index = 0
+        var reader = FlagReader(arguments)
         func value(for flag: String, inline: String?) throws(ConfigurationError) -> String {
-            if let inline { return inline }
-            guard index < arguments.count else { throw ConfigurationError(.missingValue, setting: flag, message: "a value is required") }
-            index += 1
-            return arguments[index - 1]
+            try reader.value(for: flag, inline: inline)
         }
         func port(_ flag: String, _ text: String) throws(ConfigurationError) -> Int {
-            guard let number = Int(text), (0...65_535).contains(number) else {
-                throw ConfigurationError(.invalidValue, setting: flag, message: "\"\(text)\" is not a whole number from 0 to 65535")
-            }
-            return number
+            try FlagReader.integer(flag, text, 0...65_535)
         }
         func path(_ flag: String, _ text: String) throws(ConfigurationError) -> String {
             guard !text.isEmpty else { throw ConfigurationError(.invalidValue, setting: flag, message: "a file name is required") }
             return text
         }
-        while index < arguments.count {
-            let argument = arguments[index]
-            index += 1
-            var flag = argument
-            var inline: String?
-            if let equals = argument.firstIndex(of: "="), argument.hasPrefix("--") {
-                flag = String(argument[..<equals])
-                inline = String(argument[argument.index(after: equals)...])
-            }
+        while let (flag, inline) = reader.next() {
             switch flag {
             case "--fcm":
                 if let inline {

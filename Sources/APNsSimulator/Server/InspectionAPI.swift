@@ -71,6 +71,12 @@ struct InspectionAPI: Sendable {
     /// Answers on the server's own thread: the engine never waits, and tests that
     /// keep the concurrency pool busy still get their answers.
     func handle(_ request: HTTPRequest) -> HTTPResponse {
+        Self.answer(request, router: router, guardRail: guardRail)
+    }
+
+    /// `request`'s answer from `router`, after `guardRail` (shared by the FCM
+    /// simulator's inspection API): a refusal, the route's answer, 405 or 404.
+    static func answer(_ request: HTTPRequest, router: ImmediateRouter, guardRail: InspectionGuard) -> HTTPResponse {
         if let refusal = guardRail.refusal(request) { return refusal }
         switch router.match(method: request.method, path: request.path) {
         case .found(let handler, let parameters, _):

@@ -68,28 +68,14 @@ public struct SimulatorCommandLine: Sendable {
         var keyPath: String?
         var failRate = 0.0
         var failStatus = 503
-        var index = 0
+        var reader = FlagReader(arguments)
         func value(for flag: String, inline: String?) throws(ConfigurationError) -> String {
-            if let inline { return inline }
-            guard index < arguments.count else { throw ConfigurationError(.missingValue, setting: flag, message: "a value is required") }
-            index += 1
-            return arguments[index - 1]
+            try reader.value(for: flag, inline: inline)
         }
         func integer(_ flag: String, _ text: String, _ range: ClosedRange<Int>) throws(ConfigurationError) -> Int {
-            guard let number = Int(text), range.contains(number) else {
-                throw ConfigurationError(.invalidValue, setting: flag, message: "\"\(text)\" is not a whole number from \(range.lowerBound) to \(range.upperBound)")
-            }
-            return number
+            try FlagReader.integer(flag, text, range)
         }
-        while index < arguments.count {
-            let argument = arguments[index]
-            index += 1
-            var flag = argument
-            var inline: String?
-            if let equals = argument.firstIndex(of: "="), argument.hasPrefix("--") {
-                flag = String(argument[..<equals])
-                inline = String(argument[argument.index(after: equals)...])
-            }
+        while let (flag, inline) = reader.next() {
             switch flag {
             case "--port":
                 result.options.port = try integer(flag, try value(for: flag, inline: inline), 0...65_535)
