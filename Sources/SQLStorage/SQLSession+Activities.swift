@@ -5,12 +5,13 @@ public import Storage
 extension SQLSession {
     private static let activityColumns: SQL = """
         seq, activity_id, activity_type, origin, status, attributes, content_state, last_timestamp, started_at,
-        updated_at, ended_at, end_cause, end_at, start_alert, renewed_to, renewed_from, not_renewed, delivery
+        updated_at, ended_at, end_cause, end_at, start_alert, renewed_to, renewed_from, not_renewed, delivery,
+        join_rule, created_by, creator_user_id
         """
 
     private static let instanceColumns: SQL = """
         device_id, status, update_token, environment, token_registered_at, created_at, updated_at, ended_at, end_cause,
-        subscribed, (SELECT d.platform FROM devices d
+        subscribed, joined, (SELECT d.platform FROM devices d
             WHERE d.app_id = activity_instances.app_id AND d.device_id = activity_instances.device_id) AS platform
         """
 
@@ -69,6 +70,7 @@ extension SQLSession {
             // The channels of an earlier activity of this id are not the new one's.
             try run("UPDATE channels SET activity_id = NULL WHERE app_id = \(appID) AND activity_id = \(activityID)")
             try run("DELETE FROM activity_instances WHERE app_id = \(appID) AND activity_id = \(activityID)")
+            try run("DELETE FROM activity_audience WHERE app_id = \(appID) AND activity_id = \(activityID)")
             try run("DELETE FROM activities WHERE app_id = \(appID) AND activity_id = \(activityID)")
         }
         guard let row = try recoveringFromConflict({ try query(
@@ -87,13 +89,15 @@ extension SQLSession {
     /// in one statement. Answers the activity added, or nil when one existed.
     @discardableResult
     public func insertLocalActivity(
-        appID: String, activityID: String, activityType: String, now: Date
+        appID: String, activityID: String, activityType: String, createdBy deviceID: String, now: Date
     ) throws -> ActivityRecord? {
         try query(
             """
-            INSERT INTO activities (app_id, activity_id, activity_type, origin, status, started_at)
+            INSERT INTO activities (app_id, activity_id, activity_type, origin, status, started_at, created_by,
+                creator_user_id)
             VALUES (\(appID), \(activityID), \(activityType), \(ActivityRecord.Origin.local.rawValue), 'started',
-                \(now.unixMilliseconds))
+                \(now.unixMilliseconds), \(deviceID),
+                (SELECT user_id FROM devices WHERE app_id = \(appID) AND device_id = \(deviceID)))
             ON CONFLICT (app_id, activity_id) DO NOTHING
             RETURNING \(sql: Self.activityColumns)
             """
@@ -417,7 +421,7 @@ extension SQLSession {
     }
 
     static func activityRecord(_ row: SQLRow) throws -> ActivityRecord {
-        ActivityRecord(
+        var record = ActivityRecord(
             sequence: try row.int64("seq"), activityID: try row.string("activity_id"),
             activityType: try row.string("activity_type"),
             origin: try row.enumValue("origin", as: ActivityRecord.Origin.self),
@@ -433,6 +437,10 @@ extension SQLSession {
                     return items.compactMap(\.stringValue)
                 } ?? []),
             delivery: try row.enumValue("delivery", as: ActivityDelivery.self))
+        record.join = row.optionalString("join_rule").flatMap(JoinRule.init(rawValue:))
+        record.createdBy = row.optionalString("created_by")
+        record.creatorUserID = row.optionalString("creator_user_id")
+        return record
     }
 
     /// Stores the alert an activity was started with.
@@ -460,7 +468,7 @@ extension SQLSession {
     }
 
     private static func instanceRecord(_ row: SQLRow) throws -> InstanceRecord {
-        InstanceRecord(
+        var record = InstanceRecord(
             deviceID: try row.string("device_id"), status: try row.enumValue("status", as: InstanceStatus.self),
             updateToken: row.optionalString("update_token"),
             environment: try row.enumValue("environment", as: APNsEnvironment.self),
@@ -468,5 +476,109 @@ extension SQLSession {
             updatedAt: try row.date("updated_at"), endedAt: row.optionalDate("ended_at"),
             endCause: row.optionalString("end_cause").flatMap(EndCause.init), subscribed: try row.bool("subscribed"),
             platform: row.optionalString("platform") ?? "ios")
+        record.joined = try row.bool("joined")
+        return record
+    }
+
+    // MARK: - Who may follow
+
+    /// Sets who may follow an activity the backend started, and adds `audience` to
+    /// the devices it lets in.
+    public func setJoin(appID: String, activityID: String, rule: JoinRule, adding audience: JoinAudience) throws {
+        try run(
+            "UPDATE activities SET join_rule = \(rule.rawValue) WHERE app_id = \(appID) AND activity_id = \(activityID)")
+        try addJoinAudience(appID: appID, activityID: activityID, audience)
+    }
+
+    /// Adds `audience`'s values to the devices an activity lets in. Answers how many
+    /// were not listed before.
+    @discardableResult
+    public func addJoinAudience(appID: String, activityID: String, _ audience: JoinAudience) throws -> Int {
+        let rows = Self.audienceRows(audience)
+        if dialect == .postgresql {
+            var added = 0
+            try forEachChunk(of: rows) { chunk in
+                added += try run(
+                    """
+                    INSERT INTO activity_audience (app_id, activity_id, kind, value)
+                    SELECT \(appID)::text, \(activityID)::text, t.kind, t.value
+                    FROM unnest(\(SQLValue.array(chunk.map { .text($0.kind) }))::text[],
+                        \(SQLValue.array(chunk.map { .text($0.value) }))::text[]) AS t(kind, value)
+                    ON CONFLICT (app_id, activity_id, kind, value) DO NOTHING
+                    """)
+            }
+            return added
+        }
+        return try runEach(rows) { row in
+            """
+            INSERT INTO activity_audience (app_id, activity_id, kind, value)
+            VALUES (\(appID), \(activityID), \(row.kind), \(row.value))
+            ON CONFLICT (app_id, activity_id, kind, value) DO NOTHING
+            """
+        }
+    }
+
+    /// The devices an activity lets in beside those its start targeted.
+    public func joinAudience(appID: String, activityID: String) throws -> JoinAudience {
+        var lists: [String: [String]] = [:]
+        for row in try query(
+            """
+            SELECT kind, value FROM activity_audience WHERE app_id = \(appID) AND activity_id = \(activityID)
+            ORDER BY kind, value
+            """)
+        {
+            lists[try row.string("kind"), default: []].append(try row.string("value"))
+        }
+        return JoinAudience(
+            userIDs: lists["user_id"] ?? [], deviceIDs: lists["device_id"] ?? [], tags: lists["tag"] ?? [])
+    }
+
+    /// Whether a device is in an activity's join audience: its id, its user id or
+    /// one of its tags is listed.
+    public func inJoinAudience(appID: String, activityID: String, deviceID: String) throws -> Bool {
+        try !query(
+            """
+            SELECT 1 AS found FROM activity_audience a
+            WHERE a.app_id = \(appID) AND a.activity_id = \(activityID) AND (
+                (a.kind = 'device_id' AND a.value = \(deviceID))
+                OR (a.kind = 'user_id' AND a.value = (
+                    SELECT d.user_id FROM devices d WHERE d.app_id = \(appID) AND d.device_id = \(deviceID)))
+                OR (a.kind = 'tag' AND a.value IN (
+                    SELECT t.tag FROM device_tags t WHERE t.app_id = \(appID) AND t.device_id = \(deviceID))))
+            LIMIT 1
+            """
+        ).isEmpty
+    }
+
+    /// Copies an activity's join rule and audience to its successor.
+    public func copyJoin(appID: String, from activityID: String, to successorID: String) throws {
+        try run(
+            """
+            UPDATE activities SET join_rule = (
+                SELECT p.join_rule FROM activities p WHERE p.app_id = \(appID) AND p.activity_id = \(activityID))
+            WHERE app_id = \(appID) AND activity_id = \(successorID)
+            """)
+        try run(
+            """
+            INSERT INTO activity_audience (app_id, activity_id, kind, value)
+            SELECT app_id, \(successorID), kind, value FROM activity_audience
+            WHERE app_id = \(appID) AND activity_id = \(activityID)
+            ON CONFLICT (app_id, activity_id, kind, value) DO NOTHING
+            """)
+    }
+
+    /// Marks a device's copy as one it joined on its own.
+    public func markJoined(appID: String, activityID: String, deviceID: String) throws {
+        let joined: SQL = dialect == .postgresql ? "true" : "1"
+        try run(
+            """
+            UPDATE activity_instances SET joined = \(sql: joined)
+            WHERE app_id = \(appID) AND activity_id = \(activityID) AND device_id = \(deviceID)
+            """)
+    }
+
+    private static func audienceRows(_ audience: JoinAudience) -> [(kind: String, value: String)] {
+        audience.userIDs.map { ("user_id", $0) } + audience.deviceIDs.map { ("device_id", $0) }
+            + audience.tags.map { ("tag", $0) }
     }
 }

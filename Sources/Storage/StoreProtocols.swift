@@ -109,7 +109,25 @@ public protocol ActivityStore {
     /// Answers the activity added (locked, as the transaction's own new row), or nil
     /// when one existed.
     @discardableResult
-    func insertLocalActivity(appID: String, activityID: String, activityType: String, now: Date) throws -> ActivityRecord?
+    func insertLocalActivity(
+        appID: String, activityID: String, activityType: String, createdBy deviceID: String, now: Date
+    ) throws -> ActivityRecord?
+    /// Sets who may follow an activity the backend started, and adds `audience` to
+    /// the devices it lets in.
+    func setJoin(appID: String, activityID: String, rule: JoinRule, adding audience: JoinAudience) throws
+    /// Adds `audience`'s values to the devices an activity lets in. Answers how many
+    /// were not listed before.
+    @discardableResult
+    func addJoinAudience(appID: String, activityID: String, _ audience: JoinAudience) throws -> Int
+    /// The devices an activity lets in beside those its start targeted.
+    func joinAudience(appID: String, activityID: String) throws -> JoinAudience
+    /// Whether a device is in an activity's join audience: its id, its user id or
+    /// one of its tags is listed.
+    func inJoinAudience(appID: String, activityID: String, deviceID: String) throws -> Bool
+    /// Copies an activity's join rule and audience to its successor.
+    func copyJoin(appID: String, from activityID: String, to successorID: String) throws
+    /// Marks a device's copy as one it joined on its own.
+    func markJoined(appID: String, activityID: String, deviceID: String) throws
     /// Sets when Islet ends the activity.
     func setEndAt(appID: String, activityID: String, endAt: Date) throws
     /// Activities whose end time has come and that have not ended, oldest first.

@@ -208,14 +208,14 @@ struct PostgreSQLSharingTests {
             try stores[0].writeNow { try $0.insertApp(Fixture.app()) }
             let gate = Gate()
             async let first: Bool = stores[0].write { session in
-                let added = try session.insertLocalActivity(appID: "app_1", activityID: "a1", activityType: "Match", now: Fixture.t0)
+                let added = try session.insertLocalActivity(appID: "app_1", activityID: "a1", activityType: "Match", createdBy: "device-1", now: Fixture.t0)
                 gate.wait()
                 return added?.origin == .local
             }
             #expect(await eventually { gate.reached })
             let second = Task {
                 try await stores[1].write { session in
-                    try session.insertLocalActivity(appID: "app_1", activityID: "a1", activityType: "Match", now: Fixture.t0) != nil
+                    try session.insertLocalActivity(appID: "app_1", activityID: "a1", activityType: "Match", createdBy: "device-1", now: Fixture.t0) != nil
                 }
             }
             try await Task.sleep(for: .milliseconds(100))

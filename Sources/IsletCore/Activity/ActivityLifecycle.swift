@@ -36,6 +36,8 @@ public enum EndCause: String, Sendable, Hashable, CaseIterable, Codable {
     case tokenRejected = "token_rejected"
     /// Its timeline ran past the 8 hours: Islet ended it and started its successor.
     case renewed
+    /// Devices had created it themselves, and the backend's start took its id.
+    case replaced
 }
 
 /// How long an activity may be updated and ended. ActivityKit keeps an activity

@@ -14,6 +14,7 @@ enum InstanceJSON {
             "token_registered_at": APIJSON.date(instance.tokenRegisteredAt), "created_at": APIJSON.date(instance.createdAt),
             "ended_at": APIJSON.date(instance.endedAt), "end_cause": APIJSON.optional(instance.endCause?.rawValue),
             "on_channel": .bool(instance.subscribed), "platform": .string(instance.platform),
+            "joined": .bool(instance.joined),
         ]
     }
 }

@@ -21,6 +21,7 @@ enum RequestSchemas {
         BodyField("apns", .object(apnsFields), description: "APNs credentials, all three together; null or absent: none."),
         BodyField("strict_activity_types", .bool),
         BodyField("fcm", .object(fcmFields), description: "The FCM service account, for Android devices; null or absent: none."),
+        localJoin,
     ])
     /// The `fcm` group: the service account's JSON as downloaded.
     private static let fcmFields = BodySchema([
@@ -43,7 +44,12 @@ enum RequestSchemas {
             "rate_limits", .object(rateLimitFields),
             description: "The app's own rate limits; a figure absent is kept, null takes the server's again; null for the whole group takes every server figure."),
         BodyField("fcm", .object(fcmFields), description: "Replaces the FCM service account; null removes it."),
+        localJoin,
     ])
+    private static let localJoin = BodyField(
+        "local_join", .enumeration(LocalJoinRule.allCases.map(\.rawValue)),
+        description: "Who may follow an activity a device created itself (no backend start): anyone (the default): any device that registers for it; user: only devices of the creating device's user_id (without one, that device alone)."
+    )
     private static let budgetCount = FieldType.count(1...SendBudget.maximum)
     private static let budgetFields = BodySchema([
         BodyField("priority_10_per_hour", budgetCount, description: "Priority-10 updates a copy of an activity gets in any hour."),
@@ -175,7 +181,19 @@ enum RequestSchemas {
         BodyField(
             "channel_environment", .enumeration(APNsEnvironment.allCases.map(\.rawValue)),
             description: "With delivery channel and no audience or channel_id: where Islet creates the channel (production by default)."),
+        BodyField(
+            "join", .enumeration(JoinRule.allCases.map(\.rawValue)),
+            description: "Who may follow the activity (register an update token for it, or join it from Android): audience (the default with an audience): the devices the start targeted and any its audience resolves to at the time (widened later through …/audience); anyone (the default without one): any device of the app. Any other device is 403."),
     ])
+    /// Values added to an activity's audience: at least one list.
+    private static let joinList = FieldType.strings(minCount: 1, maxCount: 10_000, item: .text(max: 256))
+    static let widenAudience = BodySchema(
+        [
+            BodyField("user_ids", joinList, nullable: false, description: "Devices of these user ids may follow it."),
+            BodyField("device_ids", joinList, nullable: false, description: "These devices may follow it."),
+            BodyField("tags", joinList, nullable: false, description: "Devices carrying one of these tags may follow it."),
+        ],
+        anyOf: [["required": ["user_ids"]], ["required": ["device_ids"]], ["required": ["tags"]]])
     static let updateActivity = BodySchema([
         BodyField("content_state", .anyObject, required: true),
         BodyField("alert", .object(alert)),

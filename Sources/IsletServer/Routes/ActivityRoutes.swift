@@ -42,6 +42,18 @@ struct ActivityRoutes: Sendable {
                 responses: [(200, "The activity"), (404, "No such activity")]
             ) { request in try await show(request) },
             APIRoute(
+                "GET", "/v1/apps/{app_id}/activities/{activity_id}/audience",
+                summary: "Who may follow the activity (its join rule, and the audience it lets in beside the devices its start targeted) and which devices joined it on their own.",
+                access: .server,
+                responses: [(200, "{activity_id, origin, join, local_join, audience: {user_ids, device_ids, tags}, created_by, creator_user_id, joined: [{device_id, platform, status, joined_at}]}"), (404, "No such activity")]
+            ) { request in try await audience(request) },
+            APIRoute(
+                "POST", "/v1/apps/{app_id}/activities/{activity_id}/audience",
+                summary: "Let more devices follow an activity started under join: audience: adds user ids, device ids or tags to the audience it lets in (nothing is sent; a device it now takes in may register for it).",
+                access: .server, body: RequestSchemas.widenAudience,
+                responses: [(200, "Who may follow it now (as GET)"), (404, "No such activity"), (409, "The activity has ended, was created on a device, or lets anyone follow it"), (422, "A field is invalid, or the audience would pass 200,000 values")]
+            ) { request in try await widenAudience(request) },
+            APIRoute(
                 "GET", "/v1/apps/{app_id}/activities/{activity_id}/pushes",
                 summary: "Every push made for the activity, with APNs's answers.", access: .server,
                 responses: [(200, "{items}"), (404, "No such activity")]
@@ -70,6 +82,7 @@ struct ActivityRoutes: Sendable {
         let delivery = root.enumeration("delivery", as: DeliveryRequest.self) ?? .tokens
         let channelID = root.string("channel_id")
         let channelEnvironment = root.enumeration("channel_environment", as: APNsEnvironment.self)
+        let join = root.enumeration("join", as: JoinRule.self)
         try body.finish()
         if channelID != nil, delivery != .channel {
             throw Self.invalid("channel_id", "is taken only with delivery channel")
@@ -89,6 +102,7 @@ struct ActivityRoutes: Sendable {
             staleDate: staleDate, relevanceScore: relevance, priority: priority,
             idempotency: IdempotencyHeader.key(request.http))
         command.delivery = delivery
+        command.join = join
         command.channelID = channelID
         command.channelEnvironment = channelEnvironment
         guard sendAt != nil || timelineReader != nil else {
@@ -195,6 +209,47 @@ struct ActivityRoutes: Sendable {
         return APIJSON.response(.object(body))
     }
 
+    private func audience(_ request: RouteRequest) async throws -> HTTPResponse {
+        let activityID = try PathValues.identifier(request.parameters, "activity_id")
+        return APIJSON.response(.object(Self.json(try await activities.join(appID: request.app.id, activityID: activityID))))
+    }
+
+    private func widenAudience(_ request: RouteRequest) async throws -> HTTPResponse {
+        let activityID = try PathValues.identifier(request.parameters, "activity_id")
+        let body = try request.body()
+        let userIDs = body.root.strings("user_ids")
+        let deviceIDs = body.root.strings("device_ids")
+        let tags = body.root.strings("tags")
+        try body.finish()
+        guard userIDs != nil || deviceIDs != nil || tags != nil else {
+            throw Self.invalid("device_ids", "is required unless user_ids or tags is given")
+        }
+        let adding = JoinAudience(userIDs: userIDs ?? [], deviceIDs: deviceIDs ?? [], tags: tags ?? [])
+        let view = try await activities.widenAudience(appID: request.app.id, activityID: activityID, adding: adding)
+        return APIJSON.response(.object(Self.json(view)))
+    }
+
+    static func json(_ view: ActivityJoinView) -> [String: JSONValue] {
+        [
+            "activity_id": .string(view.activityID), "origin": .string(view.origin.rawValue),
+            "join": Self.joinRule(origin: view.origin, view.join), "local_join": .string(view.localJoin.rawValue),
+            "audience": view.audience.json, "created_by": APIJSON.optional(view.createdBy),
+            "creator_user_id": APIJSON.optional(view.creatorUserID),
+            "joined": .array(view.joined.map { copy in
+                [
+                    "device_id": .string(copy.deviceID), "platform": .string(copy.platform),
+                    "status": .string(copy.status.rawValue), "joined_at": APIJSON.date(copy.createdAt),
+                ]
+            }),
+        ]
+    }
+
+    /// An activity's join rule as shown: a backend start's rule (`anyone` for one
+    /// started before the rule existed), `local` for one a device created.
+    static func joinRule(origin: ActivityRecord.Origin, _ rule: JoinRule?) -> JSONValue {
+        origin == .local ? "local" : .string((rule ?? .anyone).rawValue)
+    }
+
     private func pushes(_ request: RouteRequest) async throws -> HTTPResponse {
         let activityID = try PathValues.identifier(request.parameters, "activity_id")
         let items = try await activities.pushes(appID: request.app.id, activityID: activityID)
@@ -222,6 +277,7 @@ struct ActivityRoutes: Sendable {
             "ended_at": APIJSON.date(view.endedAt), "end_cause": APIJSON.optional(view.endCause?.rawValue),
             "update_deadline": APIJSON.date(view.updateDeadline), "end_at": APIJSON.date(activity.endAt),
             "end_deadline": APIJSON.date(view.endDeadline), "delivery": .string(activity.delivery.rawValue),
+            "join": joinRule(origin: activity.origin, activity.join),
         ]
     }
 

@@ -27,7 +27,7 @@ struct AppRoutes: Sendable {
             ) { request in try await show(request) },
             APIRoute(
                 "PATCH", "/v1/apps/{app_id}",
-                summary: "Change an app's name, bundle id, APNs credentials (replaced as a whole group; null removes them) or settings (strict_activity_types, device_secrets, budget, rate_limits: each figure null takes the server's again).",
+                summary: "Change an app's name, bundle id, APNs credentials (replaced as a whole group; null removes them) or settings (strict_activity_types, device_secrets, local_join, budget, rate_limits: each figure null takes the server's again).",
                 access: .admin, body: RequestSchemas.updateApp,
                 responses: [(200, "The app"), (404, "No such app"), (422, "A field is invalid")]
             ) { request in try await update(request) },
@@ -49,10 +49,12 @@ struct AppRoutes: Sendable {
         let credentials = Self.credentials(body.root)
         let strict = body.root.bool("strict_activity_types")
         let fcm = Self.fcm(body.root)
+        let localJoin = body.root.enumeration("local_join", as: LocalJoinRule.self)
         try body.finish()
         var command = CreateApp(
             name: name!, bundleID: bundleID!, credentials: credentials ?? nil, strictActivityTypes: strict ?? false)
         command.fcmServiceAccount = fcm ?? nil
+        command.localJoin = localJoin ?? .anyone
         let created = try await apps.create(command)
         var json = json(created.app)
         json["server_key"] = .string(created.serverKey)
@@ -79,6 +81,7 @@ struct AppRoutes: Sendable {
         let budget = Self.budgetChange(body.root)
         let rateLimits = Self.rateLimitChange(body.root)
         let fcm = Self.fcm(body.root)
+        let localJoin = body.root.enumeration("local_join", as: LocalJoinRule.self)
         try body.finish()
         var command = UpdateApp(
             appID: request.parameters["app_id"] ?? "", name: name, bundleID: bundleID, credentials: credentials,
@@ -86,6 +89,7 @@ struct AppRoutes: Sendable {
         command.budget = budget
         command.rateLimits = rateLimits
         command.fcmServiceAccount = fcm
+        command.localJoin = localJoin
         let updated = try await apps.update(command)
         return APIJSON.response(.object(json(updated)))
     }
@@ -175,7 +179,7 @@ struct AppRoutes: Sendable {
             "id": .string(app.id), "name": .string(app.name), "bundle_id": .string(app.bundleID),
             "created_at": APIJSON.date(app.createdAt), "updated_at": APIJSON.date(app.updatedAt),
             "strict_activity_types": .bool(app.strictActivityTypes),
-            "device_secrets": .string(app.deviceSecrets.rawValue),
+            "device_secrets": .string(app.deviceSecrets.rawValue), "local_join": .string(app.localJoin.rawValue),
         ]
         // The FCM account is named, never returned: its key stays on the server.
         json["fcm"] = app.fcm.map { ["project_id": .string($0.projectID), "client_email": .string($0.clientEmail)] } ?? .null

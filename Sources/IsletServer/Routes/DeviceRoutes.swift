@@ -44,7 +44,7 @@ struct DeviceRoutes: Sendable {
                 summary: "Register or rotate the device's update token for an activity (creates an activity the app started locally); an android device joins the activity without one."
                     + Self.needsSecret,
                 access: .device, body: RequestSchemas.registerActivityToken,
-                family: .registrations, responses: [(201, "Registered"), (200, "Rotated or unchanged"), Self.refused, (404, "No such device"), (409, "The activity has ended"), (422, "A field is invalid")]
+                family: .registrations, responses: [(201, "Registered"), (200, "Rotated or unchanged"), (403, "A key of the wrong kind, a missing or wrong Islet-Device-Secret, or (naming activity_id) an activity this device may not follow: started for an audience it is not in, or created on another user's device under local_join: user"), (404, "No such device"), (409, "The activity has ended"), (422, "A field is invalid")]
             ) { request in try await putUpdateToken(request) },
             APIRoute(
                 "POST", "/v1/apps/{app_id}/devices/{device_id}/activities/{activity_id}/end",
@@ -150,7 +150,7 @@ struct DeviceRoutes: Sendable {
         try body.finish()
         let registered = try await devices.putUpdateToken(
             appID: request.app.id, deviceID: deviceID, secret: Self.secret(request), activityID: activityID,
-            activityType: activityType!, token: token)
+            activityType: activityType!, token: token, localJoin: request.app.localJoin)
         return APIJSON.response(status: registered.created ? 201 : 200, .object([
             "device_id": .string(deviceID), "activity_id": .string(activityID),
             "activity_type": .string(activityType!), "registered_at": APIJSON.date(registered.registeredAt),

@@ -30,6 +30,9 @@ public struct StartActivity: Sendable {
     public var priority: Int?
     /// The idempotency key, if the command has one.
     public var idempotency: IdempotencyKey?
+    /// Who may follow it; `nil` takes the default: `audience` when the start names
+    /// one, `anyone` when it names none.
+    public var join: JoinRule?
     /// Update tokens, broadcast channels, or Islet's choice.
     public var delivery: DeliveryRequest = .tokens
     /// The channel to use (its `channel_id`), with `channel` delivery.
@@ -42,6 +45,9 @@ public struct StartActivity: Sendable {
     var storedContent = false
     /// The channels the start uses, once prepared (`ActivityService.prepareChannels`).
     var channelPlan: ChannelPlan?
+
+    /// Who may follow it: `join`, or its default.
+    public var effectiveJoin: JoinRule { join ?? (audience == nil ? .anyone : .audience) }
 
     /// Creates the command.
     public init(

@@ -15,7 +15,7 @@ public struct ActivityService: Sendable {
         AppStore & DeviceStore & ActivityStore & ActivityTypeStore & PushQueue & NodeCoordination & EventStore
         & ChannelStore & IdempotencyStore
 
-    private let environment: ServiceEnvironment
+    let environment: ServiceEnvironment
     /// Broadcast channels, for starts on one.
     private let channels: ChannelService?
 
@@ -120,14 +120,15 @@ public struct ActivityService: Sendable {
         let activityID = command.activityID
         let activityType = command.activityType
         let (prepared, push, built) = try Self.prepareStart(command, session: session, lifecycle: lifecycle, now: now)
-        if let existing = try session.activity(appID: appID, activityID: activityID),
-            lifecycle.effectiveStatus(existing.status, startedAt: existing.startedAt, now: now) != .ended
+        // An id held only by an activity devices created themselves is taken: its
+        // copies end (cause `replaced`), so that no device can squat an id the
+        // backend means to start.
+        if let local = try Self.runningLocal(
+            try session.activity(appID: appID, activityID: activityID), lifecycle: lifecycle, now: now)
         {
-            throw ServiceError(
-                .conflict,
-                "Activity \(activityID) is already running (\(existing.status.rawValue)); end it first or use another id.",
-                reason: ScheduleReason.activityRunning)
+            try Self.replaceLocal(local, appID: appID, session: session, now: now)
         }
+        let join = command.effectiveJoin
         let plan = command.channelPlan.flatMap { $0.delivery == .channel ? $0 : nil }
         guard let audience = command.audience else {
             guard let plan else {
@@ -138,6 +139,7 @@ public struct ActivityService: Sendable {
                 appID: appID, activityID: activityID, activityType: activityType, origin: .remote,
                 attributes: prepared.attributes, contentState: prepared.contentState, lastTimestamp: built.timestamp,
                 endAt: command.endAt, replacing: true, now: now)
+            try session.setJoin(appID: appID, activityID: activityID, rule: join, adding: JoinAudience())
             try Self.assign(plan, appID: appID, activityID: activityID, session: session, lifecycle: lifecycle, now: now)
             try session.appendEvents([NewEvent(
                 appID: appID, type: .activityStarted, activityID: activityID, occurredAt: now,
@@ -190,6 +192,11 @@ public struct ActivityService: Sendable {
             appID: appID, activityID: activityID, activityType: activityType, origin: .remote,
             attributes: prepared.attributes, contentState: prepared.contentState, lastTimestamp: built.timestamp,
             endAt: command.endAt, replacing: true, now: now)
+        // Under `audience`, the start's audience is kept: a device it resolves to
+        // may join later (one that had no push-to-start token yet, say).
+        try session.setJoin(
+            appID: appID, activityID: activityID, rule: join,
+            adding: join == .audience ? JoinAudience(audience) : JoinAudience())
         try session.insertPendingInstances(appID: appID, activityID: activityID, targets: targets, now: now)
         // With channel delivery, each device that can take a channel is subscribed
         // to its environment's; the others get their own update token.
@@ -498,6 +505,42 @@ public struct ActivityService: Sendable {
             Self.ended(appID: appID, activityID: activityID, cause: command.cause, targets: result.targets, at: now)
         ])
         return result
+    }
+
+    /// The activity holding an id a start wants, when devices created it themselves
+    /// and it is running (the start takes the id); `nil` when none runs. Any other
+    /// running activity is a `409`.
+    static func runningLocal(_ existing: ActivityRecord?, lifecycle: ActivityLifecycle, now: Date) throws(ServiceError)
+        -> ActivityRecord?
+    {
+        guard let existing, lifecycle.effectiveStatus(existing.status, startedAt: existing.startedAt, now: now) != .ended
+        else { return nil }
+        guard existing.origin == .local else {
+            throw ServiceError(
+                .conflict,
+                "Activity \(existing.activityID) is already running (\(existing.status.rawValue)); end it first or use another id.",
+                reason: ScheduleReason.activityRunning)
+        }
+        return existing
+    }
+
+    /// Ends a local activity whose id a start takes: its copies end (cause
+    /// `replaced`), what is queued for it is dropped, and `activity.ended` says so.
+    static func replaceLocal(
+        _ local: ActivityRecord, appID: String, session: any ActivityStore & PushQueue & EventStore, now: Date
+    ) throws {
+        let activityID = local.activityID
+        let copies = try session.instances(appID: appID, activityID: activityID).filter { $0.status != .ended }.count
+        try session.endActivity(appID: appID, activityID: activityID, cause: .replaced, contentState: nil, timestamp: nil, at: now)
+        let dropped = try session.dropQueuedPushes(
+            appID: appID, activityID: activityID, events: [.start, .update, .end], reason: "ActivityReplaced", now: now)
+        try session.appendEvents(dropped.map { NewEvent.pushDropped($0, at: now) })
+        try session.appendEvents([NewEvent(
+            appID: appID, type: .activityEnded, activityID: activityID, occurredAt: now,
+            data: [
+                "activity_id": .string(activityID), "cause": .string(EndCause.replaced.rawValue), "targets": 0,
+                "origin": "local", "copies": .integer(Int64(copies)),
+            ])])
     }
 
     /// `activity.ended` with its cause.

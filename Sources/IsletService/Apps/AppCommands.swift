@@ -13,6 +13,8 @@ public struct CreateApp: Sendable {
     public var strictActivityTypes: Bool
     /// The FCM service account's JSON, if given (checked by `FCMAccountRules`).
     public var fcmServiceAccount: JSONValue?
+    /// Who may follow an activity a device created itself.
+    public var localJoin: LocalJoinRule = .anyone
 
     /// Creates the command.
     public init(name: String, bundleID: String, credentials: APNsCredentials?, strictActivityTypes: Bool) {
@@ -38,6 +40,8 @@ public struct UpdateApp: Sendable {
     public var strictActivityTypes: Bool?
     /// The new `device_secrets` setting.
     public var deviceSecrets: DeviceSecretPolicy?
+    /// The new `local_join` setting.
+    public var localJoin: LocalJoinRule?
     /// Changes to the app's budget figures.
     public var budget: BudgetChange?
     /// Changes to the app's rate limits.

@@ -54,6 +54,7 @@ public final class AppService: Sendable {
         }
         app.strictActivityTypes = command.strictActivityTypes
         app.deviceSecrets = .required
+        app.localJoin = command.localJoin
         app.fcm = fcm
         let created = app
         try await environment.write { (session: any Stores) in try session.insertApp(created) }
@@ -104,6 +105,7 @@ public final class AppService: Sendable {
             if let name = command.name { app.name = name }
             if let strict = command.strictActivityTypes { app.strictActivityTypes = strict }
             if let policy = command.deviceSecrets { app.deviceSecrets = policy }
+            if let rule = command.localJoin { app.localJoin = rule }
             if let change = command.budget { app.budget = change.applied(to: app.budget) }
             if let change = command.rateLimits { app.rateLimits = change.applied(to: app.rateLimits) }
             if let bundleID = command.bundleID { app.bundleID = bundleID }

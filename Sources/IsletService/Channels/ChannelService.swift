@@ -73,14 +73,8 @@ public struct ChannelService: Sendable {
         let (targets, given, busy, counts) = try await environment.read {
             (session: any Stores) -> ([PushTarget], ChannelRecord?, String?, [APNsEnvironment: Int]) in
             // A start the transaction would refuse makes no channel first.
-            if let existing = try session.activity(appID: appID, activityID: activityID),
-                lifecycle.effectiveStatus(existing.status, startedAt: existing.startedAt, now: now) != .ended
-            {
-                throw ServiceError(
-                    .conflict,
-                    "Activity \(activityID) is already running (\(existing.status.rawValue)); end it first or use another id.",
-                    reason: ScheduleReason.activityRunning)
-            }
+            _ = try ActivityService.runningLocal(
+                try session.activity(appID: appID, activityID: activityID), lifecycle: lifecycle, now: now)
             let targets = try audience.map {
                 try session.startTargets(appID: appID, audience: $0, activityType: activityType)
             } ?? []

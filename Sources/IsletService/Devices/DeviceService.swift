@@ -1,5 +1,5 @@
 public import Foundation
-import IsletCore
+public import IsletCore
 public import Storage
 
 /// Devices and the tokens they give: the ordinary device token (with the device's
@@ -118,8 +118,15 @@ public struct DeviceService: Sendable {
     /// Islet has not seen is one the app started locally, and is created.
     /// An android device joins the activity without a token (`token` nil): FCM
     /// reaches its own, and its copy is active at once.
+    ///
+    /// Who may follow the activity: a device its start targeted (it holds a copy
+    /// already), or one its join audience takes in, when the backend started it
+    /// under `join: audience`; any device when it started it under `anyone`. One
+    /// devices created themselves goes by the app's `local_join` (`localJoin`). Any
+    /// other device is `forbidden`, naming `activity_id`, and nothing is stored.
     public func putUpdateToken(
-        appID: String, deviceID: String, secret: String?, activityID: String, activityType: String, token: String?
+        appID: String, deviceID: String, secret: String?, activityID: String, activityType: String, token: String?,
+        localJoin: LocalJoinRule = .anyone
     ) async throws(ServiceError) -> TokenRegistered {
         let now = environment.clock.now()
         let lifecycle = environment.lifecycle
@@ -150,7 +157,7 @@ public struct DeviceService: Sendable {
             var before: InstanceRecord?
             if found == nil {
                 if let inserted = try session.insertLocalActivity(
-                    appID: appID, activityID: activityID, activityType: activityType, now: now)
+                    appID: appID, activityID: activityID, activityType: activityType, createdBy: deviceID, now: now)
                 {
                     found = inserted
                     added = true
@@ -181,6 +188,9 @@ public struct DeviceService: Sendable {
                     throw ServiceError(
                         .conflict, "Device \(deviceID) has ended activity \(activityID); its copy can never be updated again.")
                 }
+                if before == nil {
+                    try Self.admitFollower(activity, appID: appID, deviceID: deviceID, localJoin: localJoin, session: session)
+                }
             }
             let created: Bool
             if let token {
@@ -190,6 +200,8 @@ public struct DeviceService: Sendable {
                 created = try session.insertAndroidInstances(
                     appID: appID, activityID: activityID, deviceIDs: [deviceID], now: now) > 0
             }
+            // A copy the start did not make is one the device joined on its own.
+            if before == nil { try session.markJoined(appID: appID, activityID: activityID, deviceID: deviceID) }
             var events: [NewEvent] = []
             if added {
                 events.append(NewEvent(
@@ -344,6 +356,36 @@ public struct DeviceService: Sendable {
         try DeviceSecrets.check(access, presented: secret, appID: appID, deviceID: deviceID)
         try refuseAndroid(access, deviceID: deviceID)
         return environment
+    }
+
+    /// Refuses a device that may not follow `activity` (it holds no copy of it yet).
+    /// An activity the backend started under `audience` lets in the devices its
+    /// join audience resolves to now; one started under `anyone` (or before the
+    /// rule existed), any device. One devices created themselves goes by the app's
+    /// `local_join`: under `user`, only devices of the creating device's user id
+    /// (or, when it had none, that device alone).
+    static func admitFollower(
+        _ activity: ActivityRecord, appID: String, deviceID: String, localJoin: LocalJoinRule,
+        session: any DeviceStore & ActivityStore
+    ) throws {
+        let activityID = activity.activityID
+        let admitted: Bool
+        let why: String
+        switch activity.origin {
+        case .remote:
+            guard activity.join == .audience else { return }
+            admitted = try session.inJoinAudience(appID: appID, activityID: activityID, deviceID: deviceID)
+            why = "was started for an audience this device is not in (the backend can widen it)"
+        case .local:
+            guard localJoin == .user, let creator = activity.createdBy, creator != deviceID else { return }
+            let user = try session.device(appID: appID, deviceID: deviceID)?.userID
+            admitted = activity.creatorUserID != nil && user == activity.creatorUserID
+            why = "was created on another user's device, and the app lets only that user's devices follow it (local_join: user)"
+        }
+        guard !admitted else { return }
+        throw ServiceError(
+            .forbidden, "Device \(deviceID) may not follow activity \(activityID): it \(why).",
+            fields: [ServiceError.FieldError(field: "activity_id", message: "names an activity this device may not follow")])
     }
 
     /// An Android device has no APNs tokens: FCM reaches its own.

@@ -192,8 +192,11 @@ struct Firing {
             contentState: activity.contentState, alert: alert, audience: .deviceIDs(holders.filter(renewable.contains)),
             endAt: nil, staleDate: nil, relevanceScore: nil, priority: nil, idempotency: nil)
         start.storedContent = true
+        // The successor lets in whom its predecessor did.
+        start.join = activity.join ?? .anyone
         do {
             let result = try ActivityService.start(start, session: session, lifecycle: lifecycle, budget: environment.budget, now: now)
+            try session.copyJoin(appID: appID, from: activity.activityID, to: successorID)
             limited.append(Limited(appID: start.app.id, downgraded: 0, deferred: result.deferred))
         } catch let error as ServiceError {
             environment.logger.warning(

@@ -14,7 +14,7 @@ enum ScheduledCommand {
             "attributes": command.attributes, "content_state": command.contentState, "alert": command.alert.map(json),
             "audience": command.audience.map(json), "end_at": date(command.endAt), "stale_date": date(command.staleDate),
             "relevance_score": command.relevanceScore.map(JSONValue.double),
-            "priority": command.priority.map { .integer(Int64($0)) },
+            "priority": command.priority.map { .integer(Int64($0)) }, "join": command.join.map { .string($0.rawValue) },
         ])
     }
 
@@ -61,12 +61,14 @@ enum ScheduledCommand {
         guard let activityID = json["activity_id"]?.stringValue, let activityType = json["activity_type"]?.stringValue,
             let audienceJSON = json["audience"], let audience = audience(audienceJSON)
         else { throw corrupt("start") }
-        return StartActivity(
+        var start = StartActivity(
             app: app, activityID: activityID, activityType: activityType, attributes: json["attributes"],
             contentState: json["content_state"], alert: try json["alert"].map(alert), audience: audience,
             endAt: date(json["end_at"]), staleDate: date(json["stale_date"]),
             relevanceScore: json["relevance_score"]?.doubleValue, priority: json["priority"]?.int64Value.map { Int($0) },
             idempotency: nil)
+        start.join = json["join"]?.stringValue.flatMap(JoinRule.init(rawValue:))
+        return start
     }
 
     static func update(_ json: JSONValue, app: AppRecord, activityID: String) throws -> UpdateActivity {

@@ -376,5 +376,23 @@ enum PostgresSchema {
             ALTER TABLE devices ADD COLUMN fcm_token_registered_at BIGINT;
             CREATE INDEX devices_by_fcm_token ON devices(app_id, fcm_token) WHERE fcm_token IS NOT NULL;
             """),
+        // Who may follow an activity: a start's join rule and the audience it lets
+        // in (the start's, widened later by the backend), the device (and its user)
+        // that created a local activity, the app's rule for those, and which copies
+        // devices joined on their own.
+        Migration(version: 18, name: "who may follow an activity", sql: """
+            ALTER TABLE activities ADD COLUMN join_rule TEXT;
+            ALTER TABLE activities ADD COLUMN created_by TEXT;
+            ALTER TABLE activities ADD COLUMN creator_user_id TEXT;
+            ALTER TABLE apps ADD COLUMN local_join TEXT NOT NULL DEFAULT 'anyone';
+            ALTER TABLE activity_instances ADD COLUMN joined BOOLEAN NOT NULL DEFAULT false;
+            CREATE TABLE activity_audience (
+                app_id TEXT NOT NULL,
+                activity_id TEXT NOT NULL,
+                kind TEXT NOT NULL,
+                value TEXT NOT NULL,
+                PRIMARY KEY (app_id, activity_id, kind, value)
+            );
+            """),
     ]
 }

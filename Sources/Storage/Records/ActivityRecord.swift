@@ -44,6 +44,14 @@ public struct ActivityRecord: Sendable, Hashable {
     public var renewal: RenewalLinks
     /// How its updates and end reach its devices.
     public var delivery: ActivityDelivery = .tokens
+    /// Who may follow it, for an activity the backend started (`nil` for a local
+    /// one, which its app's `local_join` governs, and for one started before the
+    /// rule existed, which any device may follow).
+    public var join: JoinRule?
+    /// The device that created it, for a local activity.
+    public var createdBy: String?
+    /// The user id its creating device had then, for a local activity.
+    public var creatorUserID: String?
 
     /// Creates a record.
     public init(

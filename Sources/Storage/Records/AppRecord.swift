@@ -20,6 +20,8 @@ public struct AppRecord: Sendable, Hashable {
     /// the column does for apps older than secrets; `AppService` creates apps
     /// `required`.
     public var deviceSecrets: DeviceSecretPolicy = .off
+    /// Who may follow an activity its devices created themselves.
+    public var localJoin: LocalJoinRule = .anyone
     /// The app's own figures for the budgets Islet keeps to for its devices.
     public var budget = BudgetOverrides()
     /// The app's own rate limits.

@@ -27,6 +27,9 @@ public struct InstanceRecord: Sendable, Hashable {
     /// The device's platform: `ios`, or `android` for a copy FCM reaches through the
     /// device's own token (active from its start, with no update token).
     public var platform: String
+    /// Whether the device joined on its own (registered for the activity, or an
+    /// Android device joined it) rather than being targeted by its start.
+    public var joined: Bool = false
 
     /// Creates a record.
     public init(

@@ -339,19 +339,19 @@ struct ActivityContractTests {
             try store.writeNow { session throws in
                 try session.insertApp(Fixture.app())
                 let added = try #require(try session.insertLocalActivity(
-                    appID: "app_1", activityID: "local-1", activityType: "Match", now: Fixture.at(1)))
+                    appID: "app_1", activityID: "local-1", activityType: "Match", createdBy: "device-1", now: Fixture.at(1)))
                 #expect(added.activityID == "local-1" && added.activityType == "Match")
                 #expect(added.origin == .local && added.status == .started && added.startedAt == Fixture.at(1))
                 #expect(added.attributes == nil && added.contentState == nil)
                 // Seen again (from another device, or the same one): nothing is added.
-                #expect(try session.insertLocalActivity(appID: "app_1", activityID: "local-1", activityType: "Match", now: Fixture.at(2)) == nil)
+                #expect(try session.insertLocalActivity(appID: "app_1", activityID: "local-1", activityType: "Match", createdBy: "device-1", now: Fixture.at(2)) == nil)
             }
             let stored = try #require(try store.readNow { try $0.activity(appID: "app_1", activityID: "local-1") })
             #expect(stored.origin == .local && stored.startedAt == Fixture.at(1))
             // An activity Islet started is not replaced by a device's report of it.
             try store.writeNow { session throws in
                 try session.startActivity("remote-1")
-                #expect(try session.insertLocalActivity(appID: "app_1", activityID: "remote-1", activityType: "Match", now: Fixture.at(3)) == nil)
+                #expect(try session.insertLocalActivity(appID: "app_1", activityID: "remote-1", activityType: "Match", createdBy: "device-1", now: Fixture.at(3)) == nil)
             }
             #expect(try store.readNow { try $0.activity(appID: "app_1", activityID: "remote-1") }?.origin == .remote)
         }
@@ -396,6 +396,70 @@ struct ActivityContractTests {
             // Once.
             let again = try store.writeNow { try $0.claimUnconfirmedStarts(sentBefore: Fixture.at(20), now: Fixture.at(20), limit: 10) }
             #expect(again.isEmpty)
+        }
+    }
+
+    @Test(arguments: StoreBackend.all)
+    func anActivitysJoinAudienceTakesInDevicesByIDUserOrTagAndPassesToItsSuccessor(_ backend: StoreBackend) async throws {
+        try await withStore(backend) { store in
+            try store.writeNow { session throws in
+                try session.insertApp(Fixture.app())
+                for (device, user, tags) in [("d1", "u1", ["vip"]), ("d2", "u2", ["couriers"]), ("d3", nil, [String]())] {
+                    _ = try session.insertDevice(
+                        appID: "app_1", deviceID: device, Fixture.registration(userID: .some(user), tags: tags),
+                        secretHash: nil, now: Fixture.t0)
+                }
+                try session.startActivity("order-1")
+                try session.setJoin(
+                    appID: "app_1", activityID: "order-1", rule: .audience, adding: JoinAudience(userIDs: ["u1"]))
+            }
+            try store.readNow { session throws in
+                let activity = try #require(try session.activity(appID: "app_1", activityID: "order-1"))
+                #expect(activity.join == .audience && activity.createdBy == nil)
+                #expect(try session.inJoinAudience(appID: "app_1", activityID: "order-1", deviceID: "d1"))
+                #expect(try !session.inJoinAudience(appID: "app_1", activityID: "order-1", deviceID: "d2"))
+                #expect(try !session.inJoinAudience(appID: "app_1", activityID: "order-1", deviceID: "d3"))
+                #expect(try !session.inJoinAudience(appID: "app_1", activityID: "order-1", deviceID: "nobody"))
+            }
+            try store.writeNow { session throws in
+                // Values already listed are not added twice.
+                let added = try session.addJoinAudience(
+                    appID: "app_1", activityID: "order-1", JoinAudience(userIDs: ["u1"], deviceIDs: ["d3"], tags: ["couriers"]))
+                #expect(added == 2)
+                try session.startActivity("order-1~2")
+                try session.copyJoin(appID: "app_1", from: "order-1", to: "order-1~2")
+            }
+            try store.readNow { session throws in
+                for activityID in ["order-1", "order-1~2"] {
+                    #expect(try session.joinAudience(appID: "app_1", activityID: activityID)
+                        == JoinAudience(userIDs: ["u1"], deviceIDs: ["d3"], tags: ["couriers"]))
+                    for device in ["d1", "d2", "d3"] {
+                        #expect(try session.inJoinAudience(appID: "app_1", activityID: activityID, deviceID: device))
+                    }
+                }
+                #expect(try session.activity(appID: "app_1", activityID: "order-1~2")?.join == .audience)
+                // Another app's activity of the same id lets in nobody.
+                #expect(try !session.inJoinAudience(appID: "app_2", activityID: "order-1", deviceID: "d1"))
+            }
+            // A local activity knows its creator and the creator's user id; a copy
+            // marked joined reads so; a replacement start forgets the old audience.
+            try store.writeNow { session throws in
+                let local = try #require(try session.insertLocalActivity(
+                    appID: "app_1", activityID: "ride-1", activityType: "Match", createdBy: "d1", now: Fixture.t0))
+                #expect(local.createdBy == "d1" && local.creatorUserID == "u1" && local.join == nil)
+                _ = try session.registerUpdateToken(
+                    appID: "app_1", activityID: "ride-1", deviceID: "d2", token: "t-ride", environment: .sandbox, now: Fixture.t0)
+                try session.markJoined(appID: "app_1", activityID: "ride-1", deviceID: "d2")
+                #expect(try session.instance(appID: "app_1", activityID: "ride-1", deviceID: "d2")?.joined == true)
+                try session.startActivity("order-1", replacing: true)
+                #expect(try session.joinAudience(appID: "app_1", activityID: "order-1").isEmpty)
+            }
+            let app = try #require(try store.readNow { try $0.app(id: "app_1") })
+            #expect(app.localJoin == .anyone)
+            var changed = app
+            changed.localJoin = .user
+            try store.writeNow { session throws in try session.updateAppSettings(changed) }
+            #expect(try store.readNow { try $0.app(id: "app_1") }?.localJoin == .user)
         }
     }
 }
