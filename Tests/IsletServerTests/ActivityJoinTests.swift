@@ -87,9 +87,20 @@ struct ActivityJoinTests {
                 "POST", "/v1/apps/\(app.id)/activities/nope/audience", key: app.serverKey, json: ["tags": ["x"]])
             #expect(missing.status == 404)
 
+            // Lists hold 1 to 10,000 values of 1 to 256 characters.
+            let tooMany = try await h.call(
+                "POST", base, key: app.serverKey, json: ["device_ids": .array((0...10_000).map { .string("bulk-\($0)") })])
+            #expect(tooMany.status == 422 && tooMany.errorFields == ["device_ids"], "\(tooMany.status)")
+            let tooLong = try await h.call("POST", base, key: app.serverKey, json: ["tags": [.string(String(repeating: "t", count: 257))]])
+            #expect(tooLong.status == 422 && tooLong.errorFields.first?.hasPrefix("tags") == true, "\(tooLong.json)")
+            let notText = try await h.call("POST", base, key: app.serverKey, json: ["user_ids": [-0.0, 5e-324]])
+            #expect(notText.status == 422 && notText.errorFields.allSatisfy { $0.hasPrefix("user_ids") }, "\(notText.json)")
+            let most = try await h.call(
+                "POST", base, key: app.serverKey, json: ["device_ids": .array((0..<10_000).map { .string("bulk-\($0)") })])
+            #expect(most.status == 200 && most["audience"]?["device_ids"]?.arrayValue?.count == 10_001, "\(most.status)")
             let widened = try await h.call("POST", base, key: app.serverKey, json: ["tags": ["couriers"], "user_ids": ["friend"]])
             #expect(widened.status == 200, "\(widened.json)")
-            #expect(widened["audience"]?["tags"] == ["couriers"] && widened["audience"]?["device_ids"] == ["customer-1"])
+            #expect(widened["audience"]?["tags"] == ["couriers"] && widened["audience"]?["user_ids"] == ["friend"])
             #expect(try await Self.follow(h, app, "courier-1", "order-7").status == 201)
             #expect(try await Self.follow(h, app, "friend-1", "order-7").status == 201)
             let read = try await h.call("GET", base, key: app.serverKey)

@@ -145,6 +145,10 @@ struct AndroidActivityTests {
             try await h.registerStartable(app, "iphone-1", userID: "u1")
             try await Self.registerAndroid(h, app, "pixel-1")
             #expect(try await h.start(app, "order-2", audience: ["device_ids": ["iphone-1"]]).status == 202)
+            // The start targeted iphone-1 alone: the backend lets pixel-1 in.
+            let widened = try await h.call(
+                "POST", "/v1/apps/\(app.id)/activities/order-2/audience", key: app.serverKey, json: ["device_ids": ["pixel-1"]])
+            #expect(widened.status == 200, "\(widened.json)")
             let path = "/v1/apps/\(app.id)/devices/pixel-1/activities/order-2"
             let joined = try await h.call(
                 "PUT", path, key: app.deviceKey, json: ["activity_type": "DeliveryAttributes"],

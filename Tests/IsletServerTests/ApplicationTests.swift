@@ -51,7 +51,7 @@ struct ApplicationTests {
             let response = try await httpRequest(port: app.port, path: "/v1/version")
             let json = try #require(response.json)
             #expect(json["name"] as? String == "islet")
-            #expect(json["schema_version"] as? Int == 17)
+            #expect(json["schema_version"] as? Int == 18)
             let libraries = try #require(json["libraries"] as? [String: String])
             #expect(Set(libraries.keys) == ["openssl", "nghttp2", "libmicrohttpd", "sqlite", "libpq"])
         }

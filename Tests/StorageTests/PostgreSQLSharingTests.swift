@@ -46,8 +46,8 @@ struct PostgreSQLSharingTests {
                 return try await group.reduce(into: []) { $0.append($1) }
             }
             defer { for store in stores { store.close() } }
-            #expect(try await TestPostgres.psql(url, "SELECT count(*) FROM islet_migrations") == "12")
-            for store in stores { #expect(try store.readNow { try $0.schemaVersion() } == 17) }
+            #expect(try await TestPostgres.psql(url, "SELECT count(*) FROM islet_migrations") == "13")
+            for store in stores { #expect(try store.readNow { try $0.schemaVersion() } == 18) }
         }
     }
 

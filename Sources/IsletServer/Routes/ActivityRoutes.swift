@@ -50,7 +50,7 @@ struct ActivityRoutes: Sendable {
             APIRoute(
                 "POST", "/v1/apps/{app_id}/activities/{activity_id}/audience",
                 summary: "Let more devices follow an activity started under join: audience: adds user ids, device ids or tags to the audience it lets in (nothing is sent; a device it now takes in may register for it).",
-                access: .server, body: RequestSchemas.widenAudience,
+                access: .server, body: RequestSchemas.widenAudience, largeBody: true,
                 responses: [(200, "Who may follow it now (as GET)"), (404, "No such activity"), (409, "The activity has ended, was created on a device, or lets anyone follow it"), (422, "A field is invalid, or the audience would pass 200,000 values")]
             ) { request in try await widenAudience(request) },
             APIRoute(
