@@ -82,7 +82,7 @@ extension Configuration {
         Setting(
             "--max-body-bytes", \.maxBodyBytes, .bytes(1...(64 << 20)),
             help: "Largest request body accepted; larger bodies get 413.",
-            readme: "Largest request body; larger ones get 413. The routes that take a timeline (`PUT …/timeline`, `POST …/activities`) accept up to \(SettingValue<Int>.spokenSize(Configuration().maxTimelineBodyBytes)), or this value when it is larger."),
+            readme: "Largest request body; larger ones get 413. The routes that take a timeline or a long list (`PUT …/timeline`, `POST …/activities`, `POST …/activities/{activity_id}/audience`) accept up to \(SettingValue<Int>.spokenSize(Configuration().maxTimelineBodyBytes)), or this value when it is larger."),
         Setting(
             "--max-buffered-body-bytes", \.maxBufferedBodyBytes, .bytes(65_536...(64 << 30)),
             help: "Bytes of request bodies held at once across the server; past it a request with a body gets 503 and Retry-After.",
