@@ -93,7 +93,7 @@ struct ActivityJoinTests {
             #expect(tooMany.status == 422 && tooMany.errorFields == ["device_ids"], "\(tooMany.status)")
             let tooLong = try await h.call("POST", base, key: app.serverKey, json: ["tags": [.string(String(repeating: "t", count: 257))]])
             #expect(tooLong.status == 422 && tooLong.errorFields.first?.hasPrefix("tags") == true, "\(tooLong.json)")
-            let notText = try await h.call("POST", base, key: app.serverKey, json: ["user_ids": [-0.0, 5e-324]])
+            let notText = try await h.call("POST", base, key: app.serverKey, body: #"{"user_ids": [-0.0, 5e-324, 1e400]}"#)
             #expect(notText.status == 422 && notText.errorFields.allSatisfy { $0.hasPrefix("user_ids") }, "\(notText.json)")
             let most = try await h.call(
                 "POST", base, key: app.serverKey, json: ["device_ids": .array((0..<10_000).map { .string("bulk-\($0)") })])
@@ -185,6 +185,20 @@ struct ActivityJoinTests {
             let ended = (events["items"]?.arrayValue ?? []).filter { $0["data"]?["activity_id"] == "order-99" }
             #expect(ended.count == 1, "\(events.json)")
             #expect(ended.first?["data"]?["cause"] == "replaced" && ended.first?["data"]?["copies"] == 1, "\(events.json)")
+            // A scheduled start of a squatted id is taken too, and takes it when it fires.
+            #expect(try await Self.follow(h, app, "evil-1", "order-100").status == 201)
+            let scheduled = try await h.call("POST", "/v1/apps/\(app.id)/activities", key: app.serverKey, json: [
+                "activity_id": "order-100", "activity_type": "DeliveryAttributes", "attributes": ["order": "100"],
+                "content_state": ["status": "preparing", "eta": 25], "alert": ["title": "Your order", "body": "Preparing"],
+                "audience": ["device_ids": ["customer-1"]],
+                "send_at": .string(RFC3339.string(h.clock.now().addingTimeInterval(600))),
+            ])
+            #expect(scheduled.status == 202 && scheduled["status"] == "scheduled", "\(scheduled.json)")
+            h.clock.advance(by: 601)
+            #expect(try await h.eventually {
+                try await h.call("GET", "/v1/apps/\(app.id)/activities/order-100", key: app.serverKey)["origin"] == "remote"
+            })
+            #expect(try await Self.holders(h, app, "order-100") == ["customer-1"])
             // An id the backend started is still its own: a second start is 409.
             #expect(try await h.start(app, "order-99", audience: ["device_ids": ["customer-1"]]).status == 409)
         }

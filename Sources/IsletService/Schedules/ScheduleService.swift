@@ -219,7 +219,8 @@ public struct ScheduleService: Sendable {
         if let endAt = command.endAt {
             try SendRules.checkEndAt(endAt, startedAt: when, lifecycle: lifecycle, now: when)
         }
-        if let existing = try session.activity(appID: app.id, activityID: command.activityID),
+        // One devices created themselves does not hold the id: the start takes it.
+        if let existing = try session.activity(appID: app.id, activityID: command.activityID), existing.origin != .local,
             lifecycle.effectiveStatus(existing.status, startedAt: existing.startedAt, now: when) != .ended
         {
             throw ServiceError(
