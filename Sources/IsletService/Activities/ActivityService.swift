@@ -193,10 +193,18 @@ public struct ActivityService: Sendable {
             attributes: prepared.attributes, contentState: prepared.contentState, lastTimestamp: built.timestamp,
             endAt: command.endAt, replacing: true, now: now)
         // Under `audience`, the start's audience is kept: a device it resolves to
-        // may join later (one that had no push-to-start token yet, say).
-        try session.setJoin(
-            appID: appID, activityID: activityID, rule: join,
-            adding: join == .audience ? JoinAudience(audience) : JoinAudience())
+        // may join later (one that had no push-to-start token yet, say). The devices
+        // it targets hold a copy already: a list of device ids keeps only the others.
+        var kept = JoinAudience()
+        if join == .audience {
+            if case .deviceIDs(let ids) = audience {
+                let targeted = Set(targets.map(\.deviceID)).union(android.map(\.deviceID))
+                kept = JoinAudience(deviceIDs: ids.filter { !targeted.contains($0) })
+            } else {
+                kept = JoinAudience(audience)
+            }
+        }
+        try session.setJoin(appID: appID, activityID: activityID, rule: join, adding: kept)
         try session.insertPendingInstances(appID: appID, activityID: activityID, targets: targets, now: now)
         // With channel delivery, each device that can take a channel is subscribed
         // to its environment's; the others get their own update token.

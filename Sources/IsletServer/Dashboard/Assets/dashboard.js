@@ -431,6 +431,7 @@
       ['Updated', when(activity.updated_at)], ['Update deadline', when(activity.update_deadline)],
       ['End deadline', when(activity.end_deadline)], ['Ends at', when(activity.end_at)], ['Ended', when(activity.ended_at)],
       ['End cause', activity.end_cause || '—'],
+      ['Who may follow', { audience: 'its audience', anyone: 'any device', local: "the app's local_join" }[activity.join] || '—'],
     ];
     if (activity.renewed_to) facts.push(['Renewed to', activity.renewed_to]);
     if (activity.renewed_from) facts.push(['Renewed from', activity.renewed_from]);
