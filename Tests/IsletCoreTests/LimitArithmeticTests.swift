@@ -2,6 +2,10 @@ import Foundation
 import IsletCore
 import Testing
 
+/// 1e-320, a subnormal number, read from text: a literal of it warns that it loses
+/// precision.
+private let subnormal = Double("1e-320")!
+
 /// The limits' arithmetic over figures at and past every edge (0, -0, subnormals,
 /// the largest finite number, infinities, NaN, Int64.max): whatever a figure is,
 /// the bucket answers and never traps. A figure stored by an older version, or by
@@ -12,8 +16,8 @@ struct LimitArithmeticTests {
 
     /// Numbers at and past every edge a figure may reach.
     static let extremes: [Double] = [
-        0, -0.0, 1e-12, 1e-320, 5e-324, .leastNormalMagnitude, 1.0 / 3_600, 0.5, 1, 1_000_000, 10_000_000, 1e300,
-        .greatestFiniteMagnitude, .infinity, -1, -1e300, -.greatestFiniteMagnitude, -.infinity, .nan,
+        0, -0.0, 1e-12, subnormal, .leastNonzeroMagnitude, .leastNormalMagnitude, 1.0 / 3_600, 0.5, 1, 1_000_000,
+        10_000_000, 1e300, .greatestFiniteMagnitude, .infinity, -1, -1e300, -.greatestFiniteMagnitude, -.infinity, .nan,
         Double(Int64.max), -Double(Int64.max),
     ]
     /// Whole numbers at and past every edge a count may reach.
@@ -112,7 +116,7 @@ struct LimitArithmeticTests {
             #expect(RateLimit.burstRange.contains(burst), "rate \(rate)")
         }
         // Server defaults out of range are brought within too.
-        let defaults = RateLimitDefaults(sendsPerSecond: 1e-320, sendsBurst: .max)
+        let defaults = RateLimitDefaults(sendsPerSecond: subnormal, sendsBurst: .max)
         #expect(RateLimitOverrides.none.limit(.sends, defaults: defaults) == RateLimit(perSecond: 1.0 / 3_600, burst: 10_000_000))
         #expect(RateLimit(perSecond: .nan, burst: .min).bounded == RateLimit(perSecond: 1.0 / 3_600, burst: 1))
         #expect(RateLimit(perSecond: 1e300, burst: 0).bounded == RateLimit(perSecond: 1_000_000, burst: 1))
@@ -147,7 +151,7 @@ struct LimitArithmeticTests {
         #expect(Int(saturating: .infinity) == .max && Int(saturating: -.infinity) == .min)
         #expect(Int(saturating: 1e300) == .max && Int(saturating: -1e300) == .min)
         #expect(Int(saturating: Double(Int64.max)) == .max && Int(saturating: Double(Int64.min)) == .min)
-        #expect(Int(saturating: -0.0) == 0 && Int(saturating: 5e-324) == 0 && Int(saturating: 1e-320) == 0)
+        #expect(Int(saturating: -0.0) == 0 && Int(saturating: .leastNonzeroMagnitude) == 0 && Int(saturating: subnormal) == 0)
         #expect(Int(saturating: 1.9) == 1 && Int(saturating: -1.9) == -1)
         #expect(Int64(saturating: 9_007_199_254_740_992) == 9_007_199_254_740_992)
         #expect(Int32(saturating: 3e9) == .max && UInt8(saturating: -1) == 0)

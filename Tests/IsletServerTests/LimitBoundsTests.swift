@@ -4,6 +4,10 @@ import IsletTesting
 import Storage
 import Testing
 
+/// 1e-320, a subnormal number, read from text: a literal of it warns that it loses
+/// precision.
+private let subnormal = Double("1e-320")!
+
 /// The bounds of each rate-limit and budget figure through the API: a figure past
 /// either end is a 422 naming it and giving the bounds, the bounds themselves are
 /// taken, and whatever was accepted (or stored out of bounds, bypassing the API)
@@ -12,13 +16,16 @@ import Testing
 struct LimitBoundsTests {
     /// Rates outside `RateLimit.perSecondRange`.
     static let ratesOutside: [JSONValue] = [
-        0, .double(-0.0), .double(1e-12), .double(1e-320), .double(5e-324), -1,
+        0, .double(-0.0), .double(1e-12), .double(subnormal), .double(.leastNonzeroMagnitude), -1,
         .double((1.0 / 3_600).nextDown), .double(1_000_000.0.nextUp), .double(1e300),
         .double(.greatestFiniteMagnitude), .integer(.max), .integer(.min), "1",
     ]
     /// Whole numbers outside a range from 1 to `upper`, and numbers that are not whole.
     static func countsOutside(upper: Int64) -> [JSONValue] {
-        [0, -1, .integer(upper + 1), .integer(.max), .integer(.min), .double(1e300), .double(5e-324), .double(-0.0), 1.5]
+        [
+            0, -1, .integer(upper + 1), .integer(.max), .integer(.min), .double(1e300), .double(.leastNonzeroMagnitude),
+            .double(-0.0), 1.5,
+        ]
     }
 
     private func patch(_ h: ServerHarness, _ app: TestApp, _ body: JSONValue) async throws -> Reply {
@@ -77,7 +84,9 @@ struct LimitBoundsTests {
             // Creating an app takes no limits at all.
             let created = try await h.call(
                 "POST", "/v1/apps", key: ServerHarness.adminToken,
-                json: ["name": "Other", "bundle_id": "com.example.other", "rate_limits": ["sends_per_second": .double(1e-320)]])
+                json: [
+                    "name": "Other", "bundle_id": "com.example.other", "rate_limits": ["sends_per_second": .double(subnormal)],
+                ])
             #expect(created.status == 422 && created.errorFields == ["rate_limits"], "\(created.json)")
         }
     }
@@ -135,7 +144,9 @@ struct LimitBoundsTests {
     @Test func figuresStoredOutOfBoundsAreHeldToTheBoundsAndNeverStopTheServer() async throws {
         let stored: [(RateLimitOverrides, BudgetOverrides)] = [
             (
-                RateLimitOverrides(sendsPerSecond: 1e-320, sendsBurst: .max, registrationsPerSecond: 5e-324, registrationsBurst: 0),
+                RateLimitOverrides(
+                    sendsPerSecond: subnormal, sendsBurst: .max, registrationsPerSecond: .leastNonzeroMagnitude,
+                    registrationsBurst: 0),
                 BudgetOverrides(priority10PerHour: .min, frequentPriority10PerHour: .max, startsPerDevicePerHour: 0)
             ),
             (
@@ -196,7 +207,7 @@ struct LimitBoundsTests {
             let states: [(Double, Date)] = [
                 (-.greatestFiniteMagnitude, Date(timeIntervalSince1970: 1e300)),
                 (.greatestFiniteMagnitude, Date(timeIntervalSince1970: -1e300)),
-                (1e300, Date(timeIntervalSince1970: 0)), (-1e-320, h.clock.now()), (5e-324, .distantFuture),
+                (1e300, Date(timeIntervalSince1970: 0)), (-subnormal, h.clock.now()), (.leastNonzeroMagnitude, .distantFuture),
             ]
             for (index, (tokens, updatedAt)) in states.enumerated() {
                 try h.application.services.store.writeNow { session in

@@ -6,6 +6,10 @@ import IsletTesting
 import Storage
 import Testing
 
+/// 1e-320, a subnormal number, read from text: a literal of it warns that it loses
+/// precision.
+private let subnormal = Double("1e-320")!
+
 /// The app service refuses a rate-limit or budget figure outside its bounds,
 /// whoever calls it, and the rate limiter answers for any figure an app record
 /// holds (on PostgreSQL, through the shared bucket's row).
@@ -92,11 +96,11 @@ struct LimitFiguresServiceTests {
 /// Figures at and past every edge.
 enum LimitArithmeticFigures {
     static let extremes: [Double] = [
-        0, -0.0, 1e-12, 1e-320, 5e-324, 1.0 / 3_600, 1, 1_000_000, 1e300, .greatestFiniteMagnitude, .infinity, -1, .nan,
-        Double(Int64.max),
+        0, -0.0, 1e-12, subnormal, .leastNonzeroMagnitude, 1.0 / 3_600, 1, 1_000_000, 1e300, .greatestFiniteMagnitude,
+        .infinity, -1, .nan, Double(Int64.max),
     ]
     static let ratesOutside: [Double] = [
-        0, -0.0, 1e-12, 1e-320, 5e-324, (1.0 / 3_600).nextDown, 1_000_000.0.nextUp, 1e300, .greatestFiniteMagnitude,
-        .infinity, -.infinity, .nan, -1, Double(Int64.max),
+        0, -0.0, 1e-12, subnormal, .leastNonzeroMagnitude, (1.0 / 3_600).nextDown, 1_000_000.0.nextUp, 1e300,
+        .greatestFiniteMagnitude, .infinity, -.infinity, .nan, -1, Double(Int64.max),
     ]
 }

@@ -32,7 +32,7 @@ struct UnixMillisecondsTests {
         #expect(Date(timeIntervalSince1970: 1e300).unixMilliseconds == .max)
         #expect(Date(timeIntervalSince1970: -1e300).unixMilliseconds == .min)
         #expect(Date(timeIntervalSince1970: .greatestFiniteMagnitude).unixMilliseconds == .max)
-        #expect(Date(timeIntervalSince1970: 5e-324).unixMilliseconds == 0)
+        #expect(Date(timeIntervalSince1970: .leastNonzeroMagnitude).unixMilliseconds == 0)
         #expect(Date(timeIntervalSince1970: -0.0).unixMilliseconds == 0)
     }
 }

@@ -172,12 +172,14 @@ public struct RateLimitChange: Sendable, Hashable {
             guard case .some(.some(let value)) = figure, !(value.isFinite && rates.contains(value)) else { continue }
             faults.append(.init(
                 field: "rate_limits.\(name)",
-                message: "must be a number from \(rates.lowerBound) to \(Int(rates.upperBound)) (one request an hour to a million a second)"))
+                message: "must be a number from \(rates.lowerBound) to \(Int(rates.upperBound))"
+                    + " (one request an hour to a million a second)"))
         }
         for (name, figure) in [("sends_burst", sendsBurst), ("registrations_burst", registrationsBurst)] {
             guard case .some(.some(let value)) = figure, !bursts.contains(value) else { continue }
             faults.append(.init(
-                field: "rate_limits.\(name)", message: "must be a whole number from \(bursts.lowerBound) to \(bursts.upperBound)"))
+                field: "rate_limits.\(name)",
+                message: "must be a whole number from \(bursts.lowerBound) to \(bursts.upperBound)"))
         }
         return faults
     }
