@@ -92,7 +92,9 @@ public final class FCMTransport: PushTransport {
             data[key] = text
         }
         // FCM keeps a message four weeks at most.
-        let ttl = min(maxTTL, push.content.expiration.map { max(0, $0 - Int64(now.timeIntervalSince1970)) } ?? defaultTTL)
+        // (Compared before subtracting: a stored expiration of any size gives a TTL.)
+        let seconds = Int64(saturating: now.timeIntervalSince1970)
+        let ttl = min(maxTTL, push.content.expiration.map { $0 <= seconds ? 0 : $0 - seconds } ?? defaultTTL)
         return FCMMessage(
             token: push.token, data: data, priority: push.content.priority == .immediate ? "high" : "normal", ttl: ttl,
             collapseKey: push.content.collapseID)

@@ -5,7 +5,10 @@ public enum RFC3339 {
     /// `2026-11-29T23:08:48.893Z`, written by hand: a shared formatter would need a
     /// lock on every answer.
     public static func string(_ date: Date) -> String {
-        let milliseconds = Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
+        // RFC 3339 writes the years 0000 to 9999: a date outside (none the API
+        // takes, but a stored one may be anything) is written as the nearest.
+        let exact = Int64(saturating: (date.timeIntervalSince1970 * 1000).rounded(.down))
+        let milliseconds = min(max(exact, -62_167_219_200_000), 253_402_300_799_999)
         var seconds = time_t(milliseconds >= 0 ? milliseconds / 1000 : (milliseconds - 999) / 1000)
         let fraction = Int((milliseconds % 1000 + 1000) % 1000)
         var parts = tm()

@@ -1,4 +1,5 @@
 import Foundation
+import IsletCore
 
 extension Configuration {
     /// One setting of `islet serve`, declared once in ``Configuration/settings``: its
@@ -172,6 +173,14 @@ extension SettingValue where Value == Double {
         var value = number(
             where: { $0 > lower && $0 <= upper }, refusal: "not a number of \(unit) above \(shown(lower)) (at most \(shown(upper)))")
         value.range = range
+        return value
+    }
+
+    /// A rate limit's requests a second, within ``RateLimit/perSecondRange``: from
+    /// one request an hour to a million a second.
+    static var requestsPerSecond: Self {
+        var value = number(RateLimit.perSecondRange, of: "requests a second")
+        value.range = "1/3600, one an hour, to 1000000"
         return value
     }
 

@@ -100,32 +100,35 @@ extension Configuration {
             help: "Dashboard sign-ins (and refused admin tokens) a client address may try in a minute, then 429; 0 turns the limit off.",
             readme: "Dashboard sign-ins a client address may try in any minute; an admin bearer token refused as unknown counts too. Past it, sign-ins and admin routes from that address are `429` with `Retry-After` until the oldest attempt is a minute old. `0` turns the limit off."),
         Setting(
-            "--priority-10-per-hour", \.priority10PerHour, .count(1...SendBudget.maximum),
+            "--priority-10-per-hour", \.priority10PerHour, .count(SendBudget.range),
             help: "Priority-10 updates a copy of an activity gets in any hour; past it an update goes at priority 5 (an app may set its own).",
             readme: "Priority-10 updates a copy of an activity gets in any hour ({range}); past it, an update without an alert goes at priority 5 and its push says `priority_downgraded`. Apple documents no figure: see [Budgets](#budgets). An app sets its own with `PATCH /v1/apps/{app_id}` `budget`."),
         Setting(
-            "--frequent-priority-10-per-hour", \.frequentPriority10PerHour, .count(1...SendBudget.maximum),
+            "--frequent-priority-10-per-hour", \.frequentPriority10PerHour, .count(SendBudget.range),
             help: "The same, on a device that reported frequent_updates: true.",
             readme: "The same, on a device that reported `frequent_updates: true` ({range})."),
         Setting(
-            "--starts-per-device-per-hour", \.startsPerDevicePerHour, .count(1...SendBudget.maximum),
+            "--starts-per-device-per-hour", \.startsPerDevicePerHour, .count(SendBudget.range),
             help: "Push-to-starts a device gets in any hour; a later one waits in the queue as deferred (an app may set its own).",
             readme: "Push-to-starts a device gets in any hour ({range}); a later one waits in the queue, its push showing `deferred_until`, and goes then unless the activity ended. An app sets its own with `budget.starts_per_device_per_hour`."),
         Setting(
-            "--sends-per-second", \.sendsPerSecond, .number(above: 0, atMost: 1_000_000, of: "requests a second"),
+            "--sends-per-second", \.sendsPerSecond, .requestsPerSecond,
             default: "none",
             help: "Send requests (starts, updates, ends, notifications, schedules, timelines) an app may make a second, on average, across every node; more get 429.",
-            readme: "Requests of the `sends` family (starts, updates, ends, notifications, schedules, timelines) an app may make a second, on average, across every node; past it, `429`. See [Rate limits](#rate-limits)."),
+            readme: "Requests of the `sends` family (starts, updates, ends, notifications, schedules, timelines) an app may make a second, on average, across every node ({range}); past it, `429`. See [Rate limits](#rate-limits)."),
         Setting(
-            "--sends-burst", \.sendsBurst, .count(1...10_000_000), default: "one second's worth",
-            help: "Send requests an app may make at once before the rate applies."),
+            "--sends-burst", \.sendsBurst, .count(RateLimit.burstRange), default: "one second's worth",
+            help: "Send requests an app may make at once before the rate applies.",
+            readme: "Send requests an app may make at once before the rate applies ({range})."),
         Setting(
-            "--registrations-per-second", \.registrationsPerSecond, .number(above: 0, atMost: 1_000_000, of: "requests a second"),
+            "--registrations-per-second", \.registrationsPerSecond, .requestsPerSecond,
             default: "none",
-            help: "Device-route requests an app may make a second, on average, across every node; more get 429."),
+            help: "Device-route requests an app may make a second, on average, across every node; more get 429.",
+            readme: "Device-route requests an app may make a second, on average, across every node ({range}); more get 429."),
         Setting(
-            "--registrations-burst", \.registrationsBurst, .count(1...10_000_000), default: "one second's worth",
-            help: "Device-route requests an app may make at once before the rate applies."),
+            "--registrations-burst", \.registrationsBurst, .count(RateLimit.burstRange), default: "one second's worth",
+            help: "Device-route requests an app may make at once before the rate applies.",
+            readme: "Device-route requests an app may make at once before the rate applies ({range})."),
         Setting(
             "--trust-forwarded-for", \.trustForwardedFor, .switch,
             help: "Take the client address from the last X-Forwarded-For entry (set only behind a proxy that writes it).",

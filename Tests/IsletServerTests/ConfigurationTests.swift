@@ -46,6 +46,16 @@ struct ConfigurationTests {
         (["--shutdown-grace-seconds", "nan"], [:], "--shutdown-grace-seconds (ISLET_SHUTDOWN_GRACE_SECONDS)", "not a number of seconds"),
         (["--host", ""], [:], "--host (ISLET_HOST)", "an address is required"),
         (["--data-dir="], [:], "--data-dir (ISLET_DATA_DIR)", "a folder path is required"),
+        // A rate limit's figures have the bounds the API gives them.
+        (["--sends-per-second", "1e-320"], [:], "--sends-per-second (ISLET_SENDS_PER_SECOND)",
+         "not a number of requests a second from 0.0002777777777777778 to 1000000"),
+        ([], ["ISLET_REGISTRATIONS_PER_SECOND": "1e300"], "--registrations-per-second (ISLET_REGISTRATIONS_PER_SECOND)",
+         "not a number of requests a second"),
+        (["--registrations-per-second", "-0.0"], [:], "--registrations-per-second (ISLET_REGISTRATIONS_PER_SECOND)",
+         "not a number of requests a second"),
+        (["--sends-burst", "10000001"], [:], "--sends-burst (ISLET_SENDS_BURST)", "not a count from 1 to 10000000"),
+        (["--priority-10-per-hour", "9223372036854775807"], [:], "--priority-10-per-hour (ISLET_PRIORITY_10_PER_HOUR)",
+         "not a count from 1 to 100000"),
     ] as [([String], [String: String], String, String)])
     func badValuesNameTheirSetting(arguments: [String], environment: [String: String], setting: String, message: String) {
         let error = #expect(throws: ConfigurationError.self) { try load(arguments, environment) }
@@ -54,6 +64,15 @@ struct ConfigurationTests {
         #expect(error?.message.contains(message) == true, "\(error?.message ?? "")")
         #expect(error?.description.contains("\n") == false)
         #expect(error?.description.hasPrefix("invalid setting \(setting): ") == true)
+    }
+
+    @Test func aRateLimitsBoundsAreTakenAsSettings() throws {
+        let config = try load([
+            "--sends-per-second", "0.0002777777777777778", "--sends-burst", "10000000", "--registrations-per-second",
+            "1000000", "--registrations-burst", "1",
+        ])
+        #expect(config.sendsPerSecond == 1.0 / 3_600 && config.sendsBurst == 10_000_000)
+        #expect(config.registrationsPerSecond == 1_000_000 && config.registrationsBurst == 1)
     }
 
     @Test func theClusterSettingsAreReadAndChecked() throws {

@@ -25,4 +25,14 @@ struct UnixMillisecondsTests {
         #expect(date.unixMilliseconds == 1_796_478_525_416)
         #expect(Date(timeIntervalSince1970: -0.0004).unixMilliseconds == -1)
     }
+
+    @Test func aDateBeyondWhatMillisecondsHoldIsTheNearestTheyHold() {
+        #expect(Date(unixMilliseconds: .max).unixMilliseconds == .max)
+        #expect(Date(unixMilliseconds: .min).unixMilliseconds == .min)
+        #expect(Date(timeIntervalSince1970: 1e300).unixMilliseconds == .max)
+        #expect(Date(timeIntervalSince1970: -1e300).unixMilliseconds == .min)
+        #expect(Date(timeIntervalSince1970: .greatestFiniteMagnitude).unixMilliseconds == .max)
+        #expect(Date(timeIntervalSince1970: .leastNonzeroMagnitude).unixMilliseconds == 0)
+        #expect(Date(timeIntervalSince1970: -0.0).unixMilliseconds == 0)
+    }
 }

@@ -19,9 +19,33 @@ public struct RateLimit: Sendable, Hashable {
         self.burst = burst
     }
 
-    /// The burst taken when none is set: one second's worth, at least one.
+    /// The rates a limit takes: from one request an hour to a million a second.
+    /// Within them a bucket's times (a full bucket's window is at most
+    /// `burstRange.upperBound` hours) and counts are small whole numbers.
+    public static let perSecondRange: ClosedRange<Double> = (1.0 / 3_600)...1_000_000
+    /// The bursts a limit takes.
+    public static let burstRange: ClosedRange<Int> = 1...10_000_000
+
+    /// The burst taken when none is set: one second's worth, at least one (and at
+    /// most `burstRange`'s largest, whatever the rate).
     public static func defaultBurst(perSecond: Double) -> Int {
-        max(1, Int(perSecond.rounded(.up)))
+        burstRange.clamp(Int(saturating: perSecond.rounded(.up)))
+    }
+
+    /// The limit with each figure brought within its range: a figure stored out of
+    /// range (by an older version, or by hand) takes the nearest one the range
+    /// holds. NaN, which no JSON holds, takes the slowest rate.
+    public var bounded: RateLimit {
+        RateLimit(
+            perSecond: perSecond.isNaN ? Self.perSecondRange.lowerBound : Self.perSecondRange.clamp(perSecond),
+            burst: Self.burstRange.clamp(burst))
+    }
+}
+
+extension ClosedRange {
+    /// `value`, or the bound nearest to it when it lies outside.
+    public func clamp(_ value: Bound) -> Bound {
+        Swift.min(Swift.max(value, lowerBound), upperBound)
     }
 }
 
@@ -59,8 +83,9 @@ public struct RateLimitOverrides: Sendable, Hashable {
     public var isEmpty: Bool { self == RateLimitOverrides() }
 
     /// The limit of `family` for this app: its own rate or else the server's (none
-    /// when neither is set), with its own burst, else the server's, else one
-    /// second's worth.
+    /// when neither is set, or when it is not above 0), with its own burst, else
+    /// the server's, else one second's worth; each figure within its range
+    /// (``RateLimit/bounded``), whatever was stored.
     public func limit(_ family: RateFamily, defaults: RateLimitDefaults) -> RateLimit? {
         let rate: Double?
         let burst: Int?
@@ -73,7 +98,7 @@ public struct RateLimitOverrides: Sendable, Hashable {
             burst = registrationsBurst ?? defaults.registrationsBurst
         }
         guard let rate, rate > 0 else { return nil }
-        return RateLimit(perSecond: rate, burst: burst ?? RateLimit.defaultBurst(perSecond: rate))
+        return RateLimit(perSecond: rate, burst: burst ?? RateLimit.defaultBurst(perSecond: rate)).bounded
     }
 
     /// The overrides as stored: a JSON object of the figures set.

@@ -32,6 +32,8 @@ public struct SendBudget: Sendable, Hashable {
     public static let window: TimeInterval = 3600
     /// The largest figure a budget takes.
     public static let maximum = 100_000
+    /// The figures a budget takes: from one an hour to `maximum`.
+    public static let range = 1...maximum
 
     /// The defaults: 12 priority-10 updates an hour (60 with frequent updates),
     /// downgraded past that; 10 starts a device an hour.
@@ -105,13 +107,15 @@ public struct BudgetOverrides: Sendable, Hashable {
     /// Whether every figure is the server's.
     public var isEmpty: Bool { self == BudgetOverrides() }
 
-    /// `defaults` with these figures in place of its own.
+    /// `defaults` with these figures in place of its own, each within
+    /// ``SendBudget/range`` (a figure stored out of it takes the nearest it holds).
     public func applied(to defaults: SendBudget) -> SendBudget {
-        SendBudget(
-            priority10PerHour: priority10PerHour ?? defaults.priority10PerHour,
-            frequentPriority10PerHour: frequentPriority10PerHour ?? defaults.frequentPriority10PerHour,
+        let range = SendBudget.range
+        return SendBudget(
+            priority10PerHour: range.clamp(priority10PerHour ?? defaults.priority10PerHour),
+            frequentPriority10PerHour: range.clamp(frequentPriority10PerHour ?? defaults.frequentPriority10PerHour),
             policy: policy ?? defaults.policy,
-            startsPerDevicePerHour: startsPerDevicePerHour ?? defaults.startsPerDevicePerHour)
+            startsPerDevicePerHour: range.clamp(startsPerDevicePerHour ?? defaults.startsPerDevicePerHour))
     }
 
     /// The overrides as stored: a JSON object of the figures set.

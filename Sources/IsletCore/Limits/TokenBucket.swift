@@ -13,23 +13,26 @@ public struct TokenBucket: Sendable, Equatable {
     /// When `tokens` was brought up to date.
     public private(set) var updatedAt: Date
 
-    /// A full bucket at `now`. `rate` must be above 0 and `burst` at least 1.
+    /// A full bucket at `now`. `rate` is meant above 0 and `burst` at least 1
+    /// (``RateLimit/bounded`` keeps them so); figures outside take the nearest
+    /// that are not (a positive rate, a burst of one, finite), so that no figure,
+    /// whatever was stored, stops the arithmetic.
     public init(rate: Double, burst: Double, now: Date) {
-        precondition(rate > 0 && rate.isFinite, "a token bucket's rate must be above 0")
-        precondition(burst >= 1 && burst.isFinite, "a token bucket must hold at least one token")
-        self.rate = rate
-        self.burst = burst
-        self.tokens = burst
+        self.rate = rate > 0 ? min(rate, .greatestFiniteMagnitude) : .leastNonzeroMagnitude
+        self.burst = burst >= 1 ? min(burst, .greatestFiniteMagnitude) : 1
+        self.tokens = self.burst
         self.updatedAt = now
     }
 
     /// A bucket as it was stored: `tokens` at `updatedAt` (at most `burst`), under a
     /// rate and burst that may have changed since. `tokens` may be below zero: a
     /// bucket stored as of a moment before it was last brought up to date (see
-    /// ``storedAtWholeMilliseconds``) owes what it earned in between.
+    /// ``storedAtWholeMilliseconds``) owes what it earned in between, never more
+    /// than a second's worth and a burst. Tokens that are not a number take a full
+    /// bucket.
     public init(rate: Double, burst: Double, tokens: Double, updatedAt: Date) {
         self.init(rate: rate, burst: burst, now: updatedAt)
-        self.tokens = min(burst, tokens)
+        self.tokens = tokens.isNaN ? self.burst : min(self.burst, max(-(self.rate + self.burst), tokens))
     }
 
     /// The same bucket as of `updatedAt` rounded down to a whole millisecond (what a
@@ -38,14 +41,14 @@ public struct TokenBucket: Sendable, Equatable {
     public var storedAtWholeMilliseconds: (tokens: Double, updatedAt: Date) {
         let milliseconds = (updatedAt.timeIntervalSince1970 * 1000).rounded(.down)
         let whole = Date(timeIntervalSince1970: milliseconds / 1000)
-        return (tokens - updatedAt.timeIntervalSince(whole) * rate, whole)
+        return (max(-(rate + burst), tokens - updatedAt.timeIntervalSince(whole) * rate), whole)
     }
 
     /// Takes up to `count` whole tokens at `now`, as many as are there: answers how
     /// many, and the state after (admitted when at least one was taken).
     public mutating func take(upTo count: Int, now: Date) -> (granted: Int, decision: RateDecision) {
         refill(now)
-        let granted = max(0, min(count, Int(tokens.rounded(.down))))
+        let granted = max(0, min(count, Int(saturating: tokens.rounded(.down))))
         tokens -= Double(granted)
         return (granted, decision(admitted: granted > 0))
     }
@@ -70,20 +73,25 @@ public struct TokenBucket: Sendable, Equatable {
     private mutating func refill(_ now: Date) {
         let elapsed = now.timeIntervalSince(updatedAt)
         guard elapsed > 0 else { return }
-        tokens = min(burst, tokens + elapsed * rate)
+        // An infinite earning (a huge rate over a long time) fills the bucket; a
+        // NaN (only from a date that is not one) leaves it as it was.
+        let earned = tokens + elapsed * rate
+        if !earned.isNaN { tokens = min(burst, earned) }
         updatedAt = now
     }
 
     private func decision(admitted: Bool) -> RateDecision {
         RateDecision(
-            admitted: admitted, quota: Int(burst), windowSeconds: Self.wholeSeconds(burst / rate),
-            remaining: max(0, Int(tokens.rounded(.down))), resetSeconds: Self.wholeSeconds((burst - tokens) / rate, atLeast: 0),
+            admitted: admitted, quota: Int(saturating: burst), windowSeconds: Self.wholeSeconds(burst / rate),
+            remaining: max(0, Int(saturating: tokens.rounded(.down))),
+            resetSeconds: Self.wholeSeconds((burst - tokens) / rate, atLeast: 0),
             retryAfterSeconds: admitted ? nil : Self.wholeSeconds((1 - tokens) / rate))
     }
 
-    /// `seconds` rounded up to whole seconds, at least `atLeast`.
+    /// `seconds` rounded up to whole seconds, at least `atLeast`; a time too long
+    /// for an `Int` (a rate near 0) is the longest one holds.
     private static func wholeSeconds(_ seconds: Double, atLeast: Int = 1) -> Int {
-        max(atLeast, Int(seconds.rounded(.up)))
+        max(atLeast, Int(saturating: seconds.rounded(.up)))
     }
 }
 

@@ -261,8 +261,9 @@ indirect enum FieldType: Sendable {
     case integer(allowed: [Int])
     /// A whole number within `range`.
     case count(ClosedRange<Int>)
-    /// A number above 0, at most `maximum`.
-    case positive(maximum: Double)
+    /// A finite number within `range`; `note` says the range in words, after the
+    /// figures, in the message that refuses a number outside it.
+    case bounded(ClosedRange<Double>, note: String? = nil)
     /// `true` or `false`.
     case bool
     /// Unix seconds (a number from 0, below 1e11) or an RFC 3339 string.
@@ -399,8 +400,8 @@ extension FieldType {
                 "type": "integer", "minimum": .integer(Int64(range.lowerBound)),
                 "maximum": .integer(Int64(range.upperBound)),
             ]
-        case .positive(let maximum):
-            return ["type": "number", "exclusiveMinimum": 0, "maximum": .double(maximum)]
+        case .bounded(let range, _):
+            return ["type": "number", "minimum": .double(range.lowerBound), "maximum": .double(range.upperBound)]
         case .bool:
             return ["type": "boolean"]
         case .date:

@@ -204,15 +204,20 @@ final class ObjectReader {
         return integer
     }
 
-    /// A number above 0, at most its definition's maximum.
-    func positive(_ key: String) -> Double? {
+    /// A number within its definition's range.
+    func bounded(_ key: String) -> Double? {
         guard let (definition, value) = take(key) else { return nil }
-        guard case .positive(let maximum) = definition.type else { return mismatch(key) }
-        guard let number = value.doubleValue, number.isFinite, number > 0, number <= maximum else {
-            fail(key, "must be a number above 0, at most \(Self.text(maximum))")
+        guard case .bounded(let range, let note) = definition.type else { return mismatch(key) }
+        guard let number = value.doubleValue, number.isFinite, range.contains(number) else {
+            fail(key, Self.outside(range, note: note))
             return nil
         }
         return number
+    }
+
+    /// The message refusing a number outside `range`.
+    static func outside(_ range: ClosedRange<Double>, note: String?) -> String {
+        "must be a number from \(text(range.lowerBound)) to \(text(range.upperBound))" + (note.map { " (\($0))" } ?? "")
     }
 
     /// A date: Unix seconds as a number, or an RFC 3339 string.

@@ -50,7 +50,7 @@ enum RequestSchemas {
         "local_join", .enumeration(LocalJoinRule.allCases.map(\.rawValue)),
         description: "Who may follow an activity a device created itself (no backend start): anyone (the default): any device that registers for it; user: only devices of the creating device's user_id (without one, that device alone)."
     )
-    private static let budgetCount = FieldType.count(1...SendBudget.maximum)
+    private static let budgetCount = FieldType.count(SendBudget.range)
     private static let budgetFields = BodySchema([
         BodyField("priority_10_per_hour", budgetCount, description: "Priority-10 updates a copy of an activity gets in any hour."),
         BodyField(
@@ -61,11 +61,17 @@ enum RequestSchemas {
             description: "downgrade: past the budget, an update goes at priority 5; keep: it goes at 10 anyway."),
         BodyField("starts_per_device_per_hour", budgetCount, description: "Push-to-starts a device gets in any hour; later ones wait."),
     ])
+    private static let perSecond = FieldType.bounded(RateLimit.perSecondRange, note: "one request an hour to a million a second")
+    private static let burst = FieldType.count(RateLimit.burstRange)
     private static let rateLimitFields = BodySchema([
-        BodyField("sends_per_second", .positive(maximum: 1_000_000)),
-        BodyField("sends_burst", .count(1...10_000_000)),
-        BodyField("registrations_per_second", .positive(maximum: 1_000_000)),
-        BodyField("registrations_burst", .count(1...10_000_000)),
+        BodyField(
+            "sends_per_second", perSecond,
+            description: "Requests of the sends family a second, on average: from 1/3600 (one an hour) to 1,000,000."),
+        BodyField("sends_burst", burst, description: "Requests of the sends family at once, before the rate applies."),
+        BodyField(
+            "registrations_per_second", perSecond,
+            description: "Requests of the device routes a second, on average: from 1/3600 (one an hour) to 1,000,000."),
+        BodyField("registrations_burst", burst, description: "Requests of the device routes at once, before the rate applies."),
     ])
     static let registerDevice = BodySchema([
         BodyField("platform", .enumeration(DevicePlatform.allCases.map(\.rawValue)), required: true),

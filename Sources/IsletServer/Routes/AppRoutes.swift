@@ -147,9 +147,9 @@ struct AppRoutes: Sendable {
         if object.isNull("rate_limits") { return .restoreDefaults }
         guard let limits = object.object("rate_limits") else { return nil }
         return RateLimitChange(
-            sendsPerSecond: change(limits, "sends_per_second", limits.positive),
+            sendsPerSecond: change(limits, "sends_per_second", limits.bounded),
             sendsBurst: change(limits, "sends_burst", limits.count),
-            registrationsPerSecond: change(limits, "registrations_per_second", limits.positive),
+            registrationsPerSecond: change(limits, "registrations_per_second", limits.bounded),
             registrationsBurst: change(limits, "registrations_burst", limits.count))
     }
 

@@ -111,6 +111,21 @@ public struct BudgetChange: Sendable, Hashable {
         priority10PerHour: .some(nil), frequentPriority10PerHour: .some(nil), policy: .some(nil),
         startsPerDevicePerHour: .some(nil))
 
+    /// The figures outside ``SendBudget/range``, as the fields at fault
+    /// (`budget.priority_10_per_hour`).
+    var faults: [ServiceError.FieldError] {
+        let range = SendBudget.range
+        let figures: [(String, Int??)] = [
+            ("priority_10_per_hour", priority10PerHour), ("frequent_priority_10_per_hour", frequentPriority10PerHour),
+            ("starts_per_device_per_hour", startsPerDevicePerHour),
+        ]
+        return figures.compactMap { name, figure in
+            guard case .some(.some(let value)) = figure, !range.contains(value) else { return nil }
+            return ServiceError.FieldError(
+                field: "budget.\(name)", message: "must be a whole number from \(range.lowerBound) to \(range.upperBound)")
+        }
+    }
+
     /// `overrides` with this change made.
     func applied(to overrides: BudgetOverrides) -> BudgetOverrides {
         var changed = overrides
@@ -149,6 +164,29 @@ public struct RateLimitChange: Sendable, Hashable {
     public static let restoreDefaults = RateLimitChange(
         sendsPerSecond: .some(nil), sendsBurst: .some(nil), registrationsPerSecond: .some(nil),
         registrationsBurst: .some(nil))
+
+    /// The figures outside ``RateLimit/perSecondRange`` and
+    /// ``RateLimit/burstRange``, as the fields at fault
+    /// (`rate_limits.sends_per_second`).
+    var faults: [ServiceError.FieldError] {
+        let rates = RateLimit.perSecondRange
+        let bursts = RateLimit.burstRange
+        var faults: [ServiceError.FieldError] = []
+        for (name, figure) in [("sends_per_second", sendsPerSecond), ("registrations_per_second", registrationsPerSecond)] {
+            guard case .some(.some(let value)) = figure, !(value.isFinite && rates.contains(value)) else { continue }
+            faults.append(.init(
+                field: "rate_limits.\(name)",
+                message: "must be a number from \(rates.lowerBound) to \(Int(rates.upperBound))"
+                    + " (one request an hour to a million a second)"))
+        }
+        for (name, figure) in [("sends_burst", sendsBurst), ("registrations_burst", registrationsBurst)] {
+            guard case .some(.some(let value)) = figure, !bursts.contains(value) else { continue }
+            faults.append(.init(
+                field: "rate_limits.\(name)",
+                message: "must be a whole number from \(bursts.lowerBound) to \(bursts.upperBound)"))
+        }
+        return faults
+    }
 
     /// `overrides` with this change made.
     func applied(to overrides: RateLimitOverrides) -> RateLimitOverrides {

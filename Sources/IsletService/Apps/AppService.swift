@@ -94,6 +94,13 @@ public final class AppService: Sendable {
     /// never undone.
     public func update(_ command: UpdateApp) async throws(ServiceError) -> AppRecord {
         if let credentials = command.credentials { try Self.check(credentials) }
+        let faults = (command.budget?.faults ?? []) + (command.rateLimits?.faults ?? [])
+        if !faults.isEmpty {
+            let detail = faults.count == 1
+                ? "The field \(faults[0].field) is invalid: \(ServiceError.sentence(faults[0].message))"
+                : "\(faults.count) fields are invalid: \(faults.map(\.field).joined(separator: ", "))."
+            throw ServiceError(.invalid, detail, fields: faults)
+        }
         var fcm: FCMCredentials??
         if let given = command.fcmServiceAccount {
             fcm = .some(try given.map { (json) throws(ServiceError) in try FCMAccountRules.credentials(from: json) })

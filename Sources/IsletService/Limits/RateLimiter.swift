@@ -103,7 +103,7 @@ public final class RateLimiter: Sendable {
 
     /// How many tokens a node takes from a shared bucket at once.
     static func batchSize(_ limit: RateLimit) -> Int {
-        max(1, min(Int(limit.perSecond / 20), limit.burst / 8))
+        max(1, min(Int(saturating: limit.perSecond / 20), limit.burst / 8))
     }
 
     /// `bucket` under `limit`, when the app's figures changed since it was made.
