@@ -208,11 +208,14 @@ public protocol PushQueue {
     func pushes(appID: String, activityID: String, since: Date) throws -> [PushHistoryItem]
     /// Counts a tap on the activity `activityID` of device `deviceID`, at `at`, on the
     /// push `apnsID` made for that copy (any status: a tap shows it arrived) or,
-    /// without one, on the newest push sent to it: the push's taps rise by one and
-    /// its first tap is the earliest reported, unless its last tap was reported at
-    /// the same `at` (the same tap, sent again). Answers the push tapped; `nil` when
-    /// there is no such push (or none was sent yet), and nothing changes.
-    func recordTap(appID: String, activityID: String, deviceID: String, apnsID: String?, at: Date) throws -> RecordedTap?
+    /// without one, on the newest push sent to it by `sentBy` (none: the tap counts
+    /// on no push). The push's taps rise by one and its first tap is the earliest
+    /// reported, unless the same tap (the same push, the same `at`) was counted
+    /// before, however long ago. Answers the tap; `nil` when no push of the copy has
+    /// the `apnsID` named, and nothing changes.
+    func recordTap(
+        appID: String, activityID: String, deviceID: String, apnsID: String?, at: Date, sentBy: Date
+    ) throws -> RecordedTap?
     /// Priority-10 updates of an activity sent since `since`: the most any copy of
     /// it was sent.
     func priority10Sends(appID: String, activityID: String, since: Date) throws -> Int

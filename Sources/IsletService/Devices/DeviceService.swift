@@ -239,48 +239,68 @@ public struct DeviceService: Sendable {
         public let tappedAt: Date
     }
 
-    /// How far ahead of the server's clock a reported tap may be (a device's clock
-    /// runs ahead of the server's by a little).
+    /// How far a device's clock may be off the server's when it dates a tap: a tap
+    /// may be dated this much ahead of the server's clock, or before the push it
+    /// counts on was sent.
     public static let tapClockSkew: TimeInterval = 300
 
     /// Records a tap on the device's copy of an activity (the app learns of it from
     /// the URL its widget opened), at `tappedAt` (now when not given), counted on
-    /// the push `apnsID` or, without one, on the newest push sent to the copy; an
-    /// `activity.tapped` event says so. The same tap reported again (same time, same
-    /// push) is answered alike and counted once.
+    /// the push `apnsID` or, without one, on the newest push sent to the copy by
+    /// then; an `activity.tapped` event says so. The same tap reported again (same
+    /// time, same push), however often and in whatever order, is answered alike and
+    /// counted once. A tap dated before its activity started, or before the push it
+    /// names was sent, is refused.
     public func recordTap(
         appID: String, deviceID: String, secret: String?, activityID: String, apnsID: String?, tappedAt: Date?
     ) async throws(ServiceError) -> Tapped {
         let now = environment.clock.now()
         let at = tappedAt ?? now
+        let skew = Self.tapClockSkew
         // apns-ids are UUIDs, which Islet writes in lower case (as APNs documents
         // them); a client may write one in upper case.
         let named = apnsID?.lowercased()
         let tapped = try await environment.write { (session: any Stores) -> String? in
             try Self.admit(session: session, appID: appID, deviceID: deviceID, secret: secret)
-            guard try session.instance(appID: appID, activityID: activityID, deviceID: deviceID) != nil else {
+            guard try session.instance(appID: appID, activityID: activityID, deviceID: deviceID) != nil,
+                let activity = try session.activity(appID: appID, activityID: activityID)
+            else {
                 throw ServiceError(.notFound, "Device \(deviceID) holds no activity \(activityID).")
             }
-            if at.timeIntervalSince(now) > Self.tapClockSkew {
+            if at.timeIntervalSince(now) > skew {
                 throw ServiceError.invalid(
                     "The tap is dated ahead of the server's clock.", field: "tapped_at",
-                    "must not be more than \(Int(Self.tapClockSkew)) seconds ahead of the server's clock (\(RFC3339.string(now)))")
+                    "must not be more than \(Int(skew)) seconds ahead of the server's clock (\(RFC3339.string(now)))")
             }
-            let tapped = try session.recordTap(appID: appID, activityID: activityID, deviceID: deviceID, apnsID: named, at: at)
-            if let named, tapped == nil {
+            if activity.startedAt.timeIntervalSince(at) > skew {
                 throw ServiceError.invalid(
-                    "No push \(named) was made for device \(deviceID)'s copy of activity \(activityID).", field: "apns_id",
+                    "The tap is dated before activity \(activityID) started.", field: "tapped_at",
+                    "must not be more than \(Int(skew)) seconds before the activity started (\(RFC3339.string(activity.startedAt)))")
+            }
+            let tapped = try session.recordTap(
+                appID: appID, activityID: activityID, deviceID: deviceID, apnsID: named, at: at,
+                sentBy: at.addingTimeInterval(skew))
+            guard let tapped else {
+                throw ServiceError.invalid(
+                    "No push \(named ?? "") was made for device \(deviceID)'s copy of activity \(activityID).", field: "apns_id",
                     "must be the apns-id of a push made for this device's copy of the activity, or absent")
             }
+            // A push cannot be tapped before it arrived (this refusal undoes the
+            // tap recorded above, with the rest of the transaction).
+            if let arrived = tapped.pushArrivedFrom, arrived.timeIntervalSince(at) > skew {
+                throw ServiceError.invalid(
+                    "The tap is dated before push \(tapped.apnsID ?? "") was sent.", field: "tapped_at",
+                    "must not be more than \(Int(skew)) seconds before the push it counts on was sent (\(RFC3339.string(arrived)))")
+            }
             // The same tap reported again is answered again, and not counted twice.
-            if tapped?.counted == false { return tapped?.apnsID }
+            if !tapped.counted { return tapped.apnsID }
             try session.appendEvents([NewEvent(
                 appID: appID, type: .activityTapped, activityID: activityID, occurredAt: now,
                 data: [
                     "activity_id": .string(activityID), "device_id": .string(deviceID),
-                    "apns_id": tapped.map { .string($0.apnsID) } ?? .null, "tapped_at": .string(RFC3339.string(at)),
+                    "apns_id": tapped.apnsID.map { .string($0) } ?? .null, "tapped_at": .string(RFC3339.string(at)),
                 ])])
-            return tapped?.apnsID
+            return tapped.apnsID
         }
         return Tapped(apnsID: tapped, tappedAt: at)
     }

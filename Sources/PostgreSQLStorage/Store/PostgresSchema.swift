@@ -376,5 +376,18 @@ enum PostgresSchema {
             ALTER TABLE devices ADD COLUMN fcm_token_registered_at BIGINT;
             CREATE INDEX devices_by_fcm_token ON devices(app_id, fcm_token) WHERE fcm_token IS NOT NULL;
             """),
+        // Each tap counted, by the push it counts on (0: none was sent yet) and its
+        // time: a tap reported again, however often and in whatever order, is
+        // recognised and counted once.
+        Migration(version: 18, name: "tap records", sql: """
+            CREATE TABLE taps (
+                app_id TEXT NOT NULL,
+                activity_id TEXT NOT NULL,
+                device_id TEXT NOT NULL,
+                push_id BIGINT NOT NULL,
+                tapped_at BIGINT NOT NULL,
+                PRIMARY KEY (app_id, activity_id, device_id, push_id, tapped_at)
+            );
+            """),
     ]
 }
