@@ -394,5 +394,10 @@ public enum IsletSchema {
                 PRIMARY KEY (app_id, activity_id, device_id, push_id, tapped_at)
             ) STRICT, WITHOUT ROWID;
             """),
+        // When a device first sent its secret: a secret a device has used is never
+        // replaced by a registration that does not carry it, even under 'off'.
+        Migration(version: 19, name: "presented device secrets", sql: """
+            ALTER TABLE devices ADD COLUMN secret_presented_at INTEGER;
+            """),
     ]
 }

@@ -43,8 +43,13 @@ public protocol DeviceStore {
     /// secret; else shared, so that its secret cannot change under the request).
     /// A locking read: only in a write transaction.
     func deviceAccess(appID: String, deviceID: String, exclusive: Bool) throws -> DeviceAccess
-    /// Replaces the hash of a device's secret. Answers whether the device exists.
-    func replaceDeviceSecret(appID: String, deviceID: String, secretHash: Data) throws -> Bool
+    /// Replaces the hash of a device's secret; `presentedAt` says when a request
+    /// carried it (a rotation: the old one), `nil` when none did yet. Answers
+    /// whether the device exists.
+    func replaceDeviceSecret(appID: String, deviceID: String, secretHash: Data, presentedAt: Date?) throws -> Bool
+    /// Records that a request carried the device's current secret, at `at`, unless
+    /// one did before (see ``DeviceAccess/secretPresented``).
+    func recordDeviceSecretPresented(appID: String, deviceID: String, at: Date) throws
     /// The kinds other than `except` under which `token` is registered anywhere in
     /// the app.
     func registeredKinds(appID: String, token: String, except: PushTokenKind?) throws -> Set<PushTokenKind>

@@ -183,7 +183,7 @@ struct PostgreSQLSharingTests {
             // A reset meanwhile waits for it.
             let reset = Task {
                 try await stores[1].write { session in
-                    try session.replaceDeviceSecret(appID: "app_1", deviceID: "d1", secretHash: Data("second".utf8))
+                    try session.replaceDeviceSecret(appID: "app_1", deviceID: "d1", secretHash: Data("second".utf8), presentedAt: nil)
                 }
             }
             // Seen waiting on the lock, so that the gate opens on a reset that has

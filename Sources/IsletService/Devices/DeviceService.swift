@@ -37,14 +37,16 @@ public struct DeviceService: Sendable {
         public let device: DeviceRecord
         /// The device's new secret, shown this once: issued when the device is
         /// created and, under `device_secrets: off`, to a registration that did not
-        /// carry the device's current secret (the old one stops working).
+        /// carry the device's current secret while no request has ever carried it
+        /// (the old one stops working). A secret a device has used is kept.
         public let secret: String?
     }
 
     /// Registers or updates a device; `secret` is what the request carried in
     /// `Islet-Device-Secret`. A new device is given a secret; a registered one is
     /// changed only with its secret when its app requires secrets (see
-    /// ``DeviceSecrets``).
+    /// ``DeviceSecrets``), and its secret is replaced (under `off`) only while no
+    /// request has carried it.
     public func register(
         appID: String, deviceID: String, secret: String?, _ registration: DeviceRegistration
     ) async throws(ServiceError) -> Registered {
@@ -60,8 +62,12 @@ public struct DeviceService: Sendable {
             var issued = created
             if !created {
                 let access = try session.deviceAccess(appID: appID, deviceID: deviceID, exclusive: true)
-                let current = try DeviceSecrets.check(access, presented: secret, appID: appID, deviceID: deviceID)
-                issued = !current
+                let current = try Self.checkSecret(
+                    access, session: session, presented: secret, appID: appID, deviceID: deviceID, now: now)
+                // Under `off`, a registration without the secret gets a new one,
+                // unless the device has used its secret: then it keeps it, and the
+                // registration gets none.
+                issued = !current && !access.secretPresented
                 // A device is one platform for good: its tokens are of one kind.
                 if let existing = try session.device(appID: appID, deviceID: deviceID),
                     existing.platform != registration.platform
@@ -77,7 +83,9 @@ public struct DeviceService: Sendable {
             }
             if !created {
                 try session.updateDevice(appID: appID, deviceID: deviceID, registration, now: now)
-                if issued { _ = try session.replaceDeviceSecret(appID: appID, deviceID: deviceID, secretHash: freshHash) }
+                if issued {
+                    _ = try session.replaceDeviceSecret(appID: appID, deviceID: deviceID, secretHash: freshHash, presentedAt: nil)
+                }
             }
             return (created, issued, try session.device(appID: appID, deviceID: deviceID))
         }
@@ -91,7 +99,8 @@ public struct DeviceService: Sendable {
     ) async throws(ServiceError) -> TokenRegistered {
         let now = environment.clock.now()
         let created = try await environment.write { (session: any Stores) -> Bool in
-            let environment = try Self.admittedEnvironment(session: session, appID: appID, deviceID: deviceID, secret: secret)
+            let environment = try Self.admittedEnvironment(
+                session: session, appID: appID, deviceID: deviceID, secret: secret, now: now)
             try Self.refuseCrossedKind(session: session, appID: appID, token: token, kind: .pushToStart, field: "token")
             return try session.upsertStartToken(
                 appID: appID, deviceID: deviceID, activityType: activityType, token: token, environment: environment,
@@ -105,8 +114,9 @@ public struct DeviceService: Sendable {
     public func deleteStartToken(
         appID: String, deviceID: String, secret: String?, activityType: String
     ) async throws(ServiceError) {
+        let now = environment.clock.now()
         let deleted = try await environment.write { (session: any Stores) -> Bool in
-            try Self.admit(session: session, appID: appID, deviceID: deviceID, secret: secret)
+            try Self.admit(session: session, appID: appID, deviceID: deviceID, secret: secret, now: now)
             return try session.deleteStartToken(appID: appID, deviceID: deviceID, activityType: activityType)
         }
         guard deleted else {
@@ -128,7 +138,7 @@ public struct DeviceService: Sendable {
             let checks = try session.updateTokenChecks(
                 appID: appID, deviceID: deviceID, activityID: activityID, token: token ?? "")
             guard let environment = checks.environment else { throw Self.noDevice(appID: appID, deviceID: deviceID) }
-            try DeviceSecrets.check(checks.device, presented: secret, appID: appID, deviceID: deviceID)
+            try Self.checkSecret(checks.device, session: session, presented: secret, appID: appID, deviceID: deviceID, now: now)
             let isAndroid = checks.device.platform == DevicePlatform.android.rawValue
             if token != nil || !isAndroid {
                 try Self.refuseAndroid(checks.device, deviceID: deviceID)
@@ -218,7 +228,7 @@ public struct DeviceService: Sendable {
     ) async throws(ServiceError) -> InstanceRecord {
         let now = environment.clock.now()
         return try await environment.write { (session: any Stores) -> InstanceRecord in
-            try Self.admit(session: session, appID: appID, deviceID: deviceID, secret: secret)
+            try Self.admit(session: session, appID: appID, deviceID: deviceID, secret: secret, now: now)
             guard try session.instance(appID: appID, activityID: activityID, deviceID: deviceID) != nil else {
                 throw ServiceError(.notFound, "Device \(deviceID) holds no activity \(activityID).")
             }
@@ -261,7 +271,7 @@ public struct DeviceService: Sendable {
         // them); a client may write one in upper case.
         let named = apnsID?.lowercased()
         let tapped = try await environment.write { (session: any Stores) -> String? in
-            try Self.admit(session: session, appID: appID, deviceID: deviceID, secret: secret)
+            try Self.admit(session: session, appID: appID, deviceID: deviceID, secret: secret, now: now)
             guard try session.instance(appID: appID, activityID: activityID, deviceID: deviceID) != nil,
                 let activity = try session.activity(appID: appID, activityID: activityID)
             else {
@@ -312,11 +322,13 @@ public struct DeviceService: Sendable {
     public func rotateSecret(appID: String, deviceID: String, secret: String?) async throws(ServiceError) -> String {
         let fresh = try newSecret()
         let freshHash = DeviceSecrets.hash(fresh)
+        let now = environment.clock.now()
         try await environment.write { (session: any Stores) in
             let access = try session.deviceAccess(appID: appID, deviceID: deviceID, exclusive: true)
             guard access.deviceExists else { throw Self.noDevice(appID: appID, deviceID: deviceID) }
             try DeviceSecrets.requireCurrent(access.secretHash, presented: secret, appID: appID, deviceID: deviceID)
-            _ = try session.replaceDeviceSecret(appID: appID, deviceID: deviceID, secretHash: freshHash)
+            // The device used its secret to ask for this one: it keeps it.
+            _ = try session.replaceDeviceSecret(appID: appID, deviceID: deviceID, secretHash: freshHash, presentedAt: now)
         }
         environment.logger.info("device secret rotated", ("app", .string(appID)), ("device", .string(deviceID)))
         return fresh
@@ -329,7 +341,7 @@ public struct DeviceService: Sendable {
         let fresh = try newSecret()
         let freshHash = DeviceSecrets.hash(fresh)
         let found = try await environment.write { (session: any Stores) in
-            try session.replaceDeviceSecret(appID: appID, deviceID: deviceID, secretHash: freshHash)
+            try session.replaceDeviceSecret(appID: appID, deviceID: deviceID, secretHash: freshHash, presentedAt: nil)
         }
         guard found else { throw Self.noDevice(appID: appID, deviceID: deviceID) }
         environment.logger.notice("device secret reset", ("app", .string(appID)), ("device", .string(deviceID)))
@@ -349,19 +361,38 @@ public struct DeviceService: Sendable {
     /// Checks the secret of a request for a device, if the device is registered
     /// (a route for a device that is not answers as it always did). The device
     /// stays locked, shared, until the transaction ends.
-    private static func admit(session: any DeviceStore, appID: String, deviceID: String, secret: String?) throws {
+    private static func admit(session: any DeviceStore, appID: String, deviceID: String, secret: String?, now: Date) throws {
         let access = try session.deviceAccess(appID: appID, deviceID: deviceID, exclusive: false)
-        if access.deviceExists { try DeviceSecrets.check(access, presented: secret, appID: appID, deviceID: deviceID) }
+        if access.deviceExists {
+            try checkSecret(access, session: session, presented: secret, appID: appID, deviceID: deviceID, now: now)
+        }
+    }
+
+    /// Checks a request for a registered device (``DeviceSecrets/check(_:presented:appID:deviceID:)``)
+    /// and records the first that carried the device's secret: from then on a
+    /// registration without it never replaces it. Answers whether it carried it.
+    @discardableResult
+    static func checkSecret(
+        _ access: DeviceAccess, session: any DeviceStore, presented: String?, appID: String, deviceID: String, now: Date
+    ) throws -> Bool {
+        let current = try DeviceSecrets.check(access, presented: presented, appID: appID, deviceID: deviceID)
+        // Once per device. On PostgreSQL two first requests at once, each holding
+        // the row shared, meet in a deadlock; the store runs the one rolled back
+        // again, and it finds the record made.
+        if current, !access.secretPresented {
+            try session.recordDeviceSecretPresented(appID: appID, deviceID: deviceID, at: now)
+        }
+        return current
     }
 
     /// The environment of a registered device whose secret the request carried
     /// (when its app requires one), or `notFound`.
     private static func admittedEnvironment(
-        session: any DeviceStore, appID: String, deviceID: String, secret: String?
+        session: any DeviceStore, appID: String, deviceID: String, secret: String?, now: Date
     ) throws -> APNsEnvironment {
         let access = try session.deviceAccess(appID: appID, deviceID: deviceID, exclusive: false)
         guard let environment = access.environment else { throw noDevice(appID: appID, deviceID: deviceID) }
-        try DeviceSecrets.check(access, presented: secret, appID: appID, deviceID: deviceID)
+        try checkSecret(access, session: session, presented: secret, appID: appID, deviceID: deviceID, now: now)
         try refuseAndroid(access, deviceID: deviceID)
         return environment
     }

@@ -389,5 +389,10 @@ enum PostgresSchema {
                 PRIMARY KEY (app_id, activity_id, device_id, push_id, tapped_at)
             );
             """),
+        // When a device first sent its secret: a secret a device has used is never
+        // replaced by a registration that does not carry it, even under 'off'.
+        Migration(version: 19, name: "presented device secrets", sql: """
+            ALTER TABLE devices ADD COLUMN secret_presented_at BIGINT;
+            """),
     ]
 }
