@@ -248,10 +248,13 @@ private func fcmClients(
         settings.url = url
         settings.trustRootsPEM = embedded.fcmTrustRootsPEM
         if let pem = embedded.fcmTrustRootsPEM {
-            // libcurl reads its CA from a file: the simulator's, in the data folder.
+            // libcurl reads its CA from a file: the simulator's, in the data folder,
+            // 0600 like every file there (one an older Islet wrote 0644 is replaced).
             let path = (configuration.dataDirectory as NSString).appendingPathComponent("simulator-fcm-ca.pem")
-            guard FileManager.default.createFile(atPath: path, contents: Data(pem.utf8)) else {
-                throw ConfigurationError(.unusable, setting: Configuration.label(of: \.simulator), message: "cannot write \(path)")
+            do {
+                try PrivateFile.replace(path, pem)
+            } catch {
+                throw ConfigurationError(.unusable, setting: Configuration.label(of: \.simulator), message: error.description)
             }
             tokenSettings.caFile = path
         }
