@@ -142,7 +142,9 @@ private func assemble(
     let fcm = try fcmClients(configuration, embedded: embedded?.endpoint)
     let transports = PushTransports(
         apns: APNsTransport(client: client, store: store),
-        fcm: FCMTransport(client: fcm.client, store: store, exchange: CurlTokenExchange(client: fcm.tokens), clock: clock))
+        fcm: FCMTransport(
+            client: fcm.client, store: store, exchange: CurlTokenExchange(client: fcm.tokens), clock: clock,
+            allowPrivateTokenURIs: configuration.fcmTokenURIsMayBePrivate, logger: logger))
     let delivery = DeliveryWorker(
         store: store, transport: transports, configuration: deliveryConfiguration, clock: clock, sleeper: sleeper,
         logger: logger)
@@ -168,7 +170,10 @@ private func assemble(
         sessionLifetime: configuration.dashboardSessionHours * 3600,
         keyCacheLifetime: .milliseconds(Int(configuration.appKeyCacheSeconds * 1000)),
         signInAttemptsPerMinute: configuration.signInAttemptsPerMinute,
-        channelAPI: APNsChannels(client: channelClient), broadcastThreshold: configuration.broadcastThreshold)
+        channelAPI: APNsChannels(client: channelClient), broadcastThreshold: configuration.broadcastThreshold,
+        fcmTokenURIs: FCMTokenURIPolicy(
+            allowPrivate: configuration.fcmTokenURIsMayBePrivate,
+            addressRefusal: { host, port in await CurlWebhookTransport.addressRefusal(host: host, port: port) }))
     var clientSettings = HTTPClientConfiguration()
     clientSettings.allowPrivateAddresses = allowPrivate
     let webhookClient: HTTPClient
@@ -236,14 +241,14 @@ private func assemble(
 /// The FCM client (`--fcm-url`, or the embedded FCM of `--simulator`) and the HTTP
 /// client service accounts' access tokens are exchanged through (trusting
 /// `--fcm-ca-file`, or the embedded FCM's CA). A token URI may name a private
-/// address only for a simulator: with `--simulator` or `--fcm-ca-file`.
+/// address only for a simulator: with `--simulator` or `--fcm-allow-private`.
 private func fcmClients(
     _ configuration: Configuration, embedded: EmbeddedAPNsEndpoint?
 ) throws(ConfigurationError) -> (client: FCMClient, tokens: HTTPClient) {
     var settings = FCMClientConfiguration()
     settings.url = URL(string: configuration.fcmURL)!
     var tokenSettings = HTTPClientConfiguration()
-    tokenSettings.allowPrivateAddresses = configuration.simulator || configuration.fcmCAFile != nil
+    tokenSettings.allowPrivateAddresses = configuration.fcmTokenURIsMayBePrivate
     if let embedded, let url = embedded.fcmURL {
         settings.url = url
         settings.trustRootsPEM = embedded.fcmTrustRootsPEM
