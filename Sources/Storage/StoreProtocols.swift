@@ -270,6 +270,9 @@ public protocol NodeStore {
     func recordHeartbeat(nodeID: String, startedAt: Date, now: Date) throws
     /// Every node seen since `since`, by id, with how many pushes each holds.
     func nodes(seenSince since: Date) throws -> [NodeRecord]
+    /// Records that `nodeID` stopped cleanly at `at` (its next heartbeat, when it
+    /// starts again, clears it).
+    func recordNodeStopped(nodeID: String, at: Date) throws
     /// Forgets nodes not seen since `before`. Answers how many.
     @discardableResult
     func forgetNodes(seenBefore before: Date) throws -> Int

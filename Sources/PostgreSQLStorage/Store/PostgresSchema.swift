@@ -394,5 +394,10 @@ enum PostgresSchema {
         Migration(version: 19, name: "presented device secrets", sql: """
             ALTER TABLE devices ADD COLUMN secret_presented_at BIGINT;
             """),
+        // A node that stopped cleanly says so: it no longer counts as running on the
+        // database (islet secrets rotate waits for the nodes that do).
+        Migration(version: 20, name: "stopped nodes", sql: """
+            ALTER TABLE nodes ADD COLUMN stopped_at BIGINT;
+            """),
     ]
 }
