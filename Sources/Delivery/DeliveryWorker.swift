@@ -279,10 +279,15 @@ public final class DeliveryWorker: BackgroundService {
     }
 
     /// On exit, hands back to the queue the pushes this node still holds unanswered,
-    /// for this or another node to send (with the same `apns-id`).
+    /// for this or another node to send (with the same `apns-id`), and records that
+    /// the node stopped.
     private func handBack() {
         do {
-            let handed = try store.writeNow { try $0.requeueInFlight(.heldBy(nodeID: configuration.nodeID), now: clock.now()) }
+            let handed = try store.writeNow { session in
+                let now = clock.now()
+                try session.recordNodeStopped(nodeID: configuration.nodeID, at: now)
+                return try session.requeueInFlight(.heldBy(nodeID: configuration.nodeID), now: now)
+            }
             if handed > 0 { logger.notice("handed back pushes still in flight", ("count", .int(handed))) }
         } catch {
             logger.warning(

@@ -2,6 +2,7 @@ import IsletSync
 public import FCM
 public import Foundation
 public import IsletCore
+public import IsletLog
 public import Storage
 
 /// Sends claimed FCM pushes (token kind `fcm`: an Android device's data messages)
@@ -19,6 +20,14 @@ public final class FCMTransport: PushTransport {
     private let exchange: any FCMTokenExchange
     private let clock: any WallClock
     private let accounts = Lock<[String: CachedAccount]>([:])
+    /// Whether a token URI may name a loopback, private or link-local address.
+    private let allowPrivateTokenURIs: Bool
+    private let logger: Logger?
+    /// When each app's failing token endpoint was last logged.
+    private let tokenWarnings = Lock<[String: Date]>([:])
+
+    /// How long a failing token endpoint goes without another log line, per app.
+    public static let tokenWarningInterval: TimeInterval = 60
 
     /// How long a message without an expiration is kept for an offline device.
     public static let defaultTTL: Int64 = 8 * 3600
@@ -32,23 +41,35 @@ public final class FCMTransport: PushTransport {
         let tokens: FCMAccessTokens?
         let problem: String?
         var passing = false
+        /// Why the account's token URI may not be used, when it may not.
+        var tokenURIProblem: String?
         /// FCM's refusal of these credentials (its error code), once one came: no
         /// message goes with them until the app's credentials change.
         let refusal = Lock<String?>(nil)
     }
 
     /// A transport over `client`, reading apps' service accounts from `store` and
-    /// exchanging their assertions through `exchange`.
-    public init(client: FCMClient, store: any Store, exchange: any FCMTokenExchange, clock: any WallClock = SystemWallClock()) {
+    /// exchanging their assertions through `exchange`. A stored token URI is checked
+    /// again before it is used (https, no credentials, and a numeric host only when
+    /// public, or private with `allowPrivateTokenURIs`; the exchange's client checks
+    /// the addresses a name leads to); a token endpoint that fails is logged to
+    /// `logger`, at most once per ``tokenWarningInterval`` per app.
+    public init(
+        client: FCMClient, store: any Store, exchange: any FCMTokenExchange, clock: any WallClock = SystemWallClock(),
+        allowPrivateTokenURIs: Bool = false, logger: Logger? = nil
+    ) {
         self.client = client
         self.store = store
         self.exchange = exchange
         self.clock = clock
+        self.allowPrivateTokenURIs = allowPrivateTokenURIs
+        self.logger = logger
     }
 
     public func send(_ push: ClaimedPush, completion: @escaping @Sendable (TransportResult) -> Void) {
         let cached = account(appID: push.appID)
         guard let account = cached.account, let tokens = cached.tokens else {
+            if let problem = cached.tokenURIProblem { warnOfTokenEndpoint(appID: push.appID, cause: problem) }
             completion(TransportResult(
                 disposition: cached.passing ? .retry : .credentialsRejected,
                 reason: cached.passing ? "transport" : "credentialsRejected", attempts: 0))
@@ -66,6 +87,7 @@ public final class FCMTransport: PushTransport {
         let sentAt = ContinuousClock.now
         Task {
             let result = await client.send(message, account: account, tokens: tokens)
+            if let failure = result.tokenFailure { self.warnOfTokenEndpoint(appID: push.appID, cause: failure.message) }
             // FCM's own refusal of a send stops the app's messages until it changes;
             // the token endpoint's stands a minute in its tokens (a clock set right
             // again, a key restored, and messages go again).
@@ -114,7 +136,12 @@ public final class FCMTransport: PushTransport {
         }
         if let cached = accounts.withLock({ $0[appID] }), cached.updatedAt == app.updatedAt { return cached }
         let entry: CachedAccount
-        if let fcm = app.fcm {
+        if let fcm = app.fcm, let refused = tokenURIRefusal(fcm.tokenURI) {
+            // Saved before this check existed, or by a node that allowed private
+            // addresses: no assertion is posted to it.
+            let problem = "its token URI is refused: \(refused)"
+            entry = CachedAccount(updatedAt: app.updatedAt, account: nil, tokens: nil, problem: problem, tokenURIProblem: problem)
+        } else if let fcm = app.fcm {
             let account = FCMServiceAccount(
                 projectID: fcm.projectID, clientEmail: fcm.clientEmail, privateKeyPEM: fcm.privateKeyPEM,
                 privateKeyID: fcm.privateKeyID, tokenURI: fcm.tokenURI)
@@ -130,6 +157,32 @@ public final class FCMTransport: PushTransport {
         }
         accounts.withLock { $0[appID] = entry }
         return entry
+    }
+
+    /// Why a token URI may not be posted to, by its text alone.
+    func tokenURIRefusal(_ uri: String) -> String? {
+        switch HTTPSEndpoint.parse(uri) {
+        case .failure(let refusal): return "it \(refusal.message)"
+        case .success(let endpoint):
+            return endpoint.literalRefusal(allowPrivate: allowPrivateTokenURIs).map {
+                "\($0)\(allowPrivateTokenURIs ? "" : " (private addresses need --fcm-allow-private)")"
+            }
+        }
+    }
+
+    /// Logs that an app's token endpoint failed, unless it was logged less than
+    /// ``tokenWarningInterval`` ago: sends retry often, and the log says it once.
+    private func warnOfTokenEndpoint(appID: String, cause: String) {
+        let now = clock.now()
+        let due = tokenWarnings.withLock { warned -> Bool in
+            if let last = warned[appID], now.timeIntervalSince(last) < Self.tokenWarningInterval, now >= last { return false }
+            warned[appID] = now
+            return true
+        }
+        guard due else { return }
+        logger?.warning(
+            "no FCM access token for the app: its service account's token endpoint failed", ("app", .string(appID)),
+            ("cause", .string(cause)))
     }
 }
 

@@ -65,6 +65,8 @@ public struct FCMResult: Sendable {
     /// Requests made (2 when a refused access token was replaced and the message
     /// sent again).
     public var attempts: Int
+    /// Why no access token came, when none did (the message was not sent).
+    public var tokenFailure: FCMTokenError? = nil
 }
 
 /// Sends data messages through FCM's HTTP v1 API over HTTP/2: `POST
@@ -94,7 +96,7 @@ public final class FCMClient: Sendable {
             } catch {
                 return FCMResult(
                     disposition: error.refusesCredentials ? .credentialsRejected : .retry, response: nil,
-                    error: "no access token: \(error.message)", attempts: attempts)
+                    error: "no access token: \(error.message)", attempts: attempts, tokenFailure: error)
             }
             attempts += 1
             let answer: HTTP2Response

@@ -66,7 +66,7 @@ public final class Application: Sendable {
         client: APNsClient, webhooks: WebhookDispatcher, webhookClient: HTTPClient, feed: EventFeed, fcmClient: FCMClient,
         fcmTokenClient: HTTPClient, embeddedAPNs: (apns: any EmbeddedAPNs, endpoint: EmbeddedAPNsEndpoint)?,
         generatedAdminToken: String?, demo: DemoApp?, sleeper: any Sleeper, dispatcher: Dispatcher,
-        channelClient: APNsChannelClient
+        channelClient: APNsChannelClient, databaseLock: DatabaseLock? = nil
     ) {
         self.configuration = configuration
         self.logger = logger
@@ -107,7 +107,11 @@ public final class Application: Sendable {
         let resources: [any BackgroundService] = [
             // Closing joins the store's threads (and checkpoints SQLite's log): on a
             // thread of its own, not one of the concurrency pool's.
-            ClosingService { await runOnOwnThread(named: "islet-db-close") { store.close() } },
+            // The SQLite database's lock goes with it.
+            ClosingService {
+                await runOnOwnThread(named: "islet-db-close") { store.close() }
+                databaseLock?.release()
+            },
             ClosingService { await embeddedAPNs?.apns.shutdown() },
             ClosingService { await client.shutdown() },
             ClosingService { await channelClient.shutdown() },

@@ -38,12 +38,33 @@ public func buildApplication(
         Configuration.removeFolders(created)
         throw error
     }
+    // A node on an SQLite database holds its lock for as long as it runs: a
+    // rotation of the secrets key waits for it to stop (and it for the rotation).
+    var databaseLock: DatabaseLock?
+    if configuration.postgresURL == nil {
+        do {
+            databaseLock = try DatabaseLock.take(database: configuration.resolvedDatabasePath, exclusive: false)
+        } catch {
+            secrets.discardIfGenerated()
+            Configuration.removeFolders(created)
+            throw ConfigurationError(
+                .unusable, setting: Configuration.label(of: \.databasePath),
+                message: error.held
+                    ? "\(configuration.resolvedDatabasePath): islet secrets rotate is sealing its credentials again; start once it is done"
+                    : error.message)
+        }
+    }
     let store: any Store
     do {
         store = try openStore(configuration, secrets: secrets.key)
     } catch {
-        // Nothing of a start that failed stays behind: the folders it made go again,
-        // and the key it generated, under which nothing was sealed.
+        databaseLock?.release()
+        // Nothing of a start that failed stays behind: the folders it made go again
+        // (with the lock file made in them), and the key it generated, under which
+        // nothing was sealed.
+        if databaseLock != nil, !created.isEmpty {
+            try? FileManager.default.removeItem(atPath: DatabaseLock.path(database: configuration.resolvedDatabasePath))
+        }
         secrets.discardIfGenerated()
         Configuration.removeFolders(created)
         if let error = error as? StoreError, error.code == .secretsKeyMismatch {
@@ -55,7 +76,8 @@ public func buildApplication(
     }
     do throws(ConfigurationError) {
         let application = try assemble(
-            configuration, logger: logger, clock: clock, sleeper: sleeper, store: store, embeddedAPNs: embeddedAPNs)
+            configuration, logger: logger, clock: clock, sleeper: sleeper, store: store, embeddedAPNs: embeddedAPNs,
+            databaseLock: databaseLock)
         if secrets.generated, let file = secrets.file {
             logger.notice(
                 "generated the secrets key that seals credentials in the database: back it up, apart from the database",
@@ -71,6 +93,7 @@ public func buildApplication(
         return application
     } catch {
         store.close()
+        databaseLock?.release()
         throw error
     }
 }
@@ -89,7 +112,7 @@ private func openStore(_ configuration: Configuration, secrets: SecretsKey) thro
 /// The rest of `buildApplication`, once the store is open.
 private func assemble(
     _ configuration: Configuration, logger: Logger, clock: any WallClock, sleeper: any Sleeper, store: any Store,
-    embeddedAPNs factory: EmbeddedAPNsFactory?
+    embeddedAPNs factory: EmbeddedAPNsFactory?, databaseLock: DatabaseLock?
 ) throws(ConfigurationError) -> Application {
     let (adminToken, generated) = try AdminToken.load(configuration)
 
@@ -142,7 +165,9 @@ private func assemble(
     let fcm = try fcmClients(configuration, embedded: embedded?.endpoint)
     let transports = PushTransports(
         apns: APNsTransport(client: client, store: store),
-        fcm: FCMTransport(client: fcm.client, store: store, exchange: CurlTokenExchange(client: fcm.tokens), clock: clock))
+        fcm: FCMTransport(
+            client: fcm.client, store: store, exchange: CurlTokenExchange(client: fcm.tokens), clock: clock,
+            allowPrivateTokenURIs: configuration.fcmTokenURIsMayBePrivate, logger: logger))
     let delivery = DeliveryWorker(
         store: store, transport: transports, configuration: deliveryConfiguration, clock: clock, sleeper: sleeper,
         logger: logger)
@@ -168,7 +193,10 @@ private func assemble(
         sessionLifetime: configuration.dashboardSessionHours * 3600,
         keyCacheLifetime: .milliseconds(Int(configuration.appKeyCacheSeconds * 1000)),
         signInAttemptsPerMinute: configuration.signInAttemptsPerMinute,
-        channelAPI: APNsChannels(client: channelClient), broadcastThreshold: configuration.broadcastThreshold)
+        channelAPI: APNsChannels(client: channelClient), broadcastThreshold: configuration.broadcastThreshold,
+        fcmTokenURIs: FCMTokenURIPolicy(
+            allowPrivate: configuration.fcmTokenURIsMayBePrivate,
+            addressRefusal: { host, port in await CurlWebhookTransport.addressRefusal(host: host, port: port) }))
     var clientSettings = HTTPClientConfiguration()
     clientSettings.allowPrivateAddresses = allowPrivate
     let webhookClient: HTTPClient
@@ -230,28 +258,31 @@ private func assemble(
             router: router, logger: logger, metrics: requestMetrics, largeBodyRoutes: Dispatcher.largeBodyRoutes(routes),
             trustForwardedFor: configuration.trustForwardedFor, routes: routes + dashboard,
             authentication: middleware.compactMap { $0 as? AuthenticationMiddleware }.first),
-        channelClient: channelClient)
+        channelClient: channelClient, databaseLock: databaseLock)
 }
 
 /// The FCM client (`--fcm-url`, or the embedded FCM of `--simulator`) and the HTTP
 /// client service accounts' access tokens are exchanged through (trusting
 /// `--fcm-ca-file`, or the embedded FCM's CA). A token URI may name a private
-/// address only for a simulator: with `--simulator` or `--fcm-ca-file`.
+/// address only for a simulator: with `--simulator` or `--fcm-allow-private`.
 private func fcmClients(
     _ configuration: Configuration, embedded: EmbeddedAPNsEndpoint?
 ) throws(ConfigurationError) -> (client: FCMClient, tokens: HTTPClient) {
     var settings = FCMClientConfiguration()
     settings.url = URL(string: configuration.fcmURL)!
     var tokenSettings = HTTPClientConfiguration()
-    tokenSettings.allowPrivateAddresses = configuration.simulator || configuration.fcmCAFile != nil
+    tokenSettings.allowPrivateAddresses = configuration.fcmTokenURIsMayBePrivate
     if let embedded, let url = embedded.fcmURL {
         settings.url = url
         settings.trustRootsPEM = embedded.fcmTrustRootsPEM
         if let pem = embedded.fcmTrustRootsPEM {
-            // libcurl reads its CA from a file: the simulator's, in the data folder.
+            // libcurl reads its CA from a file: the simulator's, in the data folder,
+            // 0600 like every file there (one an older Islet wrote 0644 is replaced).
             let path = (configuration.dataDirectory as NSString).appendingPathComponent("simulator-fcm-ca.pem")
-            guard FileManager.default.createFile(atPath: path, contents: Data(pem.utf8)) else {
-                throw ConfigurationError(.unusable, setting: Configuration.label(of: \.simulator), message: "cannot write \(path)")
+            do {
+                try PrivateFile.replace(path, pem)
+            } catch {
+                throw ConfigurationError(.unusable, setting: Configuration.label(of: \.simulator), message: error.description)
             }
             tokenSettings.caFile = path
         }

@@ -143,6 +143,14 @@ public struct Configuration: Sendable, Equatable {
     /// A PEM file of CA certificates to trust for FCM and the token URIs instead of
     /// the system's.
     public var fcmCAFile: String?
+    /// Whether a service account's token URI may reach loopback, private and
+    /// link-local addresses (metadata, unspecified, multicast, broadcast and reserved
+    /// ones are refused even so); `simulator` allows them too.
+    public var fcmAllowPrivate = false
+
+    /// Whether service accounts' token URIs may reach private addresses: with
+    /// `--fcm-allow-private`, or the embedded simulators of `--simulator`.
+    var fcmTokenURIsMayBePrivate: Bool { fcmAllowPrivate || simulator }
     /// Runs the APNs simulator in the same process and sends every push to it.
     public var simulator = false
     /// The embedded simulator's APNs port (0 picks a free one).

@@ -185,7 +185,11 @@ extension Configuration {
         Setting(
             "--fcm-ca-file", \.fcmCAFile, .required("a file path is required"), default: "the system's roots",
             help: "PEM file of CA certificates trusted for FCM and the service accounts' token URIs (for a simulator).",
-            readme: "PEM CA certificates trusted for FCM and for the service accounts' token URIs (for a simulator elsewhere); with it, a token URI may name a private address."),
+            readme: "PEM CA certificates trusted for FCM and for the service accounts' token URIs (for a simulator elsewhere)."),
+        Setting(
+            "--fcm-allow-private", \.fcmAllowPrivate, .switch,
+            help: "Accept service accounts whose token URI reaches loopback, private or link-local addresses (a simulator elsewhere); metadata, unspecified, multicast, broadcast and reserved ones stay refused.",
+            readme: "Accept service accounts whose `token_uri` reaches loopback, private (RFC 1918, CGNAT, `fc00::/7`) and link-local addresses, when saved and at every connection (an FCM simulator elsewhere; `--simulator` allows them too). Metadata, unspecified, multicast and reserved addresses are refused even so."),
         Setting(
             "--simulator", \.simulator, .switch,
             help: "Run the APNs and FCM simulators in-process and send every push to them; creates a demo app.",

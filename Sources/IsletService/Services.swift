@@ -38,15 +38,18 @@ public struct Services: Sendable {
     /// Builds the services; `adminToken` is the token that manages apps, a
     /// dashboard session lasts `sessionLifetime` seconds, and a client address may
     /// try `signInAttemptsPerMinute` sign-ins a minute (0: no limit). A start with
-    /// `delivery: auto` uses a channel for more than `broadcastThreshold` devices.
+    /// `delivery: auto` uses a channel for more than `broadcastThreshold` devices;
+    /// a service account's token URI is checked by `fcmTokenURIs`.
     public init(
         environment: ServiceEnvironment, adminToken: String, events: EventSettings = EventSettings(),
         webhooks: WebhookPolicy = WebhookPolicy(), sessionLifetime: TimeInterval = 12 * 3600,
         keyCacheLifetime: Duration = .seconds(5), signInAttemptsPerMinute: Int = 10,
-        channelAPI: (any BroadcastChannelAPI)? = nil, broadcastThreshold: Int = 1_000
+        channelAPI: (any BroadcastChannelAPI)? = nil, broadcastThreshold: Int = 1_000,
+        fcmTokenURIs: FCMTokenURIPolicy = FCMTokenURIPolicy()
     ) {
         self.environment = environment
-        apps = AppService(environment: environment, adminToken: adminToken, keyCacheLifetime: keyCacheLifetime)
+        apps = AppService(
+            environment: environment, adminToken: adminToken, keyCacheLifetime: keyCacheLifetime, tokenURIs: fcmTokenURIs)
         devices = DeviceService(environment: environment)
         activityTypes = ActivityTypeService(environment: environment)
         channels = ChannelService(environment: environment, api: channelAPI, broadcastThreshold: broadcastThreshold)

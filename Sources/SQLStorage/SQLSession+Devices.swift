@@ -96,10 +96,24 @@ extension SQLSession {
         return Self.deviceAccess(policy: results[0], device: results[1])
     }
 
-    /// Replaces the hash of a device's secret. Answers whether the device exists.
-    public func replaceDeviceSecret(appID: String, deviceID: String, secretHash: Data) throws -> Bool {
+    /// Replaces the hash of a device's secret, presented by then at `presentedAt`.
+    /// Answers whether the device exists.
+    public func replaceDeviceSecret(appID: String, deviceID: String, secretHash: Data, presentedAt: Date?) throws -> Bool {
         try run(
-            "UPDATE devices SET secret_hash = \(secretHash) WHERE app_id = \(appID) AND device_id = \(deviceID)") > 0
+            """
+            UPDATE devices SET secret_hash = \(secretHash), secret_presented_at = \(presentedAt?.unixMilliseconds)
+            WHERE app_id = \(appID) AND device_id = \(deviceID)
+            """) > 0
+    }
+
+    /// Records that a request carried the device's secret, at `at`, unless one did
+    /// before.
+    public func recordDeviceSecretPresented(appID: String, deviceID: String, at: Date) throws {
+        try run(
+            """
+            UPDATE devices SET secret_presented_at = \(at.unixMilliseconds)
+            WHERE app_id = \(appID) AND device_id = \(deviceID) AND secret_presented_at IS NULL
+            """)
     }
 
     static func devicePolicySQL(appID: String) -> SQL {
@@ -109,7 +123,7 @@ extension SQLSession {
     func deviceAccessSQL(appID: String, deviceID: String, exclusive: Bool) -> SQL {
         let lock: SQL = dialect == .postgresql ? (exclusive ? " FOR UPDATE" : " FOR SHARE") : ""
         return """
-            SELECT environment, secret_hash, platform FROM devices WHERE app_id = \(appID) AND device_id = \(deviceID)\
+            SELECT environment, secret_hash, platform, secret_presented_at FROM devices WHERE app_id = \(appID) AND device_id = \(deviceID)\
             \(sql: lock)
             """
     }
@@ -120,6 +134,7 @@ extension SQLSession {
             environment: device.first?.optionalString("environment").flatMap(APNsEnvironment.init(rawValue:)),
             secretHash: device.first?["secret_hash"].blob)
         access.platform = device.first?.optionalString("platform")
+        access.secretPresented = device.first?.optionalInt64("secret_presented_at") != nil
         return access
     }
 

@@ -10,22 +10,28 @@ extension SQLSession {
             INSERT INTO nodes (node_id, started_at, last_heartbeat_at)
             VALUES (\(nodeID), \(startedAt.unixMilliseconds), \(now.unixMilliseconds))
             ON CONFLICT (node_id) DO UPDATE SET started_at = excluded.started_at,
-                last_heartbeat_at = excluded.last_heartbeat_at
+                last_heartbeat_at = excluded.last_heartbeat_at, stopped_at = NULL
             """)
+    }
+
+    /// Records that `nodeID` stopped cleanly at `at`.
+    public func recordNodeStopped(nodeID: String, at: Date) throws {
+        try run("UPDATE nodes SET stopped_at = \(at.unixMilliseconds) WHERE node_id = \(nodeID)")
     }
 
     /// Every node seen since `since`, by id, with how many pushes each holds.
     public func nodes(seenSince since: Date) throws -> [NodeRecord] {
         try query(
             """
-            SELECT node_id, started_at, last_heartbeat_at,
+            SELECT node_id, started_at, last_heartbeat_at, stopped_at,
                 (SELECT count(*) FROM pushes WHERE status = 'sending' AND claimed_by = nodes.node_id) AS claimed
             FROM nodes WHERE last_heartbeat_at >= \(since.unixMilliseconds) ORDER BY node_id
             """
         ).map { row in
             NodeRecord(
                 nodeID: try row.string("node_id"), startedAt: try row.date("started_at"),
-                lastHeartbeatAt: try row.date("last_heartbeat_at"), claimedPushes: Int(try row.int64("claimed")))
+                lastHeartbeatAt: try row.date("last_heartbeat_at"), claimedPushes: Int(try row.int64("claimed")),
+                stoppedAt: row.optionalDate("stopped_at"))
         }
     }
 

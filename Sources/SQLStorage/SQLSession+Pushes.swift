@@ -133,32 +133,47 @@ extension SQLSession {
         }
     }
 
-    /// Counts a tap on a push of a device's copy of an activity.
-    public func recordTap(appID: String, activityID: String, deviceID: String, apnsID: String?, at: Date) throws -> RecordedTap? {
+    /// Counts a tap on a push of a device's copy of an activity, once per push and
+    /// time.
+    public func recordTap(
+        appID: String, activityID: String, deviceID: String, apnsID: String?, at: Date, sentBy: Date
+    ) throws -> RecordedTap? {
         // The copy's pushes, newest first, by pushes_by_copy: a tap costs the same
         // in an activity of a million devices as in one of one.
         var chosen: SQL = """
-            SELECT id, apns_id FROM pushes
+            SELECT id, apns_id, coalesce(sent_at, created_at) AS arrived_from FROM pushes
             WHERE app_id = \(appID) AND activity_id = \(activityID) AND device_id = \(deviceID)
             """
         if let apnsID {
             chosen.append(" AND apns_id = \(apnsID)")
         } else {
-            chosen.append(" AND status = 'sent'")
+            chosen.append(" AND status = 'sent' AND sent_at <= \(sentBy.unixMilliseconds)")
         }
         chosen.append(" ORDER BY created_at DESC, id DESC LIMIT 1")
-        guard let row = try query(chosen).first else { return nil }
+        let row = try query(chosen).first
+        if apnsID != nil, row == nil { return nil }
+        let pushID = try row?.int64("id") ?? 0
         let millis = at.unixMilliseconds
-        // The same tap sent again (its time unchanged) counts once; on PostgreSQL a
-        // second update of the row waits for the first and then reads its time.
+        // A tap is counted once per push and time, however often and in whatever
+        // order it is reported again; on PostgreSQL a second insert of the same
+        // tap waits for the first and then finds it.
         let counted = try run(
             """
-            UPDATE pushes SET taps = taps + 1, last_tapped_at = \(millis),
-                first_tapped_at = CASE WHEN first_tapped_at IS NULL OR first_tapped_at > \(millis) THEN \(millis)
-                    ELSE first_tapped_at END
-            WHERE id = \(try row.int64("id")) AND (last_tapped_at IS NULL OR last_tapped_at <> \(millis))
+            INSERT INTO taps (app_id, activity_id, device_id, push_id, tapped_at)
+            VALUES (\(appID), \(activityID), \(deviceID), \(pushID), \(millis))
+            ON CONFLICT (app_id, activity_id, device_id, push_id, tapped_at) DO NOTHING
             """) > 0
-        return RecordedTap(apnsID: try row.string("apns_id"), counted: counted)
+        if counted, row != nil {
+            try run(
+                """
+                UPDATE pushes SET taps = taps + 1, last_tapped_at = \(millis),
+                    first_tapped_at = CASE WHEN first_tapped_at IS NULL OR first_tapped_at > \(millis) THEN \(millis)
+                        ELSE first_tapped_at END
+                WHERE id = \(pushID)
+                """)
+        }
+        return RecordedTap(
+            apnsID: try row?.string("apns_id"), counted: counted, pushArrivedFrom: try row?.date("arrived_from"))
     }
 
     /// Priority-10 updates of an activity sent since `since`: no copy of it was sent

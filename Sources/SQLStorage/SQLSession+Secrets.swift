@@ -18,9 +18,29 @@ extension SQLSession {
     /// What the check value opens to.
     static let secretsCheckText = "islet secrets key check v1"
 
-    /// A credential as it is stored: sealed, when the session has a sealer.
+    /// A credential as it is stored: sealed, when the session has a sealer, under
+    /// the key that is still the database's. A key replaced meanwhile (by
+    /// `islet secrets rotate` while this node ran) is `secretsKeyMismatch`, and
+    /// nothing is sealed under it: the check value is read in the caller's
+    /// transaction (on PostgreSQL locked shared, so that a rotation under way is
+    /// waited for and its key seen).
     func sealed(_ plain: String?) throws -> String? {
         guard let plain, let secrets else { return plain }
+        let lock: SQL = dialect == .postgresql ? " FOR SHARE" : ""
+        let check = try query("SELECT value FROM islet_metadata WHERE key = \(Self.secretsCheckKey)\(sql: lock)")
+            .first?.optionalString("value")
+        guard let check, (try? secrets.open(check)) == Self.secretsCheckText else {
+            throw StoreError(
+                .secretsKeyMismatch,
+                "the database's secrets key is no longer this node's (islet secrets rotate replaced it): nothing is sealed under the old one; restart the node with the new key")
+        }
+        return try sealedUnchecked(plain)
+    }
+
+    /// `plain` sealed under the session's key, without checking that it is still
+    /// the database's (at start, where it was just checked).
+    private func sealedUnchecked(_ plain: String) throws -> String {
+        guard let secrets else { return plain }
         do {
             return try secrets.seal(plain)
         } catch {
@@ -63,7 +83,7 @@ extension SQLSession {
         // Two nodes starting at once insert one check value; the second reads the first's.
         let inserted = try run(
             """
-            INSERT INTO islet_metadata (key, value) VALUES (\(key), \(try sealed(Self.secretsCheckText)))
+            INSERT INTO islet_metadata (key, value) VALUES (\(key), \(try sealedUnchecked(Self.secretsCheckText)))
             ON CONFLICT (key) DO NOTHING
             """) > 0
         guard let check = try query("SELECT value FROM islet_metadata WHERE key = \(key)").first?.optionalString("value"),
@@ -83,7 +103,7 @@ extension SQLSession {
                 }
                 sealedNow += try run(
                     """
-                    UPDATE \(raw: table) SET \(raw: column) = \(try sealed(value))
+                    UPDATE \(raw: table) SET \(raw: column) = \(try sealedUnchecked(value))
                     WHERE \(raw: id) = \(try row.string("id")) AND \(raw: column) = \(value)
                     """)
             }
@@ -106,6 +126,10 @@ extension SQLSession {
             }
         }
         let lock: SQL = dialect == .postgresql ? " FOR UPDATE" : ""
+        // The check value first, locked: a node sealing meanwhile waits for this
+        // change and then finds the new key's check (and refuses), or this change
+        // waits for it and then reads what it wrote.
+        _ = try query("SELECT value FROM islet_metadata WHERE key = \(Self.secretsCheckKey)\(sql: lock)")
         var count = 0
         for (table, id, column) in Self.credentialColumns {
             let rows = try query(

@@ -381,11 +381,34 @@ public enum IsletSchema {
             ALTER TABLE devices ADD COLUMN fcm_token_registered_at INTEGER;
             CREATE INDEX devices_by_fcm_token ON devices(app_id, fcm_token) WHERE fcm_token IS NOT NULL;
             """),
+        // Each tap counted, by the push it counts on (0: none was sent yet) and its
+        // time: a tap reported again, however often and in whatever order, is
+        // recognised and counted once.
+        Migration(version: 18, name: "tap records", sql: """
+            CREATE TABLE taps (
+                app_id TEXT NOT NULL,
+                activity_id TEXT NOT NULL,
+                device_id TEXT NOT NULL,
+                push_id INTEGER NOT NULL,
+                tapped_at INTEGER NOT NULL,
+                PRIMARY KEY (app_id, activity_id, device_id, push_id, tapped_at)
+            ) STRICT, WITHOUT ROWID;
+            """),
+        // When a device first sent its secret: a secret a device has used is never
+        // replaced by a registration that does not carry it, even under 'off'.
+        Migration(version: 19, name: "presented device secrets", sql: """
+            ALTER TABLE devices ADD COLUMN secret_presented_at INTEGER;
+            """),
+        // A node that stopped cleanly says so: it no longer counts as running on the
+        // database (islet secrets rotate waits for the nodes that do).
+        Migration(version: 20, name: "stopped nodes", sql: """
+            ALTER TABLE nodes ADD COLUMN stopped_at INTEGER;
+            """),
         // Who may follow an activity: a start's join rule and the audience it lets
         // in (the start's, widened later by the backend), the device (and its user)
         // that created a local activity, the app's rule for those, and which copies
         // devices joined on their own.
-        Migration(version: 18, name: "who may follow an activity", sql: """
+        Migration(version: 21, name: "who may follow an activity", sql: """
             ALTER TABLE activities ADD COLUMN join_rule TEXT;
             ALTER TABLE activities ADD COLUMN created_by TEXT;
             ALTER TABLE activities ADD COLUMN creator_user_id TEXT;

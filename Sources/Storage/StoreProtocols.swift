@@ -43,8 +43,13 @@ public protocol DeviceStore {
     /// secret; else shared, so that its secret cannot change under the request).
     /// A locking read: only in a write transaction.
     func deviceAccess(appID: String, deviceID: String, exclusive: Bool) throws -> DeviceAccess
-    /// Replaces the hash of a device's secret. Answers whether the device exists.
-    func replaceDeviceSecret(appID: String, deviceID: String, secretHash: Data) throws -> Bool
+    /// Replaces the hash of a device's secret; `presentedAt` says when a request
+    /// carried it (a rotation: the old one), `nil` when none did yet. Answers
+    /// whether the device exists.
+    func replaceDeviceSecret(appID: String, deviceID: String, secretHash: Data, presentedAt: Date?) throws -> Bool
+    /// Records that a request carried the device's current secret, at `at`, unless
+    /// one did before (see ``DeviceAccess/secretPresented``).
+    func recordDeviceSecretPresented(appID: String, deviceID: String, at: Date) throws
     /// The kinds other than `except` under which `token` is registered anywhere in
     /// the app.
     func registeredKinds(appID: String, token: String, except: PushTokenKind?) throws -> Set<PushTokenKind>
@@ -226,11 +231,14 @@ public protocol PushQueue {
     func pushes(appID: String, activityID: String, since: Date) throws -> [PushHistoryItem]
     /// Counts a tap on the activity `activityID` of device `deviceID`, at `at`, on the
     /// push `apnsID` made for that copy (any status: a tap shows it arrived) or,
-    /// without one, on the newest push sent to it: the push's taps rise by one and
-    /// its first tap is the earliest reported, unless its last tap was reported at
-    /// the same `at` (the same tap, sent again). Answers the push tapped; `nil` when
-    /// there is no such push (or none was sent yet), and nothing changes.
-    func recordTap(appID: String, activityID: String, deviceID: String, apnsID: String?, at: Date) throws -> RecordedTap?
+    /// without one, on the newest push sent to it by `sentBy` (none: the tap counts
+    /// on no push). The push's taps rise by one and its first tap is the earliest
+    /// reported, unless the same tap (the same push, the same `at`) was counted
+    /// before, however long ago. Answers the tap; `nil` when no push of the copy has
+    /// the `apnsID` named, and nothing changes.
+    func recordTap(
+        appID: String, activityID: String, deviceID: String, apnsID: String?, at: Date, sentBy: Date
+    ) throws -> RecordedTap?
     /// Priority-10 updates of an activity sent since `since`: the most any copy of
     /// it was sent.
     func priority10Sends(appID: String, activityID: String, since: Date) throws -> Int
@@ -280,6 +288,9 @@ public protocol NodeStore {
     func recordHeartbeat(nodeID: String, startedAt: Date, now: Date) throws
     /// Every node seen since `since`, by id, with how many pushes each holds.
     func nodes(seenSince since: Date) throws -> [NodeRecord]
+    /// Records that `nodeID` stopped cleanly at `at` (its next heartbeat, when it
+    /// starts again, clears it).
+    func recordNodeStopped(nodeID: String, at: Date) throws
     /// Forgets nodes not seen since `before`. Answers how many.
     @discardableResult
     func forgetNodes(seenBefore before: Date) throws -> Int

@@ -20,9 +20,10 @@ func secretsCommand(_ arguments: [String]) -> Int32 {
           rotate     Seal every credential again under the key in FILE, in one
                      transaction. The database and the current key are found as
                      islet serve finds them (--data-dir, --database, ISLET_SECRETS_KEY,
-                     --secrets-key-file, <data-dir>/secrets.key). Stop the nodes first,
-                     and start them with the new key: the old one no longer opens the
-                     database. A <data-dir>/secrets.key in use is replaced by the new key.
+                     --secrets-key-file, <data-dir>/secrets.key). Stop the nodes first
+                     (it refuses while one runs on the database), and start them with
+                     the new key: the old one no longer opens the database. A
+                     <data-dir>/secrets.key in use is replaced by the new key.
         """
     if arguments.isEmpty || arguments.contains("--help") || arguments.contains("-h") {
         if arguments.isEmpty {

@@ -183,7 +183,7 @@ func simulateFCM(_ arguments: [String]) async -> Int32 {
         if let ca = simulator.caCertificatePEM {
             try PrivateFile.replace(commandLine.caOutputPath, ca)
         }
-        // For Islet (`--fcm-url`, `--fcm-ca-file`): its token URI is the HTTP/2 and TLS
+        // For Islet (`--fcm-url`, `--fcm-ca-file`, `--fcm-allow-private`): its token URI is the HTTP/2 and TLS
         // one (an app's service account must name an https token URI). Google's SDKs
         // post to the HTTP/1.1 port's /token instead.
         let account = try simulator.makeServiceAccount(projectID: commandLine.projectID)

@@ -97,7 +97,10 @@ struct FCMTransportTests {
             // An APNs push would go elsewhere: the APNs side here answers nothing it is not given.
             let apns = FakeTransport { _ in TransportResult(disposition: .delivered, status: 200, attempts: 1) }
             let transport = PushTransports(
-                apns: apns, fcm: FCMTransport(client: client, store: store, exchange: CurlTokenExchange(client: http), clock: clock))
+                apns: apns,
+                fcm: FCMTransport(
+                    client: client, store: store, exchange: CurlTokenExchange(client: http), clock: clock,
+                    allowPrivateTokenURIs: true))
             let worker = DeliveryWorker(
                 store: store, transport: transport, configuration: DeliveryConfiguration(shutdownGrace: 10), clock: clock,
                 sleeper: clock, logger: Logger(sink: MemoryLogSink()))

@@ -2,6 +2,7 @@ import Foundation
 import IsletCore
 import IsletLog
 import IsletServer
+import SQLiteStorage
 import IsletTesting
 import Testing
 
@@ -51,7 +52,7 @@ struct ApplicationTests {
             let response = try await httpRequest(port: app.port, path: "/v1/version")
             let json = try #require(response.json)
             #expect(json["name"] as? String == "islet")
-            #expect(json["schema_version"] as? Int == 18)
+            #expect(json["schema_version"] as? Int == IsletSchema.migrations.last?.version)
             let libraries = try #require(json["libraries"] as? [String: String])
             #expect(Set(libraries.keys) == ["openssl", "nghttp2", "libmicrohttpd", "sqlite", "libpq"])
         }

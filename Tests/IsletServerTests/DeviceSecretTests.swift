@@ -194,19 +194,65 @@ struct DeviceSecretTests {
                 "PUT", device + "/push-to-start/DeliveryAttributes", key: app.deviceKey, json: ["token": .string(ServerHarness.token())],
                 headers: [Self.header: "islet_ds_wrong"]
             ).status == 201)
-            // A registration with the secret keeps it; one without is answered a new one.
-            let kept = try await h.call("PUT", device, key: app.deviceKey, json: registration, headers: [Self.header: secret])
-            #expect(kept.status == 200 && kept["device_secret"] == nil)
+            // Before any request carried the secret, a registration without it is
+            // answered a new one.
             let renewed = try await h.call("PUT", device, key: app.deviceKey, json: registration)
             #expect(renewed.status == 200)
             #expect(renewed.headers["cache-control"] == "no-store")
             let current = try #require(renewed["device_secret"]?.stringValue)
+            // A registration with the secret keeps it; from then on one without it is
+            // still accepted, and keeps it too.
+            let kept = try await h.call("PUT", device, key: app.deviceKey, json: registration, headers: [Self.header: current])
+            #expect(kept.status == 200 && kept["device_secret"] == nil)
+            let without = try await h.call("PUT", device, key: app.deviceKey, json: registration)
+            #expect(without.status == 200 && without["device_secret"] == nil && without.headers["cache-control"] == nil)
 
             // Required again: at once, on this node.
             #expect(try await patch(h, app, "required")["device_secrets"] == "required")
             #expect(refusesTheSecret(try await h.call("PUT", device, key: app.deviceKey, json: registration)))
             #expect(refusesTheSecret(try await h.call("PUT", device, key: app.deviceKey, json: registration, headers: [Self.header: secret])))
             #expect(try await h.call("PUT", device, key: app.deviceKey, json: registration, headers: [Self.header: current]).status == 200)
+        }
+    }
+
+    /// Under `off`, a secret the device has sent once is never replaced by a
+    /// registration without it: an attacker with the device key gets no secret, and
+    /// once the app requires secrets the device's own still works and nothing else
+    /// does. A reset (the server key) gives a new one that has not been sent yet.
+    @Test func aSecretTheDeviceHasUsedIsNeverReplacedUnderOff() async throws {
+        try await ServerHarness.with { h in
+            let app = try await h.createApp()
+            #expect(try await patch(h, app, "off").status == 200)
+            let device = "/v1/apps/\(app.id)/devices/phone-1"
+            let registration: JSONValue = ["platform": "ios", "environment": "sandbox"]
+            let created = try await h.call("PUT", device, key: app.deviceKey, json: registration)
+            let secret = try #require(created["device_secret"]?.stringValue)
+            // The device sends it, on any of its routes.
+            #expect(try await h.call(
+                "PUT", device + "/push-to-start/DeliveryAttributes", key: app.deviceKey,
+                json: ["token": .string(ServerHarness.token())], headers: [Self.header: secret]
+            ).status == 201)
+            // Registrations without it (or with another) are accepted, and answer none.
+            for headers in [[:], [Self.header: "islet_ds_attacker"]] {
+                let attacker = try await h.call("PUT", device, key: app.deviceKey, json: ["platform": "ios", "environment": "production"], headers: headers)
+                #expect(attacker.status == 200 && attacker["device_secret"] == nil, "\(attacker.json)")
+                #expect(attacker["environment"] == "production" && attacker["has_secret"] == true)
+            }
+            #expect(try await patch(h, app, "required").status == 200)
+            #expect(refusesTheSecret(try await h.call("PUT", device, key: app.deviceKey, json: registration)))
+            #expect(try await h.call("PUT", device, key: app.deviceKey, json: registration, headers: [Self.header: secret]).status == 200)
+
+            // A reset's secret has not been sent yet: under off, a registration
+            // without it is answered another.
+            let reset = try await h.call("POST", device + "/secret/reset", key: app.serverKey, json: [:])
+            let given = try #require(reset["device_secret"]?.stringValue)
+            #expect(try await patch(h, app, "off").status == 200)
+            let renewed = try await h.call("PUT", device, key: app.deviceKey, json: registration)
+            let another = try #require(renewed["device_secret"]?.stringValue, "\(renewed.json)")
+            #expect(another != given && another != secret)
+            // Sent once, it is kept.
+            #expect(try await h.call("PUT", device, key: app.deviceKey, json: registration, headers: [Self.header: another]).status == 200)
+            #expect(try await h.call("PUT", device, key: app.deviceKey, json: registration)["device_secret"] == nil)
         }
     }
 

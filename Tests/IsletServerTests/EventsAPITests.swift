@@ -232,6 +232,65 @@ struct EventsAPITests {
         }
     }
 
+    /// A tap is counted once per push and time, however it is retried: two taps
+    /// reported again in turn, and again after a newer push arrived, add two taps
+    /// and two events. A tap dated before its activity started, or before the push
+    /// it names was sent, is refused.
+    @Test func aTapRetriedInAnyOrderCountsOnceAndNoTapPrecedesItsPush() async throws {
+        try await ServerHarness.with { harness in
+            let app = try await startable(harness)
+            func tap(_ body: JSONValue) async throws -> Reply {
+                try await harness.call(
+                    "POST", "/v1/apps/\(app.id)/devices/phone-1/activities/order-1/taps", key: app.deviceKey, json: body,
+                    headers: harness.secretHeader(app, "phone-1"))
+            }
+            #expect(try await harness.start(app, "order-1", audience: ["user_ids": ["user-1"]]).status == 202)
+            let token = try await harness.simulatedUpdateToken(activityID: "order-1")
+            try await harness.registerUpdateToken(app, "phone-1", "order-1", token: token)
+            let start = try #require(try await harness.settledPushes(app, "order-1", count: 1).first)
+            let startID = try #require(start["apns_id"]?.stringValue)
+
+            let earlier = RFC3339.string(harness.clock.now().addingTimeInterval(1))
+            let later = RFC3339.string(harness.clock.now().addingTimeInterval(2))
+            harness.clock.advance(by: 10)
+            for _ in 0..<6 {
+                for tappedAt in [earlier, later] {
+                    let reply = try await tap(["tapped_at": .string(tappedAt)])
+                    #expect(reply.status == 201 && reply["apns_id"]?.stringValue == startID, "\(reply.json)")
+                }
+            }
+            // A newer push arrives; the same taps reported again still count on the
+            // start, once.
+            harness.clock.advance(by: 3_600)
+            #expect(try await harness.update(app, "order-1", state: ["status": "on the way", "eta": 5]).status == 202)
+            let pushes = try await harness.settledPushes(app, "order-1", count: 2)
+            let update = try #require(pushes.first { $0["event"] == "update" })
+            let updateID = try #require(update["apns_id"]?.stringValue)
+            for tappedAt in [earlier, later] {
+                let reply = try await tap(["tapped_at": .string(tappedAt)])
+                #expect(reply.status == 201 && reply["apns_id"]?.stringValue == startID, "\(reply.json)")
+            }
+            let tapped = try await harness.settledPushes(app, "order-1", count: 2)
+            #expect(tapped.first { $0["apns_id"]?.stringValue == startID }?["taps"] == .integer(2), "\(tapped)")
+            #expect(tapped.first { $0["apns_id"]?.stringValue == updateID }?["taps"] == .integer(0), "\(tapped)")
+            let events = try await harness.call(
+                "GET", "/v1/apps/\(app.id)/events?types=activity.tapped&limit=50", key: app.serverKey)
+            #expect(events["items"]?.arrayValue?.count == 2, "\(events.json)")
+
+            // In 1970, long before the activity started; before the update it names
+            // was sent.
+            let epoch = try await tap(["tapped_at": 0])
+            #expect(epoch.status == 422 && epoch.errorFields == ["tapped_at"], "\(epoch.json)")
+            let beforeSent = try await tap(["apns_id": .string(updateID), "tapped_at": .string(earlier)])
+            #expect(beforeSent.status == 422 && beforeSent.errorFields == ["tapped_at"], "\(beforeSent.json)")
+            let after = try await tap(["apns_id": .string(updateID)])
+            #expect(after.status == 201 && after["apns_id"]?.stringValue == updateID, "\(after.json)")
+            let counted = try await harness.call(
+                "GET", "/v1/apps/\(app.id)/events?types=activity.tapped&limit=50", key: app.serverKey)
+            #expect(counted["items"]?.arrayValue?.count == 3, "\(counted.json)")
+        }
+    }
+
     @Test func theStreamSendsEventsLiveAndResumesWithoutAGapOrARepeat() async throws {
         try await ServerHarness.with(configure: { $0.eventStreamKeepAliveSeconds = 0.3 }) { harness in
             let app = try await startable(harness)

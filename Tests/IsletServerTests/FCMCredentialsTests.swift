@@ -1,7 +1,9 @@
 import Foundation
 import IsletCore
 import IsletCrypto
+import IsletLog
 import IsletTesting
+import Storage
 import Testing
 
 /// An app's FCM service account through the API: checked as one group, named but
@@ -81,6 +83,91 @@ struct FCMCredentialsTests {
             // Nothing was created.
             let apps = try await h.call("GET", "/v1/apps", key: ServerHarness.adminToken)
             #expect(apps["items"]?.arrayValue?.isEmpty == true)
+        }
+    }
+
+    /// A token URI other than Google's must be an https URL without credentials on
+    /// a public host (Islet posts a signed assertion there, and libcurl would reach
+    /// any address): each address the probe tried is refused, naming the field.
+    /// `--fcm-allow-private` lets loopback and private ones through, never a
+    /// metadata service.
+    @Test func aTokenURIMustBeAPublicHTTPSHostWithoutCredentials() async throws {
+        let refused = [
+            "https://169.254.169.254/token", "https://10.1.2.3/token", "https://127.0.0.1/token", "https://[::1]/token",
+            "https://0.0.0.0/token", "https://2130706433/token", "https://u:p@oauth2.googleapis.com/token",
+            "https://[::ffff:127.0.0.1]:8443/token", "https://localhost/token",
+        ]
+        func create(_ h: ServerHarness, _ uri: String) async throws -> Reply {
+            try await h.call("POST", "/v1/apps", key: ServerHarness.adminToken, json: [
+                "name": "Probe", "bundle_id": "com.example.probe", "fcm": ["service_account": try Self.account(["token_uri": .string(uri)])],
+            ])
+        }
+        try await ServerHarness.with { h in
+            for uri in refused {
+                let reply = try await create(h, uri)
+                #expect(reply.status == 422 && reply.errorFields == ["fcm.service_account.token_uri"], "\(uri): \(reply.json)")
+            }
+            // Nor replaced by one.
+            let app = try await h.createApp()
+            let patched = try await h.call("PATCH", "/v1/apps/\(app.id)", key: ServerHarness.adminToken, json: [
+                "fcm": ["service_account": try Self.account(["token_uri": "https://127.0.0.1:9/token"])],
+            ])
+            #expect(patched.status == 422 && patched.errorFields == ["fcm.service_account.token_uri"], "\(patched.json)")
+            #expect(try await h.call("GET", "/v1/apps/\(app.id)", key: ServerHarness.adminToken)["fcm"] == .null)
+            // A public address is taken.
+            #expect(try await create(h, "https://8.8.8.8/token").status == 201)
+        }
+        try await ServerHarness.with(configure: { $0.fcmAllowPrivate = true }) { h in
+            #expect(try await create(h, "https://127.0.0.1:9/token").status == 201)
+            #expect(try await create(h, "https://10.1.2.3/token").status == 201)
+            let metadata = try await create(h, "https://169.254.169.254/token")
+            #expect(metadata.status == 422 && metadata.errorFields == ["fcm.service_account.token_uri"], "\(metadata.json)")
+            let credentials = try await create(h, "https://u:p@127.0.0.1/token")
+            #expect(credentials.status == 422 && credentials.errorFields == ["fcm.service_account.token_uri"])
+        }
+    }
+
+    /// A token URI stored before it was checked (or by a node that allowed private
+    /// addresses) is checked again when it is used: no assertion goes to a loopback
+    /// address, by number or by a name that leads there, and the failing token
+    /// endpoint is logged once, naming the app and the cause.
+    @Test func aStoredPrivateTokenURIIsRefusedAtConnectTimeAndLoggedOnce() async throws {
+        for host in ["127.0.0.1", "localhost"] {
+            let logs = MemoryLogSink()
+            try await ServerHarness.with(logs: logs, configure: { $0.fcmAllowPrivate = false }, fcm: true) { h in
+                let fcm = try #require(h.fcm)
+                let app = try await h.createApp()
+                // Stored as an older Islet, or a node with --fcm-allow-private, saved it.
+                try await h.application.services.store.write { session in
+                    guard var record = try session.app(id: app.id) else { return }
+                    record.fcm = FCMCredentials(
+                        projectID: "islet-test", clientEmail: "svc@islet-test.iam.gserviceaccount.com",
+                        privateKeyPEM: try RSA.SigningKey.generate().pemRepresentation, privateKeyID: nil,
+                        tokenURI: "https://\(host):\(fcm.port)/token")
+                    record.updatedAt = record.updatedAt.addingTimeInterval(1)
+                    try session.updateAppSettings(record)
+                }
+                let reply = try await h.call(
+                    "PUT", "/v1/apps/\(app.id)/devices/pixel", key: app.deviceKey,
+                    json: ["platform": "android", "fcm_token": .string(AndroidActivityTests.pixelToken)])
+                try #require(reply.status == 201, "\(reply.json)")
+                let started = try await h.start(app, "order-1", audience: ["device_ids": ["pixel"]])
+                #expect(started.status == 202, "\(started.json)")
+                func warnings() -> [String] {
+                    logs.lines.filter { $0.contains("token endpoint failed") && $0.contains(app.id) }
+                }
+                let logged = try await h.eventually { !warnings().isEmpty }
+                #expect(logged, "\(host): \(logs.lines)")
+                #expect(warnings().allSatisfy { $0.contains("loopback") }, "\(warnings())")
+                // Retries meanwhile add no line within the minute.
+                for _ in 0..<3 {
+                    h.clock.advance(by: 5)
+                    try await Task.sleep(for: .milliseconds(50))
+                }
+                #expect(warnings().count == 1, "\(warnings())")
+                // FCM never got a message: no token was ever had.
+                #expect(fcm.engine.records().isEmpty)
+            }
         }
     }
 }

@@ -383,4 +383,79 @@ struct SecretsAtRestTests {
             await again.shutdown()
         } }
     }
+
+    /// While a node runs on the database, `islet secrets rotate` refuses, saying
+    /// why, and changes nothing (on SQLite the node holds the database's lock; on
+    /// PostgreSQL its heartbeat is recent and it has not stopped). A key replaced
+    /// under a running node anyway never seals anything of its: what it would store
+    /// is 503, logged, and the database holds only values the new key opens.
+    @Test(.requires(.processes)) func rotateRefusesWhileANodeRunsAndANodeNeverSealsUnderAReplacedKey() async throws {
+        try #require(FileManager.default.isExecutableFile(atPath: executable))
+        try await withTemporaryDirectory { dir in try await TestPostgres.withSuiteDatabase { database in
+            var config = Configuration()
+            config.port = 0
+            config.dataDirectory = dir.appendingPathComponent("data").path
+            config.databasePath = database
+            config.databasePoolSize = 2
+            config.adminToken = Self.adminToken
+            config.secretsKey = database.map { _ in TestPostgres.secretsKey }
+            let logs = MemoryLogSink()
+            let node = try buildApplication(config, logger: Self.quiet(logs))
+            try node.start()
+            _ = try await Self.createAppAndWebhook(node)
+            let old = try SecretsKey(
+                base64: config.secretsKey ?? (try String(contentsOfFile: config.secretsKeyPath, encoding: .utf8)))
+            let before = try Self.rawCredentials(config)
+            Self.expectSealed(before, count: 3)
+
+            let new = try SecretsKey.generate()
+            let newFile = dir.appendingPathComponent("new.key")
+            try (new.base64 + "\n").write(to: newFile, atomically: true, encoding: .utf8)
+            let result = try await runCommand(
+                executable,
+                ["secrets", "rotate", "--new-key-file", newFile.path, "--data-dir", config.dataDirectory]
+                    + (database.map { ["--database", $0] } ?? []),
+                environment: config.secretsKey.map { ["ISLET_SECRETS_KEY": $0] } ?? [:])
+            #expect(result.status == 1, "\(result.output)")
+            #expect(result.error.contains("running on this database") || result.error.contains("ran on this database"), "\(result.error)")
+            #expect(result.error.contains("stop") && result.error.contains("before rotating the secrets key"), "\(result.error)")
+            #expect(try Self.rawCredentials(config) == before)
+            if database == nil {
+                #expect(try String(contentsOfFile: config.secretsKeyPath, encoding: .utf8).contains(old.base64))
+            }
+
+            // Replaced under the running node all the same, by a store of its own.
+            let store: any Store =
+                if let url = config.postgresURL {
+                    try PostgreSQLStore(url: url, poolSize: 1, applicationName: "islet-tests", secrets: old)
+                } else {
+                    try SQLiteStore(path: config.resolvedDatabasePath, secrets: old)
+                }
+            let resealed: Int =
+                if let postgres = store as? PostgreSQLStore { try postgres.resealSecrets(under: new) } else {
+                    try #require(store as? SQLiteStore).resealSecrets(under: new)
+                }
+            store.close()
+            #expect(resealed == 3)
+
+            // The node stores no credential under the key it holds: 503, logged.
+            let refused = try await httpRequest(
+                port: node.port, method: "POST", path: "/v1/apps",
+                headers: ["Authorization": "Bearer \(Self.adminToken)", "Content-Type": "application/json"],
+                body: Data(JSONValue.object([
+                    "name": "Late", "bundle_id": "com.example.late",
+                    "apns": [
+                        "team_id": "TEAMID0001", "key_id": "KEYID00001",
+                        "private_key": .string(try P256.SigningKey.generate().pemRepresentation),
+                    ],
+                ]).jsonText.utf8))
+            #expect(refused.status == 503, "\(refused.text)")
+            #expect(refused.text.contains("secrets key changed"), "\(refused.text)")
+            #expect(logs.lines.contains { $0.contains("no longer this node's") }, "\(logs.lines)")
+            await node.shutdown()
+            let after = try Self.rawCredentials(config)
+            Self.expectSealed(after, count: 3)
+            for value in after { #expect(throws: Never.self) { try new.open(value) } }
+        } }
+    }
 }

@@ -288,6 +288,27 @@ struct ServeProcessTests {
         }
     }
 
+    /// Every file `islet serve --simulator` writes in its data folder is its user's
+    /// only, the CA of the embedded FCM included (one an older Islet left 0644
+    /// is replaced).
+    @Test func everyFileTheSimulatorWritesIsItsUsersOnly() async throws {
+        try #require(FileManager.default.isExecutableFile(atPath: executable), "islet not built at \(executable)")
+        try await withTemporaryDirectory { dir in
+            let ca = dir.appendingPathComponent("simulator-fcm-ca.pem").path
+            #expect(FileManager.default.createFile(atPath: ca, contents: Data("old\n".utf8), attributes: [.posixPermissions: 0o644]))
+            let (process, text, exports) = try await startWithWalkthrough(dir)
+            defer { process.stop() }
+            #expect(exports["DEVICE_KEY"] != nil, "\(text)")
+            let files = try FileManager.default.contentsOfDirectory(atPath: dir.path).sorted()
+            #expect(files.contains("simulator-fcm-ca.pem") && files.contains("islet.sqlite"), "\(files)")
+            for file in files {
+                let attributes = try FileManager.default.attributesOfItem(atPath: dir.appendingPathComponent(file).path)
+                #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o600, "\(file)")
+            }
+            #expect(try String(contentsOfFile: ca, encoding: .utf8).hasPrefix("-----BEGIN CERTIFICATE-----"))
+        }
+    }
+
     @Test func theAdminTokenIsShownOnceByTheFirstStartThatWorks() async throws {
         try #require(FileManager.default.isExecutableFile(atPath: executable))
         try await withTemporaryDirectory { dir in

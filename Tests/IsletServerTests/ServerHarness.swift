@@ -111,6 +111,8 @@ struct ServerHarness: Sendable {
             if let fcm {
                 config.fcmURL = fcm.url
                 config.fcmCAFile = caFile.path
+                // Its token URI is on 127.0.0.1.
+                config.fcmAllowPrivate = true
             }
             configure(&config)
             // Opening the store migrates it and starting prepares each service (the
@@ -148,6 +150,7 @@ struct ServerHarness: Sendable {
         await application.shutdown()
         await sandbox.shutdown()
         await production.shutdown()
+        await fcm?.shutdown()
     }
 
     // MARK: - Requests

@@ -255,13 +255,17 @@ struct DeviceSecretServiceTests {
                 appID: app.id, deviceID: "phone-1", secret: nil, activityID: "local-1", activityType: "DeliveryAttributes",
                 token: Self.updateToken)
             _ = try await rig.devices.endOnDevice(appID: app.id, deviceID: "phone-1", secret: nil, activityID: "local-1")
-            // A registration with the current secret keeps it; one without is
-            // answered a new one (an app version that stores it ends up with the
-            // current secret, whichever version registered before).
-            #expect(try await rig.register(app, secret: first).secret == nil)
+            // While no request has carried the current secret, a registration
+            // without it is answered a new one (an app version that stores it ends
+            // up with the current secret, whichever version registered before).
             let second = try #require(try await rig.register(app, secret: nil).secret)
             #expect(second != first)
             let third = try #require(try await rig.register(app, secret: first).secret)
+            // Once one has carried it, it is the device's: a registration without it,
+            // or with an older one, is answered none, and it still works.
+            #expect(try await rig.register(app, secret: third).secret == nil)
+            #expect(try await rig.register(app, secret: nil).secret == nil)
+            #expect(try await rig.register(app, secret: second).secret == nil)
             #expect(try await rig.register(app, secret: third).secret == nil)
             // A device registered before secrets existed gets one at its next registration.
             try rig.legacyDevice(app, "old-phone")

@@ -61,6 +61,9 @@ RULES = [
     # A webhook URL's host must resolve to addresses webhooks may reach (its shape is
     # in the document).
     (r"url", r"^.* \(private addresses need --webhooks-allow-private\)$"),
+    # A tap dated within a few minutes of the server's clock, the activity's start
+    # and the push it counts on.
+    (r"tapped_at", r"^must not be more than \d+ seconds (ahead of|before) "),
     # The same Idempotency-Key with another request.
     (r"Idempotency-Key", r"^was used with a different request$"),
     # A start's delivery and the fields that go with it: an audience unless on a

@@ -101,7 +101,7 @@ public struct FCMSimulatorCommandLine: Sendable {
     /// Islet's `--fcm-url`), the HTTP/1.1 URL (FCM for Google's Python clients, and
     /// the inspection API), and where the CA and the service account were written.
     public func banner(url: String, http1URL: String) -> String {
-        "islet sim: FCM on \(url) (Islet's --fcm-url), HTTP/1.1 and inspection on \(http1URL),"
+        "islet sim: FCM on \(url) (Islet's --fcm-url, with --fcm-ca-file and --fcm-allow-private), HTTP/1.1 and inspection on \(http1URL),"
             + " CA in \(caOutputPath), service account (project \(projectID)) in \(accountOutputPath)"
     }
 }

@@ -56,7 +56,7 @@ struct DeviceRoutes: Sendable {
                 summary: "Record a tap on the activity (the URL its widget opened told the app), counted on the push given or on the newest one delivered to the device for the activity."
                     + Self.needsSecret,
                 access: .device, body: RequestSchemas.tap,
-                family: .registrations, responses: [(201, "Recorded: {apns_id, tapped_at}, the push it counts on (null when none was delivered yet)"), Self.refused, (404, "The device holds no such activity"), (422, "A field is invalid: apns_id names no push made for this device's copy, or tapped_at is ahead of the server's clock")]
+                family: .registrations, responses: [(201, "Recorded: {apns_id, tapped_at}, the push it counts on (null when none was delivered yet)"), Self.refused, (404, "The device holds no such activity"), (422, "A field is invalid: apns_id names no push made for this device's copy, or tapped_at is ahead of the server's clock, before the activity started or before the push it counts on was sent")]
             ) { request in try await tap(request) },
             APIRoute(
                 "POST", "/v1/apps/{app_id}/devices/{device_id}/secret/rotate",

@@ -16,13 +16,20 @@ public final class AppService: Sendable {
     /// The SHA-256 hash of the admin token; an admin session is bound to it.
     let adminTokenHash: Data
     private let keys: AppKeyCache
+    /// Which token URIs a service account may name.
+    private let tokenURIs: FCMTokenURIPolicy
 
-    /// Creates the service; `adminToken` is the token that manages apps, and an app
-    /// read for its key is kept `keyCacheLifetime` (5 s) unless a change drops it.
-    public init(environment: ServiceEnvironment, adminToken: String, keyCacheLifetime: Duration = .seconds(5)) {
+    /// Creates the service; `adminToken` is the token that manages apps, an app
+    /// read for its key is kept `keyCacheLifetime` (5 s) unless a change drops it,
+    /// and a service account's token URI is checked by `tokenURIs`.
+    public init(
+        environment: ServiceEnvironment, adminToken: String, keyCacheLifetime: Duration = .seconds(5),
+        tokenURIs: FCMTokenURIPolicy = FCMTokenURIPolicy()
+    ) {
         self.environment = environment
         self.keys = AppKeyCache(lifetime: keyCacheLifetime)
         self.adminTokenHash = AppKeys.hash(adminToken)
+        self.tokenURIs = tokenURIs
     }
 
     /// An app changed on another node (its keys rotated, its credentials replaced):
@@ -38,6 +45,7 @@ public final class AppService: Sendable {
     public func create(_ command: CreateApp) async throws(ServiceError) -> CreatedApp {
         try Self.check(command.credentials)
         let fcm = try command.fcmServiceAccount.map { (json) throws(ServiceError) in try FCMAccountRules.credentials(from: json) }
+        if let fcm { try await FCMAccountRules.checkTokenURI(fcm, policy: tokenURIs) }
         let serverKey: String
         let deviceKey: String
         var app: AppRecord
@@ -103,7 +111,9 @@ public final class AppService: Sendable {
         }
         var fcm: FCMCredentials??
         if let given = command.fcmServiceAccount {
-            fcm = .some(try given.map { (json) throws(ServiceError) in try FCMAccountRules.credentials(from: json) })
+            let checked = try given.map { (json) throws(ServiceError) in try FCMAccountRules.credentials(from: json) }
+            if let checked { try await FCMAccountRules.checkTokenURI(checked, policy: tokenURIs) }
+            fcm = .some(checked)
         }
         let newFCM = fcm
         let now = environment.clock.now()

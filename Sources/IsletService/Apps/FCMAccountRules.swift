@@ -5,8 +5,9 @@ public import Storage
 
 /// What a Google service account's JSON must hold for Islet to send through FCM
 /// with it, checked as one group: every fault is named (`fcm.service_account.…`).
-/// The key must be an RSA private key; the token URI an absolute `https` URL
-/// (Google's when the JSON names none).
+/// The key must be an RSA private key; the token URI an absolute `https` URL without
+/// credentials (Google's when the JSON names none), on a public host unless the
+/// ``FCMTokenURIPolicy`` allows others (``checkTokenURI(_:policy:)``).
 public enum FCMAccountRules {
     /// Google's token endpoint.
     public static let googleTokenURI = "https://oauth2.googleapis.com/token"
@@ -52,10 +53,9 @@ public enum FCMAccountRules {
         }
         var tokenURI = googleTokenURI
         if json["token_uri"] != nil, let given = text("token_uri") {
-            if let url = URL(string: given), url.host != nil, url.scheme == "https" {
-                tokenURI = given
-            } else {
-                fault("token_uri", "must be an absolute https URL")
+            switch HTTPSEndpoint.parse(given) {
+            case .success: tokenURI = given
+            case .failure(let refusal): fault("token_uri", refusal.message)
             }
         }
         guard faults.isEmpty, let projectID, let email, let key else {
@@ -65,6 +65,22 @@ public enum FCMAccountRules {
         return FCMCredentials(
             projectID: projectID, clientEmail: email, privateKeyPEM: key, privateKeyID: json["private_key_id"]?.stringValue,
             tokenURI: tokenURI)
+    }
+
+    /// Refuses a token URI (other than Google's) whose host is not public: a
+    /// numeric address in a refused range, or a name that does not resolve or
+    /// resolves to one, unless `policy` allows private addresses. `invalid`, naming
+    /// `fcm.service_account.token_uri`. The token client checks every connection
+    /// again.
+    public static func checkTokenURI(_ credentials: FCMCredentials, policy: FCMTokenURIPolicy) async throws(ServiceError) {
+        guard credentials.tokenURI != googleTokenURI, case .success(let endpoint) = HTTPSEndpoint.parse(credentials.tokenURI)
+        else { return }
+        var reason = endpoint.literalRefusal(allowPrivate: policy.allowPrivate)
+        if reason == nil, !policy.allowPrivate { reason = await policy.addressRefusal(endpoint.host, endpoint.port) }
+        guard let reason else { return }
+        let message = "must be a public https host: \(reason) (private addresses need --fcm-allow-private)"
+        throw ServiceError.invalid(
+            "The field \(prefix)token_uri is invalid: \(ServiceError.sentence(message))", field: prefix + "token_uri", message)
     }
 
     /// Whether `text` is shaped as a Firebase project id: 6 to 30 characters of
@@ -77,5 +93,25 @@ public enum FCMAccountRules {
             (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0)
                 || $0 == UInt8(ascii: "-")
         }
+    }
+}
+
+/// Which token URIs a service account may name besides Google's: those on public
+/// hosts, and (`--fcm-allow-private`, or `--simulator`) loopback, private and
+/// link-local ones too.
+public struct FCMTokenURIPolicy: Sendable {
+    /// Whether loopback, private and link-local addresses are accepted.
+    public var allowPrivate: Bool
+    /// Why `host` (resolved, at `port`) may not be reached, or nil when it may:
+    /// resolution and address ranges, as webhooks are checked.
+    public var addressRefusal: @Sendable (_ host: String, _ port: Int) async -> String?
+
+    /// A policy.
+    public init(
+        allowPrivate: Bool = false,
+        addressRefusal: @escaping @Sendable (_ host: String, _ port: Int) async -> String? = { _, _ in nil }
+    ) {
+        self.allowPrivate = allowPrivate
+        self.addressRefusal = addressRefusal
     }
 }

@@ -37,14 +37,16 @@ public struct DeviceService: Sendable {
         public let device: DeviceRecord
         /// The device's new secret, shown this once: issued when the device is
         /// created and, under `device_secrets: off`, to a registration that did not
-        /// carry the device's current secret (the old one stops working).
+        /// carry the device's current secret while no request has ever carried it
+        /// (the old one stops working). A secret a device has used is kept.
         public let secret: String?
     }
 
     /// Registers or updates a device; `secret` is what the request carried in
     /// `Islet-Device-Secret`. A new device is given a secret; a registered one is
     /// changed only with its secret when its app requires secrets (see
-    /// ``DeviceSecrets``).
+    /// ``DeviceSecrets``), and its secret is replaced (under `off`) only while no
+    /// request has carried it.
     public func register(
         appID: String, deviceID: String, secret: String?, _ registration: DeviceRegistration
     ) async throws(ServiceError) -> Registered {
@@ -60,8 +62,12 @@ public struct DeviceService: Sendable {
             var issued = created
             if !created {
                 let access = try session.deviceAccess(appID: appID, deviceID: deviceID, exclusive: true)
-                let current = try DeviceSecrets.check(access, presented: secret, appID: appID, deviceID: deviceID)
-                issued = !current
+                let current = try Self.checkSecret(
+                    access, session: session, presented: secret, appID: appID, deviceID: deviceID, now: now)
+                // Under `off`, a registration without the secret gets a new one,
+                // unless the device has used its secret: then it keeps it, and the
+                // registration gets none.
+                issued = !current && !access.secretPresented
                 // A device is one platform for good: its tokens are of one kind.
                 if let existing = try session.device(appID: appID, deviceID: deviceID),
                     existing.platform != registration.platform
@@ -77,7 +83,9 @@ public struct DeviceService: Sendable {
             }
             if !created {
                 try session.updateDevice(appID: appID, deviceID: deviceID, registration, now: now)
-                if issued { _ = try session.replaceDeviceSecret(appID: appID, deviceID: deviceID, secretHash: freshHash) }
+                if issued {
+                    _ = try session.replaceDeviceSecret(appID: appID, deviceID: deviceID, secretHash: freshHash, presentedAt: nil)
+                }
             }
             return (created, issued, try session.device(appID: appID, deviceID: deviceID))
         }
@@ -91,7 +99,8 @@ public struct DeviceService: Sendable {
     ) async throws(ServiceError) -> TokenRegistered {
         let now = environment.clock.now()
         let created = try await environment.write { (session: any Stores) -> Bool in
-            let environment = try Self.admittedEnvironment(session: session, appID: appID, deviceID: deviceID, secret: secret)
+            let environment = try Self.admittedEnvironment(
+                session: session, appID: appID, deviceID: deviceID, secret: secret, now: now)
             try Self.refuseCrossedKind(session: session, appID: appID, token: token, kind: .pushToStart, field: "token")
             return try session.upsertStartToken(
                 appID: appID, deviceID: deviceID, activityType: activityType, token: token, environment: environment,
@@ -105,8 +114,9 @@ public struct DeviceService: Sendable {
     public func deleteStartToken(
         appID: String, deviceID: String, secret: String?, activityType: String
     ) async throws(ServiceError) {
+        let now = environment.clock.now()
         let deleted = try await environment.write { (session: any Stores) -> Bool in
-            try Self.admit(session: session, appID: appID, deviceID: deviceID, secret: secret)
+            try Self.admit(session: session, appID: appID, deviceID: deviceID, secret: secret, now: now)
             return try session.deleteStartToken(appID: appID, deviceID: deviceID, activityType: activityType)
         }
         guard deleted else {
@@ -135,7 +145,7 @@ public struct DeviceService: Sendable {
             let checks = try session.updateTokenChecks(
                 appID: appID, deviceID: deviceID, activityID: activityID, token: token ?? "")
             guard let environment = checks.environment else { throw Self.noDevice(appID: appID, deviceID: deviceID) }
-            try DeviceSecrets.check(checks.device, presented: secret, appID: appID, deviceID: deviceID)
+            try Self.checkSecret(checks.device, session: session, presented: secret, appID: appID, deviceID: deviceID, now: now)
             let isAndroid = checks.device.platform == DevicePlatform.android.rawValue
             if token != nil || !isAndroid {
                 try Self.refuseAndroid(checks.device, deviceID: deviceID)
@@ -230,7 +240,7 @@ public struct DeviceService: Sendable {
     ) async throws(ServiceError) -> InstanceRecord {
         let now = environment.clock.now()
         return try await environment.write { (session: any Stores) -> InstanceRecord in
-            try Self.admit(session: session, appID: appID, deviceID: deviceID, secret: secret)
+            try Self.admit(session: session, appID: appID, deviceID: deviceID, secret: secret, now: now)
             guard try session.instance(appID: appID, activityID: activityID, deviceID: deviceID) != nil else {
                 throw ServiceError(.notFound, "Device \(deviceID) holds no activity \(activityID).")
             }
@@ -251,48 +261,68 @@ public struct DeviceService: Sendable {
         public let tappedAt: Date
     }
 
-    /// How far ahead of the server's clock a reported tap may be (a device's clock
-    /// runs ahead of the server's by a little).
+    /// How far a device's clock may be off the server's when it dates a tap: a tap
+    /// may be dated this much ahead of the server's clock, or before the push it
+    /// counts on was sent.
     public static let tapClockSkew: TimeInterval = 300
 
     /// Records a tap on the device's copy of an activity (the app learns of it from
     /// the URL its widget opened), at `tappedAt` (now when not given), counted on
-    /// the push `apnsID` or, without one, on the newest push sent to the copy; an
-    /// `activity.tapped` event says so. The same tap reported again (same time, same
-    /// push) is answered alike and counted once.
+    /// the push `apnsID` or, without one, on the newest push sent to the copy by
+    /// then; an `activity.tapped` event says so. The same tap reported again (same
+    /// time, same push), however often and in whatever order, is answered alike and
+    /// counted once. A tap dated before its activity started, or before the push it
+    /// names was sent, is refused.
     public func recordTap(
         appID: String, deviceID: String, secret: String?, activityID: String, apnsID: String?, tappedAt: Date?
     ) async throws(ServiceError) -> Tapped {
         let now = environment.clock.now()
         let at = tappedAt ?? now
+        let skew = Self.tapClockSkew
         // apns-ids are UUIDs, which Islet writes in lower case (as APNs documents
         // them); a client may write one in upper case.
         let named = apnsID?.lowercased()
         let tapped = try await environment.write { (session: any Stores) -> String? in
-            try Self.admit(session: session, appID: appID, deviceID: deviceID, secret: secret)
-            guard try session.instance(appID: appID, activityID: activityID, deviceID: deviceID) != nil else {
+            try Self.admit(session: session, appID: appID, deviceID: deviceID, secret: secret, now: now)
+            guard try session.instance(appID: appID, activityID: activityID, deviceID: deviceID) != nil,
+                let activity = try session.activity(appID: appID, activityID: activityID)
+            else {
                 throw ServiceError(.notFound, "Device \(deviceID) holds no activity \(activityID).")
             }
-            if at.timeIntervalSince(now) > Self.tapClockSkew {
+            if at.timeIntervalSince(now) > skew {
                 throw ServiceError.invalid(
                     "The tap is dated ahead of the server's clock.", field: "tapped_at",
-                    "must not be more than \(Int(Self.tapClockSkew)) seconds ahead of the server's clock (\(RFC3339.string(now)))")
+                    "must not be more than \(Int(skew)) seconds ahead of the server's clock (\(RFC3339.string(now)))")
             }
-            let tapped = try session.recordTap(appID: appID, activityID: activityID, deviceID: deviceID, apnsID: named, at: at)
-            if let named, tapped == nil {
+            if activity.startedAt.timeIntervalSince(at) > skew {
                 throw ServiceError.invalid(
-                    "No push \(named) was made for device \(deviceID)'s copy of activity \(activityID).", field: "apns_id",
+                    "The tap is dated before activity \(activityID) started.", field: "tapped_at",
+                    "must not be more than \(Int(skew)) seconds before the activity started (\(RFC3339.string(activity.startedAt)))")
+            }
+            let tapped = try session.recordTap(
+                appID: appID, activityID: activityID, deviceID: deviceID, apnsID: named, at: at,
+                sentBy: at.addingTimeInterval(skew))
+            guard let tapped else {
+                throw ServiceError.invalid(
+                    "No push \(named ?? "") was made for device \(deviceID)'s copy of activity \(activityID).", field: "apns_id",
                     "must be the apns-id of a push made for this device's copy of the activity, or absent")
             }
+            // A push cannot be tapped before it arrived (this refusal undoes the
+            // tap recorded above, with the rest of the transaction).
+            if let arrived = tapped.pushArrivedFrom, arrived.timeIntervalSince(at) > skew {
+                throw ServiceError.invalid(
+                    "The tap is dated before push \(tapped.apnsID ?? "") was sent.", field: "tapped_at",
+                    "must not be more than \(Int(skew)) seconds before the push it counts on was sent (\(RFC3339.string(arrived)))")
+            }
             // The same tap reported again is answered again, and not counted twice.
-            if tapped?.counted == false { return tapped?.apnsID }
+            if !tapped.counted { return tapped.apnsID }
             try session.appendEvents([NewEvent(
                 appID: appID, type: .activityTapped, activityID: activityID, occurredAt: now,
                 data: [
                     "activity_id": .string(activityID), "device_id": .string(deviceID),
-                    "apns_id": tapped.map { .string($0.apnsID) } ?? .null, "tapped_at": .string(RFC3339.string(at)),
+                    "apns_id": tapped.apnsID.map { .string($0) } ?? .null, "tapped_at": .string(RFC3339.string(at)),
                 ])])
-            return tapped?.apnsID
+            return tapped.apnsID
         }
         return Tapped(apnsID: tapped, tappedAt: at)
     }
@@ -304,11 +334,13 @@ public struct DeviceService: Sendable {
     public func rotateSecret(appID: String, deviceID: String, secret: String?) async throws(ServiceError) -> String {
         let fresh = try newSecret()
         let freshHash = DeviceSecrets.hash(fresh)
+        let now = environment.clock.now()
         try await environment.write { (session: any Stores) in
             let access = try session.deviceAccess(appID: appID, deviceID: deviceID, exclusive: true)
             guard access.deviceExists else { throw Self.noDevice(appID: appID, deviceID: deviceID) }
             try DeviceSecrets.requireCurrent(access.secretHash, presented: secret, appID: appID, deviceID: deviceID)
-            _ = try session.replaceDeviceSecret(appID: appID, deviceID: deviceID, secretHash: freshHash)
+            // The device used its secret to ask for this one: it keeps it.
+            _ = try session.replaceDeviceSecret(appID: appID, deviceID: deviceID, secretHash: freshHash, presentedAt: now)
         }
         environment.logger.info("device secret rotated", ("app", .string(appID)), ("device", .string(deviceID)))
         return fresh
@@ -321,7 +353,7 @@ public struct DeviceService: Sendable {
         let fresh = try newSecret()
         let freshHash = DeviceSecrets.hash(fresh)
         let found = try await environment.write { (session: any Stores) in
-            try session.replaceDeviceSecret(appID: appID, deviceID: deviceID, secretHash: freshHash)
+            try session.replaceDeviceSecret(appID: appID, deviceID: deviceID, secretHash: freshHash, presentedAt: nil)
         }
         guard found else { throw Self.noDevice(appID: appID, deviceID: deviceID) }
         environment.logger.notice("device secret reset", ("app", .string(appID)), ("device", .string(deviceID)))
@@ -341,19 +373,38 @@ public struct DeviceService: Sendable {
     /// Checks the secret of a request for a device, if the device is registered
     /// (a route for a device that is not answers as it always did). The device
     /// stays locked, shared, until the transaction ends.
-    private static func admit(session: any DeviceStore, appID: String, deviceID: String, secret: String?) throws {
+    private static func admit(session: any DeviceStore, appID: String, deviceID: String, secret: String?, now: Date) throws {
         let access = try session.deviceAccess(appID: appID, deviceID: deviceID, exclusive: false)
-        if access.deviceExists { try DeviceSecrets.check(access, presented: secret, appID: appID, deviceID: deviceID) }
+        if access.deviceExists {
+            try checkSecret(access, session: session, presented: secret, appID: appID, deviceID: deviceID, now: now)
+        }
+    }
+
+    /// Checks a request for a registered device (``DeviceSecrets/check(_:presented:appID:deviceID:)``)
+    /// and records the first that carried the device's secret: from then on a
+    /// registration without it never replaces it. Answers whether it carried it.
+    @discardableResult
+    static func checkSecret(
+        _ access: DeviceAccess, session: any DeviceStore, presented: String?, appID: String, deviceID: String, now: Date
+    ) throws -> Bool {
+        let current = try DeviceSecrets.check(access, presented: presented, appID: appID, deviceID: deviceID)
+        // Once per device. On PostgreSQL two first requests at once, each holding
+        // the row shared, meet in a deadlock; the store runs the one rolled back
+        // again, and it finds the record made.
+        if current, !access.secretPresented {
+            try session.recordDeviceSecretPresented(appID: appID, deviceID: deviceID, at: now)
+        }
+        return current
     }
 
     /// The environment of a registered device whose secret the request carried
     /// (when its app requires one), or `notFound`.
     private static func admittedEnvironment(
-        session: any DeviceStore, appID: String, deviceID: String, secret: String?
+        session: any DeviceStore, appID: String, deviceID: String, secret: String?, now: Date
     ) throws -> APNsEnvironment {
         let access = try session.deviceAccess(appID: appID, deviceID: deviceID, exclusive: false)
         guard let environment = access.environment else { throw noDevice(appID: appID, deviceID: deviceID) }
-        try DeviceSecrets.check(access, presented: secret, appID: appID, deviceID: deviceID)
+        try checkSecret(access, session: session, presented: secret, appID: appID, deviceID: deviceID, now: now)
         try refuseAndroid(access, deviceID: deviceID)
         return environment
     }

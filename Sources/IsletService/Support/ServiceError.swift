@@ -89,6 +89,10 @@ public struct ServiceError: Error, Sendable, CustomStringConvertible {
             self.init(.conflict, "The change collides with one made at the same time; send it again.")
         case .busy, .unavailable:
             self.init(.unavailable, "database unavailable: try again shortly (a request with an Idempotency-Key is safe to send again).")
+        case .secretsKeyMismatch:
+            self.init(
+                .unavailable,
+                "The database's secrets key changed while this node ran: it stores no credential until it is restarted with the new key.")
         default:
             self.init(.failed, "The server failed to answer; the failure is logged.")
         }

@@ -14,15 +14,22 @@ public struct DeviceAccess: Sendable, Hashable {
     public var secretHash: Data?
     /// The device's platform (`ios`, `android`); `nil` when there is no device.
     public var platform: String?
+    /// Whether a request for the device ever carried its current secret (a device
+    /// that has used its secret keeps it).
+    public var secretPresented: Bool
 
     /// Whether the device is registered.
     public var deviceExists: Bool { environment != nil }
 
     /// Creates the answer.
-    public init(policy: DeviceSecretPolicy, environment: APNsEnvironment?, secretHash: Data?, platform: String? = nil) {
+    public init(
+        policy: DeviceSecretPolicy, environment: APNsEnvironment?, secretHash: Data?, platform: String? = nil,
+        secretPresented: Bool = false
+    ) {
         self.policy = policy
         self.environment = environment
         self.secretHash = secretHash
         self.platform = platform
+        self.secretPresented = secretPresented
     }
 }

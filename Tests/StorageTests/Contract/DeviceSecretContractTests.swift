@@ -80,9 +80,9 @@ struct DeviceSecretContractTests {
 
                 // A replacement does, and only for a device that exists.
                 let second = Data("second secret hash".utf8)
-                #expect(try session.replaceDeviceSecret(appID: "app_1", deviceID: "d1", secretHash: second))
+                #expect(try session.replaceDeviceSecret(appID: "app_1", deviceID: "d1", secretHash: second, presentedAt: nil))
                 #expect(try session.deviceAccess(appID: "app_1", deviceID: "d1", exclusive: false).secretHash == second)
-                #expect(try !session.replaceDeviceSecret(appID: "app_1", deviceID: "d2", secretHash: second))
+                #expect(try !session.replaceDeviceSecret(appID: "app_1", deviceID: "d2", secretHash: second, presentedAt: nil))
                 #expect(try session.device(appID: "app_1", deviceID: "d2") == nil)
                 #expect(try session.device(appID: "app_1", deviceID: "d1")?.updatedAt == Fixture.at(2))
             }
@@ -102,8 +102,38 @@ struct DeviceSecretContractTests {
                 // An upsert of it leaves it without one.
                 #expect(try !session.upsertDevice(appID: "app_1", deviceID: "d1", Fixture.registration(token: "aa"), now: Fixture.at(1)))
                 #expect(try session.deviceAccess(appID: "app_1", deviceID: "d1", exclusive: false).secretHash == nil)
-                #expect(try session.replaceDeviceSecret(appID: "app_1", deviceID: "d1", secretHash: Data("given".utf8)))
+                #expect(try session.replaceDeviceSecret(appID: "app_1", deviceID: "d1", secretHash: Data("given".utf8), presentedAt: nil))
                 #expect(try session.device(appID: "app_1", deviceID: "d1")?.hasSecret == true)
+            }
+        }
+    }
+
+    /// A secret is recorded as presented once a request carried it (the first time
+    /// only); a replacement says whether the new one counts as presented.
+    @Test(arguments: StoreBackend.all)
+    func aSecretPresentedIsRecordedUntilItIsReplaced(_ backend: StoreBackend) async throws {
+        try await withStore(backend) { store in
+            try store.writeNow { session throws in
+                try session.insertApp(Fixture.app())
+                _ = try session.insertDevice(
+                    appID: "app_1", deviceID: "d1", Fixture.registration(), secretHash: Data("first".utf8), now: Fixture.t0)
+                func presented() throws -> Bool {
+                    try session.deviceAccess(appID: "app_1", deviceID: "d1", exclusive: false).secretPresented
+                }
+                #expect(try !presented())
+                try session.recordDeviceSecretPresented(appID: "app_1", deviceID: "d1", at: Fixture.at(1))
+                try session.recordDeviceSecretPresented(appID: "app_1", deviceID: "d1", at: Fixture.at(2))
+                #expect(try presented())
+                try session.recordDeviceSecretPresented(appID: "app_1", deviceID: "d9", at: Fixture.at(2))
+                // A reset (no request carried the new one) clears it; a rotation (the
+                // old one asked for it) keeps it.
+                #expect(try session.replaceDeviceSecret(appID: "app_1", deviceID: "d1", secretHash: Data("reset".utf8), presentedAt: nil))
+                #expect(try !presented())
+                #expect(try session.replaceDeviceSecret(
+                    appID: "app_1", deviceID: "d1", secretHash: Data("rotated".utf8), presentedAt: Fixture.at(3)))
+                #expect(try presented())
+                #expect(try session.updateTokenChecks(appID: "app_1", deviceID: "d1", activityID: "a1", token: "aa")
+                    .device.secretPresented)
             }
         }
     }

@@ -215,8 +215,9 @@ struct PushQueueContractTests {
     }
 
     /// A tap counts on the push named, or on the newest push sent to the device's
-    /// copy; the same tap sent again (same time) counts once; the first tap is the
-    /// earliest reported.
+    /// copy by the time given; the same tap sent again (same push, same time) counts
+    /// once, however often and in whatever order; the first tap is the earliest
+    /// reported.
     @Test(arguments: StoreBackend.all)
     func tapsCountOnThePushNamedOrTheNewestSent(_ backend: StoreBackend) async throws {
         try await withStore(backend) { store in
@@ -225,17 +226,20 @@ struct PushQueueContractTests {
                 try session.insertApp(Fixture.app())
                 try session.queue(.update, activityID: "a1", targets: targets, minter: minter)  // id-1 … id-3
             }
-            func tap(_ device: String, _ apnsID: String?, at seconds: Double) throws -> RecordedTap? {
+            func tap(_ device: String, _ apnsID: String?, at seconds: Double, sentBy: Double? = nil) throws -> RecordedTap? {
                 try store.writeNow {
-                    try $0.recordTap(appID: "app_1", activityID: "a1", deviceID: device, apnsID: apnsID, at: Fixture.at(seconds))
-                }
+                    try $0.recordTap(
+                        appID: "app_1", activityID: "a1", deviceID: device, apnsID: apnsID, at: Fixture.at(seconds),
+                        sentBy: Fixture.at(sentBy ?? seconds))
+                }.map { RecordedTap(apnsID: $0.apnsID, counted: $0.counted) }
             }
             func item(_ apnsID: String) throws -> PushHistoryItem {
                 try #require(try store.readNow { try $0.pushes(appID: "app_1", activityID: "a1", since: Fixture.t0) }
                     .first { $0.apnsID == apnsID })
             }
-            // Nothing was sent yet: a tap without a push named counts nowhere.
-            #expect(try tap("d1", nil, at: 5) == nil)
+            // Nothing was sent yet: a tap without a push named counts on none, once.
+            #expect(try tap("d1", nil, at: 5) == RecordedTap(apnsID: nil, counted: true))
+            #expect(try tap("d1", nil, at: 5) == RecordedTap(apnsID: nil, counted: false))
             func claim(at seconds: Double) throws -> [ClaimedPush] {
                 try store.writeNow(durable: false) { session throws in
                     var cache: [Int64: SendContent] = [:]
@@ -261,9 +265,19 @@ struct PushQueueContractTests {
             #expect(try tap("d1", nil, at: 10) == RecordedTap(apnsID: "id-1", counted: false))
             #expect(try tap("d1", nil, at: 12) == RecordedTap(apnsID: "id-1", counted: true))
             #expect(try tap("d1", nil, at: 8) == RecordedTap(apnsID: "id-1", counted: true))
+            // Two taps reported again in turn still count once each.
+            for _ in 0..<3 {
+                #expect(try tap("d1", nil, at: 10) == RecordedTap(apnsID: "id-1", counted: false))
+                #expect(try tap("d1", "id-1", at: 12) == RecordedTap(apnsID: "id-1", counted: false))
+            }
             #expect(try item("id-1").taps == 3 && item("id-1").firstTappedAt == Fixture.at(8))
-            // A push named counts whatever its status, on its own copy only.
-            #expect(try tap("d1", "id-4", at: 20) == RecordedTap(apnsID: "id-4", counted: true))
+            // A push named counts whatever its status, on its own copy only; it
+            // arrived no earlier than it was made (in flight) or sent.
+            let named = try store.writeNow {
+                try $0.recordTap(
+                    appID: "app_1", activityID: "a1", deviceID: "d1", apnsID: "id-4", at: Fixture.at(20), sentBy: Fixture.at(20))
+            }
+            #expect(named?.apnsID == "id-4" && named?.counted == true && named?.pushArrivedFrom == inFlight.createdAt)
             #expect(try tap("d2", "id-4", at: 20) == nil)
             #expect(try tap("d1", "id-9", at: 20) == nil)
             #expect(try item("id-4").taps == 1 && item("id-4").firstTappedAt == Fixture.at(20))
@@ -273,9 +287,17 @@ struct PushQueueContractTests {
                     pushID: inFlight.id,
                     PushOutcome(status: .sent, attempts: 1, apnsStatus: 200), by: "node-1", now: Fixture.at(21))
             }
-            // Now sent, id-4 is d1's newest.
+            // Now sent, id-4 is d1's newest; a tap dated before it was sent (a retry
+            // of an earlier tap) still counts on id-1, where it counted first.
             #expect(try tap("d1", nil, at: 30) == RecordedTap(apnsID: "id-4", counted: true))
-            #expect(try item("id-4").taps == 2)
+            #expect(try tap("d1", nil, at: 12) == RecordedTap(apnsID: "id-1", counted: false))
+            #expect(try tap("d1", nil, at: 15, sentBy: 21) == RecordedTap(apnsID: "id-4", counted: true))
+            #expect(try item("id-4").taps == 3 && item("id-1").taps == 3)
+            let sent = try store.writeNow {
+                try $0.recordTap(
+                    appID: "app_1", activityID: "a1", deviceID: "d1", apnsID: "id-4", at: Fixture.at(40), sentBy: Fixture.at(40))
+            }
+            #expect(sent?.pushArrivedFrom == Fixture.at(21))
         }
     }
 
