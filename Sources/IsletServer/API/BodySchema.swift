@@ -311,11 +311,15 @@ struct BodySchema: Sendable {
     /// A rule between fields that the service checks, as the alternatives of a JSON
     /// Schema `anyOf` (the document shows it; the reader leaves it to the service).
     let anyOf: [JSONValue]?
+    /// At least one field must be given (the handler names the fault): the
+    /// document shows it as `minProperties: 1`, and the body is required.
+    let atLeastOne: Bool
 
-    init(_ fields: [BodyField], exactlyOne: [String]? = nil, anyOf: [JSONValue]? = nil) {
+    init(_ fields: [BodyField], exactlyOne: [String]? = nil, anyOf: [JSONValue]? = nil, atLeastOne: Bool = false) {
         self.fields = fields
         self.exactlyOne = exactlyOne
         self.anyOf = anyOf
+        self.atLeastOne = atLeastOne
     }
 
     subscript(name: String) -> BodyField? { fields.first { $0.name == name } }
@@ -323,7 +327,7 @@ struct BodySchema: Sendable {
     var names: [String] { fields.map(\.name) }
 
     /// Whether the body must be sent at all: an absent body reads as `{}`.
-    var requiresBody: Bool { fields.contains(where: \.required) || exactlyOne != nil }
+    var requiresBody: Bool { fields.contains(where: \.required) || exactlyOne != nil || atLeastOne }
 
     /// The JSON Schema: an object with exactly these properties.
     var jsonSchema: JSONValue {
@@ -337,6 +341,8 @@ struct BodySchema: Sendable {
         if exactlyOne != nil {
             schema["minProperties"] = 1
             schema["maxProperties"] = 1
+        } else if atLeastOne {
+            schema["minProperties"] = 1
         }
         if let anyOf { schema["anyOf"] = .array(anyOf) }
         return .object(schema)

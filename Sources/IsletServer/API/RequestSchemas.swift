@@ -199,7 +199,7 @@ enum RequestSchemas {
             BodyField("device_ids", joinList, nullable: false, description: "These devices may follow it."),
             BodyField("tags", joinList, nullable: false, description: "Devices carrying one of these tags may follow it."),
         ],
-        anyOf: [["required": ["user_ids"]], ["required": ["device_ids"]], ["required": ["tags"]]])
+        atLeastOne: true)
     static let updateActivity = BodySchema([
         BodyField("content_state", .anyObject, required: true),
         BodyField("alert", .object(alert)),
