@@ -550,14 +550,8 @@ extension SQLSession {
         ).isEmpty
     }
 
-    /// Copies an activity's join rule and audience to its successor.
-    public func copyJoin(appID: String, from activityID: String, to successorID: String) throws {
-        try run(
-            """
-            UPDATE activities SET join_rule = (
-                SELECT p.join_rule FROM activities p WHERE p.app_id = \(appID) AND p.activity_id = \(activityID))
-            WHERE app_id = \(appID) AND activity_id = \(successorID)
-            """)
+    /// Adds an activity's join audience to its successor's.
+    public func copyJoinAudience(appID: String, from activityID: String, to successorID: String) throws {
         try run(
             """
             INSERT INTO activity_audience (app_id, activity_id, kind, value)

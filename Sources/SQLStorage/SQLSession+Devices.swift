@@ -117,13 +117,14 @@ extension SQLSession {
     }
 
     static func devicePolicySQL(appID: String) -> SQL {
-        "SELECT device_secrets FROM apps WHERE id = \(appID)"
+        "SELECT device_secrets, local_join FROM apps WHERE id = \(appID)"
     }
 
     func deviceAccessSQL(appID: String, deviceID: String, exclusive: Bool) -> SQL {
         let lock: SQL = dialect == .postgresql ? (exclusive ? " FOR UPDATE" : " FOR SHARE") : ""
         return """
-            SELECT environment, secret_hash, platform, secret_presented_at FROM devices WHERE app_id = \(appID) AND device_id = \(deviceID)\
+            SELECT environment, secret_hash, platform, secret_presented_at, user_id FROM devices
+            WHERE app_id = \(appID) AND device_id = \(deviceID)\
             \(sql: lock)
             """
     }
@@ -135,6 +136,8 @@ extension SQLSession {
             secretHash: device.first?["secret_hash"].blob)
         access.platform = device.first?.optionalString("platform")
         access.secretPresented = device.first?.optionalInt64("secret_presented_at") != nil
+        access.userID = device.first?.optionalString("user_id")
+        access.localJoin = policy.first?.optionalString("local_join").flatMap(LocalJoinRule.init(rawValue:)) ?? .anyone
         return access
     }
 

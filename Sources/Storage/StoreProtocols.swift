@@ -129,8 +129,8 @@ public protocol ActivityStore {
     /// Whether a device is in an activity's join audience: its id, its user id or
     /// one of its tags is listed.
     func inJoinAudience(appID: String, activityID: String, deviceID: String) throws -> Bool
-    /// Copies an activity's join rule and audience to its successor.
-    func copyJoin(appID: String, from activityID: String, to successorID: String) throws
+    /// Adds an activity's join audience to its successor's (whose start set its rule).
+    func copyJoinAudience(appID: String, from activityID: String, to successorID: String) throws
     /// Marks a device's copy as one it joined on its own.
     func markJoined(appID: String, activityID: String, deviceID: String) throws
     /// Sets when Islet ends the activity.

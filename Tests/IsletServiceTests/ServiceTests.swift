@@ -230,6 +230,36 @@ struct ServiceTests {
         }
     }
 
+    @Test func anActivitysAudienceHoldsAtMostItsCeilingAndAWideningPastItAddsNothing() async throws {
+        try await withRig { rig in
+            let app = try await rig.appWithDevice()
+            _ = try await rig.start(app)
+            // The audience already holds its start's user id; filled to one short of
+            // the ceiling in the store.
+            let filler = (1..<(JoinAudience.maximumValues - 1)).map { "d-\($0)" }
+            _ = try rig.store.writeNow { session throws in
+                try session.addJoinAudience(appID: app.id, activityID: "order-1", JoinAudience(deviceIDs: filler))
+            }
+            let activities = rig.services.activities
+            let full = JoinAudience.maximumValues - 1
+            #expect(try await activities.join(appID: app.id, activityID: "order-1").audience.count == full)
+            // Two more would pass it: refused, naming a field, and nothing is added.
+            var refused: ServiceError?
+            do {
+                _ = try await activities.widenAudience(
+                    appID: app.id, activityID: "order-1", adding: JoinAudience(deviceIDs: ["x-1", "x-2"]))
+            } catch {
+                refused = error as? ServiceError
+            }
+            #expect(refused?.code == .invalid && refused?.fields?.map(\.field) == ["device_ids"], "\(String(describing: refused))")
+            #expect(try await activities.join(appID: app.id, activityID: "order-1").audience.count == full)
+            // One more fills it exactly; values already listed add nothing.
+            let widened = try await activities.widenAudience(
+                appID: app.id, activityID: "order-1", adding: JoinAudience(userIDs: ["user-1"], deviceIDs: ["x-1", "d-1"]))
+            #expect(widened.audience.count == JoinAudience.maximumValues)
+        }
+    }
+
     @Test func aStoreErrorIsADomainError() {
         #expect(ServiceError(StoreError(.conflict, "x")).code == .conflict)
         #expect(ServiceError(StoreError(.busy, "x")).code == .unavailable)

@@ -21,7 +21,8 @@ public enum LocalJoinRule: String, Sendable, Hashable, CaseIterable, Codable {
 
 /// The devices an activity under `JoinRule.audience` lets in: the start's
 /// audience, and whatever the backend added later. A device is in it when its id,
-/// its user id or one of its tags is listed.
+/// its user id or one of its tags is listed (the store answers that:
+/// `ActivityStore.inJoinAudience`).
 public struct JoinAudience: Sendable, Hashable {
     /// The most values an activity's audience holds in all: a start's audience
     /// (up to 100,000 values) and as many added later.
@@ -56,33 +57,11 @@ public struct JoinAudience: Sendable, Hashable {
     /// Whether it lists nothing.
     public var isEmpty: Bool { count == 0 }
 
-    /// This audience with `other`'s values added.
-    public func adding(_ other: JoinAudience) -> JoinAudience {
-        JoinAudience(
-            userIDs: userIDs + other.userIDs, deviceIDs: deviceIDs + other.deviceIDs, tags: tags + other.tags)
-    }
-
-    /// Whether a device of this id, user id and tags is in it.
-    public func contains(deviceID: String, userID: String?, tags deviceTags: [String]) -> Bool {
-        if deviceIDs.contains(deviceID) { return true }
-        if let userID, userIDs.contains(userID) { return true }
-        return deviceTags.contains(where: tags.contains)
-    }
-
-    /// As stored and shown: `{"user_ids": […], "device_ids": […], "tags": […]}`.
+    /// As shown: `{"user_ids": […], "device_ids": […], "tags": […]}`.
     public var json: JSONValue {
         .object([
             "user_ids": .array(userIDs.map(JSONValue.string)), "device_ids": .array(deviceIDs.map(JSONValue.string)),
             "tags": .array(tags.map(JSONValue.string)),
         ])
-    }
-
-    /// The audience `json` stored (lists missing read as empty).
-    public init(json: JSONValue) {
-        func list(_ key: String) -> [String] {
-            guard case .array(let items)? = json[key] else { return [] }
-            return items.compactMap(\.stringValue)
-        }
-        self.init(userIDs: list("user_ids"), deviceIDs: list("device_ids"), tags: list("tags"))
     }
 }

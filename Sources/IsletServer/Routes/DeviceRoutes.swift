@@ -150,7 +150,7 @@ struct DeviceRoutes: Sendable {
         try body.finish()
         let registered = try await devices.putUpdateToken(
             appID: request.app.id, deviceID: deviceID, secret: Self.secret(request), activityID: activityID,
-            activityType: activityType!, token: token, localJoin: request.app.localJoin)
+            activityType: activityType!, token: token)
         return APIJSON.response(status: registered.created ? 201 : 200, .object([
             "device_id": .string(deviceID), "activity_id": .string(activityID),
             "activity_type": .string(activityType!), "registered_at": APIJSON.date(registered.registeredAt),

@@ -55,15 +55,16 @@ extension ActivityService {
                 throw ServiceError(
                     .conflict, "Activity \(activityID) lets any device follow it (join: anyone); there is no audience to widen.")
             }
-            let stored = try session.joinAudience(appID: appID, activityID: activityID)
-            let widened = stored.adding(audience)
-            if widened.count > JoinAudience.maximumValues {
+            // Added, then counted as the answer reads it: past the ceiling, the
+            // transaction rolls back and nothing is added.
+            try session.addJoinAudience(appID: appID, activityID: activityID, audience)
+            let view = try Self.joinView(appID: appID, activityID: activityID, session: session)
+            if view.audience.count > JoinAudience.maximumValues {
                 throw ServiceError.invalid(
-                    "The activity's audience would hold \(widened.count) values; it holds at most \(JoinAudience.maximumValues).",
+                    "The activity's audience would hold \(view.audience.count) values; it holds at most \(JoinAudience.maximumValues).",
                     field: "device_ids", "would take the audience past \(JoinAudience.maximumValues) values in all")
             }
-            try session.addJoinAudience(appID: appID, activityID: activityID, audience)
-            return try Self.joinView(appID: appID, activityID: activityID, session: session)
+            return view
         }
         environment.logger.info(
             "activity audience widened", ("app", .string(appID)), ("activity", .string(activityID)),

@@ -1,5 +1,5 @@
 public import Foundation
-public import IsletCore
+import IsletCore
 public import Storage
 
 /// Devices and the tokens they give: the ordinary device token (with the device's
@@ -132,11 +132,11 @@ public struct DeviceService: Sendable {
     /// Who may follow the activity: a device its start targeted (it holds a copy
     /// already), or one its join audience takes in, when the backend started it
     /// under `join: audience`; any device when it started it under `anyone`. One
-    /// devices created themselves goes by the app's `local_join` (`localJoin`). Any
-    /// other device is `forbidden`, naming `activity_id`, and nothing is stored.
+    /// devices created themselves goes by the app's `local_join`, read in the same
+    /// transaction. Any other device is `forbidden`, naming `activity_id`, and
+    /// nothing is stored.
     public func putUpdateToken(
-        appID: String, deviceID: String, secret: String?, activityID: String, activityType: String, token: String?,
-        localJoin: LocalJoinRule = .anyone
+        appID: String, deviceID: String, secret: String?, activityID: String, activityType: String, token: String?
     ) async throws(ServiceError) -> TokenRegistered {
         let now = environment.clock.now()
         let lifecycle = environment.lifecycle
@@ -199,7 +199,7 @@ public struct DeviceService: Sendable {
                         .conflict, "Device \(deviceID) has ended activity \(activityID); its copy can never be updated again.")
                 }
                 if before == nil {
-                    try Self.admitFollower(activity, appID: appID, deviceID: deviceID, localJoin: localJoin, session: session)
+                    try Self.admitFollower(activity, appID: appID, deviceID: deviceID, access: checks.device, session: session)
                 }
             }
             let created: Bool
@@ -414,10 +414,10 @@ public struct DeviceService: Sendable {
     /// join audience resolves to now; one started under `anyone` (or before the
     /// rule existed), any device. One devices created themselves goes by the app's
     /// `local_join`: under `user`, only devices of the creating device's user id
-    /// (or, when it had none, that device alone).
+    /// (or, when it had none, that device alone). `access` is the device's, with
+    /// its user id and the app's `local_join`.
     static func admitFollower(
-        _ activity: ActivityRecord, appID: String, deviceID: String, localJoin: LocalJoinRule,
-        session: any DeviceStore & ActivityStore
+        _ activity: ActivityRecord, appID: String, deviceID: String, access: DeviceAccess, session: any ActivityStore
     ) throws {
         let activityID = activity.activityID
         let admitted: Bool
@@ -428,9 +428,8 @@ public struct DeviceService: Sendable {
             admitted = try session.inJoinAudience(appID: appID, activityID: activityID, deviceID: deviceID)
             why = "was started for an audience this device is not in (the backend can widen it)"
         case .local:
-            guard localJoin == .user, let creator = activity.createdBy, creator != deviceID else { return }
-            let user = try session.device(appID: appID, deviceID: deviceID)?.userID
-            admitted = activity.creatorUserID != nil && user == activity.creatorUserID
+            guard access.localJoin == .user, let creator = activity.createdBy, creator != deviceID else { return }
+            admitted = activity.creatorUserID != nil && access.userID == activity.creatorUserID
             why = "was created on another user's device, and the app lets only that user's devices follow it (local_join: user)"
         }
         guard !admitted else { return }

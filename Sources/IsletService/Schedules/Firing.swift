@@ -196,7 +196,7 @@ struct Firing {
         start.join = activity.join ?? .anyone
         do {
             let result = try ActivityService.start(start, session: session, lifecycle: lifecycle, budget: environment.budget, now: now)
-            try session.copyJoin(appID: appID, from: activity.activityID, to: successorID)
+            try session.copyJoinAudience(appID: appID, from: activity.activityID, to: successorID)
             limited.append(Limited(appID: start.app.id, downgraded: 0, deferred: result.deferred))
         } catch let error as ServiceError {
             environment.logger.warning(

@@ -427,7 +427,8 @@ struct ActivityContractTests {
                     appID: "app_1", activityID: "order-1", JoinAudience(userIDs: ["u1"], deviceIDs: ["d3"], tags: ["couriers"]))
                 #expect(added == 2)
                 try session.startActivity("order-1~2")
-                try session.copyJoin(appID: "app_1", from: "order-1", to: "order-1~2")
+                try session.setJoin(appID: "app_1", activityID: "order-1~2", rule: .audience, adding: JoinAudience())
+                try session.copyJoinAudience(appID: "app_1", from: "order-1", to: "order-1~2")
             }
             try store.readNow { session throws in
                 for activityID in ["order-1", "order-1~2"] {
@@ -460,6 +461,11 @@ struct ActivityContractTests {
             changed.localJoin = .user
             try store.writeNow { session throws in try session.updateAppSettings(changed) }
             #expect(try store.readNow { try $0.app(id: "app_1") }?.localJoin == .user)
+            // A device route reads the rule, and the device's user id, with its access.
+            let access = try store.writeNow { try $0.deviceAccess(appID: "app_1", deviceID: "d1", exclusive: false) }
+            #expect(access.localJoin == .user && access.userID == "u1")
+            let anonymous = try store.writeNow { try $0.deviceAccess(appID: "app_1", deviceID: "d3", exclusive: false) }
+            #expect(anonymous.localJoin == .user && anonymous.userID == nil)
         }
     }
 }

@@ -56,7 +56,7 @@ struct DeviceSecretContractTests {
                 #expect(created.userID == "u1")
                 #expect(created.tags == ["t"])
                 #expect(try session.deviceAccess(appID: "app_1", deviceID: "d1", exclusive: false)
-                    == DeviceAccess(policy: .required, environment: .sandbox, secretHash: first, platform: "ios"))
+                    == DeviceAccess(policy: .required, environment: .sandbox, secretHash: first, platform: "ios", userID: "u1"))
 
                 // A second insert of the device changes nothing, its secret least of all.
                 #expect(try !session.insertDevice(
@@ -76,7 +76,7 @@ struct DeviceSecretContractTests {
                 #expect(updated.tags == ["y"])
                 #expect(updated.updatedAt == Fixture.at(2))
                 #expect(try session.deviceAccess(appID: "app_1", deviceID: "d1", exclusive: true)
-                    == DeviceAccess(policy: .required, environment: .production, secretHash: first, platform: "ios"))
+                    == DeviceAccess(policy: .required, environment: .production, secretHash: first, platform: "ios", userID: "u1"))
 
                 // A replacement does, and only for a device that exists.
                 let second = Data("second secret hash".utf8)
