@@ -25,6 +25,38 @@ struct SecretsAtRestTests {
         return try #require((attributes[.posixPermissions] as? NSNumber)?.intValue)
     }
 
+    /// A node's settings on `database` (a PostgreSQL URL, or SQLite in the data
+    /// folder when nil), its secrets key generated in the data folder on SQLite.
+    static func nodeConfiguration(in dir: URL, database: String?) -> Configuration {
+        var config = Configuration()
+        config.port = 0
+        config.dataDirectory = dir.appendingPathComponent("data").path
+        config.databasePath = database
+        config.databasePoolSize = 2
+        config.adminToken = Self.adminToken
+        config.secretsKey = database.map { _ in TestPostgres.secretsKey }
+        return config
+    }
+
+    /// The secrets key a node of `config` runs with.
+    static func currentKey(_ config: Configuration) throws -> SecretsKey {
+        try SecretsKey(base64: config.secretsKey ?? (try String(contentsOfFile: config.secretsKeyPath, encoding: .utf8)))
+    }
+
+    /// `islet secrets rotate` on `config`'s database, to `new` (written to a file in
+    /// `dir`).
+    func rotate(_ config: Configuration, to new: SecretsKey, in dir: URL) async throws
+        -> (status: Int32, output: String, error: String)
+    {
+        let newFile = dir.appendingPathComponent("new.key")
+        try (new.base64 + "\n").write(to: newFile, atomically: true, encoding: .utf8)
+        return try await runCommand(
+            executable,
+            ["secrets", "rotate", "--new-key-file", newFile.path, "--data-dir", config.dataDirectory]
+                + (config.databasePath.map { ["--database", $0] } ?? []),
+            environment: config.secretsKey.map { ["ISLET_SECRETS_KEY": $0] } ?? [:])
+    }
+
     static func quiet(_ sink: MemoryLogSink = MemoryLogSink()) -> Logger {
         Logger(level: .notice, format: .logfmt, sink: sink)
     }
@@ -330,30 +362,17 @@ struct SecretsAtRestTests {
     @Test(.requires(.processes)) func rotateSealsEverythingAgainAndTheOldKeyThenFails() async throws {
         try #require(FileManager.default.isExecutableFile(atPath: executable))
         try await withTemporaryDirectory { dir in try await TestPostgres.withSuiteDatabase { database in
-            var config = Configuration()
-            config.port = 0
-            config.dataDirectory = dir.appendingPathComponent("data").path
-            config.databasePath = database
-            config.databasePoolSize = 2
-            config.adminToken = Self.adminToken
-            config.secretsKey = database.map { _ in TestPostgres.secretsKey }
+            var config = Self.nodeConfiguration(in: dir, database: database)
             let first = try buildApplication(config, logger: Self.quiet())
             try first.start()
             let appID = try await Self.createAppAndWebhook(first)
             await first.shutdown()
-            let old = try SecretsKey(
-                base64: config.secretsKey ?? (try String(contentsOfFile: config.secretsKeyPath, encoding: .utf8)))
+            let old = try Self.currentKey(config)
             let before = try Self.rawCredentials(config)
             Self.expectSealed(before, count: 3)
 
             let new = try SecretsKey.generate()
-            let newFile = dir.appendingPathComponent("new.key")
-            try (new.base64 + "\n").write(to: newFile, atomically: true, encoding: .utf8)
-            let result = try await runCommand(
-                executable,
-                ["secrets", "rotate", "--new-key-file", newFile.path, "--data-dir", config.dataDirectory]
-                    + (database.map { ["--database", $0] } ?? []),
-                environment: config.secretsKey.map { ["ISLET_SECRETS_KEY": $0] } ?? [:])
+            let result = try await rotate(config, to: new, in: dir)
             #expect(result.status == 0, "\(result.error)")
             #expect(result.output.contains("3 credential(s) sealed under the new key"), "\(result.output)")
             if database == nil {
@@ -392,30 +411,17 @@ struct SecretsAtRestTests {
     @Test(.requires(.processes)) func rotateRefusesWhileANodeRunsAndANodeNeverSealsUnderAReplacedKey() async throws {
         try #require(FileManager.default.isExecutableFile(atPath: executable))
         try await withTemporaryDirectory { dir in try await TestPostgres.withSuiteDatabase { database in
-            var config = Configuration()
-            config.port = 0
-            config.dataDirectory = dir.appendingPathComponent("data").path
-            config.databasePath = database
-            config.databasePoolSize = 2
-            config.adminToken = Self.adminToken
-            config.secretsKey = database.map { _ in TestPostgres.secretsKey }
+            let config = Self.nodeConfiguration(in: dir, database: database)
             let logs = MemoryLogSink()
             let node = try buildApplication(config, logger: Self.quiet(logs))
             try node.start()
             _ = try await Self.createAppAndWebhook(node)
-            let old = try SecretsKey(
-                base64: config.secretsKey ?? (try String(contentsOfFile: config.secretsKeyPath, encoding: .utf8)))
+            let old = try Self.currentKey(config)
             let before = try Self.rawCredentials(config)
             Self.expectSealed(before, count: 3)
 
             let new = try SecretsKey.generate()
-            let newFile = dir.appendingPathComponent("new.key")
-            try (new.base64 + "\n").write(to: newFile, atomically: true, encoding: .utf8)
-            let result = try await runCommand(
-                executable,
-                ["secrets", "rotate", "--new-key-file", newFile.path, "--data-dir", config.dataDirectory]
-                    + (database.map { ["--database", $0] } ?? []),
-                environment: config.secretsKey.map { ["ISLET_SECRETS_KEY": $0] } ?? [:])
+            let result = try await rotate(config, to: new, in: dir)
             #expect(result.status == 1, "\(result.output)")
             #expect(result.error.contains("running on this database") || result.error.contains("ran on this database"), "\(result.error)")
             #expect(result.error.contains("stop") && result.error.contains("before rotating the secrets key"), "\(result.error)")
