@@ -44,6 +44,10 @@ public final class DeliveryWorker: BackgroundService {
     private let random: Lock<any RandomSource>
     /// When this worker started, as its heartbeat row says.
     private let startedAt: Lock<Date?> = Lock(nil)
+    /// Whether an event stream of an app is open on this node: while one is (or a
+    /// webhook of the app takes them), each push APNs accepts is a `push.sent`
+    /// event; otherwise the send's `send.completed` counts them.
+    private let streamsOpen: @Sendable (String) -> Bool
 
     private struct Answer: Sendable {
         let push: ClaimedPush
@@ -69,8 +73,10 @@ public final class DeliveryWorker: BackgroundService {
     public init(
         store: any Store, transport: any PushTransport, configuration: DeliveryConfiguration,
         clock: any WallClock = SystemWallClock(), sleeper: any Sleeper = SystemSleeper(),
-        random: any RandomSource = SeededRandomSource(seed: .random(in: .min ... .max)), logger: Logger
+        random: any RandomSource = SeededRandomSource(seed: .random(in: .min ... .max)), logger: Logger,
+        streamsOpen: @escaping @Sendable (String) -> Bool = { _ in false }
     ) {
+        self.streamsOpen = streamsOpen
         self.random = Lock(random)
         self.store = store
         self.transport = transport
@@ -87,11 +93,12 @@ public final class DeliveryWorker: BackgroundService {
     public convenience init(
         store: any Store, client: APNsClient, configuration: DeliveryConfiguration,
         clock: any WallClock = SystemWallClock(), sleeper: any Sleeper = SystemSleeper(),
-        random: any RandomSource = SeededRandomSource(seed: .random(in: .min ... .max)), logger: Logger
+        random: any RandomSource = SeededRandomSource(seed: .random(in: .min ... .max)), logger: Logger,
+        streamsOpen: @escaping @Sendable (String) -> Bool = { _ in false }
     ) {
         self.init(
             store: store, transport: APNsTransport(client: client, store: store), configuration: configuration,
-            clock: clock, sleeper: sleeper, random: random, logger: logger)
+            clock: clock, sleeper: sleeper, random: random, logger: logger, streamsOpen: streamsOpen)
     }
 
     /// Puts pushes left in flight by an earlier run of this node back in the queue
@@ -165,6 +172,9 @@ public final class DeliveryWorker: BackgroundService {
         var answers: [Answer] = []
         // Pushes claimed and not yet handed to the transport (between `claim` and `send`).
         var held: [ClaimedPush] = []
+        // The windows of sends this worker holds, with what their answers came to
+        // so far.
+        var tallies: [SendWindow: WindowTally] = [:]
         var action = machine.start(real: sleeper.now())
         loop: while true {
             switch action {
@@ -191,7 +201,7 @@ public final class DeliveryWorker: BackgroundService {
                 }
                 action = machine.handle(.gathered(answers: answers.count))
             case .record:
-                let recorded = record(answers)
+                let recorded = record(answers, tallies: &tallies)
                 if recorded { answers.removeAll(keepingCapacity: true) }
                 action = machine.handle(.recorded(succeeded: recorded, observe()))
             case .pause(let seconds):
@@ -206,6 +216,7 @@ public final class DeliveryWorker: BackgroundService {
             case .claim(let limit, let now):
                 if let claimed = claim(limit: limit, now: now, sends: &sends) {
                     held = claimed
+                    count(windowsOf: claimed, in: &tallies)
                     action = machine.handle(.claimed(count: claimed.count, observe()))
                 } else {
                     action = machine.handle(.claimFailed(observe()))
@@ -312,6 +323,15 @@ public final class DeliveryWorker: BackgroundService {
         }
     }
 
+    /// Starts the tally of each window in `claimed`: its size is its pushes.
+    private func count(windowsOf claimed: [ClaimedPush], in tallies: inout [SendWindow: WindowTally]) {
+        var sizes: [SendWindow: Int] = [:]
+        for push in claimed {
+            if let window = push.window { sizes[window, default: 0] += 1 }
+        }
+        for (window, size) in sizes { tallies[window] = WindowTally(size: size) }
+    }
+
     /// Hands `claimed` to the transport; answers how many.
     private func send(_ claimed: [ClaimedPush]) -> Int {
         guard !claimed.isEmpty else { return 0 }
@@ -331,26 +351,39 @@ public final class DeliveryWorker: BackgroundService {
 
     /// Records a batch of answers in one transaction; answers false when the
     /// store refused it (the caller keeps the answers for another try).
-    private func record(_ answers: [Answer]) -> Bool {
+    private func record(_ answers: [Answer], tallies: inout [SendWindow: WindowTally]) -> Bool {
         let now = clock.now()
+        let started = tallies
         var counted: [(String, String?, Double?, String)] = []
+        var remaining: [SendWindow: WindowTally] = [:]
         do {
             // The store may run the transaction again (after a lost connection or a
             // conflict): it starts from nothing each time.
-            counted = try store.writeNow(durable: false) { session in
+            (counted, remaining) = try store.writeNow(durable: false) { session in
                 var counted: [(String, String?, Double?, String)] = []
                 counted.reserveCapacity(answers.count)
+                var tallies = started
+                var demand: [String: Bool] = [:]
+                let wantsSent = { (appID: String) throws -> Bool in
+                    if let known = demand[appID] { return known }
+                    let wanted = try self.streamsOpen(appID) || session.webhookTakes(appID: appID, type: .pushSent)
+                    demand[appID] = wanted
+                    return wanted
+                }
                 // By index: each answer is read in place, not copied field by field.
                 var sent: [SentPush] = []
                 var events: [NewEvent] = []
                 for index in answers.indices {
-                    counted.append(try apply(answers[index], session: session, now: now, sent: &sent, events: &events))
+                    counted.append(try apply(
+                        answers[index], session: session, now: now, sent: &sent, tallies: &tallies, events: &events,
+                        wantsSent: wantsSent))
                 }
                 let recorded = try session.recordSent(sent, by: configuration.nodeID, now: now)
                 if !recorded.isEmpty {
                     let byID = Dictionary(sent.map { ($0.pushID, $0) }, uniquingKeysWith: { first, _ in first })
                     for index in answers.indices where recorded.contains(answers[index].push.id) {
                         let push = answers[index].push
+                        guard try wantsSent(push.appID) else { continue }
                         let outcome = byID[push.id]
                         if let event = NewEvent.pushSettled(
                             push, status: .sent, attempts: outcome?.attempts ?? 1, apnsStatus: outcome?.apnsStatus,
@@ -360,13 +393,18 @@ public final class DeliveryWorker: BackgroundService {
                         }
                     }
                 }
+                // Each window whose every push was answered is settled in this write.
+                for (window, tally) in tallies where tally.isComplete {
+                    try session.settleWindow(window, tally, by: configuration.nodeID, now: now)
+                }
                 try session.appendEvents(events)
-                return counted
+                return (counted, tallies.filter { !$0.value.isComplete })
             }
         } catch {
             logger.error("cannot record push results; retrying", ("error", .string("\(error)")), ("count", .int(answers.count)))
             return false
         }
+        tallies = remaining
         for (result, reason, latency, transport) in counted {
             metrics.record(result: result, reason: reason, latency: latency, transport: transport)
         }
@@ -374,10 +412,11 @@ public final class DeliveryWorker: BackgroundService {
     }
 
     /// Records one answer and acts on it; answers what to count. A plain success is
-    /// added to `sent`, recorded with the others in one statement.
+    /// added to `sent` (a row's, recorded with the others in one statement) or
+    /// counted in its window's tally (no row at all).
     private func apply(
         _ answer: Answer, session: any DeviceStore & ActivityStore & PushQueue & ChannelStore, now: Date, sent: inout [SentPush],
-        events: inout [NewEvent]
+        tallies: inout [SendWindow: WindowTally], events: inout [NewEvent], wantsSent: (String) throws -> Bool
     ) throws -> (String, String?, Double?, String) {
         let push = answer.push
         let transport = push.tokenKind == .fcm ? "fcm" : "apns"
@@ -385,25 +424,48 @@ public final class DeliveryWorker: BackgroundService {
             push, result: answer.result, now: now, jitter: random.withLock { Double.random(in: 0...1, using: &$0) },
             activityEnded: { try session.activityHasEnded(appID: push.appID, activityID: push.activityID ?? "") })
         let outcome = settlement.outcome
-        if outcome.status == .sent, outcome.environment == nil, outcome.nextAttemptAt == nil,
-            settlement.correctEnvironment == nil, settlement.deadToken == nil
-        {
-            sent.append(SentPush(
-                pushID: push.id, attempts: outcome.attempts, apnsStatus: outcome.apnsStatus,
-                apnsUniqueID: outcome.apnsUniqueID))
-            return (settlement.counted, settlement.reason, settlement.latency, transport)
+        let ordinary = outcome.status == .sent && outcome.environment == nil && outcome.nextAttemptAt == nil
+            && settlement.correctEnvironment == nil && settlement.deadToken == nil
+        if let window = push.window {
+            tallies[window, default: WindowTally(size: 1)].answered += 1
+            if ordinary {
+                tallies[window]?.sent += 1
+                if try wantsSent(push.appID),
+                    let event = NewEvent.pushSettled(
+                        push, status: .sent, attempts: outcome.attempts, apnsStatus: outcome.apnsStatus, reason: nil, at: now)
+                {
+                    events.append(event)
+                }
+                return (settlement.counted, settlement.reason, settlement.latency, transport)
+            }
+            // A window another node took over is its own: this answer changes nothing.
+            guard try session.recordWindowOutcome(push, outcome, by: configuration.nodeID, now: now) else {
+                logger.info(
+                    "answer for a window another node took over, not recorded", ("app", .string(push.appID)),
+                    ("apns_id", .string(push.apnsID)))
+                return (settlement.counted, settlement.reason, settlement.latency, transport)
+            }
+            tallies[window]?.exceptions += 1
+        } else {
+            if ordinary {
+                sent.append(SentPush(
+                    pushID: push.id, attempts: outcome.attempts, apnsStatus: outcome.apnsStatus,
+                    apnsUniqueID: outcome.apnsUniqueID))
+                return (settlement.counted, settlement.reason, settlement.latency, transport)
+            }
+            // Recorded only while this node still holds the push: one whose lease ran
+            // out belongs to the node that took it over, and this answer changes nothing.
+            guard try session.recordOutcome(pushID: push.id, outcome, by: configuration.nodeID, now: now) else {
+                logger.info(
+                    "answer for a push another node took over, not recorded", ("app", .string(push.appID)),
+                    ("apns_id", .string(push.apnsID)))
+                return (settlement.counted, settlement.reason, settlement.latency, transport)
+            }
         }
-        // Recorded only while this node still holds the push: one whose lease ran
-        // out belongs to the node that took it over, and this answer changes nothing.
-        guard try session.recordOutcome(pushID: push.id, outcome, by: configuration.nodeID, now: now) else {
-            logger.info(
-                "answer for a push another node took over, not recorded", ("app", .string(push.appID)),
-                ("apns_id", .string(push.apnsID)))
-            return (settlement.counted, settlement.reason, settlement.latency, transport)
-        }
-        if let event = NewEvent.pushSettled(
-            push, status: outcome.status, attempts: outcome.attempts, apnsStatus: outcome.apnsStatus,
-            reason: outcome.reason, at: now)
+        if try outcome.status != .sent || wantsSent(push.appID),
+            let event = NewEvent.pushSettled(
+                push, status: outcome.status, attempts: outcome.attempts, apnsStatus: outcome.apnsStatus,
+                reason: outcome.reason, at: now)
         {
             events.append(event)
         }

@@ -168,9 +168,12 @@ private func assemble(
         fcm: FCMTransport(
             client: fcm.client, store: store, exchange: CurlTokenExchange(client: fcm.tokens), clock: clock,
             allowPrivateTokenURIs: configuration.fcmTokenURIsMayBePrivate, logger: logger))
+    // An app's open event streams on this node ask, like its webhooks, for an event
+    // per push sent.
+    let streamSlots = EventStreamSlots(maxPerApp: configuration.maxEventStreamsPerApp)
     let delivery = DeliveryWorker(
         store: store, transport: transports, configuration: deliveryConfiguration, clock: clock, sleeper: sleeper,
-        logger: logger)
+        logger: logger, streamsOpen: { [streamSlots] appID in streamSlots.openStreams(appID: appID) > 0 })
 
     let trust: @Sendable (AppRecord) -> Void = { [embedded] app in
         if let credentials = app.credentials { embedded?.apns.trust(credentials) }
@@ -240,7 +243,7 @@ private func assemble(
     let requestMetrics = RequestMetrics()
     let streaming = EventStreaming(
         feed: feed, events: services.events, keepAlive: .milliseconds(Int(configuration.eventStreamKeepAliveSeconds * 1000)),
-        slots: EventStreamSlots(maxPerApp: configuration.maxEventStreamsPerApp))
+        slots: streamSlots)
     let routes = APIRoutes.all(services: services, delivery: delivery, requestMetrics: requestMetrics, streaming: streaming)
     // The dashboard is served beside the API, outside its OpenAPI document.
     let dashboard = DashboardRoutes(

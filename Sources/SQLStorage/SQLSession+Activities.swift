@@ -183,6 +183,10 @@ extension SQLSession {
         ).map { ActivityKey(appID: try $0.string("app_id"), activityID: try $0.string("activity_id")) }
         let result = ExpiredActivities(activities: expired, droppedPushes: dropped)
         guard !expired.isEmpty else { return result }
+        for key in expired {
+            try dropOpenSends(
+                appID: key.appID, activityID: key.activityID, events: [.start, .update], reason: "ActivityExpired", now: now)
+        }
         try run(
             """
             UPDATE activity_instances SET status = 'ended', end_cause = 'expired',

@@ -24,7 +24,9 @@ extension SQLSession {
         try query(
             """
             SELECT node_id, started_at, last_heartbeat_at, stopped_at,
-                (SELECT count(*) FROM pushes WHERE status = 'sending' AND claimed_by = nodes.node_id) AS claimed
+                (SELECT count(*) FROM pushes WHERE status = 'sending' AND claimed_by = nodes.node_id)
+                    + (SELECT CAST(coalesce(sum(size), 0) AS BIGINT) FROM send_windows WHERE claimed_by = nodes.node_id)
+                    AS claimed
             FROM nodes WHERE last_heartbeat_at >= \(since.unixMilliseconds) ORDER BY node_id
             """
         ).map { row in

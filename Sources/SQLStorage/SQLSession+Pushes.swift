@@ -107,17 +107,17 @@ extension SQLSession {
 
     /// Every push made for an activity since `since`, oldest first.
     public func pushes(appID: String, activityID: String, since: Date) throws -> [PushHistoryItem] {
-        try query(
+        let rows = try query(
             """
-            SELECT id, device_id, token_kind, event, status, environment, environment_switched, apns_status, reason,
-                apns_id, apns_unique_id, attempts, created_at, updated_at, sent_at, taps, first_tapped_at,
+            SELECT id, send_id, device_id, token_kind, event, status, environment, environment_switched, apns_status,
+                reason, apns_id, apns_unique_id, attempts, created_at, updated_at, sent_at, taps, first_tapped_at,
                 priority_downgraded, deferred_until
             FROM pushes WHERE app_id = \(appID) AND activity_id = \(activityID) AND created_at >= \(since.unixMilliseconds)
             ORDER BY id
             """
         ).map { row in
             let stored = try row.string("status")
-            return PushHistoryItem(
+            var item = PushHistoryItem(
                 id: try row.int64("id"), deviceID: try row.string("device_id"),
                 tokenKind: try row.enumValue("token_kind", as: PushTokenKind.self),
                 event: try row.enumValue("event", as: PushEvent.self),
@@ -130,6 +130,17 @@ extension SQLSession {
                 updatedAt: try row.date("updated_at"), sentAt: row.optionalDate("sent_at"),
                 taps: Int(try row.int64("taps")), firstTappedAt: row.optionalDate("first_tapped_at"),
                 priorityDowngraded: try row.bool("priority_downgraded"), deferredUntil: row.optionalDate("deferred_until"))
+            item.sendID = try row.int64("send_id")
+            return item
+        }
+        let windows = try windowHistory(appID: appID, activityID: activityID, since: since)
+        guard !windows.isEmpty else { return rows }
+        // By send; within a send by windows, in device order (its rows among them).
+        let windowed = Set(windows.map(\.sendID))
+        return (rows + windows).sorted { first, second in
+            if first.sendID != second.sendID { return first.sendID < second.sendID }
+            if windowed.contains(first.sendID) { return first.deviceID < second.deviceID }
+            return first.id < second.id
         }
     }
 
@@ -150,7 +161,23 @@ extension SQLSession {
             chosen.append(" AND status = 'sent' AND sent_at <= \(sentBy.unixMilliseconds)")
         }
         chosen.append(" ORDER BY created_at DESC, id DESC LIMIT 1")
-        let row = try query(chosen).first
+        var row = try query(chosen).first
+        // A push of a send's window has no row until a tap needs one: found by its
+        // derived apns-id, or as the newest send that reached the copy.
+        var windowSend: Int64?
+        if let apnsID {
+            if row == nil { windowSend = APNsMessageID.derivedSend(apnsID, deviceID: deviceID) }
+        } else if let found = try newestWindowSend(appID: appID, activityID: activityID, deviceID: deviceID, sentBy: sentBy),
+            try row.map({ try $0.date("arrived_from") < found.sentAt }) ?? true
+        {
+            windowSend = found.sendID
+        }
+        if let windowSend,
+            let id = try materializeWindowPush(appID: appID, activityID: activityID, deviceID: deviceID, sendID: windowSend)
+        {
+            row = try query("SELECT id, apns_id, coalesce(sent_at, created_at) AS arrived_from FROM pushes WHERE id = \(id)")
+                .first
+        }
         if apnsID != nil, row == nil { return nil }
         let pushID = try row?.int64("id") ?? 0
         let millis = at.unixMilliseconds
@@ -190,8 +217,9 @@ extension SQLSession {
 
     /// Each copy's use of its priority-10 budget since `since`, for the copies of
     /// devices after `afterDeviceID` and up to `throughDeviceID` (every copy without
-    /// them). A copy's count is one search of pushes_by_copy from `since`: its cost
-    /// does not grow with the activity's age.
+    /// them). A copy's count is one search of pushes_by_copy from `since` (its
+    /// rows) and one of sends_by_activity (the sends by windows that reached it
+    /// with no row): its cost does not grow with the activity's age.
     public func priority10Usage(
         appID: String, activityID: String, since: Date, afterDeviceID: String?, throughDeviceID: String?
     ) throws -> [String: BudgetUsage] {
@@ -204,7 +232,15 @@ extension SQLSession {
                     WHERE p.app_id = i.app_id AND p.activity_id = i.activity_id AND p.device_id = i.device_id
                         AND p.created_at > \(since.unixMilliseconds) AND p.event = 'update'
                         AND p.priority_downgraded = \(false) AND p.status NOT IN ('dropped', 'failed')
-                        AND s.priority = 10) AS used
+                        AND s.priority = 10)
+                + (SELECT count(*) FROM sends s
+                    WHERE s.app_id = i.app_id AND s.activity_id = i.activity_id AND s.audience = 'copies'
+                        AND s.token_kind = \(PushTokenKind.liveActivityUpdate.rawValue) AND s.created_at > \(since.unixMilliseconds)
+                        AND s.event = 'update' AND s.priority = 10 AND s.created_at >= i.created_at
+                        AND i.update_token IS NOT NULL
+                        AND (s.state NOT IN ('superseded', 'dropped') OR i.device_id <= s.claimed_through)
+                        AND NOT EXISTS (SELECT 1 FROM pushes p WHERE p.send_id = s.id AND p.device_id = i.device_id))
+                AS used
             FROM activity_instances i LEFT JOIN devices d ON d.app_id = i.app_id AND d.device_id = i.device_id
             WHERE i.app_id = \(appID) AND i.activity_id = \(activityID)\(sql: range)
             """)
@@ -248,12 +284,13 @@ extension SQLSession {
         case .heldBy(let nodeID): which = " AND claimed_by = \(nodeID)"
         case .leaseExpired: which = " AND lease_until < \(millis)"
         }
-        return try run(
+        let rows = try run(
             """
             UPDATE pushes SET status = 'queued', claimed_by = NULL, lease_until = NULL, next_attempt_at = \(millis),
                 updated_at = \(millis)
             WHERE status = 'sending'\(sql: which)
             """)
+        return rows + (try requeueWindows(policy, now: now))
     }
 
     /// Takes up to `limit` pushes that are due, oldest first, and marks them in
@@ -276,7 +313,6 @@ extension SQLSession {
             RETURNING id, send_id, app_id, activity_id, activity_type, device_id, token_kind, token, environment,
                 environment_switched, apns_id, attempts, rounds, created_at, priority_downgraded
             """)
-        guard !rows.isEmpty else { return [] }
         if sends.count > 10_000 { sends.removeAll(keepingCapacity: true) }
         var claimed: [ClaimedPush] = []
         claimed.reserveCapacity(rows.count)
@@ -301,6 +337,10 @@ extension SQLSession {
                 createdAt: try row.date("created_at"), content: content, priorityDowngraded: downgraded))
         }
         claimed.sort { $0.id < $1.id }
+        // What the rows leave of the limit goes to the sends' windows.
+        if claimed.count < limit {
+            claimed += try claimWindows(now: now, limit: limit - claimed.count, lease: lease, sends: &sends)
+        }
         return claimed
     }
 
@@ -308,10 +348,13 @@ extension SQLSession {
     /// how many.
     @discardableResult
     public func renewLeases(nodeID: String, until: Date) throws -> Int {
-        try run(
+        let rows = try run(
             """
             UPDATE pushes SET lease_until = \(until.unixMilliseconds) WHERE status = 'sending' AND claimed_by = \(nodeID)
             """)
+        let windows = try run(
+            "UPDATE send_windows SET lease_until = \(until.unixMilliseconds) WHERE claimed_by = \(nodeID)")
+        return rows + windows
     }
 
     /// What send `id` says.
@@ -418,7 +461,17 @@ extension SQLSession {
 
     /// The earliest time a queued push is due, if any is queued.
     public func nextDueTime() throws -> Date? {
-        try query("SELECT min(next_attempt_at) AS due FROM pushes WHERE status = 'queued'").first?.optionalDate("due")
+        // A queued row's time, a queued send's, or a window handed back (due at its
+        // send's time).
+        let times = try query(
+            """
+            SELECT (SELECT min(next_attempt_at) FROM pushes WHERE status = 'queued') AS pushes,
+                (SELECT min(created_at) FROM sends WHERE state = 'queued') AS sends,
+                (SELECT min(s.created_at) FROM send_windows w JOIN sends s ON s.id = w.send_id
+                    WHERE w.claimed_by IS NULL) AS windows
+            """).first
+        return [times?.optionalDate("pushes"), times?.optionalDate("sends"), times?.optionalDate("windows")]
+            .compactMap { $0 }.min()
     }
 
     /// Pushes waiting to be sent or in flight. Two counts, so that each reads its
@@ -427,7 +480,10 @@ extension SQLSession {
         Int(try query(
             """
             SELECT (SELECT count(*) FROM pushes WHERE status = 'queued')
-                + (SELECT count(*) FROM pushes WHERE status = 'sending') AS n
+                + (SELECT count(*) FROM pushes WHERE status = 'sending')
+                + (SELECT CAST(coalesce(sum(total - sent - exceptions), 0) AS BIGINT) FROM sends
+                    WHERE state IN ('queued', 'claimed'))
+                AS n
             """).first?.int64("n") ?? 0)
     }
 

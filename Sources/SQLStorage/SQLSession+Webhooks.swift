@@ -1,5 +1,5 @@
 public import Foundation
-import IsletCore
+public import IsletCore
 public import Storage
 
 extension SQLSession {
@@ -105,6 +105,17 @@ extension SQLSession {
             ORDER BY created_at, webhook_id
             """
         ).map(webhookRecord)
+    }
+
+    /// Whether an enabled webhook of `appID` takes events of `type`.
+    public func webhookTakes(appID: String, type: EventType) throws -> Bool {
+        for row in try query("SELECT events FROM webhooks WHERE app_id = \(appID) AND enabled = \(true)") {
+            guard case .array(let patterns)? = try row.json("events") else { continue }
+            if patterns.contains(where: { $0.stringValue.flatMap(EventPattern.init)?.matches(type.rawValue) ?? false }) {
+                return true
+            }
+        }
+        return false
     }
 
     /// Adds one pending delivery per event to a webhook and moves its cursor.

@@ -208,8 +208,8 @@ public protocol ActivityTypeStore {
     func runningActivities(appID: String, activityType: String, startedAfter: Date) throws -> Int
 }
 
-/// The send queue: what each send says, one push per target, their claims and
-/// their outcomes.
+/// The send queue: what each send says, and who it goes to (a row per push, or
+/// windows of an activity's copies), their claims and their outcomes.
 public protocol PushQueue {
     /// Stores what a send says, once for all its targets. Answers its id.
     func insertSend(appID: String, activityID: String?, content: SendContent, now: Date) throws -> Int64
@@ -220,6 +220,30 @@ public protocol PushQueue {
         sendID: Int64, appID: String, activityID: String?, activityType: String?, event: PushEvent,
         tokenKind: PushTokenKind, targets: [PushTarget], now: Date, mintID: () -> String
     ) throws -> Int
+    /// Queues send `sendID` to the activity's copies that take `kind`
+    /// (`liveActivityUpdate`: their own update tokens; `fcm`: the Android ones), by
+    /// windows the worker claims: no row per device. A copy that has a row of the
+    /// send already (a downgraded one) goes by its row. Answers how many copies the
+    /// windows reach.
+    @discardableResult
+    func queueToCopies(
+        sendID: Int64, appID: String, activityID: String, activityType: String?, kind: PushTokenKind, now: Date
+    ) throws -> Int
+    /// Stops an activity's open sends of `events`: the copies their windows had not
+    /// reached are dropped with `reason` (`Superseded` marks them superseded);
+    /// windows in flight finish. Answers how many pushes were dropped.
+    @discardableResult
+    func dropOpenSends(appID: String, activityID: String, events: [PushEvent], reason: String, now: Date) throws -> Int
+    /// Records a window's push whose outcome is not the send's ordinary one (a
+    /// failure, a retry, a switched environment) as a row of its own, while node
+    /// `nodeID` holds the window. Answers whether it did.
+    @discardableResult
+    func recordWindowOutcome(_ push: ClaimedPush, _ outcome: PushOutcome, by nodeID: String, now: Date) throws -> Bool
+    /// Settles a window whose pushes were all answered, while node `nodeID` holds
+    /// it, in one write: the window goes, its send counts it, and a send with
+    /// nothing left is finished (`send.completed`). Answers whether the node held it.
+    @discardableResult
+    func settleWindow(_ window: SendWindow, _ tally: WindowTally, by nodeID: String, now: Date) throws -> Bool
     /// Drops the queued updates of an activity that a newer update or end replaces.
     /// Answers those dropped.
     @discardableResult
@@ -227,6 +251,41 @@ public protocol PushQueue {
     /// Drops an activity's queued pushes of `events`. Answers those dropped.
     @discardableResult
     func dropQueuedPushes(appID: String, activityID: String, events: [PushEvent], reason: String, now: Date) throws -> [DroppedPush]
+    /// Puts pushes left in flight back in the queue, by `policy`, to be sent again
+    /// with the same `apns-id`. Answers how many.
+    @discardableResult
+    func requeueInFlight(_ policy: InFlightPolicy, now: Date) throws -> Int
+    /// Takes up to `limit` pushes that are due, oldest first, and marks them in
+    /// flight under `lease`, atomically; a push another transaction is claiming is
+    /// skipped, not waited for. What the queued rows leave of `limit` is filled
+    /// from windows of open sends (handed back ones first). `sends` caches what
+    /// each send says.
+    func claimDuePushes(now: Date, limit: Int, lease: PushLease, sends: inout [Int64: SendContent]) throws -> [ClaimedPush]
+    /// Extends to `until` the lease of every push `nodeID` holds in flight. Answers how
+    /// many.
+    @discardableResult
+    func renewLeases(nodeID: String, until: Date) throws -> Int
+    /// Records what became of a push, if node `nodeID` still holds it in flight.
+    /// Answers whether it did: a node whose lease ran out (and whose push another
+    /// node took over) records nothing. The push's rounds grow by one when the
+    /// outcome has attempts (one that never reached the push service uses no round).
+    @discardableResult
+    func recordOutcome(pushID: Int64, _ outcome: PushOutcome, by nodeID: String, now: Date) throws -> Bool
+    /// Records, in one statement, pushes APNs accepted that change nothing else (the
+    /// common outcome, by far), those node `nodeID` still holds. Answers the ids of
+    /// those recorded.
+    @discardableResult
+    func recordSent(_ pushes: [SentPush], by nodeID: String, now: Date) throws -> Set<Int64>
+    /// The earliest time a queued push is due, if any is queued.
+    func nextDueTime() throws -> Date?
+    /// Pushes waiting to be sent or in flight.
+    func queueDepth() throws -> Int
+}
+
+/// What happened to the pushes: read by the API, the dashboard, budgets and start
+/// spacing. A push of a send's window has no row: it is told from its send and
+/// the copy, and given a row only when a tap needs one.
+public protocol PushHistory {
     /// Every push made for an activity since `since`, oldest first.
     func pushes(appID: String, activityID: String, since: Date) throws -> [PushHistoryItem]
     /// Counts a tap on the activity `activityID` of device `deviceID`, at `at`, on the
@@ -253,33 +312,6 @@ public protocol PushQueue {
     /// one it was deferred to), of those after `since` that were not dropped and
     /// did not fail, by device id.
     func startTimes(appID: String, deviceIDs: [String], since: Date) throws -> [String: [Date]]
-    /// Puts pushes left in flight back in the queue, by `policy`, to be sent again
-    /// with the same `apns-id`. Answers how many.
-    @discardableResult
-    func requeueInFlight(_ policy: InFlightPolicy, now: Date) throws -> Int
-    /// Takes up to `limit` pushes that are due, oldest first, and marks them in
-    /// flight under `lease`, atomically; a push another transaction is claiming is
-    /// skipped, not waited for. `sends` caches what each send says.
-    func claimDuePushes(now: Date, limit: Int, lease: PushLease, sends: inout [Int64: SendContent]) throws -> [ClaimedPush]
-    /// Extends to `until` the lease of every push `nodeID` holds in flight. Answers how
-    /// many.
-    @discardableResult
-    func renewLeases(nodeID: String, until: Date) throws -> Int
-    /// Records what became of a push, if node `nodeID` still holds it in flight.
-    /// Answers whether it did: a node whose lease ran out (and whose push another
-    /// node took over) records nothing. The push's rounds grow by one when the
-    /// outcome has attempts (one that never reached the push service uses no round).
-    @discardableResult
-    func recordOutcome(pushID: Int64, _ outcome: PushOutcome, by nodeID: String, now: Date) throws -> Bool
-    /// Records, in one statement, pushes APNs accepted that change nothing else (the
-    /// common outcome, by far), those node `nodeID` still holds. Answers the ids of
-    /// those recorded.
-    @discardableResult
-    func recordSent(_ pushes: [SentPush], by nodeID: String, now: Date) throws -> Set<Int64>
-    /// The earliest time a queued push is due, if any is queued.
-    func nextDueTime() throws -> Date?
-    /// Pushes waiting to be sent or in flight.
-    func queueDepth() throws -> Int
 }
 
 /// The Islet nodes sharing the database.
@@ -413,6 +445,9 @@ public protocol WebhookStore {
     func clearWebhookFailure(appID: String, webhookID: String, now: Date) throws -> Bool
     /// Removes a webhook and its deliveries. Answers whether it existed.
     func deleteWebhook(appID: String, webhookID: String) throws -> Bool
+    /// Whether an enabled webhook of `appID` takes events of `type` (the worker
+    /// writes a `push.sent` per push only while one does, or a stream is open).
+    func webhookTakes(appID: String, type: EventType) throws -> Bool
     /// The enabled webhooks of every app whose cursor is behind `sequence`.
     func webhooksBehind(_ sequence: Int64) throws -> [WebhookRecord]
     /// Adds one pending delivery per event of `events` to `webhookID`, due at `now`,
@@ -503,7 +538,7 @@ public protocol RateLimitStore {
 }
 
 public protocol StoreSession:
-    AppStore, DeviceStore, ActivityStore, ActivityTypeStore, PushQueue, IdempotencyStore, NodeStore, NodeCoordination,
+    AppStore, DeviceStore, ActivityStore, ActivityTypeStore, PushQueue, PushHistory, IdempotencyStore, NodeStore, NodeCoordination,
     ScheduleStore, EventStore, WebhookStore, SessionStore, RateLimitStore, ChannelStore
 {
     /// Answers when the database does (a health check).

@@ -97,8 +97,10 @@ struct DeliveryWorkerTests {
             // The loop paces on the manual clock too, which the test never moves:
             // the transport's answers ring the worker awake, no timer does.
             let clock = ManualWallClock(start: now)
+            // An open stream asks for an event per push sent.
             let worker = DeliveryWorker(
-                store: store, transport: transport, configuration: configuration, clock: clock, sleeper: clock, logger: Logger(sink: MemoryLogSink()))
+                store: store, transport: transport, configuration: configuration, clock: clock, sleeper: clock,
+                logger: Logger(sink: MemoryLogSink()), streamsOpen: { $0 == "app_1" })
             try worker.prepare()
             let running = Task { await worker.run() }
             worker.wake()
@@ -127,6 +129,77 @@ struct DeliveryWorkerTests {
             #expect(failed.data["apns_id"] == .string(pushes[2].apnsID) && failed.data["device_id"] == "device-2")
             #expect(failed.activityID == "act-1")
             #expect(events.allSatisfy { !$0.data.jsonText.contains(tokens[0]) && !$0.data.jsonText.contains(tokens[2]) })
+        }
+    }
+
+    @Test func aSendByWindowsGoesOutWithARowOnlyForWhatDiffers() async throws {
+        try await withDeliveryStore { store in
+            let tokens = (0..<5).map { String(repeating: "1\($0)", count: 32) }
+            let now = self.now
+            let sendID = try store.writeNow { session throws -> Int64 in
+                try session.insertApp(AppRecord(
+                    id: "app_1", name: "Example", bundleID: "com.example.app", credentials: nil,
+                    serverKeyHash: Data(repeating: 1, count: 32), deviceKeyHash: Data(repeating: 2, count: 32),
+                    createdAt: now, updatedAt: now))
+                try session.insertActivity(
+                    appID: "app_1", activityID: "act-1", activityType: "Delivery", origin: .remote, attributes: nil,
+                    contentState: .object(["eta": .integer(5)]), lastTimestamp: 1, endAt: nil, replacing: false, now: now)
+                let targets = tokens.enumerated().map { PushTarget(deviceID: "device-\($0)", token: "s\($0)", environment: .sandbox) }
+                try session.insertPendingInstances(appID: "app_1", activityID: "act-1", targets: targets, now: now)
+                for (index, token) in tokens.enumerated() {
+                    _ = try session.registerUpdateToken(
+                        appID: "app_1", activityID: "act-1", deviceID: "device-\(index)", token: token, environment: .sandbox,
+                        now: now)
+                }
+                let content = SendContent(
+                    event: .update, topic: "com.example.app.push-type.liveactivity", pushType: .liveactivity,
+                    priority: .immediate, expiration: nil, collapseID: nil, payload: Data("{}".utf8))
+                let sendID = try session.insertSend(appID: "app_1", activityID: "act-1", content: content, now: now)
+                #expect(try session.queueToCopies(
+                    sendID: sendID, appID: "app_1", activityID: "act-1", activityType: "Delivery", kind: .liveActivityUpdate,
+                    now: now) == 5)
+                return sendID
+            }
+            let transport = FakeTransport { push in
+                push.token == tokens[3]
+                    ? TransportResult(disposition: .rejected, status: 413, reason: "PayloadTooLarge", attempts: 1, latency: 0.01)
+                    : TransportResult(disposition: .delivered, status: 200, attempts: 1, latency: 0.01)
+            }
+            // Windows of at most two pushes.
+            var small = configuration
+            small.maxInFlight = 2
+            let clock = ManualWallClock(start: now)
+            let worker = DeliveryWorker(
+                store: store, transport: transport, configuration: small, clock: clock, sleeper: clock,
+                logger: Logger(sink: MemoryLogSink()))
+            try worker.prepare()
+            let running = Task { await worker.run() }
+            worker.wake()
+            let settled = try await eventually {
+                try store.readNow { try $0.events(appID: "app_1", after: 0, patterns: [EventPattern("send.completed")!], limit: 1) }
+                    .count == 1
+            }
+            running.cancel()
+            await running.value
+            #expect(settled)
+            let pushes = try store.readNow { try $0.pushes(appID: "app_1", activityID: "act-1", since: now.addingTimeInterval(-1)) }
+            #expect(pushes.map(\.status) == [.sent, .sent, .sent, .failed, .sent])
+            // Only the failure has a row.
+            #expect(pushes.map { $0.id != 0 } == [false, false, false, true, false])
+            #expect(pushes[3].reason == "PayloadTooLarge")
+            #expect(pushes.map(\.apnsID) == (0..<5).map { APNsMessageID.derived(sendID: sendID, deviceID: "device-\($0)") })
+            #expect(transport.sent.withLock { $0.map(\.token) }.sorted() == tokens.sorted())
+            #expect(transport.sent.withLock { $0.allSatisfy { $0.id == 0 && $0.window?.sendID == sendID } })
+            #expect(try store.readNow { try $0.queueDepth() } == 0)
+            // No stream or webhook asked: no event per push sent, the failure's, and
+            // the send's counts.
+            let events = try store.readNow { try $0.events(appID: "app_1", after: 0, patterns: [], limit: 100) }
+            #expect(events.map(\.type) == ["push.failed", "send.completed"] || events.map(\.type) == ["send.completed", "push.failed"]
+                || events.map(\.type).sorted() == ["push.failed", "send.completed"])
+            let done = try #require(events.first { $0.type == "send.completed" })
+            #expect(done.data["sent"] == 4 && done.data["failed"] == 1 && done.data["targets"] == 5)
+            let counts = Dictionary(uniqueKeysWithValues: worker.metrics.snapshot().pushes.map { ("\($0.key.result) \($0.key.reason)", $0.value) })
+            #expect(counts == ["sent ": 4, "failed PayloadTooLarge": 1])
         }
     }
 

@@ -89,6 +89,12 @@ struct ChannelActivityTests {
             // A fourth phone runs the app, which started the activity subscribed.
             let local = try h.sandbox.engine.subscribe(channelID: simulated.id, token: "phone-4")
 
+            // A webhook on push.sent: while one is there, each push sent is an event.
+            let hook = try await h.call(
+                "POST", "/v1/apps/\(app.id)/webhooks", key: app.serverKey,
+                json: ["url": "https://8.8.8.8/hooks", "events": ["push.sent"]])
+            #expect(hook.status == 201, "\(hook.json)")
+
             // Each update is one broadcast, whatever the number of phones.
             for (n, score) in ["1-0", "2-0"].enumerated() {
                 let updated = try await h.call(

@@ -46,6 +46,61 @@ public enum APNsMessageID {
         }
     }
 
+    /// The `apns-id` of the push of send `sendID` to device `deviceID`, derived
+    /// rather than drawn, so that a push that has no row of its own is found again
+    /// from its id (``derivedSend(_:deviceID:)``) and a window sent again after a
+    /// crash carries the ids it carried the first time. Sixty bits of the send's id,
+    /// the version nibble 8 (a UUID laid out by its maker), and a 64-bit FNV-1a
+    /// hash of the device's id, in canonical lowercase form. Ids need to be unique,
+    /// not secret: APNs reports by them, and a device that names one is checked
+    /// against its own id.
+    public static func derived(sendID: Int64, deviceID: String) -> String {
+        let send = UInt64(bitPattern: sendID) & 0x0FFF_FFFF_FFFF_FFFF
+        let hash = deviceHash(deviceID)
+        // Without the dashes: 12 digits of the send, the version, the send's last
+        // 3 digits, then the hash's 16.
+        var digits = [UInt8]()
+        digits.reserveCapacity(36)
+        for index in 0..<15 {
+            if index == 12 { digits.append(UInt8(ascii: "8")) }
+            digits.append(Hex.utf8Digit(UInt8((send >> UInt64((14 - index) * 4)) & 0xF)))
+        }
+        for index in 0..<16 { digits.append(Hex.utf8Digit(UInt8((hash >> UInt64((15 - index) * 4)) & 0xF))) }
+        for position in [20, 16, 12, 8] { digits.insert(UInt8(ascii: "-"), at: position) }
+        return String(decoding: digits, as: UTF8.self)
+    }
+
+    /// The send whose push to `deviceID` carries `apnsID`, when `apnsID` is such a
+    /// derived id and names that device; nil otherwise (a drawn id, another
+    /// device's).
+    public static func derivedSend(_ apnsID: String, deviceID: String) -> Int64? {
+        guard let parts = derivedParts(apnsID), parts.deviceHash == deviceHash(deviceID) else { return nil }
+        return parts.sendID
+    }
+
+    /// The send and the device's hash a derived id carries; nil for any other id.
+    public static func derivedParts(_ apnsID: String) -> (sendID: Int64, deviceHash: UInt64)? {
+        let bytes = Array(apnsID.utf8)
+        guard bytes.count == 36, isCanonical(apnsID), bytes[14] == UInt8(ascii: "8") else { return nil }
+        let hex = bytes.filter { $0 != UInt8(ascii: "-") }
+        func value(_ digits: ArraySlice<UInt8>) -> UInt64 {
+            digits.reduce(UInt64(0)) { ($0 << 4) | UInt64(Hex.value(of: $1) ?? 0) }
+        }
+        // hex: 12 send digits, the version, 3 send digits, 16 hash digits.
+        let send = (value(hex[0..<12]) << 12) | value(hex[13..<16])
+        return (Int64(bitPattern: send), value(hex[16..<32]))
+    }
+
+    /// A 64-bit FNV-1a hash of a device's id.
+    static func deviceHash(_ deviceID: String) -> UInt64 {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in deviceID.utf8 {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x0000_0100_0000_01B3
+        }
+        return hash
+    }
+
     private static func check(_ text: some StringProtocol, allowUppercase: Bool) -> Bool {
         var copy = String(text)
         return copy.withUTF8 { bytes in
@@ -68,6 +123,16 @@ enum Hex {
     /// The lowercase hex digit for `nibble` (0–15), as a UTF-8 byte.
     static func utf8Digit(_ nibble: UInt8) -> UInt8 {
         nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "a") + nibble - 10
+    }
+
+    /// The value of a hex digit, in either case; nil for any other byte.
+    static func value(of byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+        default: nil
+        }
     }
 
     static func isDigit(_ byte: UInt8, allowUppercase: Bool = true) -> Bool {

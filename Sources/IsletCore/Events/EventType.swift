@@ -23,6 +23,9 @@ public enum EventType: String, Sendable, Hashable, CaseIterable, Codable {
     /// A push was not sent and never will be (a newer one replaced it, its
     /// activity ended, its token went away).
     case pushDropped = "push.dropped"
+    /// A send to an activity's copies is over: every window of it settled (or it
+    /// was stopped, a newer update superseding it), with what it came to.
+    case sendCompleted = "send.completed"
     /// APNs refused a token as no longer valid, and what Islet did about it.
     case tokenRejected = "token.rejected"
     /// A device's device token was refused, so it gets no more alerts.

@@ -12,7 +12,7 @@ public struct ActivityService: Sendable {
     /// The part of the store this service touches: each of its transactions sees
     /// only these.
     typealias Stores =
-        AppStore & DeviceStore & ActivityStore & ActivityTypeStore & PushQueue & NodeCoordination & EventStore
+        AppStore & DeviceStore & ActivityStore & ActivityTypeStore & PushQueue & PushHistory & NodeCoordination & EventStore
         & ChannelStore & IdempotencyStore
 
     let environment: ServiceEnvironment
@@ -111,7 +111,7 @@ public struct ActivityService: Sendable {
     /// scheduled start or a renewal when its time comes.
     static func start(
         _ command: StartActivity,
-        session: any DeviceStore & ActivityStore & ActivityTypeStore & PushQueue & EventStore & ChannelStore,
+        session: any DeviceStore & ActivityStore & ActivityTypeStore & PushQueue & PushHistory & EventStore & ChannelStore,
         lifecycle: ActivityLifecycle, budget defaults: SendBudget, now: Date
     ) throws -> StartResult {
         let app = command.app
@@ -316,7 +316,7 @@ public struct ActivityService: Sendable {
     /// have in the last hour (counting those already held back to later): its push
     /// waits until the device may take another. Answers how many were held back.
     static func spaceStarts(
-        _ targets: inout [PushTarget], appID: String, budget: SendBudget, session: any PushQueue, now: Date
+        _ targets: inout [PushTarget], appID: String, budget: SendBudget, session: any PushHistory, now: Date
     ) throws -> Int {
         let times = try session.startTimes(
             appID: appID, deviceIDs: targets.map(\.deviceID), since: now.addingTimeInterval(-SendBudget.window))
@@ -352,7 +352,7 @@ public struct ActivityService: Sendable {
 
     /// Updates an activity in `session` (see `update(_:)`).
     static func update(
-        _ command: UpdateActivity, session: any ActivityStore & ActivityTypeStore & PushQueue & EventStore & ChannelStore,
+        _ command: UpdateActivity, session: any ActivityStore & ActivityTypeStore & PushQueue & PushHistory & EventStore & ChannelStore,
         lifecycle: ActivityLifecycle, budget defaults: SendBudget, now: Date
     ) throws -> ActivitySendResult {
         let app = command.app
@@ -475,7 +475,7 @@ public struct ActivityService: Sendable {
 
     /// Ends an activity in `session` (see `end(_:)`).
     static func end(
-        _ command: EndActivity, session: any ActivityStore & ActivityTypeStore & PushQueue & EventStore & ChannelStore,
+        _ command: EndActivity, session: any ActivityStore & ActivityTypeStore & PushQueue & PushHistory & EventStore & ChannelStore,
         lifecycle: ActivityLifecycle, now: Date
     ) throws -> ActivitySendResult {
         let app = command.app
@@ -542,6 +542,8 @@ public struct ActivityService: Sendable {
         try session.endActivity(appID: appID, activityID: activityID, cause: .replaced, contentState: nil, timestamp: nil, at: now)
         let dropped = try session.dropQueuedPushes(
             appID: appID, activityID: activityID, events: [.start, .update, .end], reason: "ActivityReplaced", now: now)
+        try session.dropOpenSends(
+            appID: appID, activityID: activityID, events: [.update, .end], reason: "ActivityReplaced", now: now)
         try session.appendEvents(dropped.map { NewEvent.pushDropped($0, at: now) })
         try session.appendEvents([NewEvent(
             appID: appID, type: .activityEnded, activityID: activityID, occurredAt: now,
@@ -569,14 +571,13 @@ public struct ActivityService: Sendable {
     private static func sendToHolders(
         _ built: BuiltPush, android: AndroidDataPush?, event: PushEvent, activity: ActivityRecord, appID: String,
         warnings: [String],
-        session: any ActivityStore & PushQueue & EventStore & ChannelStore, budget: SendBudget? = nil, now: Date,
+        session: any ActivityStore & PushQueue & PushHistory & EventStore & ChannelStore, budget: SendBudget? = nil, now: Date,
         record: () throws -> Void
     ) throws -> ActivitySendResult {
         let activityID = activity.activityID
         // The Android holders' data message, when there are any: checked (FCM's
         // size) before anything is written.
         var androidContent: SendContent?
-        var androidSendID: Int64?
         if let android,
             try !session.androidUpdateTargets(appID: appID, activityID: activityID, afterDeviceID: nil, limit: 1).isEmpty
         {
@@ -584,6 +585,8 @@ public struct ActivityService: Sendable {
                 android, event: event, timestamp: built.timestamp, expiration: built.expiration, now: now)
         }
         let superseded = try session.supersedeQueuedUpdates(appID: appID, activityID: activityID, now: now)
+        let supersededInSends = try session.dropOpenSends(
+            appID: appID, activityID: activityID, events: [.update], reason: "Superseded", now: now)
         // Each copy's priority-10 updates of the last hour are counted only when the
         // activity itself sent enough of them that some copy may be over.
         var budgetSince: Date?
@@ -610,63 +613,55 @@ public struct ActivityService: Sendable {
             }
         }
         // The copies holding their own update token (every copy of a token
-        // activity; on a channel, the devices that could not take one). A channel
+        // activity; on a channel, the devices that could not take one): one send,
+        // sent by windows of its audience, with no row per device. A channel
         // activity records the send only when some copy needs it.
-        var sendID: Int64?
-        if activity.delivery == .tokens {
-            sendID = try session.insertSend(
-                appID: appID, activityID: activityID, content: SendRules.content(built, event: event), now: now)
-        }
-        // A page of targets at a time, in the one transaction: a million holders are
-        // never all in memory. The targets are the holders before `record` (an end
-        // ends their copies), so it runs once they are queued.
         var targets = 0
         var downgraded = 0
-        var after: String?
-        while true {
-            var page = try session.updateTargets(
-                appID: appID, activityID: activityID, afterDeviceID: after, limit: Self.targetPage)
-            if let budget, let since = budgetSince, let last = page.last {
-                let usage = try session.priority10Usage(
-                    appID: appID, activityID: activityID, since: since, afterDeviceID: after, throughDeviceID: last.deviceID)
-                for index in page.indices {
-                    let copy = usage[page[index].deviceID] ?? BudgetUsage(used: 0, frequentUpdates: nil)
-                    if budget.downgrades(used: copy.used, frequentUpdates: copy.frequentUpdates) {
-                        page[index].priorityDowngraded = true
-                        downgraded += 1
+        let holdsTokens = try !session.updateTargets(appID: appID, activityID: activityID, afterDeviceID: nil, limit: 1).isEmpty
+        if activity.delivery == .tokens || holdsTokens {
+            let sendID = try session.insertSend(
+                appID: appID, activityID: activityID, content: SendRules.content(built, event: event), now: now)
+            // Only when some copy may be over its priority-10 budget are the copies
+            // read, a page at a time: those over it go at priority 5, each by a row
+            // of its own, and the windows pass them by.
+            if let budget, let since = budgetSince {
+                var after: String?
+                while true {
+                    let page = try session.updateTargets(
+                        appID: appID, activityID: activityID, afterDeviceID: after, limit: Self.targetPage)
+                    guard let last = page.last else { break }
+                    let usage = try session.priority10Usage(
+                        appID: appID, activityID: activityID, since: since, afterDeviceID: after,
+                        throughDeviceID: last.deviceID)
+                    var over: [PushTarget] = []
+                    for var target in page {
+                        let copy = usage[target.deviceID] ?? BudgetUsage(used: 0, frequentUpdates: nil)
+                        if budget.downgrades(used: copy.used, frequentUpdates: copy.frequentUpdates) {
+                            target.priorityDowngraded = true
+                            over.append(target)
+                        }
                     }
+                    try session.enqueuePushes(
+                        sendID: sendID, appID: appID, activityID: activityID, activityType: activity.activityType,
+                        event: event, tokenKind: .liveActivityUpdate, targets: over, now: now, mintID: APNsMessageID.mint)
+                    downgraded += over.count
+                    guard page.count == Self.targetPage else { break }
+                    after = last.deviceID
                 }
             }
-            if sendID == nil, !page.isEmpty {
-                sendID = try session.insertSend(
-                    appID: appID, activityID: activityID, content: SendRules.content(built, event: event), now: now)
-            }
-            if let sendID {
-                try session.enqueuePushes(
-                    sendID: sendID, appID: appID, activityID: activityID, activityType: activity.activityType,
-                    event: event, tokenKind: .liveActivityUpdate, targets: page, now: now, mintID: APNsMessageID.mint)
-            }
-            targets += page.count
-            guard page.count == Self.targetPage, let last = page.last else { break }
-            after = last.deviceID
+            targets = downgraded + (try session.queueToCopies(
+                sendID: sendID, appID: appID, activityID: activityID, activityType: activity.activityType,
+                kind: .liveActivityUpdate, now: now))
         }
-        // The Android holders: FCM reaches each device's own token. Apple's budget
-        // for priority-10 updates is not theirs.
+        // The Android holders: FCM reaches each device's own token, by windows too.
+        // Apple's budget for priority-10 updates is not theirs.
         var androidTargets = 0
-        after = nil
-        while let content = androidContent {
-            let page = try session.androidUpdateTargets(
-                appID: appID, activityID: activityID, afterDeviceID: after, limit: Self.targetPage)
-            guard let last = page.last else { break }
-            if after == nil {
-                androidSendID = try session.insertSend(appID: appID, activityID: activityID, content: content, now: now)
-            }
-            try session.enqueuePushes(
-                sendID: androidSendID!, appID: appID, activityID: activityID, activityType: activity.activityType,
-                event: event, tokenKind: .fcm, targets: page, now: now, mintID: APNsMessageID.mint)
-            androidTargets += page.count
-            guard page.count == Self.targetPage else { break }
-            after = last.deviceID
+        if let content = androidContent {
+            let androidSendID = try session.insertSend(appID: appID, activityID: activityID, content: content, now: now)
+            androidTargets = try session.queueToCopies(
+                sendID: androidSendID, appID: appID, activityID: activityID, activityType: activity.activityType,
+                kind: .fcm, now: now)
         }
         targets += androidTargets
         try record()
@@ -676,12 +671,13 @@ public struct ActivityService: Sendable {
                 appID: appID, type: .activityUpdated, activityID: activityID, occurredAt: now,
                 data: [
                     "activity_id": .string(activityID), "targets": .integer(Int64(targets + broadcasts)),
-                    "superseded": .integer(Int64(superseded.count)), "broadcasts": .integer(Int64(broadcasts)),
+                    "superseded": .integer(Int64(superseded.count + supersededInSends)),
+                    "broadcasts": .integer(Int64(broadcasts)),
                 ]))
         }
         try session.appendEvents(events)
         var result = ActivitySendResult(
-            activityID: activityID, targets: targets + broadcasts, superseded: superseded.count,
+            activityID: activityID, targets: targets + broadcasts, superseded: superseded.count + supersededInSends,
             priorityDowngraded: downgraded, warnings: warnings, alreadyEnded: false)
         result.broadcasts = broadcasts
         result.androidTargets = androidTargets

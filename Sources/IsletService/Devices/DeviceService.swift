@@ -11,7 +11,7 @@ public import Storage
 public struct DeviceService: Sendable {
     /// The part of the store this service touches: each of its transactions sees
     /// only these.
-    typealias Stores = DeviceStore & ActivityStore & EventStore & PushQueue
+    typealias Stores = DeviceStore & ActivityStore & EventStore & PushHistory
 
     private let environment: ServiceEnvironment
 

@@ -13,7 +13,8 @@ struct Firing {
     /// activity and notification services), the items it settles and the events it
     /// writes.
     typealias Stores =
-        AppStore & DeviceStore & ActivityStore & ActivityTypeStore & PushQueue & ScheduleStore & EventStore & ChannelStore
+        AppStore & DeviceStore & ActivityStore & ActivityTypeStore & PushQueue & PushHistory & ScheduleStore & EventStore
+        & ChannelStore
 
     let session: any Stores
     let environment: ServiceEnvironment

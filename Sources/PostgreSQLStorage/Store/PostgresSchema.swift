@@ -417,5 +417,35 @@ enum PostgresSchema {
                 PRIMARY KEY (app_id, activity_id, kind, value)
             );
             """),
+        // A send is the durable unit of a fan-out to an activity's copies: one row
+        // with its payload, its audience (the copies it reaches, by device id), how
+        // far its windows were handed out and what they settled. A window in
+        // flight is a row of send_windows, under its node's lease; a device has a
+        // row of pushes only when its story differs from the send's (a failure, a
+        // retry, a downgrade, a tap).
+        Migration(version: 22, name: "sends by windows", sql: """
+            ALTER TABLE sends ADD COLUMN audience TEXT;
+            ALTER TABLE sends ADD COLUMN token_kind TEXT;
+            ALTER TABLE sends ADD COLUMN activity_type TEXT;
+            ALTER TABLE sends ADD COLUMN state TEXT;
+            ALTER TABLE sends ADD COLUMN drop_reason TEXT;
+            ALTER TABLE sends ADD COLUMN claimed_through TEXT;
+            ALTER TABLE sends ADD COLUMN total BIGINT NOT NULL DEFAULT 0;
+            ALTER TABLE sends ADD COLUMN sent BIGINT NOT NULL DEFAULT 0;
+            ALTER TABLE sends ADD COLUMN exceptions BIGINT NOT NULL DEFAULT 0;
+            ALTER TABLE sends ADD COLUMN progressed_at BIGINT;
+            ALTER TABLE sends ADD COLUMN finished_at BIGINT;
+            CREATE INDEX sends_open ON sends(id) WHERE state IN ('queued', 'claimed');
+            CREATE TABLE send_windows (
+                send_id BIGINT NOT NULL,
+                through_device TEXT NOT NULL,
+                after_device TEXT NOT NULL,
+                size BIGINT NOT NULL,
+                claimed_by TEXT,
+                lease_until BIGINT,
+                PRIMARY KEY (send_id, through_device)
+            );
+            CREATE INDEX pushes_by_send ON pushes(send_id, device_id);
+            """),
     ]
 }

@@ -3,7 +3,7 @@ public import IsletCore
 
 /// A push claimed by the delivery worker: everything needed to send it.
 public struct ClaimedPush: Sendable {
-    /// The push's row id.
+    /// The push's row id; 0 for a push of a send's window, which has no row.
     public var id: Int64
     /// The app.
     public var appID: String
@@ -35,6 +35,9 @@ public struct ClaimedPush: Sendable {
     /// Whether it goes at priority 5 instead of its send's 10: its copy's
     /// priority-10 budget was spent.
     public var priorityDowngraded: Bool
+    /// The window of its send it goes in, when it has no row of its own (see
+    /// ``SendWindow``).
+    public var window: SendWindow?
 
     /// Creates a record.
     public init(
@@ -59,4 +62,38 @@ public struct ClaimedPush: Sendable {
         self.content = content
         self.priorityDowngraded = priorityDowngraded
     }
+}
+
+/// A window of a send: the copies of its audience after one device id and through
+/// another, handed to one node at a time under a lease. Its pushes have no rows:
+/// the window is settled as a whole, once every push in it was answered.
+public struct SendWindow: Sendable, Hashable {
+    /// The send.
+    public var sendID: Int64
+    /// The last device id the window takes.
+    public var through: String
+    /// Creates a reference.
+    public init(sendID: Int64, through: String) {
+        self.sendID = sendID
+        self.through = through
+    }
+}
+
+/// What a window's pushes came to, once all of them were answered: how many APNs
+/// or FCM accepted plainly (no row), and how many were given rows of their own.
+public struct WindowTally: Sendable, Hashable {
+    /// The pushes in the window.
+    public var size: Int
+    /// Answered so far.
+    public var answered = 0
+    /// Accepted plainly.
+    public var sent = 0
+    /// Given a row of their own (a failure, a retry, a switched environment).
+    public var exceptions = 0
+    /// Creates a tally for a window of `size` pushes.
+    public init(size: Int) {
+        self.size = size
+    }
+    /// Whether every push of the window was answered.
+    public var isComplete: Bool { answered >= size }
 }

@@ -3,8 +3,10 @@ public import IsletCore
 
 /// One push, as the pushes route reports it.
 public struct PushHistoryItem: Sendable, Hashable {
-    /// The push's row id.
+    /// The push's row id (0 for one that has none: its send's ordinary outcome).
     public var id: Int64
+    /// Its send (the order of the history: by send, then device).
+    public var sendID: Int64 = 0
     /// The device.
     public var deviceID: String
     /// The kind of token it went to.
