@@ -37,10 +37,9 @@ struct MultiNodeTests {
             #expect(update.json["targets"]?.int64Value == Int64(devices))
             // Killed once it holds pushes of which the simulator has seen some: those
             // were sent and are not yet answered (the simulator answers late).
-            let held = "SELECT apns_id FROM pushes WHERE claimed_by = 'node-2' AND status = 'sending'"
             let inFlight = try await eventually(within: .seconds(60)) {
                 gate.close()
-                let claimed = Set(try await cluster.psql(held).split(separator: "\n").map(String.init))
+                let claimed = try await cluster.heldIDs(by: "node-2")
                 let received = cluster.simulator.engine.pushes().compactMap { $0.headers["apns-id"] }
                 if received.contains(where: { claimed.contains($0) }) { return true }
                 gate.open()
@@ -52,7 +51,7 @@ struct MultiNodeTests {
             #expect((claimedByTwo?.int64Value ?? 0) > 0, "GET /v1/nodes: \(nodesSeen.json.jsonText)")
             try await second.kill()
             let killed = ContinuousClock.now
-            let heldAtDeath = Set(try await cluster.psql(held).split(separator: "\n").map(String.init))
+            let heldAtDeath = try await cluster.heldIDs(by: "node-2")
             #expect(!heldAtDeath.isEmpty)
             gate.open()
 
@@ -63,7 +62,7 @@ struct MultiNodeTests {
             print("MultiNodeTests: the survivors finished \(elapsed) after the kill; node-2 held \(heldAtDeath.count) pushes")
             #expect(finished)
             #expect(elapsed < .seconds(MultiNodeTests.lease + 20), "the survivors finished \(elapsed) after the kill")
-            #expect(await eventually { (try? await cluster.psql("SELECT count(*) FROM pushes WHERE status = 'sent'")) == "\(devices)" })
+            #expect(await eventually { (try? await cluster.sentCount()) == devices })
 
             let received = cluster.simulator.engine.pushes()
             let recorded = try await cluster.recordedIDs()
@@ -132,10 +131,9 @@ struct MultiNodeTests {
                 }
                 #expect(arrived, "round \(round): nothing reached the simulator")
             }
-            #expect(await eventually {
-                (try? await cluster.psql("SELECT count(*) FROM pushes WHERE status = 'sent'")) == "\(rounds)"
-            })
-            #expect(try await cluster.psql("SELECT count(*) FROM pushes") == "\(rounds)")
+            #expect(await eventually { (try? await cluster.sentCount()) == rounds })
+            // One send per round: the replayed request queued nothing.
+            #expect(try await cluster.psql("SELECT count(*) FROM sends") == "\(rounds)")
             let received = cluster.simulator.engine.pushes()
             #expect(received.count == rounds)
             for round in 0..<rounds {
@@ -167,9 +165,7 @@ struct MultiNodeTests {
             #expect(shown, "the device shows \(cluster.simulator.engine.activity(id: activityID)?.contentState?.jsonText ?? "nothing")")
             // Settled: each update sent, or dropped because a newer one replaced it
             // while it was queued.
-            #expect(await eventually {
-                (try? await cluster.psql("SELECT count(*) FROM pushes WHERE status IN ('queued', 'sending')")) == "0"
-            })
+            #expect(await eventually { (try? await cluster.openCount()) == 0 })
 
             let received = cluster.simulator.engine.pushes().filter { $0.token == token }
             var stamps: [(n: Int64, timestamp: Int64)] = []
@@ -190,7 +186,7 @@ struct MultiNodeTests {
             #expect(device?.lastTimestamp == stamps.last?.timestamp)
             #expect(try await cluster.psql(
                 "SELECT count(*) FROM pushes WHERE NOT (status = 'sent' OR (status = 'dropped' AND reason = 'Superseded'))") == "0")
-            #expect(try await cluster.psql("SELECT count(*) FROM pushes WHERE status = 'sent'") == "\(stamps.count)")
+            #expect(try await cluster.sentCount() == stamps.count)
         }
     }
 
@@ -208,20 +204,19 @@ struct MultiNodeTests {
             let update = try await survivor.call(
                 "POST", "/v1/apps/\(app.id)/activities/final/update", app.serverKey, ["content_state": ["home": 2, "away": 1]])
             #expect(update.json["targets"]?.int64Value == Int64(devices))
-            let held = "SELECT count(*) FROM pushes WHERE claimed_by = 'node-b' AND status = 'sending'"
-            #expect(await eventually { (Int((try? await cluster.psql(held)) ?? "") ?? 0) > 0 }, "node-b never claimed a push")
+            #expect(await eventually { ((try? await cluster.heldIDs(by: "node-b"))?.count ?? 0) > 0 }, "node-b never claimed a push")
             let stopped = ContinuousClock.now
             try await stopping.terminate()
             print("MultiNodeTests: node-b stopped \(ContinuousClock.now - stopped) after SIGTERM")
             #expect(stopping.process.termination == .exit(0))
             #expect(stopping.output.value.contains("handed back pushes still in flight"), "\(stopping.output.value)")
-            #expect(try await cluster.psql(held) == "0")
+            #expect(try await cluster.heldIDs(by: "node-b").isEmpty)
 
             #expect(await eventually(within: .seconds(120)) {
                 Set(cluster.simulator.engine.pushes().compactMap(\.token)).count == devices
             })
             print("MultiNodeTests: node-a sent the rest \(ContinuousClock.now - stopped) after SIGTERM")
-            #expect(await eventually { (try? await cluster.psql("SELECT count(*) FROM pushes WHERE status = 'sent'")) == "\(devices)" })
+            #expect(await eventually { (try? await cluster.sentCount()) == devices })
             let recorded = try await cluster.recordedIDs()
             for push in cluster.simulator.engine.pushes() {
                 #expect(push.headers["apns-id"] == recorded[push.token ?? ""], "a push sent again with another apns-id")
@@ -483,7 +478,60 @@ final class Cluster: Sendable {
             let parts = line.split(separator: " ")
             if parts.count == 2 { ids[String(parts[0])] = String(parts[1]) }
         }
+        // A push of a send's window has no row: its id comes from the send and the
+        // device.
+        for line in try await psql(
+            """
+            SELECT i.update_token || ' ' || s.id || ' ' || i.device_id FROM sends s
+            JOIN activity_instances i ON i.app_id = s.app_id AND i.activity_id = s.activity_id
+            WHERE s.audience = 'copies' AND i.update_token IS NOT NULL
+                AND NOT EXISTS (SELECT 1 FROM pushes p WHERE p.send_id = s.id AND p.device_id = i.device_id)
+            """
+        ).split(separator: "\n") {
+            let parts = line.split(separator: " ")
+            if parts.count == 3, let send = Int64(parts[1]) {
+                ids[String(parts[0])] = APNsMessageID.derived(sendID: send, deviceID: String(parts[2]))
+            }
+        }
         return ids
+    }
+
+    /// The `apns-id`s of the pushes `node` holds in flight: its rows, and the copies
+    /// of the windows it holds.
+    func heldIDs(by node: String) async throws -> Set<String> {
+        var ids = Set(
+            try await psql("SELECT apns_id FROM pushes WHERE claimed_by = '\(node)' AND status = 'sending'")
+                .split(separator: "\n").map(String.init))
+        for line in try await psql(
+            """
+            SELECT w.send_id || ' ' || i.device_id FROM send_windows w JOIN sends s ON s.id = w.send_id
+            JOIN activity_instances i ON i.app_id = s.app_id AND i.activity_id = s.activity_id
+                AND i.device_id > w.after_device AND i.device_id <= w.through_device
+            WHERE w.claimed_by = '\(node)'
+                AND NOT EXISTS (SELECT 1 FROM pushes p WHERE p.send_id = s.id AND p.device_id = i.device_id)
+            """
+        ).split(separator: "\n") {
+            let parts = line.split(separator: " ")
+            if parts.count == 2, let send = Int64(parts[0]) {
+                ids.insert(APNsMessageID.derived(sendID: send, deviceID: String(parts[1])))
+            }
+        }
+        return ids
+    }
+
+    /// Pushes sent: rows, and what the sends' windows settled.
+    func sentCount() async throws -> Int {
+        Int(try await psql(
+            "SELECT (SELECT count(*) FROM pushes WHERE status = 'sent') + (SELECT coalesce(sum(sent), 0) FROM sends)")) ?? -1
+    }
+
+    /// Rows queued or in flight, sends still open, and windows in flight.
+    func openCount() async throws -> Int {
+        Int(try await psql(
+            """
+            SELECT (SELECT count(*) FROM pushes WHERE status IN ('queued', 'sending'))
+                + (SELECT count(*) FROM sends WHERE state IN ('queued', 'claimed')) + (SELECT count(*) FROM send_windows)
+            """)) ?? -1
     }
 }
 
