@@ -55,7 +55,8 @@ struct ActivityRoutes: Sendable {
             ) { request in try await widenAudience(request) },
             APIRoute(
                 "GET", "/v1/apps/{app_id}/activities/{activity_id}/pushes",
-                summary: "Every push made for the activity, with APNs's answers.", access: .server,
+                summary: "Every push made for the activity, with APNs's answers: a push of a send's window that went as its send did has no row of its own and is told from its send and the copy (its apns-id derived from both, its sent_at its send's last progress, no apns_unique_id or fcm_message_name).",
+                access: .server,
                 responses: [(200, "{items}"), (404, "No such activity")]
             ) { request in try await pushes(request) },
         ]

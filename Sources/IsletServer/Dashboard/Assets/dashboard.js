@@ -121,7 +121,8 @@
   // else (or once it fails) the list fetched again every two seconds.
   const ACTIVITY_EVENTS = ['activity.started', 'activity.updated', 'activity.ended', 'activity.token_registered',
     'activity.start_unconfirmed', 'activity.tapped'];
-  const PUSH_EVENTS = ['push.sent', 'push.failed', 'push.dropped', 'token.rejected', 'schedule.fired', 'schedule.dropped'];
+  const PUSH_EVENTS = ['push.sent', 'push.failed', 'push.dropped', 'send.completed', 'token.rejected', 'schedule.fired',
+    'schedule.dropped'];
 
   function follow(appID, refresh, types) {
     let polling = false;
