@@ -776,16 +776,25 @@ def schedule_firing(rig, quick, progress):
         samples = watch_pending(database, send_ats, deadline)
         cpu_firing = cpu_seconds(pid) - cpu_before
         while time.time() < deadline:
-            in_flight = sum(database.execute(f"SELECT count(*) FROM pushes WHERE status = '{status}'").fetchone()[0]
-                            for status in ("queued", "sending"))
+            in_flight = sum(database.execute(statement).fetchone()[0] for statement in (
+                "SELECT count(*) FROM pushes WHERE status IN ('queued', 'sending')",
+                "SELECT count(*) FROM sends WHERE state IN ('queued', 'claimed')"))
             if in_flight == 0:
                 break
             time.sleep(0.2)
         delivered_at = time.time()
         rows = database.execute(
             "SELECT activity_id, send_at, fired_at, status, reason FROM schedules WHERE kind = 'timeline_entry'").fetchall()
+        # Each update is a send by windows (one copy per activity here): sent when its
+        # window settled, unless its copy's push has a row of its own.
         pushes = database.execute(
-            "SELECT activity_id, id, sent_at, status FROM pushes WHERE event = 'update' ORDER BY id").fetchall()
+            "SELECT activity_id, id, sent_at, status FROM pushes WHERE event = 'update' AND send_id NOT IN "
+            "(SELECT id FROM sends WHERE audience = 'copies') "
+            "UNION ALL SELECT activity_id, id, CASE WHEN sent > 0 THEN progressed_at END, "
+            "CASE WHEN sent > 0 THEN 'sent' WHEN state IN ('superseded', 'dropped') THEN 'dropped' ELSE 'queued' END "
+            "FROM sends WHERE event = 'update' AND audience = 'copies' AND total > exceptions "
+            "UNION ALL SELECT activity_id, send_id, sent_at, status FROM pushes WHERE event = 'update' AND send_id IN "
+            "(SELECT id FROM sends WHERE audience = 'copies') ORDER BY 2").fetchall()
         rss_after_window = status_mb(pid, "VmRSS")
 
         # The burst: a new timeline of one entry on every activity, all at one instant.

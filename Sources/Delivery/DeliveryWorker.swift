@@ -44,9 +44,10 @@ public final class DeliveryWorker: BackgroundService {
     private let random: Lock<any RandomSource>
     /// When this worker started, as its heartbeat row says.
     private let startedAt: Lock<Date?> = Lock(nil)
-    /// Whether an event stream of an app is open on this node: while one is (or a
-    /// webhook of the app takes them), each push APNs accepts is a `push.sent`
-    /// event; otherwise the send's `send.completed` counts them.
+    /// Whether an event stream of an app is open (on this node, or another said so
+    /// lately): while one is, or a webhook of the app takes them, each push APNs
+    /// accepts is a `push.sent` event; otherwise the send's `send.completed` counts
+    /// them.
     private let streamsOpen: @Sendable (String) -> Bool
 
     private struct Answer: Sendable {

@@ -173,7 +173,7 @@ private func assemble(
     let streamSlots = EventStreamSlots(maxPerApp: configuration.maxEventStreamsPerApp)
     let delivery = DeliveryWorker(
         store: store, transport: transports, configuration: deliveryConfiguration, clock: clock, sleeper: sleeper,
-        logger: logger, streamsOpen: { [streamSlots] appID in streamSlots.openStreams(appID: appID) > 0 })
+        logger: logger, streamsOpen: { [streamSlots, clock] appID in streamSlots.wanted(appID: appID, now: clock.now()) })
 
     let trust: @Sendable (AppRecord) -> Void = { [embedded] app in
         if let credentials = app.credentials { embedded?.apns.trust(credentials) }
@@ -214,8 +214,10 @@ private func assemble(
         environment: environment, transport: CurlWebhookTransport(client: webhookClient), policy: retryPolicy, sleeper: sleeper)
     let feed = EventFeed(environment: environment, sleeper: sleeper)
     // What other nodes of a shared database tell this one.
-    store.subscribe { [delivery, services] notice in
+    store.subscribe { [delivery, services, streamSlots, clock] notice in
         switch notice {
+        case .eventsWanted(let appID):
+            streamSlots.openElsewhere(appID: appID, now: clock.now())
         case .pushesQueued:
             delivery.wake()
         case .appChanged:

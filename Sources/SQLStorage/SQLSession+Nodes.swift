@@ -73,11 +73,13 @@ extension SQLSession {
 }
 
 extension StoreNotice {
-    /// The notice as a `NOTIFY` payload: `pushes`, `app:<id>` or `resync`.
+    /// The notice as a `NOTIFY` payload: `pushes`, `app:<id>`, `events:<id>` or
+    /// `resync`.
     public var payload: String {
         switch self {
         case .pushesQueued: "pushes"
         case .appChanged(let appID): "app:" + appID
+        case .eventsWanted(let appID): "events:" + appID
         case .resync: "resync"
         }
     }
@@ -90,6 +92,8 @@ extension StoreNotice {
             self = .resync
         } else if payload.hasPrefix("app:") {
             self = .appChanged(appID: String(payload.dropFirst(4)))
+        } else if payload.hasPrefix("events:") {
+            self = .eventsWanted(appID: String(payload.dropFirst(7)))
         } else {
             return nil
         }

@@ -31,12 +31,20 @@ struct EventStreaming: Sendable {
             ]
         ) { writer in
             defer { slot.release() }
+            // The other nodes learn that the app's pushes are wanted as events, and
+            // again while the stream stays open.
+            await events.announceStream(appID: appID)
+            var announced = ContinuousClock.now
             var cursor = EventCursor(feed: feed, events: events, appID: appID, after: start, patterns: patterns)
             // The first bytes: a retry hint, so that the headers and something of the
             // body reach the client at once.
             let opening = "retry: 2000\n: stream of \(appID) after \(EventRecord.id(cursor.position))\n\n"
             guard writer.write(Data(opening.utf8)) else { return }
             while !writer.isClosed {
+                if ContinuousClock.now - announced >= .seconds(EventStreamSlots.announceInterval) {
+                    await events.announceStream(appID: appID)
+                    announced = ContinuousClock.now
+                }
                 guard let batch = try? await cursor.next() else { return }
                 if !batch.isEmpty {
                     // In pieces, each written once the connection has taken most of

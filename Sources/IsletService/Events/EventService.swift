@@ -46,6 +46,21 @@ public struct EventService: Sendable {
         self.settings = settings
     }
 
+    /// Tells the other nodes of a shared database that a stream of `appID` is open
+    /// here (see ``EventStreamSlots/wanted(appID:now:)``); nothing on a database one
+    /// node uses. A failure is logged: the stream goes on.
+    public func announceStream(appID: String) async {
+        guard environment.store.isShared else { return }
+        do {
+            try await environment.store.write(durable: false) { session in
+                try session.notifyNodes(.eventsWanted(appID: appID))
+            }
+        } catch {
+            environment.logger.warning(
+                "cannot tell the other nodes of an open event stream", ("app", .string(appID)), ("error", .string("\(error)")))
+        }
+    }
+
     /// The patterns of a `types` list, or `invalid` naming `field` and the entry.
     public static func patterns(_ types: [String], field: String) throws(ServiceError) -> [EventPattern] {
         var patterns: [EventPattern] = []

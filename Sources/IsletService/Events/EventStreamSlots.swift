@@ -1,3 +1,4 @@
+public import Foundation
 import IsletSync
 
 /// How many event streams each app may hold open at once on this node: a stream
@@ -12,6 +13,13 @@ public final class EventStreamSlots: Sendable {
     /// The seconds a refused client is told to wait before it tries again.
     static let retryAfterSeconds = 5
     private let open = Lock([String: Int]())
+    /// When another node last said it holds a stream of each app open.
+    private let elsewhere = Lock([String: Date]())
+    /// How long another node's word that it holds a stream counts: it says it again
+    /// every `announceInterval` while the stream stays open.
+    public static let elsewhereLifetime: TimeInterval = 90
+    /// How often a node holding a stream open says so to the others.
+    public static let announceInterval: TimeInterval = 30
 
     /// Slots for `maxPerApp` streams per app.
     public init(maxPerApp: Int = EventStreamSlots.defaultMaxPerApp) {
@@ -35,6 +43,26 @@ public final class EventStreamSlots: Sendable {
                 reason: "event_stream_limit", retryAfter: Self.retryAfterSeconds)
         }
         return EventStreamSlot { [self] in release(appID: appID) }
+    }
+
+    /// Records that another node holds a stream of `appID` open, as of `now`.
+    public func openElsewhere(appID: String, now: Date) {
+        elsewhere.withLock { $0[appID] = now }
+    }
+
+    /// Whether a stream of `appID` is open here, or was said to be open on another
+    /// node within `elsewhereLifetime` of `now`: then each push sent for the app
+    /// is an event.
+    public func wanted(appID: String, now: Date) -> Bool {
+        if openStreams(appID: appID) > 0 { return true }
+        return elsewhere.withLock { seen in
+            guard let at = seen[appID] else { return false }
+            if now.timeIntervalSince(at) > Self.elsewhereLifetime {
+                seen[appID] = nil
+                return false
+            }
+            return true
+        }
     }
 
     /// The streams of `appID` open now.

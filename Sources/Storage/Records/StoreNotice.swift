@@ -4,6 +4,10 @@ public enum StoreNotice: Sendable, Hashable {
     case pushesQueued
     /// An app's keys, credentials or settings changed: caches of it are stale.
     case appChanged(appID: String)
+    /// An event stream of an app is open on the node that sends this (sent again
+    /// while it stays open): the other nodes write an event per push sent for the
+    /// app, as for their own streams.
+    case eventsWanted(appID: String)
     /// Notices may have been missed (the listening connection was lost and came
     /// back): everything a notice would have refreshed is refreshed.
     case resync
