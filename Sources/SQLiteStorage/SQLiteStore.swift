@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 public import IsletCore
+import IsletSync
 import SQLStorage
 public import Storage
 
@@ -23,6 +24,8 @@ public final class SQLiteStore: Store {
 
     /// What seals the credential columns; `nil` stores them as given.
     private let secrets: (any SecretSealer)?
+    /// The writing connection's `total_changes` after its latest write.
+    private let writtenRows = Lock<Int64>(0)
 
     /// Opens (creating and migrating) the store at `path`. The file, and the WAL and
     /// shared-memory files SQLite gives the same mode, are readable by their owner
@@ -132,8 +135,15 @@ public final class SQLiteStore: Store {
         let session = SQLSession(executor: SQLiteExecutor(connection: connection), secrets: secrets)
         let result = try body(session)
         try session.flushEvents()
+        // The one writing connection's count, read on its thread.
+        let changes = connection.totalChanges
+        writtenRows.withLock { $0 = changes }
         return result
     }
+
+    /// Rows the writing connection inserted, changed or deleted since the store
+    /// opened (a transaction rolled back counts the statements it ran).
+    public var rowsWritten: Int64? { writtenRows.withLock { $0 } }
 
     /// Runs `body` on the calling thread, with the database's reading connection.
     public func readNow<T: Sendable>(_ body: (any StoreSession) throws -> T) throws -> T {

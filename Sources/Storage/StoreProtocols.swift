@@ -581,9 +581,16 @@ public protocol Store: Sendable {
     func subscribe(_ handler: @escaping @Sendable (StoreNotice) -> Void)
     /// Closes the database; later calls fail with `unavailable`.
     func close()
+    /// Rows this process's writes inserted, changed or deleted since the store
+    /// opened, when the backend counts them (SQLite); `nil` otherwise (PostgreSQL's
+    /// own statistics count them: `pg_stat_user_tables`).
+    var rowsWritten: Int64? { get }
 }
 
 extension Store {
+    /// Not counted, unless the backend says otherwise.
+    public var rowsWritten: Int64? { nil }
+
     /// A durable transaction.
     public func write<T: Sendable>(_ body: @escaping @Sendable (any StoreSession) throws -> T) async throws -> T {
         try await write(durable: true, body)

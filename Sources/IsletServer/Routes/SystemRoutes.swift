@@ -107,6 +107,11 @@ struct SystemRoutes: Sendable {
         text += "# HELP islet_schedules_pending Schedule items and timeline entries waiting for their time (the whole database's).\n"
         text += "# TYPE islet_schedules_pending gauge\n"
         text += "islet_schedules_pending{\(node)} \(gauges.pendingSchedules)\n"
+        if let rows = gauges.rowsWritten {
+            text += "# HELP islet_database_rows_written_total Rows this node's writes inserted, changed or deleted (SQLite).\n"
+            text += "# TYPE islet_database_rows_written_total counter\n"
+            text += "islet_database_rows_written_total{\(node)} \(rows)\n"
+        }
         return HTTPResponse(status: 200, contentType: "text/plain; version=0.0.4; charset=utf-8", body: Data(text.utf8))
     }
 

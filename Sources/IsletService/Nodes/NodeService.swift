@@ -46,7 +46,7 @@ public final class NodeService: Sendable {
         let pending = (try? await environment.store.read { (session: any Stores) in
             try session.pendingScheduleCount()
         }) ?? -1
-        return NodeGauges(queueDepth: depth, pendingSchedules: pending)
+        return NodeGauges(queueDepth: depth, pendingSchedules: pending, rowsWritten: environment.store.rowsWritten)
     }
 
     /// Every node seen within a day, by id, with the pushes each holds in flight.
@@ -62,4 +62,7 @@ public struct NodeGauges: Sendable, Hashable {
     public let queueDepth: Int
     /// Schedule items and timeline entries waiting for their time; -1 likewise.
     public let pendingSchedules: Int
+    /// Rows this node's writes inserted, changed or deleted, when its backend
+    /// counts them (SQLite).
+    public var rowsWritten: Int64?
 }

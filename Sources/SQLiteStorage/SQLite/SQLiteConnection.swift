@@ -61,6 +61,10 @@ public final class SQLiteConnection {
     public static var libraryVersion: String { String(cString: sqlite3_libversion()) }
 
     /// Runs one or more statements that take no parameters.
+    /// Rows this connection inserted, changed or deleted since it opened (SQLite's
+    /// `total_changes`): a write's cost in rows, for `/metrics`.
+    public var totalChanges: Int64 { Int64(sqlite3_total_changes64(handle)) }
+
     public func execute(_ sql: String) throws(SQLiteError) {
         let rc = sqlite3_exec(handle, sql, nil, nil, nil)
         guard rc == SQLITE_OK else { throw SQLiteError(resultCode: rc, handle: handle) }
