@@ -3,21 +3,25 @@ import APNsSimulator
 import Foundation
 import IsletCore
 import IsletCrypto
+import SQLiteStorage
 import Synchronization
 
-/// Counts the update pushes the simulator accepted, and their `apns-id`s.
+/// Counts the update pushes the simulator accepted, and their `apns-id`s, and keeps
+/// the first one's record (its headers and payload, for the wire reference).
 final class AnswerCounter: Sendable {
-    private let state = Lock<(total: Int, ids: Set<String>)>((0, []))
+    private let state = Lock<(total: Int, ids: Set<String>, first: PushRecord?)>((0, [], nil))
 
-    func add(_ apnsID: String) {
+    func add(_ record: PushRecord) {
         state.withLock {
             $0.total += 1
-            $0.ids.insert(apnsID)
+            $0.ids.insert(record.answer.apnsID)
+            if $0.first == nil { $0.first = record }
         }
     }
 
     var total: Int { state.withLock { $0.total } }
     var distinct: Int { state.withLock { $0.ids.count } }
+    var first: PushRecord? { state.withLock { $0.first } }
 }
 
 /// An `islet serve` process with an in-process simulator behind it, and an app.
@@ -27,6 +31,8 @@ struct FanoutRig {
     let counter: AnswerCounter
     let serverArguments: [String]
     let islet: String
+    /// The app's APNs key, which the simulator trusts.
+    let signingKey: P256.SigningKey
     /// Node 1, which takes the update.
     var server: ServerProcess
     /// Nodes 2…N on the same database.
@@ -40,7 +46,7 @@ struct FanoutRig {
         self.islet = islet
         work = NSTemporaryDirectory() + "islet-bench-\(getpid())-\(Int.random(in: 0..<1_000_000))"
         try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
-        let signingKey = try P256.SigningKey.generate()
+        signingKey = try P256.SigningKey.generate()
         try signingKey.pemRepresentation.write(toFile: work + "/key.p8", atomically: true, encoding: .utf8)
         var options = APNsSimulatorOptions()
         options.port = 0
@@ -52,7 +58,7 @@ struct FanoutRig {
         let counter = AnswerCounter()
         self.counter = counter
         simulator = try APNsSimulator(options: options) { record in
-            if record.event == "update" && record.answer.status == 200 { counter.add(record.answer.apnsID) }
+            if record.event == "update" && record.answer.status == 200 { counter.add(record) }
         }
         try simulator.start()
         try (simulator.caCertificatePEM ?? "").write(toFile: work + "/ca.pem", atomically: true, encoding: .utf8)
@@ -130,6 +136,36 @@ struct FanoutRig {
         }
     }
 
+    /// The server's SQLite database (without `--database`).
+    var databasePath: String { work + "/data/islet.sqlite" }
+
+    /// The update tokens of `activityID`'s holders, in the order the fan-out
+    /// sends to them (by device id), read from the SQLite database.
+    func updateTokens(activityID: String) throws -> [String] {
+        var options = SQLiteOptions()
+        options.readOnly = true
+        let connection = try SQLiteConnection(path: databasePath, options: options)
+        return try connection.query(
+            "SELECT update_token FROM activity_instances WHERE app_id = ? AND activity_id = ? AND update_token IS NOT NULL ORDER BY device_id",
+            [appID, activityID]
+        ).compactMap { $0[0].text }
+    }
+
+    /// Waits until the servers have finished what the last send left them to do
+    /// (recording each push's answer): until they spend less than a tenth of a
+    /// core over half a second, or 60 s pass.
+    func waitIdle() {
+        let processes = [server] + others
+        let deadline = Date().addingTimeInterval(60)
+        var last = processes.map(\.cpuSeconds).reduce(0, +)
+        while Date() < deadline {
+            usleep(500_000)
+            let now = processes.map(\.cpuSeconds).reduce(0, +)
+            if now - last < 0.05 { return }
+            last = now
+        }
+    }
+
     func waitFor(_ condition: () -> Bool, timeout: TimeInterval) -> Bool {
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
@@ -154,6 +190,18 @@ struct FanoutRig {
 /// `--kill-at F`, the server is killed with SIGKILL once a fraction F of the pushes
 /// was answered, restarted, and the fan-out timed to its end, counting pushes lost
 /// and sent twice.
+///
+/// On SQLite, two more measures:
+/// - `--wire-rounds R`: the wire reference (see `WireReference`), h2load sending the
+///   fan-out's push to its tokens on the same simulator, taking turns with the
+///   fan-out for R rounds (the first fan-out is the first round's; each later round
+///   sends the update again). Prints each side's rounds, the medians, and
+///   `fanout_over_wire`, the ratio of the medians. `--h2load PATH` names h2load.
+/// - `--database-growth`: the database measured (see `DatabaseFootprint`) with the
+///   server stopped, once the holders are registered and once every fan-out was
+///   answered and recorded; prints its growth per delivered push in bytes
+///   (`db_bytes_per_push`) and in rows (`rows_added_per_push`). The server is
+///   restarted for the fan-out, so its peak RSS and CPU are the fan-out's alone.
 func fanout(_ arguments: [String]) async throws {
     let islet = value("--islet", in: arguments) ?? ".build/release/islet"
     let devices = Int(value("--devices", in: arguments) ?? "10000") ?? 10_000
@@ -168,13 +216,21 @@ func fanout(_ arguments: [String]) async throws {
     let secretsKey = try SecretsKey.generate().base64
     let extra = (database.map { ["--database", $0, "--secrets-key", secretsKey] } ?? [])
         + (pool.map { ["--database-pool-size", $0] } ?? [])
-    let populated = arguments.contains("--populate")
-    if populated && database != nil {
-        throw BenchHTTP.Failure(description: "--populate writes into SQLite; leave out --database")
+    var plan = FanoutPlan(devices: devices, connections: connections, killAt: killAt)
+    plan.populated = arguments.contains("--populate")
+    plan.wireRounds = Int(value("--wire-rounds", in: arguments) ?? "0") ?? 0
+    plan.h2load = value("--h2load", in: arguments) ?? "h2load"
+    plan.databaseGrowth = arguments.contains("--database-growth")
+    if database != nil && (plan.populated || plan.wireRounds > 0 || plan.databaseGrowth) {
+        throw BenchHTTP.Failure(
+            description: "--populate, --wire-rounds and --database-growth read or write SQLite; leave out --database")
+    }
+    if killAt != nil && (plan.wireRounds > 0 || plan.databaseGrowth) {
+        throw BenchHTTP.Failure(description: "--wire-rounds and --database-growth measure a whole fan-out; leave out --kill-at")
     }
     var rig = try FanoutRig(islet: islet, extraArguments: extra, nodes: nodes)
     do {
-        try await measure(&rig, devices: devices, connections: connections, killAt: killAt, populated: populated)
+        try await measure(&rig, plan)
     } catch {
         // The servers go with the run, whatever ends it.
         await rig.cleanUp()
@@ -182,23 +238,41 @@ func fanout(_ arguments: [String]) async throws {
     }
 }
 
+/// What `fanout` measures, from its flags.
+struct FanoutPlan {
+    var devices: Int
+    var connections: Int
+    var killAt: Double?
+    var populated = false
+    var wireRounds = 0
+    var h2load = "h2load"
+    var databaseGrowth = false
+}
+
 /// The fan-out `fanout` times, on a started rig; cleans it up when done.
-private func measure(
-    _ rig: inout FanoutRig, devices: Int, connections: Int, killAt: Double?, populated: Bool
-) async throws {
-    if populated {
+private func measure(_ rig: inout FanoutRig, _ plan: FanoutPlan) async throws {
+    let devices = plan.devices
+    var before: DatabaseFootprint?
+    if plan.populated {
         rig.server.stop()
         let began = Date()
-        try populate(path: rig.work + "/data/islet.sqlite", app: rig.appID, count: devices, sharedActivity: "final")
+        try populate(path: rig.databasePath, app: rig.appID, count: devices, sharedActivity: "final")
         emit("populate_seconds=\(String(format: "%.1f", Date().timeIntervalSince(began)))")
+        if plan.databaseGrowth { before = try DatabaseFootprint(path: rig.databasePath) }
         try rig.restart()
     } else {
-        let registrations = try rig.registerHolders(count: devices, activityID: "final", connections: connections)
+        let registrations = try rig.registerHolders(count: devices, activityID: "final", connections: plan.connections)
         emit("registration_requests_per_second=\(Int(registrations))")
+        if plan.databaseGrowth {
+            rig.server.stop()
+            before = try DatabaseFootprint(path: rig.databasePath)
+            try rig.restart()
+        }
     }
+    let tokens = plan.wireRounds > 0 ? try rig.updateTokens(activityID: "final") : []
     let started = Date()
     try rig.sendUpdate(activityID: "final")
-    if let killAt {
+    if let killAt = plan.killAt {
         _ = rig.waitFor({ rig.counter.total >= Int(Double(devices) * killAt) }, timeout: 600)
         rig.server.kill()
         let answeredBeforeKill = rig.counter.total
@@ -214,15 +288,74 @@ private func measure(
         emit("sent_twice=\(rig.counter.total - rig.counter.distinct)")
         emit("finished=\(finished)")
     } else {
-        let finished = rig.waitFor({ rig.counter.total >= devices }, timeout: 600)
+        var finished = rig.waitFor({ rig.counter.total >= devices }, timeout: 600)
         let seconds = Date().timeIntervalSince(started)
-        emit("fanout_pushes_per_second=\(Int(Double(rig.counter.total) / seconds))")
+        let firstRate = Double(rig.counter.total) / seconds
+        emit("fanout_pushes_per_second=\(Int(firstRate))")
         emit("fanout_seconds=\(String(format: "%.3f", seconds))")
+        // The pushes the fan-outs delivered (h2load's, counted too, are left out).
+        var delivered = rig.counter.total
+        if plan.wireRounds > 0 {
+            guard let push = rig.counter.first else { throw BenchHTTP.Failure(description: "the fan-out sent no update") }
+            let wire = try WireReference(
+                h2load: plan.h2load, simulatorPort: rig.simulator.port, push: push, tokens: tokens,
+                signingKey: rig.signingKey, work: rig.work)
+            var fanoutRates = [firstRate]
+            var wireRates: [Double] = []
+            for round in 0..<plan.wireRounds {
+                if round > 0 {
+                    rig.waitIdle()
+                    let base = rig.counter.total
+                    let began = Date()
+                    try rig.sendUpdate(activityID: "final")
+                    finished = rig.waitFor({ rig.counter.total >= base + devices }, timeout: 600) && finished
+                    let answered = rig.counter.total - base
+                    fanoutRates.append(Double(answered) / Date().timeIntervalSince(began))
+                    delivered += answered
+                }
+                rig.waitIdle()
+                wireRates.append(try wire.run())
+            }
+            let fanoutMedian = median(fanoutRates)
+            let wireMedian = median(wireRates)
+            emit("fanout_rounds=\(fanoutRates.map { String(Int($0)) }.joined(separator: ","))")
+            emit("wire_rounds=\(wireRates.map { String(Int($0)) }.joined(separator: ","))")
+            emit("fanout_median_pushes_per_second=\(Int(fanoutMedian))")
+            emit("wire_pushes_per_second=\(Int(wireMedian))")
+            emit("fanout_over_wire=\(String(format: "%.3f", wireMedian > 0 ? fanoutMedian / wireMedian : 0))")
+        }
         emit("finished=\(finished)")
+        if let before {
+            rig.waitIdle()
+            // Read before the server stops, with its /proc entry.
+            let rss = rig.server.peakRSSMegabytes
+            let cpu = ([rig.server] + rig.others).map(\.cpuSeconds).reduce(0, +)
+            rig.server.stop()
+            let after = try DatabaseFootprint(path: rig.databasePath)
+            let pushes = Double(max(delivered, 1))
+            emit("db_pushes=\(delivered)")
+            emit("db_bytes_before=\(before.bytes) db_bytes_after=\(after.bytes)")
+            emit("db_rows_before=\(before.rows) db_rows_after=\(after.rows)")
+            emit("db_rows_added_by_table=\(after.rowsAdded(since: before))")
+            emit("db_bytes_per_push=\(String(format: "%.1f", Double(after.bytes - before.bytes) / pushes))")
+            emit("rows_added_per_push=\(String(format: "%.3f", Double(after.rows - before.rows) / pushes))")
+            emit("server_peak_rss_mb=\(String(format: "%.1f", rss))")
+            emit("server_cpu_seconds=\(String(format: "%.2f", cpu))")
+            await rig.cleanUp()
+            return
+        }
     }
     emit("server_peak_rss_mb=\(String(format: "%.1f", rig.server.peakRSSMegabytes))")
     emit("server_cpu_seconds=\(String(format: "%.2f", ([rig.server] + rig.others).map(\.cpuSeconds).reduce(0, +)))")
     await rig.cleanUp()
+}
+
+/// The middle value (the mean of the two middle ones for an even count); 0 for none.
+func median(_ values: [Double]) -> Double {
+    let sorted = values.sorted()
+    guard !sorted.isEmpty else { return 0 }
+    let middle = sorted.count / 2
+    return sorted.count % 2 == 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
 }
 
 /// Writes one `key=value` line at once (standard output may be a pipe or a file,

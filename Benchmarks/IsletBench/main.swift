@@ -13,8 +13,9 @@ import Synchronization
 /// - `apns-client --url URL --ca F --key F.p8 --key-id K --team-id T [--connections N]
 ///   [--count N] [--concurrency N]`: sends N alert pushes through Islet's APNs client
 ///   and prints `pushes_per_second=… delivered=… seconds=…`.
-/// - `fanout --devices N [--kill-at F]`: one update through the API to N holders
-///   (see Fanout.swift).
+/// - `fanout --devices N [--kill-at F] [--wire-rounds R] [--database-growth]`: one
+///   update through the API to N holders, beside h2load to the same simulator and
+///   tokens, and the database's growth per push (see Fanout.swift).
 /// - `broadcast --subscribers N --holders M`: the same update to N phones on a
 ///   broadcast channel and to M token holders (see Broadcast.swift).
 /// - `paced --port P --app A --key K --kind register|update|healthz --rate R`: latency

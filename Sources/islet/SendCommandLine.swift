@@ -182,7 +182,7 @@ struct SendCommandLine: Sendable {
                     event: event, contentState: contentState, attributesType: values["--attributes-type"],
                     attributes: attributes, alert: alert, timestamp: timestamp, staleDate: staleDate,
                     dismissalDate: dismissalDate, relevanceScore: relevanceScore, priority: priority)
-                built = try push.build(bundleID: topic, now: now)
+                built = try push.build(bundleID: topic, now: now, limit: channel == nil ? nil : .broadcast)
                 tokenKind = event.tokenKind
             }
         } catch {

@@ -15,13 +15,21 @@ struct LiveSimulator {
     let simulator: APNsSimulator
 
     init(configure: (inout APNsSimulatorOptions) throws -> Void = { _ in }) throws {
+        try self.init(observer: nil, configure: configure)
+    }
+
+    /// `observer` sees each push's record as the engine answers it (before an
+    /// answer gate lets the answer go).
+    init(
+        observer: (@Sendable (PushRecord) -> Void)?, configure: (inout APNsSimulatorOptions) throws -> Void
+    ) throws {
         key = try P256.SigningKey.generate()
         var options = APNsSimulatorOptions()
         options.port = 0
         options.inspectPort = 0
         options.engine.trustedKeys = [TrustedKey(keyID: Self.keyID, teamID: Self.teamID, publicKey: key.publicKey)]
         try configure(&options)
-        simulator = try APNsSimulator(options: options)
+        simulator = try APNsSimulator(options: options, observer: observer)
         try simulator.start()
     }
 
@@ -195,7 +203,9 @@ struct SimulatorServerTests {
 
     @Test func aClosedGateHoldsAnswersUntilItOpens() async throws {
         let gate = AnswerGate(closed: true)
-        let live = try LiveSimulator { $0.answerGate = gate }
+        // Set by the simulator itself once it has handled the push.
+        let received = TestSignal()
+        let live = try LiveSimulator(observer: { _ in received.set() }) { $0.answerGate = gate }
         let client = try live.client()
         let jwt = try live.token()
         let answered = Lock(false)
@@ -205,7 +215,8 @@ struct SimulatorServerTests {
             return status
         }
         // The device has the push, but its answer waits behind the gate.
-        #expect(await eventually { live.simulator.engine.pushes().count == 1 })
+        #expect(await received.wait(), "the simulator never received the push")
+        #expect(live.simulator.engine.pushes().count == 1)
         #expect(answered.withLock { $0 } == false)
         gate.open()
         #expect(try await sent.value == 200)

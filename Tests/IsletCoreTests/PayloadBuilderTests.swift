@@ -244,8 +244,8 @@ struct PayloadRefusalTests {
         #expect(error?.code == .tooLarge)
         // The field that made it large, not the payload as a whole.
         #expect(error?.field == "aps.content-state")
-        #expect(error?.message.contains("4097") == true)
-        #expect(error?.message.contains("4096") == true)
+        #expect(error?.message.contains("the payload is 4,097 bytes") == true, "\(error?.message ?? "")")
+        #expect(error?.message.contains("APNs takes at most 4,096 for a device's own update token") == true)
         #expect(error?.message.contains("largest part") == true)
 
         let bigAlert = AlertPush(title: "Hi", customData: ["blob": .string(String(repeating: "x", count: 4096))])
@@ -253,6 +253,34 @@ struct PayloadRefusalTests {
         #expect(refusal(bigAlert)?.field == "blob")
         let longTitle = AlertPush(title: .literal(String(repeating: "x", count: 4096)))
         #expect(refusal(longTitle)?.field == "aps.alert")
+    }
+
+    @Test func aBroadcastTakesUpTo5120BytesAndAPushGoingBothWaysIsCheckedAgainstTheSmaller() throws {
+        let broadcast = try paddedUpdate(toBytes: 5120)
+        let built = try broadcast.build(bundleID: bundleID, now: now, limit: .broadcast)
+        #expect(built.payload.count == 5120)
+        // To a token as well, it is over that way's limit, named with its field.
+        #expect(refusal(broadcast)?.code == .tooLarge)
+        var tokenError: PayloadError?
+        do throws(PayloadError) { try broadcast.check(built, fitsIn: .updateToken) } catch { tokenError = error }
+        #expect(tokenError?.code == .tooLarge)
+        #expect(tokenError?.field == "aps.content-state")
+        #expect(tokenError?.message.hasPrefix("the payload is 5,120 bytes; APNs takes at most 4,096 for a device's own update token") == true, "\(tokenError?.message ?? "")")
+        #expect(throws: Never.self) { try broadcast.check(built, fitsIn: .broadcast) }
+
+        let over = try paddedUpdate(toBytes: 5121)
+        let overError = refusal { () throws(PayloadError) in try over.build(bundleID: bundleID, now: now, limit: .broadcast) }
+        #expect(overError?.field == "aps.content-state")
+        #expect(overError?.message.hasPrefix("the broadcast payload is 5,121 bytes; APNs takes at most 5,120 on a channel") == true, "\(overError?.message ?? "")")
+
+        // A start goes to a push-to-start token, and says so.
+        let start = LiveActivityPush.start(
+            attributesType: "A", attributes: ["pad": .string(String(repeating: "x", count: 4100))], contentState: state,
+            alert: PushAlert(title: "T", body: "B"))
+        #expect(refusal(start)?.field == "aps.attributes")
+        #expect(refusal(start)?.message.contains("4,096 for a push-to-start token") == true)
+        #expect(PayloadLimit.fcmDataMessage.refusal(size: 1_234_567) == "the data message is 1,234,567 bytes; FCM takes at most 4,096 in a data message")
+        #expect(PayloadLimit.broadcast.refusal(size: 999).hasPrefix("the broadcast payload is 999 bytes;"))
     }
 
     /// An update whose payload is `bytes` long, padded through its content state.

@@ -166,7 +166,7 @@ struct ActivityTypeTests {
             let tooBig = try await h.update(app, "receipt-1", state: ["stage": .string(quotes)])
             #expect(tooBig.status == 422)
             #expect(tooBig.errorFields == ["content_state"])
-            #expect(tooBig["detail"]?.stringValue?.contains("4096") == true)
+            #expect(tooBig["detail"]?.stringValue?.contains("4,096 for a device's own update token") == true, "\(tooBig.json)")
         }
     }
 

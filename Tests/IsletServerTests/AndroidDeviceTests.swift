@@ -75,8 +75,15 @@ struct AndroidDeviceTests {
             // An APNs token given as an FCM token is refused: the kinds never cross.
             let hex = try await put(["platform": "android", "fcm_token": .string(String(repeating: "ab", count: 32))])
             #expect(hex.status == 422 && hex.errorFields == ["fcm_token"])
+            // It says why: the token has only characters an FCM token may hold.
+            let hexDetail = hex["detail"]?.stringValue ?? ""
+            #expect(hexDetail.contains("all hexadecimal") && hexDetail.contains("APNs device token"), "\(hex.json)")
+            #expect(hexDetail.contains("apns_token") && hexDetail.contains("platform ios"), "\(hex.json)")
+            #expect(!hexDetail.contains("letters, digits"), "\(hex.json)")
             let short = try await put(["platform": "android", "fcm_token": "abc:def"])
             #expect(short.status == 422 && short.errorFields == ["fcm_token"])
+            #expect(short["detail"]?.stringValue?.contains("20 to 4096 letters, digits, -, _ and :") == true, "\(short.json)")
+            #expect(short["detail"]?.stringValue?.contains("hexadecimal") == false)
             let other = try await put(["platform": "windows", "environment": "sandbox"])
             #expect(other.status == 422 && other.errorFields == ["platform"])
             #expect(try h.application.services.store.readNow { try $0.device(appID: app.id, deviceID: "d") } == nil)

@@ -172,6 +172,88 @@ struct ChannelActivityTests {
         }
     }
 
+    /// A content state whose `status` is `bytes` letters long.
+    private static func state(padding bytes: Int) -> JSONValue {
+        ["status": .string(String(repeating: "x", count: bytes)), "eta": 1]
+    }
+
+    @Test func aBroadcastTakesAPNsBroadcastSizeNotATokensAndNoMore() async throws {
+        try await ServerHarness.with { h in
+            let app = try await h.createApp()
+            let started = try await Self.start(
+                h, app, "big-1", audience: nil, extra: ["delivery": "channel", "channel_environment": "production"])
+            #expect(started.status == 202, "\(started.json)")
+            let simulated = try #require(h.production.engine.channels().first)
+            let phone = try h.production.engine.subscribe(channelID: simulated.id, token: "phone-1")
+
+            // Between a token's 4,096 bytes and a broadcast's 5,120: one broadcast,
+            // which APNs takes and hands to the subscribed phone.
+            let updated = try await h.update(app, "big-1", state: Self.state(padding: 4_600))
+            #expect(updated.status == 202, "\(updated.json)")
+            #expect(updated["broadcasts"]?.int64Value == 1)
+            let pushes = try await h.settledPushes(app, "big-1", count: 1)
+            #expect(pushes.last?["status"] == "sent", "\(pushes)")
+            let broadcast = try #require(Self.broadcasts(h.production).last)
+            #expect((4_097...5_120).contains(broadcast.payloadBytes), "\(broadcast.payloadBytes)")
+            #expect(h.production.engine.activity(id: phone.id)?.contentState?["status"]?.stringValue?.count == 4_600)
+
+            // Over 5,120: refused, naming the broadcast's limit and the field.
+            let over = try await h.update(app, "big-1", state: Self.state(padding: 5_300))
+            #expect(over.status == 422, "\(over.json)")
+            #expect(over.errorFields == ["content_state"], "\(over.json)")
+            let detail = over["detail"]?.stringValue ?? ""
+            #expect(detail.contains("the broadcast payload is 5,"), "\(detail)")
+            #expect(detail.contains("APNs takes at most 5,120 on a channel"), "\(detail)")
+            #expect(Self.broadcasts(h.production).count == 1)
+
+            // The end goes the same way.
+            let ended = try await h.call(
+                "POST", "/v1/apps/\(app.id)/activities/big-1/end", key: app.serverKey,
+                json: ["content_state": Self.state(padding: 4_600)])
+            #expect(ended.status == 202, "\(ended.json)")
+            #expect(ended["broadcasts"]?.int64Value == 1)
+        }
+    }
+
+    @Test func aChannelActivityWithACopyOnItsOwnTokenTakesATokensSize() async throws {
+        try await ServerHarness.with { h in
+            let app = try await h.createApp()
+            for (device, version) in [("old", "17.4"), ("new", "18.1")] {
+                try await h.registerStartable(app, device)
+                let patched = try await h.call(
+                    "PUT", "/v1/apps/\(app.id)/devices/\(device)", key: app.deviceKey,
+                    json: ["platform": "ios", "environment": "sandbox", "os_version": .string(version)],
+                    headers: h.secretHeader(app, device))
+                #expect(patched["os_version"]?.stringValue == version, "\(patched.json)")
+            }
+            let started = try await Self.start(
+                h, app, "big-2", audience: ["device_ids": ["old", "new"]], extra: ["delivery": "channel"])
+            #expect(started["channel_targets"]?.int64Value == 1, "\(started.json)")
+            _ = try await h.settledPushes(app, "big-2", count: 2)
+            let token = try await h.simulatedUpdateToken(activityID: "big-2")
+            #expect(try await h.registerUpdateToken(app, "old", "big-2", token: token).status == 201)
+
+            // The old phone holds its own update token, which takes 4,096 bytes:
+            // what the broadcast alone could carry is refused, naming that limit.
+            let refused = try await h.update(app, "big-2", state: Self.state(padding: 4_600))
+            #expect(refused.status == 422, "\(refused.json)")
+            #expect(refused.errorFields == ["content_state"], "\(refused.json)")
+            let detail = refused["detail"]?.stringValue ?? ""
+            #expect(detail.contains("APNs takes at most 4,096 for a device's own update token"), "\(detail)")
+            #expect(Self.broadcasts(h.sandbox).isEmpty)
+            let refusedEnd = try await h.call(
+                "POST", "/v1/apps/\(app.id)/activities/big-2/end", key: app.serverKey,
+                json: ["content_state": Self.state(padding: 4_600)])
+            #expect(refusedEnd.status == 422, "\(refusedEnd.json)")
+            #expect(refusedEnd["detail"]?.stringValue?.contains("4,096 for a device's own update token") == true)
+
+            // Within 4,096, both ways take it.
+            let updated = try await h.update(app, "big-2", state: Self.state(padding: 3_900))
+            #expect(updated.status == 202, "\(updated.json)")
+            #expect(updated["targets"]?.int64Value == 2 && updated["broadcasts"]?.int64Value == 1, "\(updated.json)")
+        }
+    }
+
     @Test func withoutAnAudienceTheAppStartsTheActivitySubscribedToItsChannel() async throws {
         try await ServerHarness.with { h in
             let app = try await h.createApp()

@@ -72,6 +72,15 @@ struct SendProcessTests {
             #expect(result.output.contains("apns-channel-id: \(channel)"))
             #expect(result.output.contains("apns-unique-id: "))
             #expect(simulator.engine.activity(id: phone.id)?.contentState == ["eta": 3])
+            // A broadcast carries up to APNs's 5,120 bytes, over a token's 4,096.
+            for (padding, status) in [(4_600, Int32(0)), (5_300, Int32(2))] {
+                let state = #"{"eta":4,"note":""# + String(repeating: "x", count: padding) + #""}"#
+                var big = arguments(simulator, key, ca, ["--event", "update", "--content-state", state, "--channel", channel])
+                big.removeSubrange(big.firstIndex(of: "--token")!...big.firstIndex(of: "--token")! + 1)
+                let sent = try await runCommand(executable, big)
+                #expect(sent.status == status, "\(padding): \(sent.output) \(sent.error)")
+                if status == 2 { #expect(sent.error.contains("APNs takes at most 5,120 on a channel"), "\(sent.error)") }
+            }
             // A broadcast cannot start an activity; --channel and --token are one or the other.
             let start = try await runCommand(executable, arguments(simulator, key, ca, ["--event", "start", "--channel", channel]))
             #expect(start.status == 2)

@@ -84,7 +84,7 @@ public struct AlertPush: Sendable, Hashable {
         payload["aps"] = .object(aps)
         var parts: [String: JSONValue?] = ["aps.alert": aps["alert"]]
         for (key, value) in customData { parts[key] = value }
-        let data = try PayloadRules.encode(.object(payload), limit: APNsPushType.alert.maximumPayloadBytes, parts: parts)
+        let data = try PayloadRules.encode(.object(payload), limit: .deviceToken, parts: parts)
         return BuiltPush(
             payload: data, pushType: .alert, topic: topic, priority: priority, expiration: expiration,
             collapseID: collapseID, event: nil, timestamp: nil, tokenKind: .device)

@@ -100,11 +100,12 @@ public struct AndroidDataPush: Sendable, Hashable {
         let timestamp = max(seconds, (lastTimestamp ?? 0) + 1)
         data["timestamp"] = String(timestamp)
         let size = data.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count }
-        guard size <= Self.dataLimit else {
+        guard size <= PayloadLimit.fcmDataMessage.bytes else {
             let largest = data.max { $0.value.utf8.count < $1.value.utf8.count }!
             throw PayloadError(
                 .tooLarge, field: largest.key,
-                message: "the data message is \(size) bytes, over FCM's \(Self.dataLimit)-byte limit; \(largest.key) alone is \(largest.value.utf8.count) bytes")
+                message: PayloadLimit.fcmDataMessage.refusal(size: size)
+                    + "; \(largest.key) alone is \(PayloadLimit.grouped(largest.value.utf8.count)) bytes")
         }
         let urgent = event != .update || alerted
         return Built(

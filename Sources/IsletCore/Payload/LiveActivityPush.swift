@@ -103,8 +103,14 @@ public struct LiveActivityPush: Sendable, Hashable {
     /// `lastTimestamp` is refused. The timestamp used comes back in
     /// ``BuiltPush/timestamp``.
     ///
+    /// `limit` is the size the way the push goes takes: by default a token's
+    /// (``PayloadLimit/token(for:)``); ``PayloadLimit/broadcast`` for a broadcast on
+    /// a channel. A payload over it is refused, naming its largest part.
+    ///
     /// - Throws: ``PayloadError`` naming the first field that breaks a rule.
-    public func build(bundleID: String, now: Date, lastTimestamp: Int64? = nil) throws(PayloadError) -> BuiltPush {
+    public func build(
+        bundleID: String, now: Date, lastTimestamp: Int64? = nil, limit: PayloadLimit? = nil
+    ) throws(PayloadError) -> BuiltPush {
         let topic = try PayloadRules.topic(bundleID: bundleID, pushType: .liveactivity)
         var aps: [String: JSONValue] = ["event": .string(event.rawValue)]
 
@@ -198,11 +204,25 @@ public struct LiveActivityPush: Sendable, Hashable {
         try PayloadRules.checkCollapseID(collapseID)
 
         let payload = try PayloadRules.encode(
-            ["aps": .object(aps)], limit: APNsPushType.liveactivity.maximumPayloadBytes,
+            ["aps": .object(aps)], limit: limit ?? .token(for: event),
             parts: ["aps.content-state": aps["content-state"], "aps.attributes": aps["attributes"], "aps.alert": aps["alert"]])
         return BuiltPush(
             payload: payload, pushType: .liveactivity, topic: topic, priority: priority, expiration: expiration,
             collapseID: collapseID, event: event, timestamp: timestamp, tokenKind: event.tokenKind)
+    }
+
+    /// Refuses `built` (this push, as ``build(bundleID:now:lastTimestamp:limit:)``
+    /// wrote it for a larger limit) when it is over `limit`, naming its largest part
+    /// as the builder does: for a push that goes two ways, such as an update of an
+    /// activity on a channel that some devices hold with their own update token.
+    ///
+    /// - Throws: ``PayloadError`` with code ``PayloadError/Code/tooLarge``.
+    public func check(_ built: BuiltPush, fitsIn limit: PayloadLimit) throws(PayloadError) {
+        guard built.payload.count > limit.bytes else { return }
+        var parts: [String: JSONValue?] = ["aps.content-state": contentState]
+        if event == .start { parts["aps.attributes"] = attributes }
+        if let alert { parts["aps.alert"] = try Self.json(alert) }
+        try PayloadRules.checkSize(built.payload.count, limit: limit, parts: parts)
     }
 
     /// The explicit timestamp, checked, or max(now, last + 1).

@@ -148,23 +148,25 @@ enum PayloadRules {
         }
     }
 
-    /// The payload's JSON bytes, refused when over `limit`. The refusal names the
-    /// largest of `parts` (a field path and its value, such as the content state),
-    /// the field to shrink.
-    static func encode(_ payload: JSONValue, limit: Int, parts: [String: JSONValue?] = [:]) throws(PayloadError) -> Data {
+    /// The payload's JSON bytes, refused when over `limit` (see ``checkSize(_:limit:parts:)``).
+    static func encode(_ payload: JSONValue, limit: PayloadLimit, parts: [String: JSONValue?] = [:]) throws(PayloadError) -> Data {
         let data = Data(payload.jsonText.utf8)
-        guard data.count <= limit else {
-            let sizes = parts.compactMap { field, value in value.map { (field, $0.jsonText.utf8.count) } }
-            guard let largest = sizes.max(by: { ($0.1, $1.0) < ($1.1, $0.0) }) else {
-                throw PayloadError(
-                    .tooLarge, field: "payload",
-                    message: "the encoded payload is \(data.count) bytes, over the \(limit)-byte limit APNs accepts")
-            }
-            throw PayloadError(
-                .tooLarge, field: largest.0,
-                message: "the push built with it is \(data.count) bytes, over the \(limit)-byte limit APNs accepts;"
-                    + " this field is its largest part (\(largest.1) bytes)")
-        }
+        try checkSize(data.count, limit: limit, parts: parts)
         return data
+    }
+
+    /// Refuses a payload of `size` bytes when it is over `limit`, saying which limit
+    /// and which way the payload goes. The refusal names the largest of `parts` (a
+    /// field path and its value, such as the content state), the field to shrink.
+    static func checkSize(_ size: Int, limit: PayloadLimit, parts: [String: JSONValue?]) throws(PayloadError) {
+        guard size > limit.bytes else { return }
+        let sizes = parts.compactMap { field, value in value.map { (field, $0.jsonText.utf8.count) } }
+        guard let largest = sizes.max(by: { ($0.1, $1.0) < ($1.1, $0.0) }) else {
+            throw PayloadError(.tooLarge, field: "payload", message: limit.refusal(size: size))
+        }
+        throw PayloadError(
+            .tooLarge, field: largest.0,
+            message: limit.refusal(size: size)
+                + "; this field is its largest part (\(PayloadLimit.grouped(largest.1)) bytes)")
     }
 }

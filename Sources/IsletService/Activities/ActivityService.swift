@@ -291,7 +291,8 @@ public struct ActivityService: Sendable {
             event: .start, contentState: prepared.wireState, attributesType: prepared.attributesType,
             attributes: prepared.attributes, alert: command.alert, staleDate: command.staleDate,
             relevanceScore: command.relevanceScore, priority: command.priority)
-        let built = try SendRules.build(push, bundleID: app.bundleID, now: now, lastTimestamp: nil)
+        let built = try SendRules.build(
+            push, bundleID: app.bundleID, now: now, lastTimestamp: nil, limit: SendRules.startLimit(for: app))
         if let endAt = command.endAt {
             try SendRules.checkEndAt(endAt, startedAt: now, lifecycle: lifecycle, now: now)
         }
@@ -385,7 +386,13 @@ public struct ActivityService: Sendable {
         let push = LiveActivityPush(
             event: .update, contentState: prepared.wireState, alert: command.alert, staleDate: command.staleDate,
             relevanceScore: command.relevanceScore, priority: command.priority)
-        let built = try SendRules.build(push, bundleID: app.bundleID, now: now, lastTimestamp: activity.lastTimestamp)
+        // Each way the update goes takes its own size: the broadcast on a channel,
+        // each copy's own update token (see `SendRules.checkTokenCopies`), FCM's data
+        // message (see `sendToHolders`).
+        let built = try SendRules.build(
+            push, bundleID: app.bundleID, now: now, lastTimestamp: activity.lastTimestamp,
+            limit: SendRules.limit(for: activity.delivery))
+        try SendRules.checkTokenCopies(push, built: built, activity: activity, appID: appID, session: session)
         if let endAt = command.endAt {
             try SendRules.checkEndAt(endAt, startedAt: activity.startedAt, lifecycle: lifecycle, now: now)
         }
@@ -493,7 +500,10 @@ public struct ActivityService: Sendable {
             contentState: command.contentState ?? activity.contentState, isStart: false,
             storedState: command.contentState == nil)
         let push = LiveActivityPush(event: .end, contentState: prepared.wireState, dismissalDate: command.dismissalDate)
-        let built = try SendRules.build(push, bundleID: app.bundleID, now: now, lastTimestamp: activity.lastTimestamp)
+        let built = try SendRules.build(
+            push, bundleID: app.bundleID, now: now, lastTimestamp: activity.lastTimestamp,
+            limit: SendRules.limit(for: activity.delivery))
+        try SendRules.checkTokenCopies(push, built: built, activity: activity, appID: appID, session: session)
         let android = app.fcm == nil ? nil : AndroidDataPush(
             event: .end, activityID: activityID, activityType: activity.activityType, contentState: prepared.wireState,
             dismissalDate: command.dismissalDate)

@@ -60,9 +60,46 @@ enum SendRules {
     }
 
     /// Builds the payload; a broken rule is `invalid`, naming the command's own field.
-    static func build(_ push: LiveActivityPush, bundleID: String, now: Date, lastTimestamp: Int64?) throws(ServiceError) -> BuiltPush {
+    /// `limit` is the size the way it goes takes (a token's by default).
+    static func build(
+        _ push: LiveActivityPush, bundleID: String, now: Date, lastTimestamp: Int64?, limit: PayloadLimit? = nil
+    ) throws(ServiceError) -> BuiltPush {
         do {
-            return try push.build(bundleID: bundleID, now: now, lastTimestamp: lastTimestamp)
+            return try push.build(bundleID: bundleID, now: now, lastTimestamp: lastTimestamp, limit: limit)
+        } catch {
+            throw payloadError(error)
+        }
+    }
+
+    /// The limit an update or an end of an activity is built to: the broadcast's on
+    /// a channel (the copies holding their own update token are checked apart, by
+    /// ``checkTokenCopies(_:built:activity:appID:session:)``), an update token's otherwise.
+    static func limit(for delivery: ActivityDelivery) -> PayloadLimit {
+        delivery == .channel ? .broadcast : .updateToken
+    }
+
+    /// The limit a start is built to: a push-to-start token's, or none when the app
+    /// has no APNs credentials and so sends it to no iOS device (its Android devices'
+    /// data message is checked to FCM's size with its targets).
+    static func startLimit(for app: AppRecord) -> PayloadLimit? {
+        app.credentials == nil ? unsentByAPNs : nil
+    }
+
+    /// No limit: for a payload that goes by no APNs request.
+    private static let unsentByAPNs = PayloadLimit(
+        bytes: .max, noun: "the payload", service: "APNs", route: "when the app has no APNs credentials")
+
+    /// On a channel, an update or an end built to the broadcast's 5,120 bytes also
+    /// goes to the copies holding their own update token (devices that could not
+    /// subscribe), which take 4,096: refused, naming that limit, when there are any.
+    static func checkTokenCopies(
+        _ push: LiveActivityPush, built: BuiltPush, activity: ActivityRecord, appID: String, session: any ActivityStore
+    ) throws {
+        guard activity.delivery == .channel, built.payload.count > PayloadLimit.updateToken.bytes,
+            try !session.updateTargets(appID: appID, activityID: activity.activityID, afterDeviceID: nil, limit: 1).isEmpty
+        else { return }
+        do {
+            try push.check(built, fitsIn: .updateToken)
         } catch {
             throw payloadError(error)
         }

@@ -34,9 +34,7 @@ public enum DevicePlatform: String, Sendable, Hashable, CaseIterable {
             // What ActivityKit reports has no meaning on Android.
             if frequentUpdates != nil { throw invalid("frequent_updates", "is taken only from an ios device") }
             if osVersion != nil { throw invalid("os_version", "is taken only from an ios device") }
-            if let fcmToken, !isFCMToken(fcmToken) {
-                throw invalid("fcm_token", "must be an FCM registration token (20 to 4096 letters, digits, -, _ and :)")
-            }
+            if let fcmToken, let problem = fcmTokenProblem(fcmToken) { throw invalid("fcm_token", problem) }
             // The column wants an environment: FCM's one is production.
             var registration = DeviceRegistration(
                 platform: platform.rawValue, environment: .production, apnsToken: nil, userID: userID, tags: tags)
@@ -45,21 +43,28 @@ public enum DevicePlatform: String, Sendable, Hashable, CaseIterable {
         }
     }
 
-    /// Whether `token` is shaped as an FCM registration token, and not as an APNs
-    /// token (hex only): the kinds never cross.
-    static func isFCMToken(_ token: String) -> Bool {
+    /// Why `token` is not shaped as an FCM registration token, or `nil` when it is.
+    /// A hex-only token is shaped as an APNs token, and refused as one: the kinds
+    /// never cross.
+    static func fcmTokenProblem(_ token: String) -> String? {
         let bytes = Array(token.utf8)
-        guard (20...4096).contains(bytes.count) else { return false }
         let allowed = bytes.allSatisfy { byte in
             (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
                 || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || byte == UInt8(ascii: "-")
                 || byte == UInt8(ascii: "_") || byte == UInt8(ascii: ":")
         }
+        guard (20...4096).contains(bytes.count), allowed else {
+            return "must be an FCM registration token (20 to 4096 letters, digits, -, _ and :)"
+        }
         let hexOnly = bytes.allSatisfy { byte in
             (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(byte) || (UInt8(ascii: "A")...UInt8(ascii: "F")).contains(byte)
                 || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
         }
-        return allowed && !hexOnly
+        guard !hexOnly else {
+            return "is all hexadecimal, the shape of an APNs device token, not of an FCM registration token;"
+                + " an APNs token goes in apns_token, on a device registered with platform ios and its environment"
+        }
+        return nil
     }
 
     private static func invalid(_ field: String, _ message: String) -> ServiceError {

@@ -117,7 +117,10 @@ public struct ScheduleService: Sendable {
             let push = LiveActivityPush(
                 event: .update, contentState: prepared.wireState, alert: command.alert, staleDate: command.staleDate,
                 relevanceScore: command.relevanceScore, priority: command.priority)
-            _ = try SendRules.build(push, bundleID: app.bundleID, now: when, lastTimestamp: nil)
+            // Checked to the broadcast's size on a channel; the copies holding their
+            // own update token then are checked when it is sent.
+            _ = try SendRules.build(
+                push, bundleID: app.bundleID, now: when, lastTimestamp: nil, limit: SendRules.limit(for: activity.delivery))
             if let endAt = command.endAt {
                 try SendRules.checkEndAt(endAt, startedAt: activity.startedAt, lifecycle: lifecycle, now: when)
             }
@@ -148,7 +151,9 @@ public struct ScheduleService: Sendable {
                     session: session, app: app, activityType: activity.activityType, attributes: nil, contentState: state,
                     isStart: false)
                 let push = LiveActivityPush(event: .end, contentState: prepared.wireState, dismissalDate: command.dismissalDate)
-                _ = try SendRules.build(push, bundleID: app.bundleID, now: when, lastTimestamp: nil)
+                _ = try SendRules.build(
+                    push, bundleID: app.bundleID, now: when, lastTimestamp: nil,
+                    limit: SendRules.limit(for: activity.delivery))
             }
             return .scheduled(try Self.insert(
                 .end, activityID: command.activityID, at: when, command: ScheduledCommand.json(command), appID: app.id,
@@ -215,7 +220,8 @@ public struct ScheduleService: Sendable {
             event: .start, contentState: prepared.wireState, attributesType: prepared.attributesType,
             attributes: prepared.attributes, alert: command.alert, staleDate: command.staleDate,
             relevanceScore: command.relevanceScore, priority: command.priority)
-        _ = try SendRules.build(push, bundleID: app.bundleID, now: when, lastTimestamp: nil)
+        _ = try SendRules.build(
+            push, bundleID: app.bundleID, now: when, lastTimestamp: nil, limit: SendRules.startLimit(for: app))
         if let endAt = command.endAt {
             try SendRules.checkEndAt(endAt, startedAt: when, lifecycle: lifecycle, now: when)
         }
