@@ -1181,6 +1181,8 @@ def targets(results):
             rows.append((f"SQLite growth per delivered push, fan-out {int(n):,} (bytes)", row["db_bytes_per_push"],
                          40, "≤"))
             rows.append((f"rows added per delivered push, fan-out {int(n):,}", row["rows_added_per_push"], 0.1, "≤"))
+        if "row_writes_per_push" in row:
+            rows.append((f"row writes per delivered push, fan-out {int(n):,}", row["row_writes_per_push"], 0.1, "≤"))
     if "10000" in fan and "100000" in fan:
         rows.append(("fan-out 100,000 ÷ fan-out 10,000, pushes per second", fan["100000"]["fanout_pushes_per_second"]
                      / fan["10000"]["fanout_pushes_per_second"], 1.0, "≥"))
@@ -1208,6 +1210,9 @@ def targets(results):
     r = results.get("recovery")
     if r:
         rows.append(("pushes lost after SIGKILL", r["lost"], 0, "="))
+        # Only the windows the node held in flight go again: at most its in-flight
+        # limit (--delivery-max-in-flight, 2,000 by default).
+        rows.append(("pushes sent twice after SIGKILL", r["sent_twice"], 2000, "≤"))
     p = results.get("postgres")
     if p:
         rows.append(("PostgreSQL ÷ SQLite, token registration", p["register_ratio"], 0.6, "≥"))
@@ -1218,6 +1223,7 @@ def targets(results):
                 rows.append((f"PostgreSQL ÷ SQLite, fan-out {devices:,}", row["ratio"], 0.6, "≥"))
                 rows.append((f"two nodes ÷ one on PostgreSQL, fan-out {devices:,} (2 cores)", row["two_nodes_over_one"], 0.5, "≥"))
         rows.append(("pushes lost after SIGKILL on PostgreSQL", p["recovery"]["lost"], 0, "="))
+        rows.append(("pushes sent twice after SIGKILL on PostgreSQL", p["recovery"]["sent_twice"], 2000, "≤"))
     s = results.get("schedules", {})
     f = s.get("firing")
     if f:

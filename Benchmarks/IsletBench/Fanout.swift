@@ -136,6 +136,17 @@ struct FanoutRig {
         }
     }
 
+    /// Rows the server's writes touched since it started, from its `/metrics`
+    /// (`islet_database_rows_written_total`, SQLite only); nil when it shows none.
+    func rowsWritten() throws -> Int64? {
+        let http = try BenchHTTP(port: server.port)
+        let text = String(decoding: try http.request("GET", "/metrics").body, as: UTF8.self)
+        for line in text.split(separator: "\n") where line.hasPrefix("islet_database_rows_written_total{") {
+            return line.split(separator: " ").last.flatMap { Int64($0) }
+        }
+        return nil
+    }
+
     /// The server's SQLite database (without `--database`).
     var databasePath: String { work + "/data/islet.sqlite" }
 
@@ -270,6 +281,8 @@ private func measure(_ rig: inout FanoutRig, _ plan: FanoutPlan) async throws {
         }
     }
     let tokens = plan.wireRounds > 0 ? try rig.updateTokens(activityID: "final") : []
+    // The rows the server writes from here on (its count starts with the process).
+    let writtenBefore = plan.databaseGrowth ? try rig.rowsWritten() : nil
     let started = Date()
     try rig.sendUpdate(activityID: "final")
     if let killAt = plan.killAt {
@@ -330,6 +343,7 @@ private func measure(_ rig: inout FanoutRig, _ plan: FanoutPlan) async throws {
             // Read before the server stops, with its /proc entry.
             let rss = rig.server.peakRSSMegabytes
             let cpu = ([rig.server] + rig.others).map(\.cpuSeconds).reduce(0, +)
+            let writtenAfter = try rig.rowsWritten()
             rig.server.stop()
             let after = try DatabaseFootprint(path: rig.databasePath)
             let pushes = Double(max(delivered, 1))
@@ -339,6 +353,10 @@ private func measure(_ rig: inout FanoutRig, _ plan: FanoutPlan) async throws {
             emit("db_rows_added_by_table=\(after.rowsAdded(since: before))")
             emit("db_bytes_per_push=\(String(format: "%.1f", Double(after.bytes - before.bytes) / pushes))")
             emit("rows_added_per_push=\(String(format: "%.3f", Double(after.rows - before.rows) / pushes))")
+            if let writtenBefore, let writtenAfter {
+                emit("db_rows_written=\(writtenAfter - writtenBefore)")
+                emit("row_writes_per_push=\(String(format: "%.3f", Double(writtenAfter - writtenBefore) / pushes))")
+            }
             emit("server_peak_rss_mb=\(String(format: "%.1f", rss))")
             emit("server_cpu_seconds=\(String(format: "%.2f", cpu))")
             await rig.cleanUp()
