@@ -13,7 +13,8 @@ enum APIRoutes {
             node: services.nodes, delivery: delivery, requestMetrics: requestMetrics,
             limits: services.environment.limitMetrics,
             document: { document.withLock { $0 } })
-        let routes = system.routes + AppRoutes(apps: services.apps, environment: services.environment).routes
+        let routes = system.routes
+            + AppRoutes(apps: services.apps, history: services.history, environment: services.environment).routes
             + DeviceRoutes(devices: services.devices).routes
             + ActivityTypeRoutes(activityTypes: services.activityTypes).routes
             + ActivityRoutes(activities: services.activities, schedules: services.schedules).routes

@@ -19,9 +19,9 @@ public import Storage
 /// Everything that runs or must be closed is a `BackgroundService` of one
 /// `ServiceRunner`, declared in the order it starts; a shutdown stops them in
 /// reverse: the API (no new connections, requests in flight finish), the
-/// timekeeper, the event feed, the webhook dispatcher, the delivery worker (pushes in
-/// flight get their answers), then the webhook client, the APNs client, the
-/// embedded APNs and the database (its WAL checkpointed).
+/// timekeeper, the history's purge, the event feed, the webhook dispatcher, the
+/// delivery worker (pushes in flight get their answers), then the webhook client,
+/// the APNs client, the embedded APNs and the database (its WAL checkpointed).
 public final class Application: Sendable {
     /// The configuration it was built from.
     public let configuration: Configuration
@@ -51,6 +51,8 @@ public final class Application: Sendable {
     public let demo: DemoApp?
     let server: HTTPServer
     let timekeeper: Timekeeper
+    /// The loop that deletes old history.
+    let historyKeeper: HistoryKeeper
     /// The services, in the order they start (and the reverse of their stop).
     private let runner: ServiceRunner
     private let stopState = Lock(StopState())
@@ -81,6 +83,7 @@ public final class Application: Sendable {
         self.generatedAdminToken = generatedAdminToken
         self.demo = demo
         self.timekeeper = Timekeeper(services: services, sleeper: sleeper)
+        self.historyKeeper = HistoryKeeper(history: services.history, sleeper: sleeper)
         var http = HTTPServerConfiguration()
         http.host = configuration.host
         http.port = configuration.port
@@ -122,7 +125,10 @@ public final class Application: Sendable {
         // Nothing runs before `start`: a shutdown without one closes the resources
         // (each service's `stopUnstarted`), in the same reverse order.
         runner = ServiceRunner(
-            resources + [delivery, webhooks, feed, timekeeper, APIService(server: server, grace: configuration.shutdownGraceSeconds)])
+            resources + [
+                delivery, webhooks, feed, historyKeeper, timekeeper,
+                APIService(server: server, grace: configuration.shutdownGraceSeconds),
+            ])
     }
 
     /// What the HTTP server refuses by itself, as problem+json.

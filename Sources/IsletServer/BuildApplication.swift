@@ -183,7 +183,8 @@ private func assemble(
         store: store, clock: clock, lifecycle: ActivityLifecycle(windows: configuration.lifecycleWindows), logger: logger,
         idempotencyWindow: deliveryConfiguration.idempotencyRetention, pushesQueued: { [delivery] in delivery.wake() },
         credentialsChanged: trust, nodeID: configuration.resolvedNodeID, renewLead: configuration.renewLeadMinutes * 60,
-        budget: configuration.budget, rateLimits: configuration.rateLimits)
+        budget: configuration.budget, rateLimits: configuration.rateLimits,
+        historyRetentionDays: configuration.historyRetentionDays)
     var eventSettings = EventSettings()
     eventSettings.retention = configuration.eventRetentionDays * 86_400
     eventSettings.startConfirmWindow = configuration.startConfirmMinutes * 60

@@ -39,6 +39,10 @@ public struct Configuration: Sendable, Equatable {
     public var startConfirmMinutes = 10.0
     /// Days events (and their finished webhook deliveries) are kept.
     public var eventRetentionDays = 7.0
+    /// Days the history of what was sent is kept: activities that ended (with their
+    /// copies, audiences, taps and timelines) and settled sends with their pushes;
+    /// an app may keep its own for less.
+    public var historyRetentionDays = HistoryRetention.standardDays
     /// Whether webhook URLs may be plain `http`.
     public var webhooksAllowHTTP = false
     /// Whether webhook URLs may reach loopback, private and link-local addresses

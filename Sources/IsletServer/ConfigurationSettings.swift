@@ -49,6 +49,10 @@ extension Configuration {
             help: "Days events and their finished webhook deliveries are kept.",
             readme: "Days events (and their finished webhook deliveries) are kept ({range})."),
         Setting(
+            "--history-retention-days", \.historyRetentionDays, .historyRetentionDays,
+            help: "Days the history of what was sent is kept: ended activities with their copies and taps, settled sends with their pushes (an app may keep its own for less).",
+            readme: "Days the history of what was sent is kept, from {range}, fractions allowed: activities that ended, with their copies, audiences, taps and timelines, and sends whose pushes all settled, with those pushes. An app keeps its own for less with `history_retention_days`. Not events, webhook deliveries or idempotency answers, which keep their own. See [Retention](#retention)."),
+        Setting(
             "--webhooks-allow-http", \.webhooksAllowHTTP, .switch,
             help: "Accept plain http webhook URLs (https only by default).",
             readme: "Accept plain `http` webhook URLs (`https` only otherwise)."),
@@ -237,6 +241,17 @@ extension Configuration {
 }
 
 // The values only one setting reads.
+extension SettingValue where Value == Double {
+    /// Days of history kept: a finite number within ``HistoryRetention/days``, from
+    /// an hour to ten years.
+    static var historyRetentionDays: Self {
+        var value = number(
+            where: HistoryRetention.accepts, refusal: "not a number of days from \(HistoryRetention.spokenRange)")
+        value.range = HistoryRetention.spokenRange
+        return value
+    }
+}
+
 extension SettingValue where Value == String {
     /// An SQLite file, or a `postgres://` or `postgresql://` URL.
     static var databaseLocation: Self {

@@ -2,7 +2,7 @@ public import Foundation
 public import Storage
 
 /// Every domain service, built once on one environment: what the HTTP routes call,
-/// and what acts without a request (scheduled ends today).
+/// and what acts without a request (scheduled ends, the history's purge).
 public struct Services: Sendable {
     /// The environment they share.
     public let environment: ServiceEnvironment
@@ -34,18 +34,21 @@ public struct Services: Sendable {
     public let rateLimits: RateLimiter
     /// Broadcast channels.
     public let channels: ChannelService
+    /// The history's retention.
+    public let history: HistoryService
 
     /// Builds the services; `adminToken` is the token that manages apps, a
     /// dashboard session lasts `sessionLifetime` seconds, and a client address may
     /// try `signInAttemptsPerMinute` sign-ins a minute (0: no limit). A start with
     /// `delivery: auto` uses a channel for more than `broadcastThreshold` devices;
-    /// a service account's token URI is checked by `fcmTokenURIs`.
+    /// a service account's token URI is checked by `fcmTokenURIs`; old history is
+    /// purged as `history` says.
     public init(
         environment: ServiceEnvironment, adminToken: String, events: EventSettings = EventSettings(),
         webhooks: WebhookPolicy = WebhookPolicy(), sessionLifetime: TimeInterval = 12 * 3600,
         keyCacheLifetime: Duration = .seconds(5), signInAttemptsPerMinute: Int = 10,
         channelAPI: (any BroadcastChannelAPI)? = nil, broadcastThreshold: Int = 1_000,
-        fcmTokenURIs: FCMTokenURIPolicy = FCMTokenURIPolicy()
+        fcmTokenURIs: FCMTokenURIPolicy = FCMTokenURIPolicy(), history: HistorySettings = HistorySettings()
     ) {
         self.environment = environment
         apps = AppService(
@@ -63,6 +66,7 @@ public struct Services: Sendable {
         signIns = SignInLimiter(attemptsPerMinute: signInAttemptsPerMinute, clock: environment.clock)
         rateLimits = RateLimiter(environment: environment)
         sessions = SessionService(environment: environment, apps: apps, lifetime: sessionLifetime, signIns: signIns)
+        self.history = HistoryService(environment: environment, settings: history)
     }
 
     /// The store they use.

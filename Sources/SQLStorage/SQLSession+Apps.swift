@@ -6,7 +6,7 @@ extension SQLSession {
     private static let appColumns: SQL = """
         id, name, bundle_id, apns_team_id, apns_key_id, apns_private_key, server_key_hash, device_key_hash,
         created_at, updated_at, strict_activity_types, device_secrets, budget, rate_limits, fcm_project_id,
-        fcm_client_email, fcm_private_key, fcm_private_key_id, fcm_token_uri, local_join
+        fcm_client_email, fcm_private_key, fcm_private_key_id, fcm_token_uri, local_join, history_retention_days
         """
 
     /// Adds an app; `conflict` when the id (or a key hash) is taken.
@@ -19,7 +19,7 @@ extension SQLSession {
                 \(app.createdAt.unixMilliseconds), \(app.updatedAt.unixMilliseconds), \(app.strictActivityTypes),
                 \(app.deviceSecrets.rawValue), \(Self.stored(app.budget.json)), \(Self.stored(app.rateLimits.json)),
                 \(app.fcm?.projectID), \(app.fcm?.clientEmail), \(try sealed(app.fcm?.privateKeyPEM)), \(app.fcm?.privateKeyID),
-                \(app.fcm?.tokenURI), \(app.localJoin.rawValue))
+                \(app.fcm?.tokenURI), \(app.localJoin.rawValue), \(app.historyRetentionDays))
             """) }
     }
 
@@ -34,7 +34,7 @@ extension SQLSession {
                 updated_at = \(app.updatedAt.unixMilliseconds), strict_activity_types = \(app.strictActivityTypes),
                 device_secrets = \(app.deviceSecrets.rawValue), budget = \(Self.stored(app.budget.json)),
                 rate_limits = \(Self.stored(app.rateLimits.json)), local_join = \(app.localJoin.rawValue),
-                \(sql: try fcmAssignments(app.fcm))
+                history_retention_days = \(app.historyRetentionDays), \(sql: try fcmAssignments(app.fcm))
             WHERE id = \(app.id)
             """)
         try notifyNodes(.appChanged(appID: app.id))
@@ -50,7 +50,7 @@ extension SQLSession {
                 updated_at = \(app.updatedAt.unixMilliseconds), strict_activity_types = \(app.strictActivityTypes),
                 device_secrets = \(app.deviceSecrets.rawValue), budget = \(Self.stored(app.budget.json)),
                 rate_limits = \(Self.stored(app.rateLimits.json)), local_join = \(app.localJoin.rawValue),
-                \(sql: try fcmAssignments(app.fcm))
+                history_retention_days = \(app.historyRetentionDays), \(sql: try fcmAssignments(app.fcm))
             WHERE id = \(app.id)
             """)
         try notifyNodes(.appChanged(appID: app.id))
@@ -106,6 +106,7 @@ extension SQLSession {
         app.strictActivityTypes = (row.optionalInt64("strict_activity_types") ?? 0) != 0
         app.deviceSecrets = row.optionalString("device_secrets").flatMap(DeviceSecretPolicy.init(rawValue:)) ?? .off
         app.localJoin = row.optionalString("local_join").flatMap(LocalJoinRule.init(rawValue:)) ?? .anyone
+        app.historyRetentionDays = row["history_retention_days"].real
         app.budget = BudgetOverrides(json: try row.json("budget"))
         app.rateLimits = RateLimitOverrides(json: try row.json("rate_limits"))
         if let project = row.optionalString("fcm_project_id"), let email = row.optionalString("fcm_client_email"),

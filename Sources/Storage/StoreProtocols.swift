@@ -421,6 +421,38 @@ public protocol EventStore {
     func purgeEvents(before: Date, limit: Int) throws -> Int
 }
 
+/// The history Islet keeps of what it sent: activities that ended, with their
+/// copies, audiences, taps and timelines, and sends with their pushes. Kept for
+/// the retention (each app's own, when shorter than the server's), then deleted a
+/// small batch per transaction, so that no purge holds the writer for long.
+/// Nothing still needed goes: a push queued or being sent, its send, a running
+/// activity's copies, or what the budgets count.
+public protocol HistoryStore {
+    /// Deletes the pushes of `appID` that settled (sent, failed, dropped) and last
+    /// changed before `before`, of sends made before `before`, then those sends once
+    /// no push of theirs is left (a push queued or being sent is never deleted, and
+    /// so neither is its send), at most `limit` rows in all, oldest sends first. The
+    /// push-to-start sends of an activity still running stay (the report of starts
+    /// no device confirmed reads them). Answers what it deleted (`sends`, `pushes`);
+    /// fewer than `limit` rows means nothing more is to be deleted before `before`.
+    ///
+    /// Kept apart from the activities' purge: the only one that knows the queue's
+    /// tables.
+    func purgeSettledSends(appID: String, before: Date, limit: Int) throws -> PurgedHistory
+    /// Deletes the activities of `appID` that ended before `endedBefore`, once no
+    /// send of theirs is left (``purgeSettledSends(appID:before:limit:)`` deletes
+    /// those), no schedule item of theirs waits and no channel Islet made for them
+    /// is still to be retired: first their copies, audiences, taps, settled schedule
+    /// items and timelines, then the activities, at most `limit` rows in all,
+    /// oldest first. An app's channels stop naming an activity deleted. Answers
+    /// what it deleted; fewer than `limit` rows means nothing more is to be deleted
+    /// before `endedBefore`.
+    func purgeEndedActivities(appID: String, endedBefore: Date, limit: Int) throws -> PurgedHistory
+    /// How many activities, sends and pushes `appID` holds, and when the oldest was
+    /// made: counts over indexes, no table read whole.
+    func historySummary(appID: String) throws -> HistorySummary
+}
+
 /// Webhook endpoints and their deliveries.
 public protocol WebhookStore {
     /// Adds a webhook.
@@ -538,8 +570,8 @@ public protocol RateLimitStore {
 }
 
 public protocol StoreSession:
-    AppStore, DeviceStore, ActivityStore, ActivityTypeStore, PushQueue, PushHistory, IdempotencyStore, NodeStore, NodeCoordination,
-    ScheduleStore, EventStore, WebhookStore, SessionStore, RateLimitStore, ChannelStore
+    AppStore, DeviceStore, ActivityStore, ActivityTypeStore, PushQueue, PushHistory, IdempotencyStore, NodeStore,
+    NodeCoordination, ScheduleStore, EventStore, WebhookStore, SessionStore, RateLimitStore, ChannelStore, HistoryStore
 {
     /// Answers when the database does (a health check).
     func ping() throws

@@ -70,7 +70,7 @@ struct BodySchemaTests {
         let audience = RequestSchemas.audience.jsonSchema
         #expect(audience["properties"]?["user_ids"]?["type"] == "array")
         #expect(audience["maxProperties"] == 1)
-        #expect(RequestSchemas.updateApp.requiresBody == false)
-        #expect(RequestSchemas.createApp.requiresBody == true)
+        #expect(RequestSchemas.updateApp(historyRetentionDays: 30).requiresBody == false)
+        #expect(RequestSchemas.createApp(historyRetentionDays: 30).requiresBody == true)
     }
 }

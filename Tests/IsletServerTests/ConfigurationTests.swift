@@ -56,6 +56,19 @@ struct ConfigurationTests {
         (["--sends-burst", "10000001"], [:], "--sends-burst (ISLET_SENDS_BURST)", "not a count from 1 to 10000000"),
         (["--priority-10-per-hour", "9223372036854775807"], [:], "--priority-10-per-hour (ISLET_PRIORITY_10_PER_HOUR)",
          "not a count from 1 to 100000"),
+        // History is kept from an hour (what the budgets read) to ten years.
+        (["--history-retention-days", "0"], [:], "--history-retention-days (ISLET_HISTORY_RETENTION_DAYS)",
+         "\"0\" is not a number of days from 1/24 (one hour) to 3650"),
+        (["--history-retention-days", "-0.0"], [:], "--history-retention-days (ISLET_HISTORY_RETENTION_DAYS)", "not a number of days"),
+        (["--history-retention-days", "0.0416"], [:], "--history-retention-days (ISLET_HISTORY_RETENTION_DAYS)", "not a number of days"),
+        (["--history-retention-days", "5e-324"], [:], "--history-retention-days (ISLET_HISTORY_RETENTION_DAYS)", "not a number of days"),
+        (["--history-retention-days", "-1"], [:], "--history-retention-days (ISLET_HISTORY_RETENTION_DAYS)", "not a number of days"),
+        (["--history-retention-days", "nan"], [:], "--history-retention-days (ISLET_HISTORY_RETENTION_DAYS)", "not a number of days"),
+        ([], ["ISLET_HISTORY_RETENTION_DAYS": "inf"], "--history-retention-days (ISLET_HISTORY_RETENTION_DAYS)",
+         "the value of ISLET_HISTORY_RETENTION_DAYS, \"inf\", is not a number of days"),
+        (["--history-retention-days", "3650.5"], [:], "--history-retention-days (ISLET_HISTORY_RETENTION_DAYS)", "not a number of days"),
+        (["--history-retention-days", "1e308"], [:], "--history-retention-days (ISLET_HISTORY_RETENTION_DAYS)", "not a number of days"),
+        (["--history-retention-days", "thirty"], [:], "--history-retention-days (ISLET_HISTORY_RETENTION_DAYS)", "not a number of days"),
     ] as [([String], [String: String], String, String)])
     func badValuesNameTheirSetting(arguments: [String], environment: [String: String], setting: String, message: String) {
         let error = #expect(throws: ConfigurationError.self) { try load(arguments, environment) }
@@ -64,6 +77,25 @@ struct ConfigurationTests {
         #expect(error?.message.contains(message) == true, "\(error?.message ?? "")")
         #expect(error?.description.contains("\n") == false)
         #expect(error?.description.hasPrefix("invalid setting \(setting): ") == true)
+    }
+
+    @Test func theHistoryRetentionTakesAnHourToTenYearsInFractionsOfDays() throws {
+        #expect(try load([]).historyRetentionDays == 30)
+        #expect(try load(["--history-retention-days", "0.041666666666666664"]).historyRetentionDays == 1.0 / 24)
+        #expect(try load(["--history-retention-days=3650"]).historyRetentionDays == 3_650)
+        #expect(try load([], ["ISLET_HISTORY_RETENTION_DAYS": "0.5"]).historyRetentionDays == 0.5)
+        // The shortest retention is the longest window the budgets read.
+        #expect(HistoryRetention.days.lowerBound * 86_400 == SendBudget.window)
+        for days in [0, -0.0, .leastNonzeroMagnitude, .nan, .infinity, -.infinity, 1.0 / 48, 3_650.000_001, -1] {
+            #expect(!HistoryRetention.accepts(days), "\(days)")
+        }
+        for days in [1.0 / 24, 0.5, 1, 30, 3_650] {
+            #expect(HistoryRetention.accepts(days), "\(days)")
+        }
+        // An app's own retention is in force only when shorter than the server's.
+        #expect(HistoryRetention.seconds(serverDays: 30, appDays: nil) == 30 * 86_400)
+        #expect(HistoryRetention.seconds(serverDays: 30, appDays: 0.5) == 43_200)
+        #expect(HistoryRetention.seconds(serverDays: 1, appDays: 7) == 86_400)
     }
 
     @Test func aRateLimitsBoundsAreTakenAsSettings() throws {

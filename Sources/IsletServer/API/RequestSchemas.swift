@@ -15,21 +15,25 @@ enum RequestSchemas {
             description: "The .p8 key's PEM text (a P-256 private key)."),
     ])
 
-    static let createApp = BodySchema([
+    /// A new app, on a server that keeps history `historyRetentionDays` days (an
+    /// app's own retention is at most that).
+    static func createApp(historyRetentionDays: Double) -> BodySchema { BodySchema([
         BodyField("name", .string(.text(max: 200)), required: true),
         BodyField("bundle_id", .string(.bundleID), required: true),
         BodyField("apns", .object(apnsFields), description: "APNs credentials, all three together; null or absent: none."),
         BodyField("strict_activity_types", .bool),
         BodyField("fcm", .object(fcmFields), description: "The FCM service account, for Android devices; null or absent: none."),
         localJoin,
-    ])
+        historyRetention(server: historyRetentionDays, null: "null or absent: the server's."),
+    ]) }
     /// The `fcm` group: the service account's JSON as downloaded.
     private static let fcmFields = BodySchema([
         BodyField(
             "service_account", .anyObject, required: true,
             description: "The service account's JSON (project_id, client_email, private_key: an RSA key, token_uri); sealed at rest, never returned."),
     ])
-    static let updateApp = BodySchema([
+    /// Changes to an app, on a server that keeps history `historyRetentionDays` days.
+    static func updateApp(historyRetentionDays: Double) -> BodySchema { BodySchema([
         BodyField("name", .string(.text(max: 200))),
         BodyField("bundle_id", .string(.bundleID)),
         BodyField("apns", .object(apnsFields), description: "Replaces the credentials as a whole group; null removes them."),
@@ -45,7 +49,16 @@ enum RequestSchemas {
             description: "The app's own rate limits; a figure absent is kept, null takes the server's again; null for the whole group takes every server figure."),
         BodyField("fcm", .object(fcmFields), description: "Replaces the FCM service account; null removes it."),
         localJoin,
-    ])
+        historyRetention(server: historyRetentionDays, null: "null takes the server's again."),
+    ]) }
+    /// `history_retention_days`: from an hour to the server's retention (`server`
+    /// days), whose `null` means what `null` says.
+    private static func historyRetention(server: Double, null: String) -> BodyField {
+        let range = HistoryRetention.days.lowerBound...max(HistoryRetention.days.lowerBound, server)
+        return BodyField(
+            "history_retention_days", .bounded(range, note: "one hour to the server's retention"),
+            description: "Days the app's history (ended activities, settled sends and their pushes) is kept, from 1/24 (one hour) to the server's --history-retention-days (\(HistoryRetention.spoken(server)) here), fractions allowed; a longer one is refused with 422, not cut short; \(null)")
+    }
     private static let localJoin = BodyField(
         "local_join", .enumeration(LocalJoinRule.allCases.map(\.rawValue)),
         description: "Who may follow an activity a device created itself (no backend start): anyone (the default): any device that registers for it; user: only devices of the creating device's user_id (without one, that device alone)."

@@ -7,6 +7,8 @@ import Storage
 /// The admin routes: create, list, read and change apps, and rotate their keys.
 struct AppRoutes: Sendable {
     let apps: AppService
+    /// The history's retention, and what an app's history holds.
+    let history: HistoryService
     /// The server's budgets and rate limits, which an app's own figures override.
     let environment: ServiceEnvironment
 
@@ -14,7 +16,8 @@ struct AppRoutes: Sendable {
         [
             APIRoute(
                 "POST", "/v1/apps", summary: "Create an app; its server and device keys are returned once.",
-                access: .admin, body: RequestSchemas.createApp, carriesSecret: true,
+                access: .admin, body: RequestSchemas.createApp(historyRetentionDays: environment.historyRetentionDays),
+                carriesSecret: true,
                 responses: [(201, "The app, with its keys"), (422, "A field is invalid")]
             ) { request in try await create(request) },
             APIRoute(
@@ -22,13 +25,14 @@ struct AppRoutes: Sendable {
                 responses: [(200, "Every app")]
             ) { request in try await list(request) },
             APIRoute(
-                "GET", "/v1/apps/{app_id}", summary: "Read an app.", access: .admin,
-                responses: [(200, "The app"), (404, "No such app")]
+                "GET", "/v1/apps/{app_id}",
+                summary: "Read an app, with what its history holds: {retention_days, activities, sends, pushes, oldest_at}.",
+                access: .admin, responses: [(200, "The app, with its history"), (404, "No such app")]
             ) { request in try await show(request) },
             APIRoute(
                 "PATCH", "/v1/apps/{app_id}",
-                summary: "Change an app's name, bundle id, APNs credentials (replaced as a whole group; null removes them) or settings (strict_activity_types, device_secrets, local_join, budget, rate_limits: each figure null takes the server's again).",
-                access: .admin, body: RequestSchemas.updateApp,
+                summary: "Change an app's name, bundle id, APNs credentials (replaced as a whole group; null removes them) or settings (strict_activity_types, device_secrets, local_join, history_retention_days, budget, rate_limits: each figure null takes the server's again).",
+                access: .admin, body: RequestSchemas.updateApp(historyRetentionDays: environment.historyRetentionDays),
                 responses: [(200, "The app"), (404, "No such app"), (422, "A field is invalid")]
             ) { request in try await update(request) },
             APIRoute(
@@ -50,11 +54,13 @@ struct AppRoutes: Sendable {
         let strict = body.root.bool("strict_activity_types")
         let fcm = Self.fcm(body.root)
         let localJoin = body.root.enumeration("local_join", as: LocalJoinRule.self)
+        let retention = body.root.bounded("history_retention_days")
         try body.finish()
         var command = CreateApp(
             name: name!, bundleID: bundleID!, credentials: credentials ?? nil, strictActivityTypes: strict ?? false)
         command.fcmServiceAccount = fcm ?? nil
         command.localJoin = localJoin ?? .anyone
+        command.historyRetentionDays = retention
         let created = try await apps.create(command)
         var json = json(created.app)
         json["server_key"] = .string(created.serverKey)
@@ -68,7 +74,15 @@ struct AppRoutes: Sendable {
     }
 
     private func show(_ request: RouteRequest) async throws -> HTTPResponse {
-        APIJSON.response(.object(json(try await apps.app(id: request.parameters["app_id"] ?? ""))))
+        let app = try await apps.app(id: request.parameters["app_id"] ?? "")
+        let view = try await history.view(of: app)
+        var json = json(app)
+        json["history"] = [
+            "retention_days": .double(view.retentionDays), "activities": .integer(Int64(view.summary.activities)),
+            "sends": .integer(Int64(view.summary.sends)), "pushes": .integer(Int64(view.summary.pushes)),
+            "oldest_at": APIJSON.date(view.summary.oldestAt),
+        ]
+        return APIJSON.response(.object(json))
     }
 
     private func update(_ request: RouteRequest) async throws -> HTTPResponse {
@@ -82,6 +96,7 @@ struct AppRoutes: Sendable {
         let rateLimits = Self.rateLimitChange(body.root)
         let fcm = Self.fcm(body.root)
         let localJoin = body.root.enumeration("local_join", as: LocalJoinRule.self)
+        let retention = Self.change(body.root, "history_retention_days", body.root.bounded)
         try body.finish()
         var command = UpdateApp(
             appID: request.parameters["app_id"] ?? "", name: name, bundleID: bundleID, credentials: credentials,
@@ -90,6 +105,7 @@ struct AppRoutes: Sendable {
         command.rateLimits = rateLimits
         command.fcmServiceAccount = fcm
         command.localJoin = localJoin
+        command.historyRetentionDays = retention
         let updated = try await apps.update(command)
         return APIJSON.response(.object(json(updated)))
     }
@@ -180,6 +196,7 @@ struct AppRoutes: Sendable {
             "created_at": APIJSON.date(app.createdAt), "updated_at": APIJSON.date(app.updatedAt),
             "strict_activity_types": .bool(app.strictActivityTypes),
             "device_secrets": .string(app.deviceSecrets.rawValue), "local_join": .string(app.localJoin.rawValue),
+            "history_retention_days": app.historyRetentionDays.map(JSONValue.double) ?? .null,
         ]
         // The FCM account is named, never returned: its key stays on the server.
         json["fcm"] = app.fcm.map { ["project_id": .string($0.projectID), "client_email": .string($0.clientEmail)] } ?? .null

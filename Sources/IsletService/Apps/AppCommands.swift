@@ -15,6 +15,9 @@ public struct CreateApp: Sendable {
     public var fcmServiceAccount: JSONValue?
     /// Who may follow an activity a device created itself.
     public var localJoin: LocalJoinRule = .anyone
+    /// Days the app's history is kept, when shorter than the server's; `nil`: the
+    /// server's.
+    public var historyRetentionDays: Double?
 
     /// Creates the command.
     public init(name: String, bundleID: String, credentials: APNsCredentials?, strictActivityTypes: Bool) {
@@ -48,6 +51,9 @@ public struct UpdateApp: Sendable {
     public var rateLimits: RateLimitChange?
     /// A new FCM service account's JSON, or `.some(nil)` to remove it.
     public var fcmServiceAccount: JSONValue??
+    /// The app's own history retention in days, or `.some(nil)` to take the
+    /// server's again.
+    public var historyRetentionDays: Double??
 
     /// Creates the command.
     public init(

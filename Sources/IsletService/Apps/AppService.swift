@@ -44,6 +44,7 @@ public final class AppService: Sendable {
     /// Creates an app with fresh keys.
     public func create(_ command: CreateApp) async throws(ServiceError) -> CreatedApp {
         try Self.check(command.credentials)
+        try checkHistoryRetention(command.historyRetentionDays)
         let fcm = try command.fcmServiceAccount.map { (json) throws(ServiceError) in try FCMAccountRules.credentials(from: json) }
         if let fcm { try await FCMAccountRules.checkTokenURI(fcm, policy: tokenURIs) }
         let serverKey: String
@@ -63,6 +64,7 @@ public final class AppService: Sendable {
         app.strictActivityTypes = command.strictActivityTypes
         app.deviceSecrets = .required
         app.localJoin = command.localJoin
+        app.historyRetentionDays = command.historyRetentionDays
         app.fcm = fcm
         let created = app
         try await environment.write { (session: any Stores) in try session.insertApp(created) }
@@ -84,6 +86,24 @@ public final class AppService: Sendable {
         }
     }
 
+    /// An app's own history retention is a number of days within
+    /// ``HistoryRetention/days``, and no longer than the server's: a longer one is
+    /// refused, not cut short, so that an app never believes it keeps what it
+    /// does not.
+    func checkHistoryRetention(_ days: Double?) throws(ServiceError) {
+        guard let days else { return }
+        let field = "history_retention_days"
+        guard HistoryRetention.accepts(days) else {
+            let message = "must be a number of days from \(HistoryRetention.spokenRange)"
+            throw .invalid("The field \(field) is invalid: \(ServiceError.sentence(message))", field: field, message)
+        }
+        let server = environment.historyRetentionDays
+        guard days <= server else {
+            let message = "must be at most the server's retention, \(HistoryRetention.spoken(server)) \(server == 1 ? "day" : "days")"
+            throw .invalid("The field \(field) is invalid: \(ServiceError.sentence(message))", field: field, message)
+        }
+    }
+
     /// Every app, oldest first.
     public func list() async throws(ServiceError) -> [AppRecord] {
         try await environment.read { (session: any Stores) in try session.apps() }
@@ -102,6 +122,7 @@ public final class AppService: Sendable {
     /// never undone.
     public func update(_ command: UpdateApp) async throws(ServiceError) -> AppRecord {
         if let credentials = command.credentials { try Self.check(credentials) }
+        if let days = command.historyRetentionDays { try checkHistoryRetention(days) }
         let faults = (command.budget?.faults ?? []) + (command.rateLimits?.faults ?? [])
         if !faults.isEmpty {
             let detail = faults.count == 1
@@ -123,6 +144,7 @@ public final class AppService: Sendable {
             if let strict = command.strictActivityTypes { app.strictActivityTypes = strict }
             if let policy = command.deviceSecrets { app.deviceSecrets = policy }
             if let rule = command.localJoin { app.localJoin = rule }
+            if let days = command.historyRetentionDays { app.historyRetentionDays = days }
             if let change = command.budget { app.budget = change.applied(to: app.budget) }
             if let change = command.rateLimits { app.rateLimits = change.applied(to: app.rateLimits) }
             if let bundleID = command.bundleID { app.bundleID = bundleID }

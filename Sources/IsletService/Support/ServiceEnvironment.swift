@@ -39,6 +39,9 @@ public struct ServiceEnvironment: Sendable {
     public let rateLimits: RateLimitDefaults
     /// What the limits did, for `/metrics`.
     public let limitMetrics: LimitMetrics
+    /// Days the server keeps history (`--history-retention-days`); an app may keep
+    /// its own for less (see ``HistoryRetention``).
+    public let historyRetentionDays: Double
 
     /// Creates an environment.
     public init(
@@ -46,8 +49,9 @@ public struct ServiceEnvironment: Sendable {
         idempotencyWindow: TimeInterval, pushesQueued: @escaping @Sendable () -> Void = {},
         credentialsChanged: @escaping @Sendable (AppRecord) -> Void = { _ in }, nodeID: String = "local",
         renewLead: TimeInterval = 15 * 60, budget: SendBudget = .standard, rateLimits: RateLimitDefaults = .none,
-        limitMetrics: LimitMetrics = LimitMetrics()
+        limitMetrics: LimitMetrics = LimitMetrics(), historyRetentionDays: Double = HistoryRetention.standardDays
     ) {
+        self.historyRetentionDays = historyRetentionDays
         self.budget = budget
         self.rateLimits = rateLimits
         self.limitMetrics = limitMetrics

@@ -447,5 +447,15 @@ enum PostgresSchema {
             );
             CREATE INDEX pushes_by_send ON pushes(send_id, device_id);
             """),
+        // Retention of the history: an app's own, shorter, retention, and what its
+        // purge and the count of an app's history read. Ended activities by the
+        // app and their start; sends by the app and their time (each send's
+        // pushes, which deleting a send checks, are read by pushes_by_send, of
+        // version 22).
+        Migration(version: 23, name: "history retention", sql: """
+            ALTER TABLE apps ADD COLUMN history_retention_days DOUBLE PRECISION;
+            CREATE INDEX activities_by_start ON activities(app_id, started_at);
+            CREATE INDEX sends_by_time ON sends(app_id, created_at);
+            """),
     ]
 }

@@ -26,6 +26,9 @@ public struct AppRecord: Sendable, Hashable {
     public var budget = BudgetOverrides()
     /// The app's own rate limits.
     public var rateLimits = RateLimitOverrides()
+    /// Days the app's history is kept, when shorter than the server's retention
+    /// (see ``HistoryRetention``); `nil`: the server's.
+    public var historyRetentionDays: Double?
     /// SHA-256 of the server key.
     public var serverKeyHash: Data
     /// SHA-256 of the device key.

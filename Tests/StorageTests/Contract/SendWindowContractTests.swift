@@ -313,4 +313,42 @@ struct SendWindowContractTests {
             #expect(try usage() == ["d1": 1, "d2": 2, "d3": 1, "d4": 1, "d5": 1])
         }
     }
+    @Test(arguments: StoreBackend.all)
+    func aSendByWindowsStaysUntilItFinishedAndGoesAfterTheRetention(_ backend: StoreBackend) async throws {
+        try await withStore(backend) { store in
+            try prepare(store)
+            let (sendID, _) = try send(store, at: 1)
+            let claimed = try claim(store, at: 2, limit: 3)
+            #expect(try store.writeNow {
+                try $0.recordWindowOutcome(
+                    claimed[0], PushOutcome(status: .failed, attempts: 1, apnsStatus: 400), by: "node-1", now: Fixture.at(3))
+            })
+            func purge(before seconds: Double) throws -> PurgedHistory {
+                try store.writeNow { try $0.purgeSettledSends(appID: "app_1", before: Fixture.at(seconds), limit: 100) }
+            }
+            // Open, it stays however old: its copies are told by it.
+            #expect(try purge(before: 10_000).sends == 0)
+            #expect(try history(store).count == 5)
+            #expect(try store.readNow { try $0.historySummary(appID: "app_1") }.sends == 1)
+            var tally = WindowTally(size: 3)
+            tally.answered = 3
+            tally.sent = 2
+            tally.exceptions = 1
+            try store.writeNow { _ = try $0.settleWindow(claimed[0].window!, tally, by: "node-1", now: Fixture.at(4)) }
+            let rest = try claim(store, at: 5, limit: 10)
+            tally = WindowTally(size: 2)
+            tally.answered = 2
+            tally.sent = 2
+            try store.writeNow { _ = try $0.settleWindow(rest[0].window!, tally, by: "node-1", now: Fixture.at(6)) }
+            // Four told by the send, one with a row.
+            #expect(try store.readNow { try $0.historySummary(appID: "app_1") }.pushes == 5)
+            // Finished after the cutoff: it stays.
+            #expect(try purge(before: 6).sends == 0)
+            let purged = try purge(before: 7)
+            #expect(purged.sends == 1 && purged.pushes == 1)
+            #expect(try history(store).isEmpty)
+            #expect(try store.readNow { try $0.historySummary(appID: "app_1") }.sends == 0)
+            _ = sendID
+        }
+    }
 }
