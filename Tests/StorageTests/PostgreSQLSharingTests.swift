@@ -279,6 +279,9 @@ struct PostgreSQLSharingTests {
             }
             try stores[0].writeNow { try $0.notifyNodes(.appChanged(appID: "after")) }
             #expect(await eventually { heard.withLock { $0.contains(.appChanged(appID: "after")) } })
+            // A stream open on one node asks the others for an event per push sent.
+            try stores[0].writeNow { try $0.notifyNodes(.eventsWanted(appID: "app_1")) }
+            #expect(await eventually { heard.withLock { $0.contains(.eventsWanted(appID: "app_1")) } })
             #expect(!heard.withLock { $0.contains(.appChanged(appID: "rolled-back")) })
         }
     }
