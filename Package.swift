@@ -128,7 +128,7 @@ let package = Package(
             name: "IsletBench",
             dependencies: [
                 "IsletSync", "APNs", "APNsSimulator", "HTTP2", "HTTPClient", "HTTPServer", "IsletCore", "IsletCrypto", "Storage",
-                "SQLiteStorage", "IsletTesting",
+                "SQLiteStorage", "IsletTesting", "IsletLog", "IsletServer",
             ],
             path: "Benchmarks/IsletBench",
             swiftSettings: swiftSettings),

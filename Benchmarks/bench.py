@@ -12,7 +12,8 @@ tokens (the wire), and the SQLite database's growth per push; (4) the API under 
 recovery from SIGKILL in the middle of a fan-out; (7) PostgreSQL beside SQLite:
 registration rate and p99, fan-out, SIGKILL recovery, and two nodes beside one;
 (8) schedules: 100,000 timeline entries due in one minute, how late they fire, and
-the server's memory with a million pending.
+the server's memory with a million pending; (9) webhooks; (10) retention: the
+database's size under fan-outs with a history kept a couple of minutes.
 
 Writes bench/results/results.json, bench/results/report.md and PNG plots; a full
 run also adds a line to bench/results/history.jsonl (kept in the repository), and
@@ -275,6 +276,23 @@ def broadcast(quick, results, progress):
     progress.note(f"{subscribers:,} channel subscribers in {row['channel_seconds']:.2f} s with "
                   f"{row['channel_pushes']:.0f} push; {holders:,} token holders in {row['tokens_seconds']:.2f} s "
                   f"with {row['tokens_pushes']:.0f} pushes")
+
+
+def retention(quick, results, progress):
+    # A server keeping its history (and its events, one per push sent) a couple of
+    # minutes, under fan-outs for several times that: the database's size (the
+    # SQLite file and its WAL) over time, flat once the retention and three purges
+    # have passed. In islet-bench's process: the flag takes an hour at least.
+    minutes, seconds, devices = (1, 300, 200) if quick else (2, 720, 500)
+    out = run([BENCH, "retention", "--minutes", str(minutes), "--seconds", str(seconds), "--devices", str(devices)],
+              timeout=seconds + 900)
+    lines = out.splitlines()
+    row = {key: float(value) for key, value in kv("\n".join(l for l in lines if not l.startswith("sample "))).items()}
+    row["samples"] = [{key: float(value) for key, value in kv(l).items()} for l in lines if l.startswith("sample ")]
+    row["growth_after_window"] = row["size_end_mb"] / row["size_at_window_mb"] if row["size_at_window_mb"] else 0
+    results["retention"] = row
+    progress.note(f"{row['pushes_answered']:,.0f} pushes to {devices} devices in {seconds} s, history kept {minutes} min: "
+                  f"{row['size_at_window_mb']:.0f} MB once the window passed, {row['size_end_mb']:.0f} MB at the end")
 
 
 def wrk(port, seconds, script=None, path="/"):
@@ -1250,6 +1268,10 @@ def targets(results):
         if "webhook_ratio" in w:
             rows.append((f"fan-out {w['devices']:,} with a webhook on push.* ÷ without, side by side", w["webhook_ratio"],
                          0.8, "≥"))
+    r = results.get("retention")
+    if r:
+        rows.append((f"database size (file + WAL) at the end ÷ once a {r['retention_seconds'] / 60:.0f}-minute history "
+                     f"retention passed, {r['pushes_answered']:,.0f} pushes", r["growth_after_window"], 1.1, "<"))
     out = []
     for name, value, target, op in rows:
         if not op:  # a figure without a target
@@ -1316,6 +1338,17 @@ def plots(results):
         ax.set_title(f"Update-token registration at {paced['rate']:,} requests/s (half the maximum)")
         ax.legend()
         written.append(save(fig, "registration-latency.png"))
+    r = results.get("retention")
+    if r and r.get("samples"):
+        fig, ax = plt.subplots(figsize=(8, 4))
+        xs = [sample["seconds"] for sample in r["samples"]]
+        ax.plot(xs, [sample["file_mb"] + sample["wal_mb"] for sample in r["samples"]], label="file + WAL (MB)")
+        ax.axvline(r["window_seconds"], color="gray", linestyle="--", label="retention and three purges passed")
+        ax.set_xlabel("seconds")
+        ax.set_ylabel("MB")
+        ax.set_title(f"Database size, history kept {r['retention_seconds'] / 60:.0f} min")
+        ax.legend()
+        written.append(save(fig, "retention.png"))
     return written
 
 
@@ -1413,7 +1446,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller runs; under five minutes")
     parser.add_argument("--only", help="comma-separated steps: transport,simulator,fanout,broadcast,api,memory,recovery,postgres,"
-                                       "schedules,webhooks")
+                                       "schedules,webhooks,retention")
     args = parser.parse_args()
     os.makedirs(RESULTS, exist_ok=True)
     results = {"started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "quick": args.quick,
@@ -1431,7 +1464,9 @@ def main():
              ("schedules", "timeline entries due in one minute, and memory with many pending",
               lambda: schedules(rig, args.quick, results, progress)),
              ("webhooks", "webhook deliveries of a fan-out's events, and sends with 1,000 event streams open",
-              lambda: webhooks(rig, args.quick, results, progress))]
+              lambda: webhooks(rig, args.quick, results, progress)),
+             ("retention", "the database's size under fan-outs with a history kept a couple of minutes",
+              lambda: retention(args.quick, results, progress))]
     if args.only:
         wanted = set(args.only.split(","))
         steps = [step for step in steps if step[0] in wanted]

@@ -25,6 +25,8 @@ import Synchronization
 /// - `webhook-out [--count N] [--concurrency N]`: POSTs through the outbound HTTP
 ///   client to a receiver in the same process (see WebhookOut.swift).
 /// - `webhook-receiver --port N`: a counting webhook endpoint (see WebhookReceiver.swift).
+/// - `retention [--minutes M] [--seconds S]`: the database's size under a steady
+///   load with a retention of M minutes (see Retention.swift).
 
 final class NullDelegate: HTTP2ServerDelegate {
     func handle(_ request: HTTP2ServerRequest, on connection: HTTP2ServerConnectionContext) -> HTTP2ServerReply {
@@ -70,6 +72,8 @@ case "webhook-receiver":
     try await webhookReceiver(arguments)
 case "webhook-out":
     try await webhookOut(arguments)
+case "retention":
+    try await retention(arguments)
 default:
     FileHandle.standardError.write(Data("usage: islet-bench h2-server --port N [--threads N] | apns-client --url URL ...\n".utf8))
     exit(2)

@@ -13,7 +13,7 @@ public struct HistorySettings: Sendable, Hashable {
     public var batchSize = 500
     /// Time between two batches while more is left to delete, so that the other
     /// writers get the database in between.
-    public var pause: TimeInterval = 0.05
+    public var pause: TimeInterval = 0.02
 
     /// The defaults.
     public init() {}
