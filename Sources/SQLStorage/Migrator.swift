@@ -3,8 +3,7 @@ public import IsletCore
 
 /// One step of a schema's history.
 public struct Migration: Sendable {
-    /// The schema version this step produces. A history's versions increase, by one
-    /// as a rule (a version may be left out: one kept for a change made alongside);
+    /// The schema version this step produces. A history's versions increase by one;
     /// one that starts above 1 folded the earlier steps into its first.
     public let version: Int
     /// A short name, stored with the version; a stored name that differs from the
@@ -75,11 +74,9 @@ public struct Migrator: Sendable {
     @discardableResult
     public func migrate(on target: some MigrationTarget) throws -> [Int] {
         let first = migrations.first?.version ?? 1
-        for (earlier, migration) in zip(migrations, migrations.dropFirst()) where migration.version <= earlier.version {
-            throw target.refusal(
-                "migration \(migration.name) has version \(migration.version), not above \(earlier.name)'s \(earlier.version)")
+        for (index, migration) in migrations.enumerated() where migration.version != first + index {
+            throw target.refusal("migration \(migration.name) has version \(migration.version), expected \(first + index)")
         }
-        let names = Dictionary(uniqueKeysWithValues: migrations.map { ($0.version, $0.name) })
         let newest = migrations.last?.version ?? 0
         return try target.whileMigrating {
             try target.execute(Self.bookkeeping)
@@ -91,10 +88,9 @@ public struct Migrator: Sendable {
                         "the database is at schema version \(version), newer than this Islet knows (\(newest)); upgrade Islet")
                 }
                 let name = row[1].text ?? ""
-                if version >= first, names[version] != name {
+                if version >= first, migrations[version - first].name != name {
                     throw target.refusal(
-                        names[version].map { "schema version \(version) was applied as \"\(name)\" but this Islet calls it \"\($0)\"" }
-                            ?? "schema version \(version) was applied as \"\(name)\" but this Islet has no such version")
+                        "schema version \(version) was applied as \"\(name)\" but this Islet calls it \"\(migrations[version - first].name)\"")
                 }
                 highest = max(highest, version)
             }
