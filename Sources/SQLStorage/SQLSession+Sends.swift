@@ -93,10 +93,13 @@ extension SQLSession {
         let total = Int(
             try query("SELECT count(*) AS n FROM (\(sql: audience)) a WHERE a.status = 'active' AND NOT a.unreachable")
                 .first?.int64("n") ?? 0)
+        // A send that reaches no copy is over at once: no worker needs to look at it,
+        // and the history's retention may take it like any finished send.
         try run(
             """
             UPDATE sends SET audience = 'copies', token_kind = \(kind.rawValue), activity_type = \(activityType),
-                state = 'queued', total = \(total), progressed_at = \(millis)
+                state = \(total > 0 ? "queued" : "completed"), total = \(total), progressed_at = \(millis),
+                finished_at = \(total > 0 ? nil : millis)
             WHERE id = \(sendID)
             """)
         if total > 0 { try notifyNodes(.pushesQueued) }

@@ -351,4 +351,26 @@ struct SendWindowContractTests {
             _ = sendID
         }
     }
+    @Test(arguments: StoreBackend.all)
+    func aSendThatReachesNoCopyIsOverAtOnce(_ backend: StoreBackend) async throws {
+        try await withStore(backend) { store in
+            try store.writeNow { session throws in
+                try session.insertApp(Fixture.app())
+                try session.insertActivity(
+                    appID: "app_1", activityID: "a1", activityType: "Match", origin: .remote, attributes: nil,
+                    contentState: nil, lastTimestamp: nil, endAt: nil, replacing: false, now: Fixture.t0)
+                // A copy still waiting for its update token takes no update.
+                try session.insertPendingInstances(appID: "app_1", activityID: "a1", targets: [Fixture.target("d1", "s1")], now: Fixture.t0)
+            }
+            let (_, reached) = try send(store, at: 1)
+            #expect(reached == 0)
+            #expect(try store.readNow { try $0.queueDepth() } == 0)
+            #expect(try store.readNow { try $0.nextDueTime() } == nil)
+            #expect(try claim(store, at: 2, limit: 10).isEmpty)
+            #expect(try history(store).isEmpty)
+            // Finished, it is history like any other send: no event says so.
+            #expect(try completions(store).isEmpty)
+            #expect(try store.writeNow { try $0.purgeSettledSends(appID: "app_1", before: Fixture.at(2), limit: 10) }.sends == 1)
+        }
+    }
 }
