@@ -52,6 +52,16 @@ struct SendWindowContractTests {
         }
     }
 
+    /// A window of `size` pushes, every one answered: `sent` plainly, `exceptions`
+    /// with rows of their own.
+    private func answered(_ size: Int, sent: Int, exceptions: Int = 0) -> WindowTally {
+        var tally = WindowTally(size: size)
+        tally.answered = size
+        tally.sent = sent
+        tally.exceptions = exceptions
+        return tally
+    }
+
     private func history(_ store: any Store) throws -> [PushHistoryItem] {
         try store.readNow { try $0.pushes(appID: "app_1", activityID: "a1", since: Fixture.t0) }
     }
@@ -87,9 +97,7 @@ struct SendWindowContractTests {
             #expect(try store.readNow { try $0.nextDueTime() } == nil)
 
             // The first window settles in one write: its copies show as sent.
-            var tally = WindowTally(size: 2)
-            tally.answered = 2
-            tally.sent = 2
+            var tally = answered(2, sent: 2)
             #expect(try store.writeNow { try $0.settleWindow(first[0].window!, tally, by: "node-1", now: Fixture.at(3)) })
             #expect(try history(store).map(\.status) == [.sent, .sent, .queued, .queued, .queued])
             #expect(try store.readNow { try $0.queueDepth() } == 3)
@@ -108,10 +116,7 @@ struct SendWindowContractTests {
                 try $0.recordWindowOutcome(
                     second[0], PushOutcome(status: .failed, attempts: 1, apnsStatus: 400), by: "node-2", now: Fixture.at(4))
             })
-            tally = WindowTally(size: 3)
-            tally.answered = 3
-            tally.sent = 2
-            tally.exceptions = 1
+            tally = answered(3, sent: 2, exceptions: 1)
             #expect(try completions(store).isEmpty)
             #expect(try store.writeNow { try $0.settleWindow(second[0].window!, tally, by: "node-1", now: Fixture.at(5)) })
             let items = try history(store)
@@ -158,12 +163,9 @@ struct SendWindowContractTests {
             #expect(again.prefix(2).map(\.apnsID) == [claimed[0].apnsID, claimed[2].apnsID])
             #expect(again.prefix(2).allSatisfy { $0.window == SendWindow(sendID: sendID, through: "d3") })
             // The old holder settles nothing.
-            var tally = WindowTally(size: 3)
-            tally.answered = 3
+            var tally = answered(3, sent: 0)
             #expect(try !store.writeNow { try $0.settleWindow(claimed[0].window!, tally, by: "node-1", now: Fixture.at(42)) })
-            tally = WindowTally(size: 2)
-            tally.answered = 2
-            tally.sent = 2
+            tally = answered(2, sent: 2)
             #expect(try store.writeNow { try $0.settleWindow(again[0].window!, tally, by: "node-2", now: Fixture.at(42)) })
             // Handing back on a stop puts a window back too.
             #expect(try store.writeNow { try $0.requeueInFlight(.heldBy(nodeID: "node-2"), now: Fixture.at(43)) } == 2)
@@ -194,9 +196,7 @@ struct SendWindowContractTests {
             #expect(try history(store).last?.reason == "Superseded")
             // Finished once its window in flight settled.
             #expect(try completions(store).isEmpty)
-            var tally = WindowTally(size: 2)
-            tally.answered = 2
-            tally.sent = 2
+            let tally = answered(2, sent: 2)
             #expect(try store.writeNow { try $0.settleWindow(claimed[0].window!, tally, by: "node-1", now: Fixture.at(5)) })
             #expect(try history(store).map(\.status) == [.sent, .sent, .dropped, .dropped, .dropped])
             let done = try completions(store)
@@ -252,9 +252,7 @@ struct SendWindowContractTests {
             #expect(try store.writeNow {
                 try $0.recordTap(appID: "app_1", activityID: "a1", deviceID: "d1", apnsID: early, at: Fixture.at(3), sentBy: Fixture.at(3))
             } == nil)
-            var tally = WindowTally(size: 5)
-            tally.answered = 5
-            tally.sent = 5
+            let tally = answered(5, sent: 5)
             _ = try store.writeNow { try $0.settleWindow(claimed[0].window!, tally, by: "node-1", now: Fixture.at(4)) }
             let tap = try store.writeNow {
                 try $0.recordTap(appID: "app_1", activityID: "a1", deviceID: "d1", apnsID: early, at: Fixture.at(5), sentBy: Fixture.at(5))
@@ -313,11 +311,12 @@ struct SendWindowContractTests {
             #expect(try usage() == ["d1": 1, "d2": 2, "d3": 1, "d4": 1, "d5": 1])
         }
     }
+
     @Test(arguments: StoreBackend.all)
     func aSendByWindowsStaysUntilItFinishedAndGoesAfterTheRetention(_ backend: StoreBackend) async throws {
         try await withStore(backend) { store in
             try prepare(store)
-            let (sendID, _) = try send(store, at: 1)
+            _ = try send(store, at: 1)
             let claimed = try claim(store, at: 2, limit: 3)
             #expect(try store.writeNow {
                 try $0.recordWindowOutcome(
@@ -330,15 +329,10 @@ struct SendWindowContractTests {
             #expect(try purge(before: 10_000).sends == 0)
             #expect(try history(store).count == 5)
             #expect(try store.readNow { try $0.historySummary(appID: "app_1") }.sends == 1)
-            var tally = WindowTally(size: 3)
-            tally.answered = 3
-            tally.sent = 2
-            tally.exceptions = 1
+            var tally = answered(3, sent: 2, exceptions: 1)
             try store.writeNow { _ = try $0.settleWindow(claimed[0].window!, tally, by: "node-1", now: Fixture.at(4)) }
             let rest = try claim(store, at: 5, limit: 10)
-            tally = WindowTally(size: 2)
-            tally.answered = 2
-            tally.sent = 2
+            tally = answered(2, sent: 2)
             try store.writeNow { _ = try $0.settleWindow(rest[0].window!, tally, by: "node-1", now: Fixture.at(6)) }
             // Four told by the send, one with a row.
             #expect(try store.readNow { try $0.historySummary(appID: "app_1") }.pushes == 5)
@@ -348,9 +342,9 @@ struct SendWindowContractTests {
             #expect(purged.sends == 1 && purged.pushes == 1)
             #expect(try history(store).isEmpty)
             #expect(try store.readNow { try $0.historySummary(appID: "app_1") }.sends == 0)
-            _ = sendID
         }
     }
+
     @Test(arguments: StoreBackend.all)
     func aSendThatReachesNoCopyIsOverAtOnce(_ backend: StoreBackend) async throws {
         try await withStore(backend) { store in
