@@ -207,7 +207,7 @@ extension SQLSession {
     /// instead, a million in a large fan-out, holding the writer meanwhile.
     public func claimUnconfirmedStarts(sentBefore: Date, now: Date, limit: Int) throws -> [UnconfirmedStart] {
         let lock: SQL = dialect == .postgresql ? " FOR UPDATE OF i SKIP LOCKED" : ""
-        let found = try query(
+        var found = try query(
             """
             SELECT i.app_id, i.activity_id, i.device_id, p.apns_id, p.sent_at
             FROM activity_instances i CROSS JOIN pushes p
@@ -222,6 +222,31 @@ extension SQLSession {
                 appID: try row.string("app_id"), activityID: try row.string("activity_id"),
                 deviceID: try row.string("device_id"), apnsID: try row.string("apns_id"), sentAt: try row.date("sent_at"))
         }
+        // The starts by windows: a copy its send's windows reached (handed out, in
+        // no window still in flight, no row of its own), once the send last
+        // progressed at or before `sentBefore` (its windows' settling times are
+        // not kept one by one: the send's last is the latest any of them was).
+        let windowed = try query(
+            """
+            SELECT i.app_id, i.activity_id, i.device_id, s.id AS send_id, s.progressed_at AS sent_at
+            FROM activity_instances i CROSS JOIN sends s
+            WHERE i.status = 'pending' AND i.update_token IS NULL AND i.start_unconfirmed_at IS NULL
+                AND i.start_send_id IS NOT NULL AND s.id = i.start_send_id AND s.audience = 'copies'
+                AND s.token_kind = \(PushTokenKind.pushToStart.rawValue) AND s.claimed_through >= i.device_id
+                AND s.progressed_at <= \(sentBefore.unixMilliseconds)
+                AND NOT EXISTS (SELECT 1 FROM pushes p WHERE p.send_id = s.id AND p.device_id = i.device_id)
+                AND NOT EXISTS (SELECT 1 FROM send_windows w WHERE w.send_id = s.id
+                    AND w.after_device < i.device_id AND i.device_id <= w.through_device)
+            ORDER BY s.progressed_at LIMIT \(limit)\(sql: lock)
+            """
+        ).map { row in
+            UnconfirmedStart(
+                appID: try row.string("app_id"), activityID: try row.string("activity_id"),
+                deviceID: try row.string("device_id"),
+                apnsID: APNsMessageID.derived(sendID: try row.int64("send_id"), deviceID: try row.string("device_id")),
+                sentAt: try row.date("sent_at"))
+        }
+        found = Array((found + windowed).sorted { $0.sentAt < $1.sentAt }.prefix(limit))
         try runEach(found) { start in
             """
             UPDATE activity_instances SET start_unconfirmed_at = \(now.unixMilliseconds)
@@ -283,16 +308,19 @@ extension SQLSession {
         }
     }
 
-    public func insertPendingInstances(appID: String, activityID: String, targets: [PushTarget], now: Date) throws {
+    public func insertPendingInstances(
+        appID: String, activityID: String, targets: [PushTarget], startSendID: Int64?, now: Date
+    ) throws {
         let millis = now.unixMilliseconds
         if dialect == .postgresql {
             // Bound as arrays, a few thousand targets a statement.
             try forEachChunk(of: targets) { chunk in
                 try run(
                     """
-                    INSERT INTO activity_instances (app_id, activity_id, device_id, status, environment, created_at, updated_at)
+                    INSERT INTO activity_instances (app_id, activity_id, device_id, status, environment, created_at, updated_at,
+                        start_send_id)
                     SELECT \(appID)::text, \(activityID)::text, t.device_id, 'pending', t.environment, \(millis)::int8,
-                        \(millis)::int8
+                        \(millis)::int8, \(startSendID)::int8
                     FROM unnest(\(SQLValue.array(chunk.map { .text($0.deviceID) }))::text[],
                         \(SQLValue.array(chunk.map { .text($0.environment.rawValue) }))::text[]) AS t(device_id, environment)
                     ON CONFLICT (app_id, activity_id, device_id) DO NOTHING
@@ -302,16 +330,19 @@ extension SQLSession {
         }
         try runEach(targets) { target in
             """
-            INSERT INTO activity_instances (app_id, activity_id, device_id, status, environment, created_at, updated_at)
+            INSERT INTO activity_instances (app_id, activity_id, device_id, status, environment, created_at, updated_at,
+                start_send_id)
             VALUES (\(appID), \(activityID), \(target.deviceID), 'pending', \(target.environment.rawValue), \(millis),
-                \(millis))
+                \(millis), \(startSendID))
             ON CONFLICT (app_id, activity_id, device_id) DO NOTHING
             """
         }
     }
 
     @discardableResult
-    public func insertAndroidInstances(appID: String, activityID: String, deviceIDs: [String], now: Date) throws -> Int {
+    public func insertAndroidInstances(
+        appID: String, activityID: String, deviceIDs: [String], startSendID: Int64?, now: Date
+    ) throws -> Int {
         let millis = now.unixMilliseconds
         if dialect == .postgresql {
             // Bound as an array, a few thousand devices a statement.
@@ -319,9 +350,10 @@ extension SQLSession {
             try forEachChunk(of: deviceIDs) { chunk in
                 added += try run(
                     """
-                    INSERT INTO activity_instances (app_id, activity_id, device_id, status, environment, created_at, updated_at)
+                    INSERT INTO activity_instances (app_id, activity_id, device_id, status, environment, created_at, updated_at,
+                        start_send_id)
                     SELECT \(appID)::text, \(activityID)::text, t.device_id, 'active', 'production', \(millis)::int8,
-                        \(millis)::int8
+                        \(millis)::int8, \(startSendID)::int8
                     FROM unnest(\(SQLValue.array(chunk.map { .text($0) }))::text[]) AS t(device_id)
                     ON CONFLICT (app_id, activity_id, device_id) DO NOTHING
                     """)
@@ -330,8 +362,9 @@ extension SQLSession {
         }
         return try runEach(deviceIDs) { deviceID in
             """
-            INSERT INTO activity_instances (app_id, activity_id, device_id, status, environment, created_at, updated_at)
-            VALUES (\(appID), \(activityID), \(deviceID), 'active', 'production', \(millis), \(millis))
+            INSERT INTO activity_instances (app_id, activity_id, device_id, status, environment, created_at, updated_at,
+                start_send_id)
+            VALUES (\(appID), \(activityID), \(deviceID), 'active', 'production', \(millis), \(millis), \(startSendID))
             ON CONFLICT (app_id, activity_id, device_id) DO NOTHING
             """
         }

@@ -255,7 +255,8 @@ extension SQLSession {
 
     /// When each start push of `deviceIDs` goes (or went), of those going after
     /// `since` that were not dropped and did not fail: the time it was made,
-    /// or the later one it was deferred to (by pushes_starts_by_device).
+    /// or the later one it was deferred to (rows by pushes_starts_by_device, the
+    /// starts by windows by activity_instances_started).
     public func startTimes(appID: String, deviceIDs: [String], since: Date) throws -> [String: [Date]] {
         var times: [String: [Date]] = [:]
         try forEachChunk(of: deviceIDs) { chunk in
@@ -267,6 +268,21 @@ extension SQLSession {
                     AND status NOT IN ('dropped', 'failed')
                 """)
             for row in rows {
+                times[try row.string("device_id"), default: []].append(try row.date("goes_at"))
+            }
+            // The starts that reach a device by a send's windows, by the copies
+            // they made (a copy with a row of its send was counted above): those
+            // queued, and those sent; not those a stopped send never reached.
+            let windowed = try query(
+                """
+                SELECT i.device_id, s.created_at AS goes_at
+                FROM activity_instances i CROSS JOIN sends s
+                WHERE i.app_id = \(appID) AND i.device_id \(in: Array(chunk)) AND i.start_send_id IS NOT NULL
+                    AND s.id = i.start_send_id AND s.audience = 'copies' AND s.created_at > \(since.unixMilliseconds)
+                    AND (s.state NOT IN ('superseded', 'dropped') OR i.device_id <= s.claimed_through)
+                    AND NOT EXISTS (SELECT 1 FROM pushes p WHERE p.send_id = s.id AND p.device_id = i.device_id)
+                """)
+            for row in windowed {
                 times[try row.string("device_id"), default: []].append(try row.date("goes_at"))
             }
         }

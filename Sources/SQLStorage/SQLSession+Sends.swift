@@ -13,15 +13,16 @@ extension SQLSession {
     // MARK: - The audience
 
     /// The copies a send reaches, as a query's FROM and WHERE over `i` (and `d`, an
-    /// Android device): the copies that held a token, or an Android device's own
-    /// token, when the send was made, and had not ended before it. `after` and
-    /// `through` bound the device ids; none of them has a row of this send.
-    static func audience(
-        sendID: Int64, appID: String, activityID: String, kind: PushTokenKind, createdAt: Int64, after: String?,
-        through: String?
-    ) -> SQL {
+    /// Android device, or `s`, a start token): the copies that held a token, or an
+    /// Android device's own token, when the send was made, and had not ended before
+    /// it; a start's, the copies it made (with their devices' push-to-start tokens
+    /// of its type, or FCM's). `after` and `through` bound the device ids; none of
+    /// them has a row of this send.
+    static func audience(_ send: OpenSend, after: String?, through: String?) -> SQL {
+        let (appID, activityID, createdAt) = (send.appID, send.activityID, send.createdAt)
         var sql: SQL
-        if kind == .fcm {
+        switch (send.kind, send.event) {
+        case (.fcm, _):
             sql = """
                 SELECT i.device_id, d.fcm_token AS token, d.environment, i.status,
                     (d.unreachable_at IS NOT NULL) AS unreachable
@@ -30,7 +31,18 @@ extension SQLSession {
                     AND d.platform = 'android' AND d.fcm_token IS NOT NULL
                     AND (d.unreachable_at IS NULL OR d.unreachable_at >= \(createdAt))
                 """
-        } else {
+            if send.event == .start { sql.append(" AND i.start_send_id = \(send.id)") }
+        case (.pushToStart, _):
+            // A start token deleted since (APNs refused it, or the device took it
+            // back) leaves its copy unreachable.
+            sql = """
+                SELECT i.device_id, coalesce(s.token, '') AS token, coalesce(s.environment, i.environment) AS environment,
+                    i.status, (s.token IS NULL) AS unreachable
+                FROM activity_instances i LEFT JOIN start_tokens s ON s.app_id = i.app_id AND s.device_id = i.device_id
+                    AND s.activity_type = \(send.activityType ?? "")
+                WHERE i.app_id = \(appID) AND i.activity_id = \(activityID) AND i.start_send_id = \(send.id)
+                """
+        default:
             sql = """
                 SELECT i.device_id, i.update_token AS token, i.environment, i.status, (i.update_token IS NULL) AS unreachable
                 FROM activity_instances i
@@ -43,8 +55,8 @@ extension SQLSession {
         let endedSince: SQL = "i.ended_at >= \(createdAt)"
         sql.append(
             """
-             AND i.created_at <= \(createdAt) AND (i.status = 'active' OR (i.status = 'ended' AND \(sql: endedSince)))
-             AND NOT EXISTS (SELECT 1 FROM pushes p WHERE p.send_id = \(sendID) AND p.device_id = i.device_id)
+             AND i.created_at <= \(createdAt) AND (i.status != 'ended' OR \(sql: endedSince))
+             AND NOT EXISTS (SELECT 1 FROM pushes p WHERE p.send_id = \(send.id) AND p.device_id = i.device_id)
             """)
         if let after { sql.append(" AND i.device_id > \(after)") }
         if let through { sql.append(" AND i.device_id <= \(through)") }
@@ -74,31 +86,35 @@ extension SQLSession {
     }
 
     /// Queues send `sendID` to the activity's copies that take `kind` (their own
-    /// update tokens, or FCM for the Android ones), by windows: no row per device.
-    /// A copy that already has a row of the send (a downgraded one) goes by it.
-    /// Answers how many copies the windows reach.
+    /// update tokens, or FCM for the Android ones; a start's, the copies it made,
+    /// by their push-to-start tokens or FCM), by windows: no row per device. A copy
+    /// that already has a row of the send (a downgraded or deferred one) goes by
+    /// it. Answers how many copies the windows reach.
     @discardableResult
     public func queueToCopies(
         sendID: Int64, appID: String, activityID: String, activityType: String?, kind: PushTokenKind, now: Date
     ) throws -> Int {
         let millis = now.unixMilliseconds
-        guard let row = try query("SELECT created_at FROM sends WHERE id = \(sendID)").first else {
+        guard let send = try query(
+            """
+            UPDATE sends SET audience = 'copies', token_kind = \(kind.rawValue), activity_type = \(activityType)
+            WHERE id = \(sendID)
+            RETURNING \(sql: Self.openSendColumns)
+            """).first.map(Self.openSend)
+        else {
             throw StoreError(.corrupt, "send \(sendID) is missing")
         }
-        let audience = Self.audience(
-            sendID: sendID, appID: appID, activityID: activityID, kind: kind, createdAt: try row.int64("created_at"),
-            after: nil, through: nil)
+        let audience = Self.audience(send, after: nil, through: nil)
         // The copies that take it now: an end's are still on, as its transaction
         // ends them after this.
         let total = Int(
-            try query("SELECT count(*) AS n FROM (\(sql: audience)) a WHERE a.status = 'active' AND NOT a.unreachable")
+            try query("SELECT count(*) AS n FROM (\(sql: audience)) a WHERE a.status != 'ended' AND NOT a.unreachable")
                 .first?.int64("n") ?? 0)
         // A send that reaches no copy is over at once: no worker needs to look at it,
         // and the history's retention may take it like any finished send.
         try run(
             """
-            UPDATE sends SET audience = 'copies', token_kind = \(kind.rawValue), activity_type = \(activityType),
-                state = \(total > 0 ? "queued" : "completed"), total = \(total), progressed_at = \(millis),
+            UPDATE sends SET state = \(total > 0 ? "queued" : "completed"), total = \(total), progressed_at = \(millis),
                 finished_at = \(total > 0 ? nil : millis)
             WHERE id = \(sendID)
             """)
@@ -198,9 +214,7 @@ extension SQLSession {
         _ send: OpenSend, after: String?, through: String?, limit: Int?, now: Date, sends: inout [Int64: SendContent],
         seen: (String) -> Void = { _ in }
     ) throws -> [ClaimedPush] {
-        var audience = Self.audience(
-            sendID: send.id, appID: send.appID, activityID: send.activityID, kind: send.kind, createdAt: send.createdAt,
-            after: after, through: through)
+        var audience = Self.audience(send, after: after, through: through)
         audience.append(" ORDER BY i.device_id")
         if let limit { audience.append(" LIMIT \(limit)") }
         let rows = try query(audience)
@@ -221,12 +235,14 @@ extension SQLSession {
             seen(deviceID)
             let status = try row.string("status")
             let token = try row.string("token")
-            // An end goes to the copies it ended; an update only to those still on.
+            // An end goes to the copies it ended; an update or a start only to those
+            // still on.
             if try row.bool("unreachable") {
-                gone.append((deviceID, token, try row.string("environment"), "DeviceUnreachable"))
+                let reason = send.kind == .pushToStart ? "StartTokenRemoved" : "DeviceUnreachable"
+                gone.append((deviceID, token, try row.string("environment"), reason))
                 continue
             }
-            if status != "active" && send.event != .end {
+            if status == "ended" && send.event != .end {
                 gone.append((deviceID, token, try row.string("environment"), "ActivityEnded"))
                 continue
             }
@@ -375,9 +391,7 @@ extension SQLSession {
         ).map(Self.openSend)
         var dropped = 0
         for send in stopped {
-            let rest = Self.audience(
-                sendID: send.id, appID: appID, activityID: activityID, kind: send.kind, createdAt: send.createdAt,
-                after: send.claimedThrough, through: nil)
+            let rest = Self.audience(send, after: send.claimedThrough, through: nil)
             dropped += Int(try query("SELECT count(*) AS n FROM (\(sql: rest)) a").first?.int64("n") ?? 0)
             try finishSendIfDone(send.id, now: now)
         }
@@ -419,9 +433,7 @@ extension SQLSession {
             let created = Date(unixMilliseconds: send.createdAt)
             let progressed = row.optionalDate("progressed_at") ?? created
             let stopped = state == "superseded" || state == "dropped"
-            let audience = Self.audience(
-                sendID: send.id, appID: appID, activityID: activityID, kind: send.kind, createdAt: send.createdAt,
-                after: nil, through: nil)
+            let audience = Self.audience(send, after: nil, through: nil)
             // Reached: within what was handed out and in no window still in flight.
             let handed: SQL = send.claimedThrough.map { "a.device_id <= \($0)" } ?? "1 = 0"
             let copies = try query(
@@ -462,9 +474,7 @@ extension SQLSession {
         else { return nil }
         let send = try Self.openSend(row)
         guard let through = send.claimedThrough else { return nil }
-        let audience = Self.audience(
-            sendID: send.id, appID: appID, activityID: activityID, kind: send.kind, createdAt: send.createdAt,
-            after: nil, through: through)
+        let audience = Self.audience(send, after: nil, through: through)
         guard let copy = try query(
             """
             SELECT a.device_id, a.token, a.environment FROM (\(sql: audience)) a
@@ -500,9 +510,7 @@ extension SQLSession {
             """)
         for row in sends {
             let send = try Self.openSend(row)
-            let audience = Self.audience(
-                sendID: send.id, appID: appID, activityID: activityID, kind: send.kind, createdAt: send.createdAt,
-                after: nil, through: send.claimedThrough)
+            let audience = Self.audience(send, after: nil, through: send.claimedThrough)
             let reached = try !query(
                 """
                 SELECT 1 AS reached FROM (\(sql: audience)) a WHERE a.device_id = \(deviceID)

@@ -154,13 +154,18 @@ public protocol ActivityStore {
     func instances(appID: String, activityID: String) throws -> [InstanceRecord]
     /// One device's copy of an activity.
     func instance(appID: String, activityID: String, deviceID: String) throws -> InstanceRecord?
-    /// Adds pending copies for the devices a start goes to.
-    func insertPendingInstances(appID: String, activityID: String, targets: [PushTarget], now: Date) throws
+    /// Adds pending copies for the devices a start goes to, made by send
+    /// `startSendID` (whose windows reach them by it), if any.
+    func insertPendingInstances(
+        appID: String, activityID: String, targets: [PushTarget], startSendID: Int64?, now: Date
+    ) throws
     /// Adds the copies of Android devices (active at once: FCM reaches the device's
     /// own token, and no update token comes). A device that has a copy keeps it.
-    /// Answers how many were added.
+    /// Answers how many were added. `startSendID` names the start's send, if any.
     @discardableResult
-    func insertAndroidInstances(appID: String, activityID: String, deviceIDs: [String], now: Date) throws -> Int
+    func insertAndroidInstances(
+        appID: String, activityID: String, deviceIDs: [String], startSendID: Int64?, now: Date
+    ) throws -> Int
     /// Registers or rotates a device's update token for an activity, atomically.
     /// Answers whether the device had no token for it before.
     func registerUpdateToken(
@@ -654,5 +659,17 @@ extension ActivityStore {
     @discardableResult
     public func endInstance(appID: String, activityID: String, deviceID: String, cause: EndCause, at date: Date) throws -> Bool {
         try endInstance(appID: appID, activityID: activityID, deviceID: deviceID, cause: cause, onlyToken: nil, at: date)
+    }
+
+    /// Adds pending copies that no send of the store's made (a start's pushes as
+    /// rows of their own).
+    public func insertPendingInstances(appID: String, activityID: String, targets: [PushTarget], now: Date) throws {
+        try insertPendingInstances(appID: appID, activityID: activityID, targets: targets, startSendID: nil, now: now)
+    }
+
+    /// Adds Android copies that no start's send made (a device joining on its own).
+    @discardableResult
+    public func insertAndroidInstances(appID: String, activityID: String, deviceIDs: [String], now: Date) throws -> Int {
+        try insertAndroidInstances(appID: appID, activityID: activityID, deviceIDs: deviceIDs, startSendID: nil, now: now)
     }
 }

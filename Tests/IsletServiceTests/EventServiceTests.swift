@@ -67,9 +67,19 @@ struct EventServiceTests {
                 var sends: [Int64: SendContent] = [:]
                 let claimed = try session.claimDuePushes(
                     now: now, limit: 100, lease: PushLease(nodeID: "local", until: now.addingTimeInterval(30)), sends: &sends)
+                // A push with a row of its own is recorded sent; a window's, counted
+                // when the window settles.
                 try session.recordSent(
-                    claimed.map { SentPush(pushID: $0.id, attempts: 1, apnsStatus: 200, apnsUniqueID: nil) }, by: "local",
-                    now: now)
+                    claimed.filter { $0.window == nil }.map {
+                        SentPush(pushID: $0.id, attempts: 1, apnsStatus: 200, apnsUniqueID: nil)
+                    }, by: "local", now: now)
+                let windows = Dictionary(grouping: claimed.compactMap(\.window), by: { $0 })
+                for (window, pushes) in windows {
+                    var tally = WindowTally(size: pushes.count)
+                    tally.answered = pushes.count
+                    tally.sent = pushes.count
+                    try session.settleWindow(window, tally, by: "local", now: now)
+                }
                 return claimed.count
             }
         }

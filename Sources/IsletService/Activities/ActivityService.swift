@@ -205,7 +205,6 @@ public struct ActivityService: Sendable {
             }
         }
         try session.setJoin(appID: appID, activityID: activityID, rule: join, adding: kept)
-        try session.insertPendingInstances(appID: appID, activityID: activityID, targets: targets, now: now)
         // With channel delivery, each device that can take a channel is subscribed
         // to its environment's; the others get their own update token.
         var tokenTargets = targets
@@ -219,33 +218,46 @@ public struct ActivityService: Sendable {
                     tokenTargets.append(target)
                 }
             }
-            try session.subscribeInstances(
-                appID: appID, activityID: activityID, deviceIDs: channelTargets.values.flatMap { $0.map(\.deviceID) })
-            try Self.assign(plan, appID: appID, activityID: activityID, session: session, lifecycle: lifecycle, now: now)
         }
-        if !tokenTargets.isEmpty {
-            let sendID = try session.insertSend(
-                appID: appID, activityID: activityID, content: SendRules.content(built, event: .start), now: now)
-            try session.enqueuePushes(
-                sendID: sendID, appID: appID, activityID: activityID, activityType: activityType, event: .start,
-                tokenKind: .pushToStart, targets: tokenTargets, now: now, mintID: APNsMessageID.mint)
-        }
+        // Each group's start is one send, which makes the group's copies and
+        // reaches them by windows; a start held back goes as a row of its own.
+        var groups: [(targets: [PushTarget], content: SendContent)] = []
+        if !tokenTargets.isEmpty { groups.append((tokenTargets, SendRules.content(built, event: .start))) }
         for (environment, group) in channelTargets.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
             var subscribing = push
             subscribing.inputPushChannel = plan?.channels[environment]?.apnsChannelID
             let builtForChannel = try SendRules.build(subscribing, bundleID: app.bundleID, now: now, lastTimestamp: nil)
-            let sendID = try session.insertSend(
-                appID: appID, activityID: activityID, content: SendRules.content(builtForChannel, event: .start), now: now)
-            try session.enqueuePushes(
-                sendID: sendID, appID: appID, activityID: activityID, activityType: activityType, event: .start,
-                tokenKind: .pushToStart, targets: group, now: now, mintID: APNsMessageID.mint)
+            groups.append((group, SendRules.content(builtForChannel, event: .start)))
+        }
+        var sendIDs: [Int64] = []
+        for group in groups {
+            let sendID = try session.insertSend(appID: appID, activityID: activityID, content: group.content, now: now)
+            try session.insertPendingInstances(
+                appID: appID, activityID: activityID, targets: group.targets, startSendID: sendID, now: now)
+            sendIDs.append(sendID)
+        }
+        if let plan {
+            try session.subscribeInstances(
+                appID: appID, activityID: activityID, deviceIDs: channelTargets.values.flatMap { $0.map(\.deviceID) })
+            try Self.assign(plan, appID: appID, activityID: activityID, session: session, lifecycle: lifecycle, now: now)
+        }
+        for (group, sendID) in zip(groups, sendIDs) {
+            let deferredTargets = group.targets.filter { $0.deferredUntil != nil }
+            if !deferredTargets.isEmpty {
+                try session.enqueuePushes(
+                    sendID: sendID, appID: appID, activityID: activityID, activityType: activityType, event: .start,
+                    tokenKind: .pushToStart, targets: deferredTargets, now: now, mintID: APNsMessageID.mint)
+            }
+            try session.queueToCopies(
+                sendID: sendID, appID: appID, activityID: activityID, activityType: activityType, kind: .pushToStart,
+                now: now)
         }
         if let content = androidContent {
-            try session.insertAndroidInstances(appID: appID, activityID: activityID, deviceIDs: android.map(\.deviceID), now: now)
             let sendID = try session.insertSend(appID: appID, activityID: activityID, content: content, now: now)
-            try session.enqueuePushes(
-                sendID: sendID, appID: appID, activityID: activityID, activityType: activityType, event: .start,
-                tokenKind: .fcm, targets: android, now: now, mintID: APNsMessageID.mint)
+            try session.insertAndroidInstances(
+                appID: appID, activityID: activityID, deviceIDs: android.map(\.deviceID), startSendID: sendID, now: now)
+            try session.queueToCopies(
+                sendID: sendID, appID: appID, activityID: activityID, activityType: activityType, kind: .fcm, now: now)
         }
         if command.channelPlan?.nearLimit == true {
             try session.appendEvents([NewEvent(

@@ -457,5 +457,13 @@ enum PostgresSchema {
             CREATE INDEX activities_by_start ON activities(app_id, started_at);
             CREATE INDEX sends_by_time ON sends(app_id, created_at);
             """),
+        // A push-to-start send reaches the copies it made: each names its start's
+        // send, and the send's windows read them by it (no row per device). A
+        // device's starts, which start spacing counts, are found by its copies.
+        Migration(version: 24, name: "starts by windows", sql: """
+            ALTER TABLE activity_instances ADD COLUMN start_send_id BIGINT;
+            CREATE INDEX activity_instances_started ON activity_instances(app_id, device_id, start_send_id)
+                WHERE start_send_id IS NOT NULL;
+            """),
     ]
 }
