@@ -1007,18 +1007,21 @@ class Soak:
         try:
             rows = db.execute(
                 "SELECT app_id, activity_id, event, status, reason, apns_id, attempts, apns_status FROM pushes").fetchall()
-            # A send to an activity's copies has a row only for a copy whose push
-            # differed: the others are its audience's copies without one.
+            # A send to an activity's copies (or a start to the copies it made) has a
+            # row only for a copy whose push differed: the others are its
+            # audience's copies without one.
             self.window_pushes = db.execute(
                 """
                 SELECT count(*) FROM sends s JOIN activity_instances i
                     ON i.app_id = s.app_id AND i.activity_id = s.activity_id
                 LEFT JOIN devices d ON d.app_id = i.app_id AND d.device_id = i.device_id
                 WHERE s.audience = 'copies' AND i.created_at <= s.created_at
-                    AND (i.status = 'active' OR (i.status = 'ended' AND i.ended_at >= s.created_at))
-                    AND CASE WHEN s.token_kind = 'fcm'
+                    AND (i.status != 'ended' OR i.ended_at >= s.created_at)
+                    AND CASE WHEN s.token_kind = 'push_to_start' THEN i.start_send_id = s.id
+                        WHEN s.token_kind = 'fcm'
                         THEN i.update_token IS NULL AND d.platform = 'android' AND d.fcm_token IS NOT NULL
                             AND (d.unreachable_at IS NULL OR d.unreachable_at >= s.created_at)
+                            AND (s.event != 'start' OR i.start_send_id = s.id)
                         ELSE i.update_token IS NOT NULL END
                     AND NOT EXISTS (SELECT 1 FROM pushes p WHERE p.send_id = s.id AND p.device_id = i.device_id)
                 """).fetchone()[0]

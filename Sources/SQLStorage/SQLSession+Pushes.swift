@@ -477,12 +477,12 @@ extension SQLSession {
 
     /// The earliest time a queued push is due, if any is queued.
     public func nextDueTime() throws -> Date? {
-        // A queued row's time, a queued send's, or a window handed back (due at its
-        // send's time).
+        // A queued row's time, a queued send's that waits for no earlier one, or a
+        // window handed back (due at its send's time).
         let times = try query(
             """
             SELECT (SELECT min(next_attempt_at) FROM pushes WHERE status = 'queued') AS pushes,
-                (SELECT min(created_at) FROM sends WHERE state = 'queued') AS sends,
+                (SELECT min(s.created_at) FROM sends s WHERE s.state = 'queued' AND \(sql: Self.inOrder)) AS sends,
                 (SELECT min(s.created_at) FROM send_windows w JOIN sends s ON s.id = w.send_id
                     WHERE w.claimed_by IS NULL) AS windows
             """).first

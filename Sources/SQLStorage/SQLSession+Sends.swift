@@ -63,6 +63,17 @@ extension SQLSession {
         return sql
     }
 
+    /// The condition that send `s` has no earlier send to the same activity's
+    /// copies by the same transport (APNs, or FCM) still unfinished: its windows go
+    /// once the earlier one's have all been answered, so that no push of a copy
+    /// overtakes an earlier one to it (an end its start, say, which would leave the
+    /// phone showing an activity that is over).
+    static let inOrder: SQL = """
+        NOT EXISTS (SELECT 1 FROM sends o WHERE o.app_id = s.app_id AND o.activity_id = s.activity_id
+            AND o.audience = 'copies' AND o.finished_at IS NULL AND o.id < s.id
+            AND (o.token_kind = 'fcm') = (s.token_kind = 'fcm'))
+        """
+
     /// What the worker needs of an open send.
     struct OpenSend {
         var id: Int64
@@ -127,7 +138,8 @@ extension SQLSession {
     /// Claims windows of open sends, up to `limit` pushes in all: first the windows
     /// a node handed back or whose lease ran out (sent again with the same
     /// `apns-id`s, less the copies that have rows by now), then new ones past each
-    /// send's `claimed_through`, oldest send first. A copy of the audience that can
+    /// send's `claimed_through`, oldest send first, once the earlier sends to its
+    /// activity's copies are over (`inOrder`). A copy of the audience that can
     /// no longer take the send (it ended since, or its device became unreachable)
     /// gets a row of its own, dropped.
     func claimWindows(now: Date, limit: Int, lease: PushLease, sends: inout [Int64: SendContent]) throws -> [ClaimedPush] {
@@ -162,8 +174,9 @@ extension SQLSession {
         while claimed.count < limit {
             guard let send = try query(
                 """
-                SELECT \(sql: Self.openSendColumns) FROM sends WHERE state = 'queued' AND created_at <= \(millis)
-                ORDER BY id LIMIT 1\(sql: skipLocked)
+                SELECT \(sql: Self.openSendColumns) FROM sends s
+                WHERE s.state = 'queued' AND s.created_at <= \(millis) AND \(sql: Self.inOrder)
+                ORDER BY s.id LIMIT 1\(sql: skipLocked)
                 """).first.map(Self.openSend)
             else { break }
             let wanted = limit - claimed.count
@@ -346,6 +359,16 @@ extension SQLSession {
             """).first
         else { return }
         try appendEvents([try sendCompleted(row, now: now)])
+        // A later send to the activity's copies that waited for this one may go.
+        if try !query(
+            """
+            SELECT 1 AS waiting FROM sends WHERE app_id = \(try row.string("app_id"))
+                AND activity_id = \(row.optionalString("activity_id")) AND state = 'queued' AND id > \(sendID)
+            LIMIT 1
+            """
+        ).isEmpty {
+            try notifyNodes(.pushesQueued)
+        }
     }
 
     /// `send.completed`, with what the send came to.

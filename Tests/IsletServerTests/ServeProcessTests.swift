@@ -151,7 +151,12 @@ struct ServeProcessTests {
                 androidEnded = seen.contains(#""ended":true"#)
                 if !androidEnded { try await Task.sleep(for: .milliseconds(25)) }
             }
-            #expect(androidEnded, "\(seen)")
+            if !androidEnded {
+                let pushes = try await Self.shell(
+                    [#"curl -s $ISLET/v1/apps/$APP/activities/order-42/pushes -H "Authorization: Bearer $SERVER_KEY""#],
+                    exports)
+                Issue.record("the Android phone did not end: \(seen); the server's pushes: \(pushes)")
+            }
 
             // Started again on the same data, the walk-through registers a phone of
             // its own: phone-1 and its secret belong to the first start's.

@@ -119,11 +119,12 @@ struct EventServiceTests {
 
             let events = try await rig.events(app)
             // (APNs's answers are the delivery worker's events: see the delivery tests.)
-            // A send the next one supersedes before it went out ends with its counts:
-            // no event per push dropped.
+            // The start's send, once its window was answered, and a send the next one
+            // supersedes before it went out, each end with its counts: no event per
+            // push sent or dropped.
             #expect(events.map(\.type) == [
-                "activity.started", "activity.token_registered", "activity.token_registered", "activity.updated",
-                "send.completed", "activity.updated", "send.completed", "activity.ended",
+                "activity.started", "send.completed", "activity.token_registered", "activity.token_registered",
+                "activity.updated", "send.completed", "activity.updated", "send.completed", "activity.ended",
             ])
             #expect(events.map(\.sequence) == events.map(\.sequence).sorted())
             #expect(Set(events.map(\.sequence)).count == events.count)
@@ -137,7 +138,12 @@ struct EventServiceTests {
                 #expect(!event.data.jsonText.contains(String(repeating: "a1", count: 32)))
                 #expect(!event.data.jsonText.contains(String(repeating: "c1", count: 32)))
             }
-            let dropped = events.filter { $0.type == "send.completed" }
+            let completed = events.filter { $0.type == "send.completed" }
+            #expect(completed.first?.data["event"] == "start" && completed.first?.data["status"] == "completed")
+            #expect(completed.first?.data["token_kind"] == "push_to_start")
+            #expect(completed.first?.data["targets"] == 2 && completed.first?.data["sent"] == 2)
+            let dropped = completed.dropFirst()
+            #expect(dropped.count == 2)
             #expect(dropped.allSatisfy {
                 $0.data["reason"] == "Superseded" && $0.data["status"] == "superseded" && $0.data["dropped"] == 2
                     && $0.data["targets"] == 2 && $0.data["sent"] == 0
@@ -146,8 +152,8 @@ struct EventServiceTests {
 
             // Patterns: a family, an exact type, both.
             #expect(try await rig.events(app, ["activity.*"]).map(\.type).allSatisfy { $0.hasPrefix("activity.") })
-            #expect(try await rig.events(app, ["send.completed"]).count == 2)
-            #expect(try await rig.events(app, ["send.completed", "activity.ended"]).count == 3)
+            #expect(try await rig.events(app, ["send.completed"]).count == 3)
+            #expect(try await rig.events(app, ["send.completed", "activity.ended"]).count == 4)
             // Pages follow each other without a gap or an overlap.
             let first = try await rig.services.events.page(appID: app.id, after: nil, patterns: [], limit: 5)
             let cursor = try #require(first.nextCursor)

@@ -459,11 +459,14 @@ enum PostgresSchema {
             """),
         // A push-to-start send reaches the copies it made: each names its start's
         // send, and the send's windows read them by it (no row per device). A
-        // device's starts, which start spacing counts, are found by its copies.
+        // device's starts, which start spacing counts, are found by its copies. The
+        // sends to an activity's copies go one after another: the unfinished ones
+        // are found by the activity.
         Migration(version: 24, name: "starts by windows", sql: """
             ALTER TABLE activity_instances ADD COLUMN start_send_id BIGINT;
             CREATE INDEX activity_instances_started ON activity_instances(app_id, device_id, start_send_id)
                 WHERE start_send_id IS NOT NULL;
+            CREATE INDEX sends_unfinished ON sends(app_id, activity_id, id) WHERE audience = 'copies' AND finished_at IS NULL;
             """),
     ]
 }

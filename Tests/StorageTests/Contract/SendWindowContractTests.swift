@@ -235,6 +235,9 @@ struct SendWindowContractTests {
                 try $0.endActivity(appID: "app_1", activityID: "a1", cause: .server, contentState: nil, timestamp: nil, at: Fixture.at(10))
             }
             #expect(ending == 4)
+            // It goes once the update's window was answered.
+            #expect(try claim(store, at: 11, limit: 10).isEmpty)
+            #expect(try store.writeNow { try $0.settleWindow(update[0].window!, answered(4, sent: 4), by: "node-1", now: Fixture.at(11)) })
             let end = try claim(store, at: 11, limit: 10)
             #expect(end.map(\.deviceID) == ["d1", "d2", "d3", "d4"])
             #expect(end.allSatisfy { $0.content.event == .end })
@@ -295,15 +298,21 @@ struct SendWindowContractTests {
             _ = try send(store, at: 1)
             #expect(try usage() == ["d1": 1, "d2": 1, "d3": 1, "d4": 1, "d5": 1])
             // Superseded after its first window: only the copies it reached.
-            #expect(try claim(store, at: 2, limit: 2).map(\.deviceID) == ["d1", "d2"])
+            let first = try claim(store, at: 2, limit: 2)
+            #expect(first.map(\.deviceID) == ["d1", "d2"])
             _ = try store.writeNow {
                 try $0.dropOpenSends(appID: "app_1", activityID: "a1", events: [.update], reason: "Superseded", now: Fixture.at(3))
             }
             #expect(try usage() == ["d1": 1, "d2": 1, "d3": 0, "d4": 0, "d5": 0])
+            #expect(try store.writeNow { try $0.settleWindow(first[0].window!, answered(2, sent: 2), by: "node-1", now: Fixture.at(3)) })
             // Priority 5 counts for nobody; a copy with a failed row does not count it.
             _ = try send(store, at: 4, priority: .powerConsidered)
             let (third, _) = try send(store, at: 5)
-            let claimed = try claim(store, at: 6, limit: 100).filter { $0.window?.sendID == third }
+            let quiet = try claim(store, at: 6, limit: 100)
+            #expect(quiet.count == 5 && quiet.allSatisfy { $0.content.priority == .powerConsidered })
+            #expect(try store.writeNow { try $0.settleWindow(quiet[0].window!, answered(5, sent: 5), by: "node-1", now: Fixture.at(6)) })
+            let claimed = try claim(store, at: 6, limit: 100)
+            #expect(claimed.count == 5 && claimed.allSatisfy { $0.window?.sendID == third })
             try store.writeNow {
                 _ = try $0.recordWindowOutcome(
                     claimed[0], PushOutcome(status: .failed, attempts: 1, apnsStatus: 400), by: "node-1", now: Fixture.at(7))
@@ -365,6 +374,54 @@ struct SendWindowContractTests {
             // Finished, it is history like any other send: no event says so.
             #expect(try completions(store).isEmpty)
             #expect(try store.writeNow { try $0.purgeSettledSends(appID: "app_1", before: Fixture.at(2), limit: 10) }.sends == 1)
+        }
+    }
+
+    @Test(arguments: StoreBackend.all)
+    func aLaterSendToTheCopiesWaitsUntilTheEarlierOneIsOver(_ backend: StoreBackend) async throws {
+        try await withStore(backend) { store in
+            try prepare(store)
+            let (update, _) = try send(store, at: 1)
+            let first = try claim(store, at: 2, limit: 2)
+            #expect(first.map(\.deviceID) == ["d1", "d2"])
+            // The end is queued while the update's first window is in flight: the
+            // update's other copies go first, and the end none of its own.
+            let (end, _) = try send(store, at: 3, event: .end)
+            let second = try claim(store, at: 4, limit: 10)
+            #expect(second.map(\.deviceID) == ["d3", "d4", "d5"])
+            #expect(second.allSatisfy { $0.window?.sendID == update })
+            #expect(try claim(store, at: 4, limit: 10).isEmpty)
+            // Nothing is due while the end waits: a worker has nothing to look for.
+            #expect(try store.readNow { try $0.nextDueTime() } == nil)
+            #expect(try store.writeNow { try $0.settleWindow(first[0].window!, answered(2, sent: 2), by: "node-1", now: Fixture.at(5)) })
+            #expect(try claim(store, at: 5, limit: 10).isEmpty)
+            // Once the update is over, the end goes, to every copy.
+            #expect(try store.writeNow { try $0.settleWindow(second[0].window!, answered(3, sent: 3), by: "node-1", now: Fixture.at(6)) })
+            #expect(try store.readNow { try $0.nextDueTime() } == Fixture.at(3))
+            let ending = try claim(store, at: 6, limit: 10)
+            #expect(ending.map(\.deviceID) == Self.devices)
+            #expect(ending.allSatisfy { $0.window?.sendID == end })
+        }
+    }
+
+    @Test(arguments: StoreBackend.all)
+    func aStoppedSendHoldsTheNextOnlyUntilItsWindowsInFlightAreAnswered(_ backend: StoreBackend) async throws {
+        try await withStore(backend) { store in
+            try prepare(store)
+            let (first, _) = try send(store, at: 1)
+            let claimed = try claim(store, at: 2, limit: 2)
+            // A newer update supersedes the first: the first's window in flight
+            // finishes before the newer one's first window goes.
+            try store.writeNow { session throws in
+                _ = try session.dropOpenSends(
+                    appID: "app_1", activityID: "a1", events: [.update], reason: "Superseded", now: Fixture.at(3))
+            }
+            let (newer, _) = try send(store, at: 3)
+            #expect(try claim(store, at: 4, limit: 10).isEmpty)
+            #expect(try store.writeNow { try $0.settleWindow(claimed[0].window!, answered(2, sent: 2), by: "node-1", now: Fixture.at(5)) })
+            #expect(try completions(store).first?["send_id"] == .integer(first))
+            let next = try claim(store, at: 5, limit: 10)
+            #expect(next.count == 5 && next.allSatisfy { $0.window?.sendID == newer })
         }
     }
 }
