@@ -156,6 +156,20 @@ extension SQLSession {
                 count += 1
             }
         }
+        // Answers kept for a retry that hold a secret (a device registration's).
+        for row in try query("SELECT app_id, key, body FROM idempotency_keys\(sql: lock)") {
+            guard let text = row["body"].blob.flatMap({ String(data: $0, encoding: .utf8) }), secrets.isSealed(text) else {
+                continue
+            }
+            let (appID, key) = (try row.string("app_id"), try row.string("key"))
+            guard let plain = try? secrets.open(text) else {
+                throw StoreError(.secretsKeyMismatch, "the answer of idempotency key \(key) does not open with the current secrets key")
+            }
+            try run(
+                """
+                UPDATE idempotency_keys SET body = \(Data(try reseal(plain).utf8)) WHERE app_id = \(appID) AND key = \(key)
+                """)
+        }
         try run(
             """
             INSERT INTO islet_metadata (key, value) VALUES (\(Self.secretsCheckKey), \(try reseal(Self.secretsCheckText)))

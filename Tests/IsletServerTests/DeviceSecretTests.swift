@@ -39,6 +39,47 @@ struct DeviceSecretTests {
         }
     }
 
+    @Test func aRegistrationRetriedWithItsIdempotencyKeyGetsTheSameSecret() async throws {
+        try await ServerHarness.with { h in
+            let app = try await h.createApp()
+            _ = try await patch(h, app, "required")
+            let device = "/v1/apps/\(app.id)/devices/phone-1"
+            let body: JSONValue = ["platform": "ios", "environment": "sandbox", "user_id": "u-1"]
+            let key = ["Idempotency-Key": "reg-7f3a"]
+            let first = try await h.call("PUT", device, key: app.deviceKey, json: body, headers: key)
+            #expect(first.status == 201)
+            let secret = try #require(first["device_secret"]?.stringValue)
+            #expect(first.headers["idempotent-replayed"] == nil)
+            // The answer was lost on the way: the retry, without a secret, gets it again.
+            let retried = try await h.call("PUT", device, key: app.deviceKey, json: body, headers: key)
+            #expect(retried.status == 201, "\(retried.json)")
+            #expect(retried["device_secret"]?.stringValue == secret)
+            #expect(retried.headers["idempotent-replayed"] == "true")
+            #expect(retried.headers["cache-control"] == "no-store")
+            // The secret works; without the key, the same retry is refused as ever.
+            let token = try await h.call(
+                "PUT", "\(device)/push-to-start/DeliveryAttributes", key: app.deviceKey,
+                json: ["token": .string(String(repeating: "ab", count: 32))], headers: [Self.header: secret])
+            #expect(token.status == 201, "\(token.json)")
+            #expect(refusesTheSecret(try await h.call("PUT", device, key: app.deviceKey, json: body)))
+            // The same key with another body is refused, naming the header.
+            let other = try await h.call(
+                "PUT", device, key: app.deviceKey, json: ["platform": "ios", "environment": "production"], headers: key)
+            #expect(other.status == 422 && other.errorFields == ["Idempotency-Key"], "\(other.json)")
+            // A key is one device's: another device's registration with it is its own.
+            let second = try await h.call(
+                "PUT", "/v1/apps/\(app.id)/devices/phone-2", key: app.deviceKey, json: body, headers: key)
+            #expect(second.status == 201 && second.headers["idempotent-replayed"] == nil)
+            #expect(second["device_secret"]?.stringValue != secret)
+            // Malformed, the key is refused before anything is written.
+            let bad = try await h.call(
+                "PUT", "/v1/apps/\(app.id)/devices/phone-3", key: app.deviceKey, json: body,
+                headers: ["Idempotency-Key": String(repeating: "k", count: 256)])
+            #expect(bad.status == 422 && bad.errorFields == ["Idempotency-Key"], "\(bad.json)")
+            #expect(try await h.call("PUT", "/v1/apps/\(app.id)/devices/phone-3", key: app.deviceKey, json: body).status == 201)
+        }
+    }
+
     @Test func everyLaterRouteForTheDeviceNeedsTheSecret() async throws {
         try await ServerHarness.with { h in
             let app = try await h.createApp()

@@ -23,9 +23,9 @@ struct DeviceRoutes: Sendable {
         [
             APIRoute(
                 "PUT", "/v1/apps/{app_id}/devices/{device_id}",
-                summary: "Register or update a device; a missing or null apns_token keeps the stored one. Creating it answers its device_secret, shown once."
+                summary: "Register or update a device; a missing or null apns_token keeps the stored one. Creating it answers its device_secret, shown once; a retry with the same Idempotency-Key and body, within the key's lifetime, is answered as the first was, with the same device_secret (Idempotent-Replayed: true)."
                     + Self.needsSecret,
-                access: .device, body: RequestSchemas.registerDevice,
+                access: .device, body: RequestSchemas.registerDevice, idempotent: true,
                 family: .registrations, responses: [(201, "Registered, with its device_secret"), (200, "Updated (with a new device_secret when device_secrets is off and the request did not carry the current one)"), Self.refused, (422, "A field is invalid")]
             ) { request in try await registerDevice(request) },
             APIRoute(
@@ -111,11 +111,13 @@ struct DeviceRoutes: Sendable {
             platform: platform!, environment: environment, apnsToken: token, fcmToken: fcmToken, userID: userID, tags: tags,
             frequentUpdates: frequentUpdates, osVersion: osVersion)
         let registered = try await devices.register(
-            appID: request.app.id, deviceID: deviceID, secret: Self.secret(request), registration)
+            appID: request.app.id, deviceID: deviceID, secret: Self.secret(request), registration,
+            idempotency: IdempotencyHeader.key(request.http))
         var json = Self.json(registered.device)
         if let secret = registered.secret { json["device_secret"] = .string(secret) }
         var response = APIJSON.response(status: registered.created ? 201 : 200, .object(json))
         if registered.secret != nil { response.headers.set("Cache-Control", "no-store") }
+        if registered.replayed { response.headers.set("Idempotent-Replayed", "true") }
         return response
     }
 

@@ -11,7 +11,7 @@ public import Storage
 public struct DeviceService: Sendable {
     /// The part of the store this service touches: each of its transactions sees
     /// only these.
-    typealias Stores = DeviceStore & ActivityStore & EventStore & PushHistory
+    typealias Stores = DeviceStore & ActivityStore & EventStore & PushHistory & IdempotencyStore
 
     private let environment: ServiceEnvironment
 
@@ -40,6 +40,9 @@ public struct DeviceService: Sendable {
         /// carry the device's current secret while no request has ever carried it
         /// (the old one stops working). A secret a device has used is kept.
         public let secret: String?
+        /// Whether this answers a retry with the `Idempotency-Key` of an earlier
+        /// registration: as that one was answered, with the same secret.
+        public var replayed = false
     }
 
     /// Registers or updates a device; `secret` is what the request carried in
@@ -48,48 +51,116 @@ public struct DeviceService: Sendable {
     /// ``DeviceSecrets``), and its secret is replaced (under `off`) only while no
     /// request has carried it.
     public func register(
-        appID: String, deviceID: String, secret: String?, _ registration: DeviceRegistration
+        appID: String, deviceID: String, secret: String?, _ registration: DeviceRegistration,
+        idempotency: IdempotencyKey? = nil
     ) async throws(ServiceError) -> Registered {
+        if let idempotency, !IdempotencyKey.isWellFormed(idempotency.key) {
+            throw ServiceError.invalid(
+                "The Idempotency-Key header must be 1 to 255 visible ASCII characters.", field: IdempotencyKey.field,
+                "must be 1 to 255 visible ASCII characters")
+        }
         let now = environment.clock.now()
         let fresh = try newSecret()
         let freshHash = DeviceSecrets.hash(fresh)
-        let (created, issued, device) = try await environment.write {
-            (session: any Stores) -> (Bool, Bool, DeviceRecord?) in
-            // The insert decides creation atomically (another node may create the
-            // device at the same moment); a device that exists is changed only once
-            // its secret is checked, under the lock of its row.
-            let created = try session.insertDevice(appID: appID, deviceID: deviceID, registration, secretHash: freshHash, now: now)
-            var issued = created
-            if !created {
-                let access = try session.deviceAccess(appID: appID, deviceID: deviceID, exclusive: true)
-                let current = try Self.checkSecret(
-                    access, session: session, presented: secret, appID: appID, deviceID: deviceID, now: now)
-                // Under `off`, a registration without the secret gets a new one,
-                // unless the device has used its secret: then it keeps it, and the
-                // registration gets none.
-                issued = !current && !access.secretPresented
-                // A device is one platform for good: its tokens are of one kind.
-                if let existing = try session.device(appID: appID, deviceID: deviceID),
-                    existing.platform != registration.platform
-                {
-                    throw ServiceError(
-                        .conflict,
-                        "Device \(deviceID) is an \(existing.platform) device; a device is one platform (register the other as another device).",
-                        fields: [ServiceError.FieldError(field: "platform", message: "must stay \(existing.platform)")])
+        // A key is the device's own: another device's registration never answers it.
+        let scopedKey = idempotency.map { "device:\(deviceID):\($0.key)" }
+        let since = now.addingTimeInterval(-environment.idempotencyWindow)
+        var attempt = 0
+        while true {
+            attempt += 1
+            do {
+                return try await environment.store.write { (session: any Stores) -> Registered in
+                    if let idempotency, let scopedKey,
+                        let earlier = try session.idempotentAnswer(appID: appID, key: scopedKey, since: since)
+                    {
+                        return try Self.replay(earlier, idempotency: idempotency, session: session, appID: appID, deviceID: deviceID)
+                    }
+                    let registered = try Self.register(
+                        session: session, appID: appID, deviceID: deviceID, secret: secret, registration, fresh: fresh,
+                        freshHash: freshHash, now: now)
+                    if let idempotency, let scopedKey {
+                        var kept: [String: JSONValue] = ["created": .bool(registered.created)]
+                        if let secret = registered.secret { kept["device_secret"] = .string(secret) }
+                        try session.saveIdempotentAnswer(
+                            appID: appID, key: scopedKey,
+                            IdempotentAnswer(
+                                requestHash: idempotency.fingerprint, status: registered.created ? 201 : 200,
+                                body: Data(JSONValue.object(kept).jsonText.utf8), createdAt: now, sealed: true),
+                            replacingBefore: since)
+                    }
+                    return registered
                 }
+            } catch let error as StoreError where error.code == .conflict && idempotency != nil && attempt == 1 {
+                // A registration with the same key committed meanwhile: answered as it was.
+                continue
+            } catch let error as ServiceError {
+                throw error
+            } catch {
+                throw environment.domainError(error)
             }
-            if let token = registration.apnsToken {
-                try Self.refuseCrossedKind(session: session, appID: appID, token: token, kind: .device, field: "apns_token")
-            }
-            if !created {
-                try session.updateDevice(appID: appID, deviceID: deviceID, registration, now: now)
-                if issued {
-                    _ = try session.replaceDeviceSecret(appID: appID, deviceID: deviceID, secretHash: freshHash, presentedAt: nil)
-                }
-            }
-            return (created, issued, try session.device(appID: appID, deviceID: deviceID))
         }
-        guard let device else { throw ServiceError(.failed, "The device was not stored.") }
+    }
+
+    /// The answer of an earlier registration with the same `Idempotency-Key`: the
+    /// device as it is now, created and secret as they were answered.
+    private static func replay(
+        _ earlier: IdempotentAnswer, idempotency: IdempotencyKey, session: any Stores, appID: String, deviceID: String
+    ) throws -> Registered {
+        guard earlier.requestHash == idempotency.fingerprint else {
+            throw ServiceError.invalid(
+                "The Idempotency-Key \(idempotency.key) was used with a different request; use a new key for a new request.",
+                field: IdempotencyKey.field, "was used with a different request")
+        }
+        guard let kept = try? JSONValue(parsing: earlier.body), let created = kept["created"]?.boolValue,
+            let device = try session.device(appID: appID, deviceID: deviceID)
+        else {
+            throw StoreError(.corrupt, "the stored answer of a device registration does not parse")
+        }
+        var registered = Registered(created: created, device: device, secret: kept["device_secret"]?.stringValue)
+        registered.replayed = true
+        return registered
+    }
+
+    /// Registers or updates the device in `session` (see `register(appID:deviceID:secret:_:idempotency:)`).
+    private static func register(
+        session: any Stores, appID: String, deviceID: String, secret: String?, _ registration: DeviceRegistration,
+        fresh: String, freshHash: Data, now: Date
+    ) throws -> Registered {
+        // The insert decides creation atomically (another node may create the
+        // device at the same moment); a device that exists is changed only once
+        // its secret is checked, under the lock of its row.
+        let created = try session.insertDevice(appID: appID, deviceID: deviceID, registration, secretHash: freshHash, now: now)
+        var issued = created
+        if !created {
+            let access = try session.deviceAccess(appID: appID, deviceID: deviceID, exclusive: true)
+            let current = try Self.checkSecret(
+                access, session: session, presented: secret, appID: appID, deviceID: deviceID, now: now)
+            // Under `off`, a registration without the secret gets a new one,
+            // unless the device has used its secret: then it keeps it, and the
+            // registration gets none.
+            issued = !current && !access.secretPresented
+            // A device is one platform for good: its tokens are of one kind.
+            if let existing = try session.device(appID: appID, deviceID: deviceID),
+                existing.platform != registration.platform
+            {
+                throw ServiceError(
+                    .conflict,
+                    "Device \(deviceID) is an \(existing.platform) device; a device is one platform (register the other as another device).",
+                    fields: [ServiceError.FieldError(field: "platform", message: "must stay \(existing.platform)")])
+            }
+        }
+        if let token = registration.apnsToken {
+            try Self.refuseCrossedKind(session: session, appID: appID, token: token, kind: .device, field: "apns_token")
+        }
+        if !created {
+            try session.updateDevice(appID: appID, deviceID: deviceID, registration, now: now)
+            if issued {
+                _ = try session.replaceDeviceSecret(appID: appID, deviceID: deviceID, secretHash: freshHash, presentedAt: nil)
+            }
+        }
+        guard let device = try session.device(appID: appID, deviceID: deviceID) else {
+            throw ServiceError(.failed, "The device was not stored.")
+        }
         return Registered(created: created, device: device, secret: issued ? fresh : nil)
     }
 

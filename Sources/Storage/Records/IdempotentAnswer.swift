@@ -10,12 +10,16 @@ public struct IdempotentAnswer: Sendable, Hashable {
     public var body: Data
     /// When it was answered.
     public var createdAt: Date
+    /// Whether the body holds a secret (a device's, shown once): the store seals it
+    /// with its secrets key, as it does credentials, and opens it when read back.
+    public var sealed: Bool
 
     /// Creates an answer.
-    public init(requestHash: Data, status: Int, body: Data, createdAt: Date) {
+    public init(requestHash: Data, status: Int, body: Data, createdAt: Date, sealed: Bool = false) {
         self.requestHash = requestHash
         self.status = status
         self.body = body
         self.createdAt = createdAt
+        self.sealed = sealed
     }
 }

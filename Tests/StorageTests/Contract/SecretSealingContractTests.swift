@@ -168,6 +168,47 @@ struct SecretSealingContractTests {
     }
 }
 
+extension SecretSealingContractTests {
+    static let answer = Data(#"{"created":true,"device_secret":"islet_ds_kept"}"#.utf8)
+
+    @Test(arguments: StoreBackend.all)
+    func anAnswerHoldingASecretIsSealedAtRestAndAgainOnRotation(_ backend: StoreBackend) async throws {
+        let old = try SecretsKey.generate()
+        let new = try SecretsKey.generate()
+        try await withTestDatabase(backend) { database in
+            do {
+                let store = try database.open(old)
+                defer { store.close() }
+                try store.writeNow { session in
+                    try session.insertApp(Fixture.app())
+                    for (key, sealed) in [("sealed", true), ("plain", false)] {
+                        try session.saveIdempotentAnswer(
+                            appID: "app_1", key: key,
+                            IdempotentAnswer(
+                                requestHash: Data([1]), status: 201, body: Self.answer, createdAt: Fixture.at(1), sealed: sealed),
+                            replacingBefore: Fixture.t0)
+                    }
+                }
+                let read = try #require(try store.readNow { try $0.idempotentAnswer(appID: "app_1", key: "sealed", since: Fixture.t0) })
+                #expect(read.body == Self.answer && read.sealed && read.status == 201)
+                #expect(try store.readNow { try $0.idempotentAnswer(appID: "app_1", key: "plain", since: Fixture.t0) }?.sealed == false)
+            }
+            let before = try database.idempotencyBodies()
+            #expect(before["plain"] == String(decoding: Self.answer, as: UTF8.self))
+            let sealed = try #require(before["sealed"])
+            #expect(sealed.hasPrefix("sealed:v1:") && !sealed.contains("islet_ds_"), "\(sealed)")
+
+            _ = try database.reseal(from: old, to: new)
+            let after = try database.idempotencyBodies()
+            #expect(after["plain"] == before["plain"])
+            #expect(after["sealed"] != sealed && after["sealed"]?.hasPrefix("sealed:v1:") == true)
+            let store = try database.open(new)
+            defer { store.close() }
+            #expect(try store.readNow { try $0.idempotentAnswer(appID: "app_1", key: "sealed", since: Fixture.t0) }?.body == Self.answer)
+        }
+    }
+}
+
 /// A database of one backend that a test opens stores on, one after another, and
 /// reads raw beside them.
 struct TestDatabase {
@@ -212,6 +253,17 @@ struct TestDatabase {
         case .sqlite: try SQLiteConnection(path: location).execute(statement)
         case .postgresql: try TestPostgres.psql(location, statement)
         }
+    }
+
+    /// The bodies of the answers kept for idempotency keys, raw, by key.
+    func idempotencyBodies() throws -> [String: String] {
+        let body = backend.kind == .sqlite ? "CAST(body AS TEXT)" : "convert_from(body, 'UTF8')"
+        var bodies: [String: String] = [:]
+        for line in try text("SELECT key || '=' || \(body) AS v FROM idempotency_keys") {
+            let parts = line.split(separator: "=", maxSplits: 1)
+            bodies[String(parts[0])] = parts.count > 1 ? String(parts[1]) : ""
+        }
+        return bodies
     }
 
     /// The text values `query` answers, without surrounding white space (psql's
