@@ -11,7 +11,7 @@ enum APIRoutes {
         let document = Lock<JSONValue>(.null)
         let system = SystemRoutes(
             node: services.nodes, delivery: delivery, requestMetrics: requestMetrics,
-            limits: services.environment.limitMetrics,
+            limits: services.environment.limitMetrics, receipts: services.environment.receiptMetrics,
             document: { document.withLock { $0 } })
         let routes = system.routes
             + AppRoutes(apps: services.apps, history: services.history, environment: services.environment).routes

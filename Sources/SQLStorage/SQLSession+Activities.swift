@@ -11,7 +11,7 @@ extension SQLSession {
 
     private static let instanceColumns: SQL = """
         device_id, status, update_token, environment, token_registered_at, created_at, updated_at, ended_at, end_cause,
-        subscribed, joined, (SELECT d.platform FROM devices d
+        subscribed, joined, last_received_send_id, last_received_at, (SELECT d.platform FROM devices d
             WHERE d.app_id = activity_instances.app_id AND d.device_id = activity_instances.device_id) AS platform
         """
 
@@ -514,6 +514,8 @@ extension SQLSession {
             endCause: row.optionalString("end_cause").flatMap(EndCause.init), subscribed: try row.bool("subscribed"),
             platform: row.optionalString("platform") ?? "ios")
         record.joined = try row.bool("joined")
+        record.lastReceivedSendID = row.optionalInt64("last_received_send_id")
+        record.lastReceivedAt = row.optionalDate("last_received_at")
         return record
     }
 

@@ -7,7 +7,7 @@ extension SQLSession {
     public func activityType(appID: String, name: String) throws -> ActivityTypeRecord? {
         try query(
             """
-            SELECT activity_type, schema, created_at, updated_at FROM activity_types
+            SELECT activity_type, schema, created_at, updated_at, receipts FROM activity_types
             WHERE app_id = \(appID) AND activity_type = \(name)
             """
         ).first.map(Self.activityTypeRecord)
@@ -17,7 +17,7 @@ extension SQLSession {
     public func activityTypes(appID: String) throws -> [ActivityTypeRecord] {
         try query(
             """
-            SELECT activity_type, schema, created_at, updated_at FROM activity_types
+            SELECT activity_type, schema, created_at, updated_at, receipts FROM activity_types
             WHERE app_id = \(appID) ORDER BY activity_type
             """
         ).map(Self.activityTypeRecord)
@@ -26,19 +26,21 @@ extension SQLSession {
     /// Stores (or replaces) a type. Answers whether it is new: the insert that
     /// creates it, or else the update that replaces it, each one statement that
     /// reads and writes the row at once.
-    public func putActivityType(appID: String, name: String, schema: ActivityTypeSchema, now: Date) throws -> Bool {
+    public func putActivityType(
+        appID: String, name: String, schema: ActivityTypeSchema, receipts: Bool, now: Date
+    ) throws -> Bool {
         let millis = now.unixMilliseconds
         let text = schema.json.jsonText
         let created = try run(
             """
-            INSERT INTO activity_types (app_id, activity_type, schema, created_at, updated_at)
-            VALUES (\(appID), \(name), \(text), \(millis), \(millis))
+            INSERT INTO activity_types (app_id, activity_type, schema, created_at, updated_at, receipts)
+            VALUES (\(appID), \(name), \(text), \(millis), \(millis), \(receipts))
             ON CONFLICT (app_id, activity_type) DO NOTHING
             """) > 0
         if !created {
             try run(
                 """
-                UPDATE activity_types SET schema = \(text), updated_at = \(millis)
+                UPDATE activity_types SET schema = \(text), updated_at = \(millis), receipts = \(receipts)
                 WHERE app_id = \(appID) AND activity_type = \(name)
                 """)
         }
@@ -68,6 +70,6 @@ extension SQLSession {
         }
         return ActivityTypeRecord(
             name: try row.string("activity_type"), schema: schema, createdAt: try row.date("created_at"),
-            updatedAt: try row.date("updated_at"))
+            updatedAt: try row.date("updated_at"), receipts: try row.bool("receipts"))
     }
 }

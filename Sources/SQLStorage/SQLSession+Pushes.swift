@@ -4,6 +4,12 @@ public import Storage
 
 extension SQLSession {
     /// Stores what a send says, once for all its targets. Answers its id.
+    public func replaceSendPayload(sendID: Int64, payload: Data) throws {
+        guard try run("UPDATE sends SET payload = \(payload) WHERE id = \(sendID)") == 1 else {
+            throw StoreError(.corrupt, "send \(sendID) is missing")
+        }
+    }
+
     public func insertSend(appID: String, activityID: String?, content: SendContent, now: Date) throws -> Int64 {
         guard let row = try query(
             """
@@ -134,14 +140,21 @@ extension SQLSession {
             return item
         }
         let windows = try windowHistory(appID: appID, activityID: activityID, since: since)
-        guard !windows.isEmpty else { return rows }
         // By send; within a send by windows, in device order (its rows among them).
         let windowed = Set(windows.map(\.sendID))
-        return (rows + windows).sorted { first, second in
+        var items = windows.isEmpty ? rows : (rows + windows).sorted { first, second in
             if first.sendID != second.sendID { return first.sendID < second.sendID }
             if windowed.contains(first.sendID) { return first.deviceID < second.deviceID }
             return first.id < second.id
         }
+        // Each push its device said it showed (receipts).
+        let received = try receipts(appID: appID, activityID: activityID)
+        if !received.isEmpty {
+            for index in items.indices {
+                items[index].receivedAt = received[SendDevice(sendID: items[index].sendID, deviceID: items[index].deviceID)]
+            }
+        }
+        return items
     }
 
     /// Counts a tap on a push of a device's copy of an activity, once per push and
@@ -482,7 +495,7 @@ extension SQLSession {
         let times = try query(
             """
             SELECT (SELECT min(next_attempt_at) FROM pushes WHERE status = 'queued') AS pushes,
-                (SELECT min(s.created_at) FROM sends s WHERE s.state = 'queued' AND \(sql: Self.inOrder)) AS sends,
+                (SELECT min(s.created_at) FROM sends s WHERE \(sql: Self.queued("s")) AND \(sql: Self.inOrder)) AS sends,
                 (SELECT min(s.created_at) FROM send_windows w JOIN sends s ON s.id = w.send_id
                     WHERE w.claimed_by IS NULL) AS windows
             """).first

@@ -54,15 +54,24 @@ extension SQLSession {
                 LIMIT \(limit))
                 AND status IN \(sql: Self.settled)
             """)
-        let left = limit - purged.pushes
+        var left = limit - purged.pushes
         guard left > 0 else { return purged }
-        // The sends no push is left of: every push of theirs settled and went. The
-        // pushes' foreign key reads pushes_by_send for each.
+        // Their receipts, by the receipts' key (a send's first).
+        purged.receipts = try run(
+            """
+            DELETE FROM receipts WHERE (send_id, device_id) IN (
+                SELECT send_id, device_id FROM receipts WHERE send_id \(in: sendIDs) LIMIT \(left))
+            """)
+        left -= purged.receipts
+        guard left > 0 else { return purged }
+        // The sends no push or receipt is left of: every push of theirs settled and
+        // went. The pushes' foreign key reads pushes_by_send for each.
         purged.sends = try run(
             """
             DELETE FROM sends WHERE id IN (
                 SELECT s.id FROM sends s
                 WHERE s.id \(in: sendIDs) AND NOT EXISTS (SELECT 1 FROM pushes p WHERE p.send_id = s.id)
+                    AND NOT EXISTS (SELECT 1 FROM receipts r WHERE r.send_id = s.id)
                 LIMIT \(left))
             """)
         return purged

@@ -74,6 +74,15 @@ extension SQLSession {
             AND (o.token_kind = 'fcm') = (s.token_kind = 'fcm'))
         """
 
+    /// The condition that a send (of table alias `alias`) is queued, written so
+    /// that the open sends' partial indexes (sends_open, sends_open_by_activity)
+    /// serve it: SQLite uses a partial index only for a query that repeats its
+    /// condition, and the sends of the whole history are many.
+    static func queued(_ alias: String?) -> SQL {
+        let column = alias.map { "\($0).state" } ?? "state"
+        return "\(raw: column) IN ('queued', 'claimed') AND \(raw: column) = 'queued'"
+    }
+
     /// What the worker needs of an open send.
     struct OpenSend {
         var id: Int64
@@ -175,7 +184,7 @@ extension SQLSession {
             guard let send = try query(
                 """
                 SELECT \(sql: Self.openSendColumns) FROM sends s
-                WHERE s.state = 'queued' AND s.created_at <= \(millis) AND \(sql: Self.inOrder)
+                WHERE \(sql: Self.queued("s")) AND s.created_at <= \(millis) AND \(sql: Self.inOrder)
                 ORDER BY s.id LIMIT 1\(sql: skipLocked)
                 """).first.map(Self.openSend)
             else { break }
@@ -363,7 +372,7 @@ extension SQLSession {
         if try !query(
             """
             SELECT 1 AS waiting FROM sends WHERE app_id = \(try row.string("app_id"))
-                AND activity_id = \(row.optionalString("activity_id")) AND state = 'queued' AND id > \(sendID)
+                AND activity_id = \(row.optionalString("activity_id")) AND \(sql: Self.queued(nil)) AND id > \(sendID)
             LIMIT 1
             """
         ).isEmpty {

@@ -473,5 +473,28 @@ public enum IsletSchema {
                 WHERE start_send_id IS NOT NULL;
             CREATE INDEX sends_unfinished ON sends(app_id, activity_id, id) WHERE audience = 'copies' AND finished_at IS NULL;
             """),
+        // An update stops the activity's open sends: found by the activity among
+        // the open ones, not among every send of its history.
+        Migration(version: 25, name: "open sends by activity", sql: """
+            CREATE INDEX sends_open_by_activity ON sends(app_id, activity_id) WHERE state IN ('queued', 'claimed');
+            """),
+        // Receipts: a type may ask its devices to say which send they showed; each
+        // receipt is one row (a device, a send), counted on its send and shown on
+        // the device's copy.
+        Migration(version: 26, name: "receipts", sql: """
+            ALTER TABLE activity_types ADD COLUMN receipts INTEGER NOT NULL DEFAULT 0;
+            ALTER TABLE sends ADD COLUMN received INTEGER NOT NULL DEFAULT 0;
+            ALTER TABLE activity_instances ADD COLUMN last_received_send_id INTEGER;
+            ALTER TABLE activity_instances ADD COLUMN last_received_at INTEGER;
+            CREATE TABLE receipts (
+                send_id INTEGER NOT NULL,
+                device_id TEXT NOT NULL,
+                app_id TEXT NOT NULL,
+                activity_id TEXT NOT NULL,
+                received_at INTEGER NOT NULL,
+                created_at INTEGER NOT NULL,
+                PRIMARY KEY (send_id, device_id)
+            ) STRICT, WITHOUT ROWID;
+            """),
     ]
 }

@@ -205,8 +205,9 @@ public protocol ActivityTypeStore {
     func activityType(appID: String, name: String) throws -> ActivityTypeRecord?
     /// Every activity type of `appID`, by name.
     func activityTypes(appID: String) throws -> [ActivityTypeRecord]
-    /// Stores (or replaces) a type, atomically. Answers whether it is new.
-    func putActivityType(appID: String, name: String, schema: ActivityTypeSchema, now: Date) throws -> Bool
+    /// Stores (or replaces) a type, with whether it asks for receipts, atomically.
+    /// Answers whether it is new.
+    func putActivityType(appID: String, name: String, schema: ActivityTypeSchema, receipts: Bool, now: Date) throws -> Bool
     /// Removes a type. Answers whether it existed.
     func deleteActivityType(appID: String, name: String) throws -> Bool
     /// How many activities of a type have not ended and started after `startedAfter`.
@@ -218,6 +219,9 @@ public protocol ActivityTypeStore {
 public protocol PushQueue {
     /// Stores what a send says, once for all its targets. Answers its id.
     func insertSend(appID: String, activityID: String?, content: SendContent, now: Date) throws -> Int64
+    /// Replaces the payload of send `sendID` before any of it went (a payload that
+    /// names its own send, for receipts).
+    func replaceSendPayload(sendID: Int64, payload: Data) throws
     /// Queues one push of `sendID` per target, each with its own `apns-id` from
     /// `mintID`. Answers how many.
     @discardableResult
@@ -317,6 +321,8 @@ public protocol PushHistory {
     /// one it was deferred to), of those after `since` that were not dropped and
     /// did not fail, by device id.
     func startTimes(appID: String, deviceIDs: [String], since: Date) throws -> [String: [Date]]
+    /// The activity's newest `limit` sends, newest first, with what they came to.
+    func sendSummaries(appID: String, activityID: String, limit: Int) throws -> [SendSummary]
 }
 
 /// The Islet nodes sharing the database.
@@ -574,9 +580,35 @@ public protocol RateLimitStore {
     func saveRateBucket(appID: String, family: String, tokens: Double, updatedAt: Date) throws
 }
 
+/// Receipts: a device saying which send of an activity it showed.
+public protocol ReceiptStore {
+    /// Records that `deviceID`'s copy of the activity showed send `sendID` at
+    /// `receivedAt`, once: the send counts it, and the copy keeps its newest.
+    /// Answers the receipt as stored (an earlier one of the same send and device
+    /// as it was), or nil when no send of the activity has that id.
+    func recordReceipt(
+        appID: String, activityID: String, deviceID: String, sendID: Int64, receivedAt: Date, now: Date
+    ) throws -> StoredReceipt?
+}
+
+/// A receipt as stored.
+public struct StoredReceipt: Sendable, Hashable {
+    /// When the device showed the send.
+    public var receivedAt: Date
+    /// Whether this request recorded it (false: the same receipt came before).
+    public var counted: Bool
+
+    /// Creates a receipt.
+    public init(receivedAt: Date, counted: Bool) {
+        self.receivedAt = receivedAt
+        self.counted = counted
+    }
+}
+
 public protocol StoreSession:
     AppStore, DeviceStore, ActivityStore, ActivityTypeStore, PushQueue, PushHistory, IdempotencyStore, NodeStore,
-    NodeCoordination, ScheduleStore, EventStore, WebhookStore, SessionStore, RateLimitStore, ChannelStore, HistoryStore
+    NodeCoordination, ScheduleStore, EventStore, WebhookStore, SessionStore, RateLimitStore, ChannelStore, HistoryStore,
+    ReceiptStore
 {
     /// Answers when the database does (a health check).
     func ping() throws
@@ -651,6 +683,13 @@ extension DeviceStore {
     /// The kinds under which `token` is registered anywhere in the app.
     public func registeredKinds(appID: String, token: String) throws -> Set<PushTokenKind> {
         try registeredKinds(appID: appID, token: token, except: nil)
+    }
+}
+
+extension ActivityTypeStore {
+    /// Stores (or replaces) a type that asks for no receipts.
+    public func putActivityType(appID: String, name: String, schema: ActivityTypeSchema, now: Date) throws -> Bool {
+        try putActivityType(appID: appID, name: name, schema: schema, receipts: false, now: now)
     }
 }
 

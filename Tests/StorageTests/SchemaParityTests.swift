@@ -122,7 +122,7 @@ struct SchemaModel {
     static let flags: Set<String> = [
         "apps.strict_activity_types", "pushes.environment_switched", "timelines.renew", "webhooks.enabled",
         "devices.frequent_updates", "pushes.priority_downgraded", "channels.managed", "activity_instances.subscribed",
-        "activity_instances.joined",
+        "activity_instances.joined", "activity_types.receipts",
     ]
 
     /// SQLite's declared type in PostgreSQL's terms: the mapping, written once.

@@ -16,6 +16,9 @@ public enum EventType: String, Sendable, Hashable, CaseIterable, Codable {
     /// Someone tapped the activity on a device (the app reported it), attributed to
     /// a push.
     case activityTapped = "activity.tapped"
+    /// A device said it showed a send of the activity (a receipt, for a type with
+    /// receipts on).
+    case activityReceived = "activity.received"
     /// APNs accepted a push.
     case pushSent = "push.sent"
     /// APNs refused a push, or every retry failed.

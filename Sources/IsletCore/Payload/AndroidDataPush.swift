@@ -28,6 +28,9 @@ public struct AndroidDataPush: Sendable, Hashable {
     public var dismissalDate: Date?
     /// Whether the send carries an alert (an alerted update goes at high priority).
     public var alerted: Bool
+    /// The send's id, for a type with receipts: carried as `islet_send_id`, for the
+    /// device to name in its receipt.
+    public var receiptSendID: String?
 
     /// Creates a push.
     public init(
@@ -96,6 +99,7 @@ public struct AndroidDataPush: Sendable, Hashable {
             }
             data["dismissal_date"] = String(Int64(dismissalDate.timeIntervalSince1970.rounded(.down)))
         }
+        if let receiptSendID { data["islet_send_id"] = receiptSendID }
         let seconds = Int64(now.timeIntervalSince1970.rounded(.down))
         let timestamp = max(seconds, (lastTimestamp ?? 0) + 1)
         data["timestamp"] = String(timestamp)

@@ -15,6 +15,9 @@ enum InstanceJSON {
             "ended_at": APIJSON.date(instance.endedAt), "end_cause": APIJSON.optional(instance.endCause?.rawValue),
             "on_channel": .bool(instance.subscribed), "platform": .string(instance.platform),
             "joined": .bool(instance.joined),
+            // The newest send the device said it showed (receipts).
+            "last_received_send_id": APIJSON.optional(instance.lastReceivedSendID.map(String.init)),
+            "last_received_at": APIJSON.date(instance.lastReceivedAt),
         ]
     }
 }

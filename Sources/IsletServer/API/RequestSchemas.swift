@@ -148,6 +148,12 @@ enum RequestSchemas {
         BodyField("apns_id", .string(.text(max: 64)), description: "The push tapped; the newest one delivered to the device for the activity when absent."),
         BodyField("tapped_at", .date, description: "When the tap happened (now when absent); the same tap sent again with its time counts once."),
     ])
+    static let receipt = BodySchema([
+        BodyField(
+            "send_id", .string(.text(max: 20)), required: true,
+            description: "The send shown: the send_id its content state carried under islet (islet_send_id in an FCM message)."),
+        BodyField("received_at", .date, description: "When the device showed it (now when absent); at most 5 minutes ahead."),
+    ])
     static let alert = BodySchema([
         BodyField("title", .string(.text(max: 512)), required: true),
         BodyField("body", .string(.text(max: 2_048)), required: true),
@@ -239,6 +245,9 @@ enum RequestSchemas {
             BodyField("attributes", .fieldDefinitions, required: true),
             BodyField("content_state", .fieldDefinitions, required: true),
             BodyField("force", .bool),
+            BodyField(
+                "receipts", .bool,
+                description: "Whether each start, update and end carries \"islet\": {\"send_id\": …} in its content state, for the device to send a receipt (default false)."),
         ],
         // widget_name goes with expo-widgets, and only with it (ActivityTypeService).
         anyOf: [

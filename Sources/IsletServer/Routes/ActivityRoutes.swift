@@ -201,6 +201,15 @@ struct ActivityRoutes: Sendable {
             ]
             return .object(json)
         })
+        // Its newest sends, with what they came to (receipts: `received` of `targets`).
+        body["sends"] = .array(detail.sends.map { send in
+            [
+                "send_id": .string(String(send.sendID)), "event": .string(send.event.rawValue),
+                "token_kind": .string(send.tokenKind.rawValue), "status": .string(send.state),
+                "targets": .integer(send.targets), "sent": .integer(send.sent), "received": .integer(send.received),
+                "created_at": APIJSON.date(send.createdAt),
+            ]
+        })
         let renewal = detail.activity.record.renewal
         body["renewed_to"] = APIJSON.optional(renewal.renewedTo)
         body["renewed_from"] = APIJSON.optional(renewal.renewedFrom)
@@ -305,6 +314,7 @@ struct ActivityRoutes: Sendable {
             "updated_at": APIJSON.date(push.updatedAt), "sent_at": APIJSON.date(push.sentAt),
             "taps": .integer(Int64(push.taps)), "first_tapped_at": APIJSON.date(push.firstTappedAt),
             "priority_downgraded": .bool(push.priorityDowngraded), "deferred_until": APIJSON.date(push.deferredUntil),
+            "send_id": .string(String(push.sendID)), "received_at": APIJSON.date(push.receivedAt),
         ])
     }
 }

@@ -50,10 +50,12 @@ struct ActivityTypeRoutes: Sendable {
             parsed.append(fields)
         }
         let force = root.bool("force") ?? false
+        let receipts = root.bool("receipts") ?? false
         try body.finish()
         let schema = ActivityTypeSchema(
             format: format, widgetName: widgetName, attributes: parsed[0], contentState: parsed[1])
-        let registered = try await activityTypes.put(appID: request.app.id, name: name, schema: schema, force: force)
+        let registered = try await activityTypes.put(
+            appID: request.app.id, name: name, schema: schema, receipts: receipts, force: force)
         var json = Self.json(registered.record)
         if !registered.breakingChanges.isEmpty {
             json["breaking_changes"] = .array(registered.breakingChanges.map(JSONValue.string))
@@ -82,6 +84,7 @@ struct ActivityTypeRoutes: Sendable {
         json["activity_type"] = .string(record.name)
         json["created_at"] = APIJSON.date(record.createdAt)
         json["updated_at"] = APIJSON.date(record.updatedAt)
+        json["receipts"] = .bool(record.receipts)
         return json
     }
 }

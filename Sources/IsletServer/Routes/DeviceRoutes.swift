@@ -59,6 +59,13 @@ struct DeviceRoutes: Sendable {
                 family: .registrations, responses: [(201, "Recorded: {apns_id, tapped_at}, the push it counts on (null when none was delivered yet)"), Self.refused, (404, "The device holds no such activity"), (422, "A field is invalid: apns_id names no push made for this device's copy, or tapped_at is ahead of the server's clock, before the activity started or before the push it counts on was sent")]
             ) { request in try await tap(request) },
             APIRoute(
+                "POST", "/v1/apps/{app_id}/devices/{device_id}/activities/{activity_id}/receipts",
+                summary: "Record that the device showed a send of the activity: the send_id its content state carried under islet (for a type with receipts on). The same receipt again is answered alike and counted once."
+                    + Self.needsSecret,
+                access: .device, body: RequestSchemas.receipt,
+                family: .registrations, responses: [(201, "Recorded: {send_id, received_at}"), Self.refused, (404, "The device holds no such activity"), (422, "A field is invalid: send_id names no send of this activity, or received_at is more than 5 minutes ahead of the server's clock")]
+            ) { request in try await receipt(request) },
+            APIRoute(
                 "POST", "/v1/apps/{app_id}/devices/{device_id}/secret/rotate",
                 summary: "Replace the device's secret, given its current one in the Islet-Device-Secret header (whatever device_secrets says); the old one stops working. The new one is shown once.",
                 access: .device, body: RequestSchemas.empty,
@@ -183,6 +190,21 @@ struct DeviceRoutes: Sendable {
             tappedAt: tappedAt)
         return APIJSON.response(status: 201, .object([
             "apns_id": APIJSON.optional(tapped.apnsID), "tapped_at": APIJSON.date(tapped.tappedAt),
+        ]))
+    }
+
+    private func receipt(_ request: RouteRequest) async throws -> HTTPResponse {
+        let deviceID = try PathValues.identifier(request.parameters, "device_id")
+        let activityID = try PathValues.identifier(request.parameters, "activity_id")
+        let body = try request.body()
+        let sendID = body.root.string("send_id")
+        let receivedAt = body.root.date("received_at")
+        try body.finish()
+        let received = try await devices.recordReceipt(
+            appID: request.app.id, deviceID: deviceID, secret: Self.secret(request), activityID: activityID,
+            sendID: sendID!, receivedAt: receivedAt)
+        return APIJSON.response(status: 201, .object([
+            "send_id": .string(received.sendID), "received_at": APIJSON.date(received.receivedAt),
         ]))
     }
 

@@ -17,6 +17,8 @@ struct SystemRoutes: Sendable {
     let requestMetrics: RequestMetrics?
     /// What the budgets and rate limits did on this node.
     let limits: LimitMetrics
+    /// The receipts this node recorded.
+    let receipts: ReceiptMetrics
     /// The whole route list, for the OpenAPI document (set once the list is built).
     let document: @Sendable () -> JSONValue
 
@@ -94,6 +96,11 @@ struct SystemRoutes: Sendable {
         text += "# TYPE islet_starts_deferred_total counter\n"
         for (appID, count) in limited.deferrals {
             text += "islet_starts_deferred_total{\(node),app=\(label(appID))} \(count)\n"
+        }
+        text += "# HELP islet_receipts_total Receipts recorded (a device said it showed a send), by app.\n"
+        text += "# TYPE islet_receipts_total counter\n"
+        for (appID, count) in receipts.snapshot() {
+            text += "islet_receipts_total{\(node),app=\(label(appID))} \(count)\n"
         }
         text += "# HELP islet_rate_limited_total Requests refused by an app's rate limit, by app and family.\n"
         text += "# TYPE islet_rate_limited_total counter\n"

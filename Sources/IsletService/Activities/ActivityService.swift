@@ -179,12 +179,15 @@ public struct ActivityService: Sendable {
         }
         // The Android data message is checked (FCM's size) before anything is written.
         var androidContent: SendContent?
+        var androidData: AndroidDataPush?
         if !android.isEmpty {
             let data = AndroidDataPush(
                 event: .start, activityID: activityID, activityType: activityType, contentState: prepared.wireState,
                 attributes: prepared.attributes, staleDate: command.staleDate, alerted: command.alert != nil)
+            androidData = data
             androidContent = try AndroidSends.content(
-                data, event: .start, timestamp: built.timestamp, expiration: built.expiration, now: now)
+                Receipts.stamping(data, receipts: prepared.receipts, sendID: Receipts.widest), event: .start,
+                timestamp: built.timestamp, expiration: built.expiration, now: now)
         }
         let deferred = try Self.spaceStarts(
             &targets, appID: appID, budget: app.budget.applied(to: defaults), session: session, now: now)
@@ -221,17 +224,30 @@ public struct ActivityService: Sendable {
         }
         // Each group's start is one send, which makes the group's copies and
         // reaches them by windows; a start held back goes as a row of its own.
-        var groups: [(targets: [PushTarget], content: SendContent)] = []
-        if !tokenTargets.isEmpty { groups.append((tokenTargets, SendRules.content(built, event: .start))) }
+        // With receipts, each group's payload is built again to name its send.
+        let receipts = prepared.receipts
+        var groups: [(targets: [PushTarget], content: SendContent, push: LiveActivityPush, limit: PayloadLimit?)] = []
+        if !tokenTargets.isEmpty {
+            groups.append((tokenTargets, SendRules.content(built, event: .start), push, SendRules.startLimit(for: app)))
+        }
         for (environment, group) in channelTargets.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
             var subscribing = push
             subscribing.inputPushChannel = plan?.channels[environment]?.apnsChannelID
-            let builtForChannel = try SendRules.build(subscribing, bundleID: app.bundleID, now: now, lastTimestamp: nil)
-            groups.append((group, SendRules.content(builtForChannel, event: .start)))
+            let builtForChannel = try SendRules.build(
+                Receipts.stamping(subscribing, receipts: receipts, sendID: Receipts.widest), bundleID: app.bundleID,
+                now: now, lastTimestamp: nil)
+            groups.append((group, SendRules.content(builtForChannel, event: .start), subscribing, nil))
         }
         var sendIDs: [Int64] = []
         for group in groups {
-            let sendID = try session.insertSend(appID: appID, activityID: activityID, content: group.content, now: now)
+            let restamp: ((Int64) throws -> Data)? = receipts ? { sendID in
+                try SendRules.build(
+                    Receipts.stamping(group.push, receipts: true, sendID: sendID), bundleID: app.bundleID, now: now,
+                    lastTimestamp: nil, limit: group.limit
+                ).payload
+            } : nil
+            let sendID = try Receipts.insertSend(
+                group.content, restamp: restamp, appID: appID, activityID: activityID, session: session, now: now)
             try session.insertPendingInstances(
                 appID: appID, activityID: activityID, targets: group.targets, startSendID: sendID, now: now)
             sendIDs.append(sendID)
@@ -252,8 +268,15 @@ public struct ActivityService: Sendable {
                 sendID: sendID, appID: appID, activityID: activityID, activityType: activityType, kind: .pushToStart,
                 now: now)
         }
-        if let content = androidContent {
-            let sendID = try session.insertSend(appID: appID, activityID: activityID, content: content, now: now)
+        if let content = androidContent, let data = androidData {
+            let restamp: ((Int64) throws -> Data)? = receipts ? { sendID in
+                try AndroidSends.content(
+                    Receipts.stamping(data, receipts: true, sendID: sendID), event: .start, timestamp: built.timestamp,
+                    expiration: built.expiration, now: now
+                ).payload
+            } : nil
+            let sendID = try Receipts.insertSend(
+                content, restamp: restamp, appID: appID, activityID: activityID, session: session, now: now)
             try session.insertAndroidInstances(
                 appID: appID, activityID: activityID, deviceIDs: android.map(\.deviceID), startSendID: sendID, now: now)
             try session.queueToCopies(
@@ -303,8 +326,11 @@ public struct ActivityService: Sendable {
             event: .start, contentState: prepared.wireState, attributesType: prepared.attributesType,
             attributes: prepared.attributes, alert: command.alert, staleDate: command.staleDate,
             relevanceScore: command.relevanceScore, priority: command.priority)
+        // With receipts, built to the widest send id it may carry: the payload of
+        // each of its sends, naming its own, is no larger.
         let built = try SendRules.build(
-            push, bundleID: app.bundleID, now: now, lastTimestamp: nil, limit: SendRules.startLimit(for: app))
+            Receipts.stamping(push, receipts: prepared.receipts, sendID: Receipts.widest), bundleID: app.bundleID,
+            now: now, lastTimestamp: nil, limit: SendRules.startLimit(for: app))
         if let endAt = command.endAt {
             try SendRules.checkEndAt(endAt, startedAt: now, lifecycle: lifecycle, now: now)
         }
@@ -401,10 +427,12 @@ public struct ActivityService: Sendable {
         // Each way the update goes takes its own size: the broadcast on a channel,
         // each copy's own update token (see `SendRules.checkTokenCopies`), FCM's data
         // message (see `sendToHolders`).
+        // With receipts, checked with the widest send id stamped (see `prepareStart`).
+        let checked = Receipts.stamping(push, receipts: prepared.receipts, sendID: Receipts.widest)
         let built = try SendRules.build(
-            push, bundleID: app.bundleID, now: now, lastTimestamp: activity.lastTimestamp,
+            checked, bundleID: app.bundleID, now: now, lastTimestamp: activity.lastTimestamp,
             limit: SendRules.limit(for: activity.delivery))
-        try SendRules.checkTokenCopies(push, built: built, activity: activity, appID: appID, session: session)
+        try SendRules.checkTokenCopies(checked, built: built, activity: activity, appID: appID, session: session)
         if let endAt = command.endAt {
             try SendRules.checkEndAt(endAt, startedAt: activity.startedAt, lifecycle: lifecycle, now: now)
         }
@@ -415,9 +443,10 @@ public struct ActivityService: Sendable {
         let android = app.fcm == nil ? nil : AndroidDataPush(
             event: .update, activityID: activityID, activityType: activity.activityType, contentState: prepared.wireState,
             staleDate: command.staleDate, alerted: command.alert != nil)
+        let stamp = Self.stamp(push, prepared: prepared, bundleID: app.bundleID, activity: activity, now: now)
         return try Self.sendToHolders(
-            built, android: android, event: .update, activity: activity, appID: appID, warnings: prepared.warnings,
-            session: session, budget: budget, now: now
+            built, android: android, stamp: stamp, event: .update, activity: activity, appID: appID,
+            warnings: prepared.warnings, session: session, budget: budget, now: now
         ) {
             if let endAt = command.endAt { try session.setEndAt(appID: appID, activityID: activityID, endAt: endAt) }
             try session.recordUpdate(
@@ -512,16 +541,18 @@ public struct ActivityService: Sendable {
             contentState: command.contentState ?? activity.contentState, isStart: false,
             storedState: command.contentState == nil)
         let push = LiveActivityPush(event: .end, contentState: prepared.wireState, dismissalDate: command.dismissalDate)
+        let checked = Receipts.stamping(push, receipts: prepared.receipts, sendID: Receipts.widest)
         let built = try SendRules.build(
-            push, bundleID: app.bundleID, now: now, lastTimestamp: activity.lastTimestamp,
+            checked, bundleID: app.bundleID, now: now, lastTimestamp: activity.lastTimestamp,
             limit: SendRules.limit(for: activity.delivery))
-        try SendRules.checkTokenCopies(push, built: built, activity: activity, appID: appID, session: session)
+        try SendRules.checkTokenCopies(checked, built: built, activity: activity, appID: appID, session: session)
         let android = app.fcm == nil ? nil : AndroidDataPush(
             event: .end, activityID: activityID, activityType: activity.activityType, contentState: prepared.wireState,
             dismissalDate: command.dismissalDate)
         let result = try sendToHolders(
-            built, android: android, event: .end, activity: activity, appID: appID, warnings: prepared.warnings,
-            session: session, now: now
+            built, android: android,
+            stamp: Self.stamp(push, prepared: prepared, bundleID: app.bundleID, activity: activity, now: now),
+            event: .end, activity: activity, appID: appID, warnings: prepared.warnings, session: session, now: now
         ) {
             try session.endActivity(
                 appID: appID, activityID: activityID, cause: command.cause, contentState: prepared.contentState,
@@ -590,13 +621,37 @@ public struct ActivityService: Sendable {
     /// Queues `built` to every device holding the activity (`android`, as a data
     /// message, to its Android holders), after dropping its queued updates (the
     /// device shows only the newest), then runs `record` (which stores the new state).
+    /// With receipts, the payload of `push` built again to name send `sendID`, as
+    /// an update or end of `activity` is built; nil without.
+    private static func stamp(
+        _ push: LiveActivityPush, prepared: PreparedContent, bundleID: String, activity: ActivityRecord, now: Date
+    ) -> ((Int64) throws -> Data)? {
+        guard prepared.receipts else { return nil }
+        return { sendID in
+            try SendRules.build(
+                Receipts.stamping(push, receipts: true, sendID: sendID), bundleID: bundleID, now: now,
+                lastTimestamp: activity.lastTimestamp, limit: SendRules.limit(for: activity.delivery)
+            ).payload
+        }
+    }
+
     private static func sendToHolders(
-        _ built: BuiltPush, android: AndroidDataPush?, event: PushEvent, activity: ActivityRecord, appID: String,
-        warnings: [String],
+        _ built: BuiltPush, android: AndroidDataPush?, stamp: ((Int64) throws -> Data)?, event: PushEvent,
+        activity: ActivityRecord, appID: String, warnings: [String],
         session: any ActivityStore & PushQueue & PushHistory & EventStore & ChannelStore, budget: SendBudget? = nil, now: Date,
         record: () throws -> Void
     ) throws -> ActivitySendResult {
         let activityID = activity.activityID
+        // With receipts (`stamp`), each send's payload names it; the checks before
+        // were made with the widest id stamped.
+        let receipts = stamp != nil
+        let androidStamp: ((Int64) throws -> Data)? = receipts ? { sendID in
+            guard let android else { throw ServiceError(.failed, "no Android message to stamp") }
+            return try AndroidSends.content(
+                Receipts.stamping(android, receipts: true, sendID: sendID), event: event, timestamp: built.timestamp,
+                expiration: built.expiration, now: now
+            ).payload
+        } : nil
         // The Android holders' data message, when there are any: checked (FCM's
         // size) before anything is written.
         var androidContent: SendContent?
@@ -604,7 +659,8 @@ public struct ActivityService: Sendable {
             try !session.androidUpdateTargets(appID: appID, activityID: activityID, afterDeviceID: nil, limit: 1).isEmpty
         {
             androidContent = try AndroidSends.content(
-                android, event: event, timestamp: built.timestamp, expiration: built.expiration, now: now)
+                Receipts.stamping(android, receipts: receipts, sendID: Receipts.widest), event: event,
+                timestamp: built.timestamp, expiration: built.expiration, now: now)
         }
         let superseded = try session.supersedeQueuedUpdates(appID: appID, activityID: activityID, now: now)
         let supersededInSends = try session.dropOpenSends(
@@ -625,7 +681,8 @@ public struct ActivityService: Sendable {
             for channel in try session.activityChannels(appID: appID, activityID: activityID) {
                 var content = SendRules.content(built, event: event)
                 if !channel.storesMostRecent { content.expiration = 0 }
-                let broadcastID = try session.insertSend(appID: appID, activityID: activityID, content: content, now: now)
+                let broadcastID = try Receipts.insertSend(
+                    content, restamp: stamp, appID: appID, activityID: activityID, session: session, now: now)
                 try session.enqueuePushes(
                     sendID: broadcastID, appID: appID, activityID: activityID, activityType: activity.activityType,
                     event: event, tokenKind: .channel,
@@ -642,8 +699,9 @@ public struct ActivityService: Sendable {
         var downgraded = 0
         let holdsTokens = try !session.updateTargets(appID: appID, activityID: activityID, afterDeviceID: nil, limit: 1).isEmpty
         if activity.delivery == .tokens || holdsTokens {
-            let sendID = try session.insertSend(
-                appID: appID, activityID: activityID, content: SendRules.content(built, event: event), now: now)
+            let sendID = try Receipts.insertSend(
+                SendRules.content(built, event: event), restamp: stamp, appID: appID, activityID: activityID,
+                session: session, now: now)
             // Only when some copy may be over its priority-10 budget are the copies
             // read, a page at a time: those over it go at priority 5, each by a row
             // of its own, and the windows pass them by.
@@ -680,7 +738,8 @@ public struct ActivityService: Sendable {
         // Apple's budget for priority-10 updates is not theirs.
         var androidTargets = 0
         if let content = androidContent {
-            let androidSendID = try session.insertSend(appID: appID, activityID: activityID, content: content, now: now)
+            let androidSendID = try Receipts.insertSend(
+                content, restamp: androidStamp, appID: appID, activityID: activityID, session: session, now: now)
             androidTargets = try session.queueToCopies(
                 sendID: androidSendID, appID: appID, activityID: activityID, activityType: activity.activityType,
                 kind: .fcm, now: now)
@@ -730,14 +789,15 @@ public struct ActivityService: Sendable {
         let now = environment.clock.now()
         let since = now.addingTimeInterval(-SendBudget.window)
         let defaults = environment.budget
-        let (activity, instances, budget, usage, channels) = try await environment.read {
-            (session: any Stores) -> (ActivityRecord, [InstanceRecord], SendBudget, [String: BudgetUsage], [ChannelRecord]) in
+        let (activity, instances, budget, usage, channels, sends) = try await environment.read {
+            (session: any Stores) -> (ActivityRecord, [InstanceRecord], SendBudget, [String: BudgetUsage], [ChannelRecord], [SendSummary]) in
             let activity = try SendRules.activity(session, appID: appID, activityID: activityID)
             let budget = try session.app(id: appID)?.budget.applied(to: defaults) ?? defaults
             let usage = try session.priority10Usage(
                 appID: appID, activityID: activityID, since: since, afterDeviceID: nil, throughDeviceID: nil)
             let channels = activity.delivery == .channel ? try session.activityChannels(appID: appID, activityID: activityID) : []
-            return (activity, try session.instances(appID: appID, activityID: activityID), budget, usage, channels)
+            let sends = try session.sendSummaries(appID: appID, activityID: activityID, limit: Self.sendsShown)
+            return (activity, try session.instances(appID: appID, activityID: activityID), budget, usage, channels, sends)
         }
         // Until the sweep stores it, an activity past every window has ended on
         // every device too.
@@ -755,8 +815,12 @@ public struct ActivityService: Sendable {
         var detail = ActivityDetail(
             activity: ActivityView(activity, lifecycle: lifecycle, now: now), devices: devices, budget: budget, usage: usage)
         detail.channels = channels
+        detail.sends = sends
         return detail
     }
+
+    /// The newest sends an activity's answer shows.
+    static let sendsShown = 20
 
     /// Every push made for the activity since it started, oldest first, or `notFound`.
     /// A start held back until its device may take another is `isDeferred` until

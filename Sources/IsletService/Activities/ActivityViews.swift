@@ -44,6 +44,8 @@ public struct ActivityDetail: Sendable {
     /// Its broadcast channels (with channel delivery), which the app subscribes a
     /// copy it starts itself to.
     public var channels: [ChannelRecord] = []
+    /// Its newest sends to its copies, newest first, with what they came to.
+    public var sends: [SendSummary] = []
 
     /// The priority-10 updates a copy gets in an hour, and what is left of them now.
     public func priority10(deviceID: String) -> (perHour: Int, remaining: Int) {

@@ -16,6 +16,9 @@ struct PreparedContent: Sendable {
     var wireState: JSONValue?
     /// Keys the device ignores, as `content_state.foo: …`.
     var warnings: [String]
+    /// Whether the type asks for receipts: each send names itself in the content
+    /// state (see `Receipts`).
+    var receipts = false
 }
 
 /// Applies registered activity types to sends.
@@ -51,6 +54,7 @@ enum SchemaEnforcement {
                 attributes: attributes, contentState: contentState, attributesType: activityType, wireState: contentState,
                 warnings: [])
         }
+        if !storedState { try Receipts.checkOwnState(contentState, receipts: record.receipts) }
         let schema = record.schema
         var violations: [SchemaViolation] = []
         var warnings: [SchemaViolation] = []
@@ -58,6 +62,7 @@ enum SchemaEnforcement {
             attributes: attributes, contentState: contentState,
             attributesType: schema.format == .expoWidgets ? ActivityTypeSchema.expoAttributesType : activityType,
             wireState: contentState, warnings: [])
+        prepared.receipts = record.receipts
         if let attributes, !storedState {
             let result = SchemaCheck.check(attributes, fields: schema.attributes, path: "attributes", mode: .prepare)
             violations += result.violations

@@ -28,8 +28,11 @@ public struct ActivityTypeService: Sendable {
 
     /// Registers or replaces a type's schema. A change that running activities could
     /// not decode is a `conflict` naming each change, unless `force`.
-    public func put(appID: String, name: String, schema: ActivityTypeSchema, force: Bool) async throws(ServiceError) -> Registered {
+    public func put(
+        appID: String, name: String, schema: ActivityTypeSchema, receipts: Bool = false, force: Bool
+    ) async throws(ServiceError) -> Registered {
         try Self.checkWidget(schema)
+        try Self.checkReceiptsKey(schema, receipts: receipts)
         let now = environment.clock.now()
         let startedAfter = now.addingTimeInterval(-environment.lifecycle.windows.total)
         let (created, record, changes) = try await environment.write {
@@ -48,7 +51,7 @@ public struct ActivityTypeService: Sendable {
                         })
                 }
             }
-            let created = try session.putActivityType(appID: appID, name: name, schema: schema, now: now)
+            let created = try session.putActivityType(appID: appID, name: name, schema: schema, receipts: receipts, now: now)
             return (created, try session.activityType(appID: appID, name: name), changes)
         }
         guard let record else { throw ServiceError(.failed, "The activity type was not stored.") }
@@ -64,6 +67,15 @@ public struct ActivityTypeService: Sendable {
         default: return
         }
         throw .invalid("The field widget_name is invalid: \(ServiceError.sentence(message))", field: "widget_name", message)
+    }
+
+    /// With receipts on, the content state's key `islet` is Islet's (the send's
+    /// id): the type's schema may not declare it.
+    static func checkReceiptsKey(_ schema: ActivityTypeSchema, receipts: Bool) throws(ServiceError) {
+        guard receipts, schema.contentState[Receipts.key] != nil else { return }
+        throw .invalid(
+            "The field content_state.\(Receipts.key) is invalid: the key \(Receipts.key) is Islet's own (it carries a receipt's send_id).",
+            field: "content_state.\(Receipts.key)", "is Islet's own key (it carries a receipt's send_id)")
     }
 
     /// Every registered type of the app, by name.

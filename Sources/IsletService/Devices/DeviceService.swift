@@ -11,7 +11,7 @@ public import Storage
 public struct DeviceService: Sendable {
     /// The part of the store this service touches: each of its transactions sees
     /// only these.
-    typealias Stores = DeviceStore & ActivityStore & EventStore & PushHistory & IdempotencyStore
+    typealias Stores = DeviceStore & ActivityStore & EventStore & PushHistory & IdempotencyStore & ReceiptStore
 
     private let environment: ServiceEnvironment
 
@@ -396,6 +396,63 @@ public struct DeviceService: Sendable {
             return tapped.apnsID
         }
         return Tapped(apnsID: tapped, tappedAt: at)
+    }
+
+    // MARK: - Receipts
+
+    /// What a receipt answers: the send the device showed, and when.
+    public struct Received: Sendable, Equatable {
+        /// The send's id, as its content state carried it.
+        public let sendID: String
+        /// When the device showed it.
+        public let receivedAt: Date
+    }
+
+    /// How far ahead of the server's clock a device may date a receipt.
+    public static let receiptClockSkew: TimeInterval = 300
+
+    /// Records that the device's copy of an activity showed send `sendID` (the id
+    /// its content state carried under `islet`) at `receivedAt` (now when not
+    /// given): the send counts it, the copy keeps its newest, and
+    /// `activity.received` says so. The same receipt again is answered alike and
+    /// counted once. A send of another activity, or none, is refused naming
+    /// `send_id`; a device without a copy of the activity is `notFound`.
+    public func recordReceipt(
+        appID: String, deviceID: String, secret: String?, activityID: String, sendID: String, receivedAt: Date?
+    ) async throws(ServiceError) -> Received {
+        let now = environment.clock.now()
+        let at = receivedAt ?? now
+        let skew = Self.receiptClockSkew
+        let unknown = ServiceError.invalid(
+            "No send \(sendID) was made for activity \(activityID).", field: "send_id",
+            "must be the send_id a push of this activity carried")
+        // Islet names its sends by decimal ids from 1.
+        guard let id = Int64(sendID), id > 0, String(id) == sendID else { throw unknown }
+        let stored = try await environment.write { (session: any Stores) -> StoredReceipt in
+            try Self.admit(session: session, appID: appID, deviceID: deviceID, secret: secret, now: now)
+            guard try session.instance(appID: appID, activityID: activityID, deviceID: deviceID) != nil else {
+                throw ServiceError(.notFound, "Device \(deviceID) holds no activity \(activityID).")
+            }
+            if at.timeIntervalSince(now) > skew {
+                throw ServiceError.invalid(
+                    "The receipt is dated ahead of the server's clock.", field: "received_at",
+                    "must not be more than \(Int(skew)) seconds ahead of the server's clock (\(RFC3339.string(now)))")
+            }
+            guard let stored = try session.recordReceipt(
+                appID: appID, activityID: activityID, deviceID: deviceID, sendID: id, receivedAt: at, now: now)
+            else { throw unknown }
+            if stored.counted {
+                try session.appendEvents([NewEvent(
+                    appID: appID, type: .activityReceived, activityID: activityID, occurredAt: now,
+                    data: [
+                        "activity_id": .string(activityID), "device_id": .string(deviceID), "send_id": .string(sendID),
+                        "received_at": .string(RFC3339.string(at)),
+                    ])])
+            }
+            return stored
+        }
+        if stored.counted { environment.receiptMetrics.recorded(appID: appID) }
+        return Received(sendID: sendID, receivedAt: stored.receivedAt)
     }
 
     // MARK: - Secrets

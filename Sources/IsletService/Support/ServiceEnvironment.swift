@@ -39,6 +39,8 @@ public struct ServiceEnvironment: Sendable {
     public let rateLimits: RateLimitDefaults
     /// What the limits did, for `/metrics`.
     public let limitMetrics: LimitMetrics
+    /// The receipts recorded, for `/metrics`.
+    public let receiptMetrics = ReceiptMetrics()
     /// Days the server keeps history (`--history-retention-days`); an app may keep
     /// its own for less (see ``HistoryRetention``).
     public let historyRetentionDays: Double

@@ -30,6 +30,10 @@ public struct InstanceRecord: Sendable, Hashable {
     /// Whether the device joined on its own (registered for the activity, or an
     /// Android device joined it) rather than being targeted by its start.
     public var joined: Bool = false
+    /// The newest send the device said it showed (a receipt), and when.
+    public var lastReceivedSendID: Int64?
+    /// When the device showed `lastReceivedSendID`.
+    public var lastReceivedAt: Date?
 
     /// Creates a record.
     public init(

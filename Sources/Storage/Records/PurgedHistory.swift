@@ -16,12 +16,14 @@ public struct PurgedHistory: Sendable, Hashable {
     public var sends = 0
     /// Pushes.
     public var pushes = 0
+    /// Receipts of the sends.
+    public var receipts = 0
 
     /// Nothing deleted.
     public init() {}
 
     /// Rows deleted, in all.
-    public var total: Int { activities + copies + audience + taps + schedules + sends + pushes }
+    public var total: Int { activities + copies + audience + taps + schedules + sends + pushes + receipts }
 
     /// The two purges' rows together.
     public static func + (left: PurgedHistory, right: PurgedHistory) -> PurgedHistory {
@@ -32,6 +34,7 @@ public struct PurgedHistory: Sendable, Hashable {
         sum.taps += right.taps
         sum.schedules += right.schedules
         sum.sends += right.sends
+        sum.receipts += right.receipts
         sum.pushes += right.pushes
         return sum
     }

@@ -48,6 +48,8 @@ public struct PushHistoryItem: Sendable, Hashable {
     /// Whether it is held back now (queued, its `deferredUntil` still ahead): shown
     /// as `deferred`.
     public var isDeferred = false
+    /// When the device said it showed this push's send (a receipt), if it did.
+    public var receivedAt: Date?
 
     /// Creates a record.
     public init(

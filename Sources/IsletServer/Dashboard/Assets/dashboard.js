@@ -120,7 +120,7 @@
   // Follows an app's events: the event stream when the server has one and it opens,
   // else (or once it fails) the list fetched again every two seconds.
   const ACTIVITY_EVENTS = ['activity.started', 'activity.updated', 'activity.ended', 'activity.token_registered',
-    'activity.start_unconfirmed', 'activity.tapped'];
+    'activity.start_unconfirmed', 'activity.tapped', 'activity.received'];
   const PUSH_EVENTS = ['push.sent', 'push.failed', 'push.dropped', 'send.completed', 'token.rejected', 'schedule.fired',
     'schedule.dropped'];
 
@@ -372,16 +372,20 @@
       const last = JSON.stringify(activity.content_state);
       if (!seen.length || seen[seen.length - 1].text !== last) seen.push({ text: last, at: activity.updated_at || activity.started_at, value: activity.content_state });
       const sends = history.items.filter((push) => push.event !== 'alert');
+      // What each send came to, receipts included (the activity's newest sends).
+      const counts = new Map((activity.sends || []).map((send) => [send.send_id, send]));
       const byTime = [];
       for (const push of sends) {
-        const key = push.event + ' ' + push.created_at;
-        if (!byTime.some((entry) => entry.key === key)) byTime.push({ key: key, event: push.event, at: push.created_at });
+        const key = push.send_id || push.event + ' ' + push.created_at;
+        if (!byTime.some((entry) => entry.key === key)) byTime.push({ key: key, event: push.event, at: push.created_at, send: counts.get(push.send_id) });
       }
       fill(states, el('h3', { text: 'Content state' }),
         el('p', { class: 'hint', text: 'The latest state, then each state seen while this page was open, and every send that carried one.' }),
         json(activity.content_state),
         el('ol', { id: 'state-history' }, seen.map((entry) => el('li', {}, el('span', { class: 'when', text: when(entry.at) }), ' ', el('code', { text: entry.text })))),
-        el('ol', { id: 'send-history' }, byTime.map((entry) => el('li', { 'data-event': entry.event }, el('span', { class: 'when', text: when(entry.at) }), ' ', entry.event))));
+        el('ol', { id: 'send-history' }, byTime.map((entry) => el('li', { 'data-event': entry.event, 'data-send-id': entry.send ? entry.send.send_id : '' },
+          el('span', { class: 'when', text: when(entry.at) }), ' ', entry.event,
+          entry.send && entry.send.received ? el('span', { class: 'received', text: ' · received on ' + entry.send.received + ' of ' + entry.send.targets + ' device(s)' }) : null))));
       const copies = new Map(activity.devices.map((copy) => [copy.device_id, copy]));
       // On a broadcast channel, each update is one push per channel, whatever the
       // number of devices: the channels come first.
@@ -391,12 +395,14 @@
         : null;
       // An Android copy is reached through its device's FCM token: no update token,
       // no APNs environment.
-      fill(devices, el('h3', { text: 'Devices' }), channels, table(['Device', 'Platform', 'Status', 'Environment', 'Update token', 'Registered', 'Ended', 'End cause'],
+      fill(devices, el('h3', { text: 'Devices' }), channels, table(['Device', 'Platform', 'Status', 'Environment', 'Update token', 'Registered', 'Shown', 'Ended', 'End cause'],
         activity.devices.map((copy) => el('tr', { 'data-device-id': copy.device_id, 'data-platform': copy.platform || 'ios' },
           el('td', { class: 'mono', text: copy.device_id }), el('td', { text: copy.platform || 'ios' }), el('td', { text: copy.status }),
           el('td', { text: copy.environment || '—' }),
           el('td', { class: 'mono', text: copy.update_token_prefix || (copy.has_update_token ? 'held' : (copy.platform === 'android' ? 'FCM token' : '—')) }),
-          el('td', { text: when(copy.token_registered_at) }), el('td', { text: when(copy.ended_at) }), el('td', { text: copy.end_cause || '' })))));
+          el('td', { text: when(copy.token_registered_at) }),
+          el('td', { class: 'shown', text: copy.last_received_send_id ? 'send ' + copy.last_received_send_id + ', ' + when(copy.last_received_at) : '—' }),
+          el('td', { text: when(copy.ended_at) }), el('td', { text: copy.end_cause || '' })))));
       renderSchedules(schedules, base, planned.items, refresh);
       fill(timeline, el('h3', { text: 'Timeline' }),
         entries.entries.length
@@ -480,6 +486,7 @@
               ? el('span', { class: 'detail' }, ' FCM ', el('code', { text: push.fcm_message_name || push.apns_id }), ', ' + push.attempts + ' attempt(s), ' + latency + ', android')
               : el('span', { class: 'detail' }, ' apns-id ', el('code', { text: push.apns_id }), ', ' + push.attempts + ' attempt(s), ' + latency + ', ' + push.token_kind + ', ' + push.environment),
             taps ? el('span', { class: 'taps', title: 'first ' + when(push.first_tapped_at), text: ' ' + taps + (taps === 1 ? ' tap' : ' taps') }) : null,
+            push.received_at ? el('span', { class: 'label received', title: 'The device said it showed this send', text: 'shown ' + when(push.received_at) }) : null,
             push.priority_downgraded ? el('span', { class: 'label downgraded', title: "The copy's priority-10 budget was spent", text: 'priority 5' }) : null,
             push.deferred_until ? el('span', { class: 'label deferred', title: "The device's starts of the hour were spent", text: 'goes ' + when(push.deferred_until) }) : null,
             silent.map((label) => el('span', { class: 'label', text: label })));
