@@ -260,6 +260,7 @@ struct APIRulesTests {
                 "GET /v1/apps/{app_id}/events",
                 "POST /v1/apps/{app_id}/channels", "GET /v1/apps/{app_id}/channels",
                 "GET /v1/apps/{app_id}/channels/{channel_id}", "DELETE /v1/apps/{app_id}/channels/{channel_id}",
+                "POST /v1/apps/{app_id}/devices/{device_id}/activities/{activity_id}/receipts",
             ]
             #expect(documented == contract)
             // Every documented route is served: none answers "no such route".

@@ -426,13 +426,13 @@ public struct DeviceService: Sendable {
         let unknown = ServiceError.invalid(
             "No send \(sendID) was made for activity \(activityID).", field: "send_id",
             "must be the send_id a push of this activity carried")
-        // Islet names its sends by decimal ids from 1.
-        guard let id = Int64(sendID), id > 0, String(id) == sendID else { throw unknown }
         let stored = try await environment.write { (session: any Stores) -> StoredReceipt in
             try Self.admit(session: session, appID: appID, deviceID: deviceID, secret: secret, now: now)
             guard try session.instance(appID: appID, activityID: activityID, deviceID: deviceID) != nil else {
                 throw ServiceError(.notFound, "Device \(deviceID) holds no activity \(activityID).")
             }
+            // Islet names its sends by decimal ids from 1.
+            guard let id = Int64(sendID), id > 0, String(id) == sendID else { throw unknown }
             if at.timeIntervalSince(now) > skew {
                 throw ServiceError.invalid(
                     "The receipt is dated ahead of the server's clock.", field: "received_at",
