@@ -35,6 +35,12 @@ export ISLET_TEST_TIERS=postgres,python,processes
 # their usual length: the suite runs several times slower here, hundreds of tests
 # sharing two cores (IsletTesting.TestTime).
 export ISLET_TEST_TIME_SCALE=4
+# At most 8 tests at a time (make test's runs take 16, scripts/test-passes.sh): with
+# every test at once, hundreds of sanitized tests share two cores and the
+# concurrency pool's two threads, each stretches to minutes (past its time limit),
+# and the whole run is slower: under TSan, 128 s at 8 against more than 300 s (and
+# a one-minute limit overrun) at full width, on the same machine.
+export SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH=${SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH:-8}
 echo "test-sanitize: building with the $sanitizer sanitizer in $build"
 # shellcheck disable=SC2086 # EXTRA_SWIFT_FLAGS holds several words (see the Makefile)
 swift build --build-tests --sanitize="$sanitizer" --build-path "$build" ${WERROR:+-Xswiftc -warnings-as-errors} \
