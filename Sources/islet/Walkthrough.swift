@@ -48,7 +48,8 @@ enum Walkthrough {
                The user's Android phone registers its FCM token (an Android device needs no push-to-start token):
               ANDROID_SECRET=$(curl -sX PUT $ISLET/v1/apps/$APP/devices/\(android) -H "Authorization: Bearer $DEVICE_KEY" \(json) -d '{"platform":"android","fcm_token":"\(fcmToken)","user_id":"\(user)"}' | sed -n 's/.*"device_secret":"\\([^"]*\\)".*/\\1/p'); echo "$ANDROID_SECRET"
 
-            2. Your backend starts an activity on the user's devices (the iPhone through APNs, the Android phone through FCM):
+            2. Your backend registers the activity type with receipts on (each send names itself in the content state, under "islet", and the phone says what it showed), then starts an activity on the user's devices (the iPhone through APNs, the Android phone through FCM):
+              curl -sX PUT $ISLET/v1/apps/$APP/activity-types/DeliveryAttributes -H "Authorization: Bearer $SERVER_KEY" \(json) -d '{"attributes":{"order":{"type":"string"}},"content_state":{"status":{"type":"string"},"eta_minutes":{"type":"int"}},"receipts":true}'
               curl -sX POST $ISLET/v1/apps/$APP/activities -H "Authorization: Bearer $SERVER_KEY" \(json) -d '{"activity_id":"order-42","activity_type":"DeliveryAttributes","attributes":{"order":"42"},"content_state":{"status":"preparing","eta_minutes":25},"alert":{"title":"Order 42","body":"We are preparing your order"},"audience":{"user_ids":["\(user)"]}}'
 
             3. The simulated phone shows it and mints an update token; the app registers it:
@@ -56,11 +57,15 @@ enum Walkthrough {
               TOKEN=$(curl -s $SIM/activities | tr ',' '\\n' | sed -n 's/.*"update_token":"\\([0-9a-f]*\\)".*/\\1/p' | tail -1)
               curl -sX PUT $ISLET/v1/apps/$APP/devices/\(device)/activities/order-42 -H "Authorization: Bearer $DEVICE_KEY" \(secret) \(json) -d "{\\"activity_type\\":\\"DeliveryAttributes\\",\\"token\\":\\"$TOKEN\\"}"
 
-            4. Your backend updates it, then ends it:
+            4. Your backend updates it:
               curl -sX POST $ISLET/v1/apps/$APP/activities/order-42/update -H "Authorization: Bearer $SERVER_KEY" \(json) -d '{"content_state":{"status":"on the way","eta_minutes":10}}'
+
+            5. The phone shows the update, and the app says so with the send id its content state carries (a receipt); then your backend ends the activity:
+              SEND_ID=$(curl -s $SIM/activities | tr ',' '\\n' | sed -n 's/.*"send_id":"\\([0-9]*\\)".*/\\1/p' | tail -1)
+              curl -sX POST $ISLET/v1/apps/$APP/devices/\(device)/activities/order-42/receipts -H "Authorization: Bearer $DEVICE_KEY" \(secret) \(json) -d "{\\"send_id\\":\\"$SEND_ID\\"}"
               curl -sX POST $ISLET/v1/apps/$APP/activities/order-42/end -H "Authorization: Bearer $SERVER_KEY" \(json) -d '{"content_state":{"status":"delivered","eta_minutes":0}}'
 
-            5. See what happened, on the server and on the simulated phones:
+            6. See what happened, on the server and on the simulated phones:
               curl -s $ISLET/v1/apps/$APP/activities/order-42 -H "Authorization: Bearer $SERVER_KEY"
               curl -s $ISLET/v1/apps/$APP/activities/order-42/pushes -H "Authorization: Bearer $SERVER_KEY"
               curl -s $SIM/activities

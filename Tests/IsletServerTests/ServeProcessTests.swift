@@ -110,7 +110,7 @@ struct ServeProcessTests {
             #expect(exports["APP"] != nil && exports["SERVER_KEY"] != nil)
             // The walk-through's commands, step by step, run as printed by a shell.
             let steps = Self.walkthroughSteps(text)
-            try #require(steps.count == 5, "\(text)")
+            try #require(steps.count == 6, "\(text)")
             #expect(steps[1].contains { $0.contains("Islet-Device-Secret: $DEVICE_SECRET") })
             // curl prints no newline after an answer: the secret goes on a line of its own.
             let first = try await Self.shell(steps[1] + ["echo", #"echo "kept=$DEVICE_SECRET""#], exports)
@@ -135,6 +135,20 @@ struct ServeProcessTests {
             let third = try await Self.shell(steps[3], exports)
             #expect(third.contains(#""device_id":"phone-1""#) && third.contains(#""registered_at""#), "\(third)")
             _ = try await Self.shell(steps[4], exports)
+            // The phone shows the update, with its send id; the app's receipt names it.
+            var shown: String?
+            for _ in 0..<2_400 where shown == nil {
+                try await Task.sleep(for: .milliseconds(25))
+                let activities = try await httpRequest(port: sim, path: "/activities")
+                let state = (try? JSONValue(parsing: activities.body))?["activities"]?.arrayValue?.first?["content_state"]
+                if state?["status"] == "on the way" { shown = state?["islet"]?["send_id"]?.stringValue }
+            }
+            let sendID = try #require(shown)
+            let fifth = try await Self.shell(steps[5], exports)
+            #expect(fifth.contains(#""send_id":"\#(sendID)""#) && fifth.contains(#""received_at":"#), "\(fifth)")
+            let activity = try await Self.shell(
+                [#"curl -s $ISLET/v1/apps/$APP/activities/order-42 -H "Authorization: Bearer $SERVER_KEY""#], exports)
+            #expect(activity.contains(#""last_received_send_id":"\#(sendID)""#), "\(activity)")
             var status: String?
             for _ in 0..<2_400 where status != "ended" {
                 try await Task.sleep(for: .milliseconds(25))
@@ -166,7 +180,7 @@ struct ServeProcessTests {
             defer { again.stop() }
             #expect(textAgain.contains("The demo app was given fresh keys"))
             let stepsAgain = Self.walkthroughSteps(textAgain)
-            try #require(stepsAgain.count == 5, "\(textAgain)")
+            try #require(stepsAgain.count == 6, "\(textAgain)")
             // Not phone-1 itself (phone-1… of its own may well begin the same way).
             let joined = stepsAgain[1].joined(separator: "\n")
             #expect(!joined.contains("/devices/phone-1 ") && !joined.contains("/devices/phone-1/"), "\(joined)")
@@ -185,7 +199,7 @@ struct ServeProcessTests {
                 inside = true
                 steps = [[]]
             } else if inside, let first = line.first, first.isNumber {
-                if line.hasPrefix("5.") { break }
+                if line.hasPrefix("6.") { break }
                 steps.append([])
             } else if inside, line.hasPrefix("  "), !line.hasPrefix("   "), !steps.isEmpty {
                 steps[steps.count - 1].append(String(line.dropFirst(2)))
