@@ -18,7 +18,7 @@ let hotPathSettings: [SwiftSetting] = swiftSettings + [
 
 let package = Package(
     name: "Islet",
-    platforms: [.macOS(.v15)],
+    platforms: [.macOS(.v15), .iOS(.v17)],
     products: [
         .executable(name: "islet", targets: ["islet"]),
         .executable(name: "islet-bench", targets: ["IsletBench"]),
@@ -31,8 +31,14 @@ let package = Package(
         .executable(name: "FuzzSwiftSchema", targets: ["FuzzSwiftSchema"]),
         .executable(name: "FuzzCredentials", targets: ["FuzzCredentials"]),
         .library(name: "IsletServer", targets: ["IsletServer"]),
+        // The app's half: what an iOS app adds (Foundation, and ActivityKit where it exists; nothing of the server's).
+        .library(name: "IsletKit", targets: ["IsletKit"]),
     ],
     targets: [
+        // IsletKit, the app's half: device registration, the outbox, what ActivityKit has against what the server
+        // knows, receipts and taps. Depends on no other target, so that an app resolves none of the server's C libraries.
+        .target(name: "IsletKit", swiftSettings: swiftSettings),
+
         // C libraries, one system module each.
         .systemLibrary(name: "CNGHTTP2", pkgConfig: "libnghttp2", providers: [.apt(["libnghttp2-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
@@ -171,6 +177,8 @@ let package = Package(
         .target(name: "IsletTesting", dependencies: ["IsletSync", "IsletThreads", "CLinux", "Storage"], path: "Tests/IsletTesting", swiftSettings: swiftSettings),
 
         .testTarget(name: "IsletSyncTests", dependencies: ["IsletSync"], swiftSettings: swiftSettings),
+        // IsletKit's rules alone (its backoff, its outbox against a scripted server) and the README's snippets.
+        .testTarget(name: "IsletKitTests", dependencies: ["IsletKit"], swiftSettings: swiftSettings),
         .testTarget(name: "IsletThreadsTests", dependencies: ["IsletSync", "IsletThreads"], swiftSettings: swiftSettings),
         .testTarget(name: "IsletCoreTests", dependencies: ["IsletCore"], swiftSettings: swiftSettings),
         .testTarget(name: "IsletBackgroundTests", dependencies: ["IsletBackground", "IsletCore"], swiftSettings: swiftSettings),
@@ -222,6 +230,8 @@ let package = Package(
             name: "IsletServerTests",
             dependencies: [
                 "IsletSync", "IsletServer", "islet", "IsletTesting", "HTTP2", "HTTPClient", "HTTPServer", "IsletCrypto", "APNsSimulator", "Delivery",
+                // IsletKit against a real Islet and its simulator, end to end.
+                "IsletKit",
                 // Databases written as an older Islet wrote them, and read raw.
                 "Storage", "SQLiteStorage", "PostgreSQLStorage",
             ],
