@@ -10,6 +10,7 @@ import Testing
 /// Islet on port 0 with its simulators. The script signs in, waits on the app's page
 /// while this test starts an activity through the API and registers the update token
 /// the simulated phone minted, sees the activity appear without a reload, opens it,
+/// sees the tap and the phone's receipt of the start (its type has receipts on),
 /// ends it from the page, visits the other pages, signs out, and fails on any SEVERE
 /// entry of the browser's console. This test then checks the end reached the
 /// simulated phone. With ISLET_SCREENSHOTS=DIR (`make screenshots`) the script also
@@ -29,6 +30,11 @@ struct DashboardBrowserTests {
         try await ServerHarness.with { h in
             let app = try await h.createApp()
             try await h.registerStartable(app, Self.deviceID, userID: "user-1")
+            let type = try await h.call(
+                "PUT", "/v1/apps/\(app.id)/activity-types/DeliveryAttributes", key: app.serverKey,
+                json: ["attributes": ["order": ["type": "string"]],
+                       "content_state": ["status": ["type": "string"], "eta": ["type": "int"]], "receipts": true])
+            try #require(type.status == 201, "\(type.json)")
             var arguments = [
                 script, "http://127.0.0.1:\(h.application.port)", ServerHarness.adminToken, app.id, Self.activityID, Self.deviceID,
             ]
@@ -54,13 +60,21 @@ struct DashboardBrowserTests {
                 "POST", "/v1/apps/\(app.id)/devices/\(Self.deviceID)/activities/\(Self.activityID)/taps", key: app.deviceKey,
                 json: [:], headers: h.secretHeader(app, Self.deviceID))
             try #require(tapped.status == 201, "\(tapped.json)")
+            // The phone says it showed the start: the send id its content state carries.
+            let shown = try #require(h.sandbox.engine.activities().first {
+                $0.attributes?["islet_activity_id"]?.stringValue == Self.activityID
+            }?.contentState?["islet"]?["send_id"]?.stringValue)
+            let receipt = try await h.call(
+                "POST", "/v1/apps/\(app.id)/devices/\(Self.deviceID)/activities/\(Self.activityID)/receipts", key: app.deviceKey,
+                json: ["send_id": .string(shown)], headers: h.secretHeader(app, Self.deviceID))
+            try #require(receipt.status == 201, "\(receipt.json)")
 
             let status = await child.exitStatus(within: .seconds(240))
             try #require(status == 0, Comment(rawValue: failure("the browser flow failed (status \(status.map(String.init) ?? "still running"))")))
             let summary = try JSONValue(parsing: Data(try #require(child.lines.last).utf8))
             #expect(summary["ok"] == .bool(true))
             #expect(summary["steps"]?.arrayValue?.compactMap(\.stringValue) == [
-                "signed-in", "activity-appeared", "activity-page", "tapped", "ended", "metrics", "devices", "webhooks", "signed-out",
+                "signed-in", "activity-appeared", "activity-page", "tapped", "received", "ended", "metrics", "devices", "webhooks", "signed-out",
             ])
 
             // The end the page sent reached the simulated phone, on the update token.

@@ -142,6 +142,13 @@ def run(arguments):
         # The test taps the activity on the phone once the start push is delivered.
         flow.element('#push-timeline li[data-event="start"][data-taps="1"] .taps', "the tap counted on the start push")
         flow.step("tapped")
+        # The test posts the phone's receipt of the start (its type has receipts on).
+        flow.wait(lambda d: d.find_element(By.CSS_SELECTOR, '#devices tr[data-device-id="%s"] td.shown' % device_id).text.startswith("send "),
+                  "the send the device showed, on its row")
+        flow.element('#push-timeline li[data-event="start"] .received', "the start push marked shown")
+        flow.wait(lambda d: "received on 1 of 1" in d.find_element(By.CSS_SELECTOR, '#send-history li[data-event="start"]').text,
+                  "the start's send received on 1 of 1 device")
+        flow.step("received")
         flow.click("#end-activity")
         flow.wait(lambda d: d.find_element(By.ID, "activity-status").text == "ended", "the activity to read ended")
         flow.element('#push-timeline li[data-event="end"][data-status="sent"]', "the end push answered in the timeline")
