@@ -177,7 +177,7 @@ public actor Islet: IsletClient {
         state.pushToStartPaused = true
         for type in sources.keys.sorted() {
             state.accepted["pts:\(type)"] = nil
-            state.outbox.removeAll { $0.key == "pts:\(type)" }
+            state.outbox.removeAll { $0.key == "pts:\(type)" && !isInFlight($0) }
             enqueue(OutboxEntry(
                 id: UUID().uuidString, upload: IsletUpload(kind: .pushToStartRemoval, subject: type), method: "DELETE",
                 path: "/push-to-start/\(type.pathSafe)", body: nil, key: "pts-remove:\(type)", value: nil, notBefore: now()))
@@ -266,7 +266,9 @@ public actor Islet: IsletClient {
         for snapshot in snapshots where !snapshot.phase.isOver {
             guard let id = snapshot.activityID, keep[id] != snapshot.localID else { continue }
             duplicates.insert(snapshot.localID)
+            // Ended as a duplicate, not by the user: no end goes to the server.
             state.known[snapshot.localID] = nil
+            followers.removeValue(forKey: snapshot.localID)?.forEach { $0.cancel() }
             await source.end(snapshot.localID)
             hub.send(.duplicateEnded(activityID: id, localID: snapshot.localID))
         }
@@ -518,7 +520,9 @@ public actor Islet: IsletClient {
             state.registered = entry.value
             hub.send(.registered(deviceID: state.deviceID))
         case .pushToStartToken:
-            state.accepted[entry.key] = entry.value
+            // A token that went while `logout()` queued its removal is removed next:
+            // not held at the server, so it goes again with the next user.
+            if !state.pushToStartPaused { state.accepted[entry.key] = entry.value }
             state.failures["type:\(entry.upload.subject ?? "")"] = nil
         case .updateToken:
             state.accepted[entry.key] = entry.value
@@ -579,6 +583,8 @@ enum Verdict: Equatable {
         switch answer.status {
         case 200..<300: self = .accepted
         case 403 where answer.names("Islet-Device-Secret"): self = .secretRefused
+        // A push-to-start token already gone is what its removal wanted.
+        case 404 where kind == .pushToStartRemoval: self = .accepted
         case 404 where kind == .pushToStartToken || kind == .updateToken: self = .unregistered
         case 408, 425, 429, 500...599: self = .retry(answer.retryAfter)
         default: self = .refused

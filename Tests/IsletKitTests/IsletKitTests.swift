@@ -136,6 +136,7 @@ struct VerdictTests {
         #expect(Verdict(answer(404), kind: .updateToken) == .unregistered)
         #expect(Verdict(answer(404), kind: .pushToStartToken) == .unregistered)
         #expect(Verdict(answer(404), kind: .tap) == .refused)
+        #expect(Verdict(answer(404), kind: .pushToStartRemoval) == .accepted)
         #expect(Verdict(answer(404), kind: .end) == .refused)
         #expect(Verdict(answer(422, errors: ["send_id"]), kind: .receipt) == .refused)
         #expect(Verdict(answer(409), kind: .updateToken) == .refused)
