@@ -323,6 +323,10 @@ public protocol PushHistory {
     func startTimes(appID: String, deviceIDs: [String], since: Date) throws -> [String: [Date]]
     /// The activity's newest `limit` sends, newest first, with what they came to.
     func sendSummaries(appID: String, activityID: String, limit: Int) throws -> [SendSummary]
+    /// What the app's sends made from `from` (inclusive) to `to` (exclusive) came
+    /// to, in buckets of `bucketSeconds` (at least 1) from `from`; taps by when
+    /// they were made.
+    func overview(appID: String, from: Date, to: Date, bucketSeconds: Int64) throws -> AppOverview
 }
 
 /// The Islet nodes sharing the database.

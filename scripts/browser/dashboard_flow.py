@@ -155,6 +155,16 @@ def run(arguments):
         flow.step("ended")
         flow.shoot("activity")
 
+        driver.get(flow.base + "/dashboard#/apps/%s/overview/hour" % app_id)
+        flow.page("overview")
+        flow.wait(lambda d: d.find_element(By.CSS_SELECTOR, '#overview-totals dd[data-figure="sends"]').text not in ("", "0"),
+                  "the hour's sends in the overview")
+        flow.wait(lambda d: d.find_element(By.CSS_SELECTOR, '#overview-totals dd[data-figure="taps"]').text == "1", "the tap counted")
+        flow.wait(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#overview-charts svg polyline")) >= 8, "a chart per figure")
+        flow.element("#overview-limits table", "the figures in force")
+        flow.step("overview")
+        flow.shoot("overview")
+
         driver.get(flow.base + "/dashboard#/metrics")
         flow.page("metrics")
         flow.wait(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#charts svg polyline")) >= 4, "the delivery charts")

@@ -41,7 +41,50 @@ struct AppRoutes: Sendable {
                 body: RequestSchemas.empty, carriesSecret: true,
                 responses: [(200, "The new keys"), (404, "No such app")]
             ) { request in try await rotate(request) },
+            APIRoute(
+                "GET", "/v1/apps/{app_id}/overview",
+                summary: "What the app's sends over a period came to, by bucket and in all: sends, pushes, delivered, failed (and by reason), shown (receipts), taps, priority downgrades and deferred starts; with the budget and rate limits in force. Counted from each send's counters, across every node.",
+                access: .server, query: Self.overviewQuery,
+                responses: [
+                    (200, "{app_id, name, period, from, to, bucket_seconds, totals, series, failures, budget, rate_limits}"),
+                    (422, "A query parameter is invalid"),
+                ]
+            ) { request in try await overview(request) },
         ]
+    }
+
+    /// The overview's query: the period, `day` when absent.
+    static let overviewQuery: [QueryParameter] = [
+        .oneOf(
+            "period", "The period, ending with the bucket that holds now: hour (5-minute buckets), day (hourly; the default) or week (6-hourly).",
+            OverviewPeriod.self)
+    ]
+
+    private func overview(_ request: RouteRequest) async throws -> HTTPResponse {
+        let period: OverviewPeriod = request.query["period"] ?? .day
+        let view = try await history.overview(appID: request.app.id, period: period)
+        let app = json(request.app)
+        func counts(_ bucket: OverviewBucket) -> [String: JSONValue] {
+            [
+                "sends": .integer(bucket.sends), "pushes": .integer(bucket.targets), "delivered": .integer(bucket.delivered),
+                "failed": .integer(bucket.failed), "received": .integer(bucket.received), "taps": .integer(bucket.taps),
+                "priority_downgraded": .integer(bucket.downgraded), "deferred": .integer(bucket.deferred),
+            ]
+        }
+        return APIJSON.response(.object([
+            "app_id": .string(request.app.id), "name": .string(request.app.name), "period": .string(period.rawValue),
+            "from": APIJSON.date(view.from), "to": APIJSON.date(view.to), "bucket_seconds": .integer(period.bucketSeconds),
+            "totals": .object(counts(view.totals)),
+            "series": .array(view.overview.buckets.map { bucket in
+                var entry = counts(bucket)
+                entry["at"] = APIJSON.date(bucket.start)
+                return .object(entry)
+            }),
+            "failures": .array(view.overview.failures.map {
+                .object(["reason": .string($0.reason), "count": .integer($0.count)])
+            }),
+            "budget": app["budget"] ?? .null, "rate_limits": app["rate_limits"] ?? .null,
+        ]))
     }
 
     // MARK: - Handlers

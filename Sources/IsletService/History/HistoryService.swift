@@ -34,9 +34,9 @@ public struct HistoryView: Sendable, Hashable {
 public struct HistoryService: Sendable {
     /// The part of the store this service touches: each of its transactions sees
     /// only these.
-    typealias Stores = AppStore & HistoryStore & NodeCoordination
+    typealias Stores = AppStore & HistoryStore & NodeCoordination & PushHistory
 
-    private let environment: ServiceEnvironment
+    let environment: ServiceEnvironment
     /// How the purge runs.
     public let settings: HistorySettings
 

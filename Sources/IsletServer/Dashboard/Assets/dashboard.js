@@ -256,6 +256,7 @@
     else if (parts[0] === 'apps' && parts.length === 1) page = appsPage();
     else if (parts[0] === 'apps' && parts.length === 2) page = appPage(parts[1]);
     else if (parts[0] === 'apps' && parts[2] === 'activities' && parts.length === 4) page = activityPage(parts[1], parts[3]);
+    else if (parts[0] === 'apps' && parts[2] === 'overview') page = overviewPage(parts[1], parts[3]);
     else if (parts[0] === 'apps' && parts[2] === 'devices') page = devicesPage(parts[1]);
     else if (parts[0] === 'apps' && parts[2] === 'webhooks') page = webhooksPage(parts[1]);
     else page = appsPage();
@@ -264,7 +265,7 @@
 
   function appNav(appID, current) {
     const base = '#/apps/' + segment(appID);
-    const items = [['Activities', base], ['Devices', base + '/devices'], ['Webhooks', base + '/webhooks']];
+    const items = [['Activities', base], ['Overview', base + '/overview'], ['Devices', base + '/devices'], ['Webhooks', base + '/webhooks']];
     return el('nav', { class: 'tabs' }, items.map(([name, hash]) => link(name, hash, { class: name === current ? 'current' : null })));
   }
 
@@ -622,6 +623,56 @@
     caption.textContent = title + ': ' + (Math.round(latest * 100) / 100) + ' ' + unit + ' (max ' + (Math.round(max * 100) / 100) + ')';
     picture.append(caption);
     return el('figure', {}, picture);
+  }
+
+  // MARK: - One app: its overview
+
+  // What the app's sends over a period came to (GET …/overview: the sends'
+  // counters, across every node), as figures and a chart each; the period is in
+  // the URL (#/apps/{id}/overview/{hour|day|week}), so a view can be shared.
+  const OVERVIEW_FIGURES = [['sends', 'Sends'], ['pushes', 'Pushes'], ['delivered', 'Delivered'], ['failed', 'Failed'],
+    ['received', 'Shown (receipts)'], ['taps', 'Taps'], ['priority_downgraded', 'Priority downgrades'], ['deferred', 'Deferred starts']];
+
+  async function overviewPage(appID, chosen) {
+    const period = ['hour', 'day', 'week'].includes(chosen) ? chosen : 'day';
+    const base = '#/apps/' + segment(appID) + '/overview/';
+    const select = el('select', { id: 'overview-period' },
+      ['hour', 'day', 'week'].map((value) => el('option', { value: value, text: 'last ' + value, selected: value === period ? 'selected' : null })));
+    select.addEventListener('change', () => { location.hash = base + select.value; });
+    const heading = el('h2', { text: 'Overview' });
+    const figures = el('dl', { id: 'overview-totals', class: 'figures' });
+    const charts = el('div', { id: 'overview-charts', class: 'charts' });
+    const failures = el('section', { id: 'overview-failures' });
+    const limits = el('section', { id: 'overview-limits' });
+    show('overview', heading, appNav(appID, 'Overview'), el('div', { class: 'filters' }, el('label', {}, 'Period ', select)),
+      figures, charts, failures, limits);
+    const refresh = async () => {
+      const answer = await api('GET', '/v1/apps/' + segment(appID) + '/overview?period=' + period);
+      heading.textContent = answer.name + ': overview';
+      const totals = answer.totals;
+      fill(figures, ...OVERVIEW_FIGURES.flatMap(([key, name]) => [el('dt', { text: name }), el('dd', { 'data-figure': key, text: String(totals[key]) })]),
+        el('dt', { text: 'Shown on' }),
+        el('dd', { 'data-figure': 'shown-share', text: totals.pushes ? totals.received + ' of ' + totals.pushes + ' pushes' : '—' }));
+      const points = (key) => answer.series.map((bucket) => ({ at: Date.parse(bucket.at), value: bucket[key] }));
+      fill(charts, ...OVERVIEW_FIGURES.map(([key, name]) => chart(name, 'per ' + (answer.bucket_seconds / 60) + ' min', points(key), 'overview-' + key)));
+      fill(failures, el('h3', { text: 'Failures by reason' }),
+        answer.failures.length
+          ? table(['Reason', 'Pushes'], answer.failures.map((failure) => el('tr', { 'data-reason': failure.reason },
+            el('td', { class: 'mono', text: failure.reason }), el('td', { text: String(failure.count) }))), { id: 'failures-table' })
+          : el('p', { id: 'no-failures', text: 'No push failed in this period.' }));
+      const budget = answer.budget || {};
+      const rates = answer.rate_limits || {};
+      fill(limits, el('h3', { text: 'Figures in force' }),
+        table(['Figure', 'Value'], [
+          ['Priority-10 updates per hour', budget.priority_10_per_hour],
+          ['…with frequent updates', budget.frequent_priority_10_per_hour],
+          ['Starts per device per hour', budget.starts_per_device_per_hour],
+          ['Sends per second', rates.sends_per_second],
+          ['Registrations per second', rates.registrations_per_second],
+        ].map(([name, value]) => el('tr', {}, el('td', { text: name }), el('td', { text: value === null || value === undefined ? 'no limit' : String(value) })))));
+    };
+    await refresh();
+    follow(appID, refresh, ACTIVITY_EVENTS.concat(PUSH_EVENTS));
   }
 
   async function metricsPage() {
