@@ -496,5 +496,11 @@ public enum IsletSchema {
                 PRIMARY KEY (send_id, device_id)
             ) STRICT, WITHOUT ROWID;
             """),
+        // Lookup: a push found by its apns-id or APNs's apns-unique-id, in the app's
+        // history, without reading all of it.
+        Migration(version: 27, name: "pushes by apns-id", sql: """
+            CREATE INDEX pushes_by_apns_id ON pushes(app_id, apns_id);
+            CREATE INDEX pushes_by_unique_id ON pushes(app_id, apns_unique_id) WHERE apns_unique_id IS NOT NULL;
+            """),
     ]
 }

@@ -327,6 +327,11 @@ public protocol PushHistory {
     /// to, in buckets of `bucketSeconds` (at least 1) from `from`; taps by when
     /// they were made.
     func overview(appID: String, from: Date, to: Date, bucketSeconds: Int64) throws -> AppOverview
+    /// The app's records `text` names: an activity or device by its id, devices by
+    /// user id, pushes by apns-id or apns-unique-id (each exactly), and devices and
+    /// copies whose token begins with `text` when it is lowercase hex; at most
+    /// `limit` of each kind.
+    func lookup(appID: String, text: String, limit: Int) throws -> LookupResult
 }
 
 /// The Islet nodes sharing the database.

@@ -231,7 +231,7 @@ struct APIRulesTests {
             let contract: Set<String> = [
                 "GET /healthz", "GET /metrics", "GET /openapi.json", "GET /v1/version", "GET /v1/nodes", "DELETE /v1/sessions",
                 "POST /v1/apps", "GET /v1/apps", "GET /v1/apps/{app_id}", "PATCH /v1/apps/{app_id}",
-                "POST /v1/apps/{app_id}/keys/rotate", "GET /v1/apps/{app_id}/overview",
+                "POST /v1/apps/{app_id}/keys/rotate", "GET /v1/apps/{app_id}/overview", "GET /v1/apps/{app_id}/lookup",
                 "PUT /v1/apps/{app_id}/devices/{device_id}",
                 "PUT /v1/apps/{app_id}/devices/{device_id}/push-to-start/{activity_type}",
                 "DELETE /v1/apps/{app_id}/devices/{device_id}/push-to-start/{activity_type}",

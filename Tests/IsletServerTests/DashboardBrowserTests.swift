@@ -74,7 +74,7 @@ struct DashboardBrowserTests {
             let summary = try JSONValue(parsing: Data(try #require(child.lines.last).utf8))
             #expect(summary["ok"] == .bool(true))
             #expect(summary["steps"]?.arrayValue?.compactMap(\.stringValue) == [
-                "signed-in", "activity-appeared", "activity-page", "tapped", "received", "ended", "overview", "metrics", "devices", "webhooks", "signed-out",
+                "signed-in", "activity-appeared", "activity-page", "tapped", "received", "ended", "overview", "lookup", "metrics", "devices", "webhooks", "signed-out",
             ])
 
             // The end the page sent reached the simulated phone, on the update token.

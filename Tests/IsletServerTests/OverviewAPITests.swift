@@ -65,3 +65,62 @@ struct OverviewAPITests {
         }
     }
 }
+
+/// `GET /v1/apps/{app_id}/lookup`: one box for an app's records.
+@Suite("Lookup through the API")
+struct LookupAPITests {
+    @Test func anIdAUserAnApnsIDAndATokensFirstDigitsEachFindWhatTheyName() async throws {
+        try await ServerHarness.with { h in
+            let app = try await h.createApp()
+            let token = ServerHarness.token()
+            let registered = try await h.call(
+                "PUT", "/v1/apps/\(app.id)/devices/phone-1", key: app.deviceKey,
+                json: ["platform": "ios", "environment": "sandbox", "apns_token": .string(token), "user_id": "user-1"])
+            #expect(registered.status == 201, "\(registered.json)")
+            let alert = try await h.call(
+                "POST", "/v1/apps/\(app.id)/notifications", key: app.serverKey,
+                json: ["audience": ["user_ids": ["user-1"]], "alert": ["title": "Hello", "body": "World"]])
+            #expect(alert.status == 202, "\(alert.json)")
+            var apnsID: String?
+            _ = try await h.eventually {
+                apnsID = h.sandbox.engine.pushes().first?.headers["apns-id"]
+                return apnsID != nil
+            }
+            let pushID = try #require(apnsID)
+            func find(_ text: String) async throws -> Reply {
+                let query = text.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? text
+                return try await h.call("GET", "/v1/apps/\(app.id)/lookup?q=\(query)", key: app.serverKey)
+            }
+            let byUser = try await find("user-1")
+            #expect(byUser.status == 200 && byUser["devices"]?.arrayValue?.first?["device_id"] == "phone-1", "\(byUser.json)")
+            #expect(byUser["devices"]?.arrayValue?.first?["matched"] == "user_id")
+            let byToken = try await find(String(token.prefix(10)).uppercased())
+            #expect(byToken["devices"]?.arrayValue?.first?["matched"] == "apns_token", "\(byToken.json)")
+            var byPush: Reply?
+            _ = try await h.eventually {
+                byPush = try await find(pushID)
+                return byPush?["pushes"]?.arrayValue?.first?["status"] == "sent"
+            }
+            let push = try #require(byPush?["pushes"]?.arrayValue?.first, "\(byPush?.json ?? .null)")
+            #expect(push["apns_id"]?.stringValue == pushID && push["device_id"] == "phone-1" && push["matched"] == "apns_id")
+            let nothing = try await find("no-such-thing")
+            #expect(nothing.status == 200 && nothing["activities"]?.arrayValue?.isEmpty == true)
+            #expect(nothing["devices"]?.arrayValue?.isEmpty == true && nothing["pushes"]?.arrayValue?.isEmpty == true)
+            // Bad input is named; the device key and another app find nothing of it.
+            // (A NUL never reaches a route: any target holding %00 is 400.)
+            #expect(try await h.call("GET", "/v1/apps/\(app.id)/lookup?q=a%00b", key: app.serverKey).status == 400)
+            for bad in ["", String(repeating: "x", count: 513)] {
+                let refused = try await h.call("GET", "/v1/apps/\(app.id)/lookup?q=\(bad)", key: app.serverKey)
+                #expect(refused.status == 422 && refused.errorFields == ["q"], "\(bad.prefix(20)): \(refused.json)")
+            }
+            // Without q, or with spaces alone, there is nothing to look for: nothing found.
+            for empty in ["", "?q=%20%20"] {
+                let none = try await h.call("GET", "/v1/apps/\(app.id)/lookup\(empty)", key: app.serverKey)
+                #expect(none.status == 200 && none["devices"]?.arrayValue?.isEmpty == true, "\(none.json)")
+            }
+            #expect(try await h.call("GET", "/v1/apps/\(app.id)/lookup?q=user-1", key: app.deviceKey).status == 403)
+            let other = try await h.createApp(name: "Other", bundleID: "com.example.other")
+            #expect(try await h.call("GET", "/v1/apps/\(other.id)/lookup?q=user-1", key: other.serverKey)["devices"]?.arrayValue?.isEmpty == true)
+        }
+    }
+}

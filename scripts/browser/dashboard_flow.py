@@ -27,6 +27,7 @@ from selenium import webdriver
 from selenium.common.exceptions import TimeoutException, StaleElementReferenceException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import WebDriverWait
 
 DEADLINE = 60
@@ -164,6 +165,14 @@ def run(arguments):
         flow.element("#overview-limits table", "the figures in force")
         flow.step("overview")
         flow.shoot("overview")
+
+        box = flow.element("#lookup-text")
+        box.send_keys(device_id)
+        box.send_keys(Keys.ENTER)
+        flow.page("lookup")
+        flow.element('#lookup-devices tr[data-device-id="%s"]' % device_id, "the device found by its id")
+        flow.step("lookup")
+        flow.shoot("lookup")
 
         driver.get(flow.base + "/dashboard#/metrics")
         flow.page("metrics")

@@ -50,7 +50,44 @@ struct AppRoutes: Sendable {
                     (422, "A query parameter is invalid"),
                 ]
             ) { request in try await overview(request) },
+            APIRoute(
+                "GET", "/v1/apps/{app_id}/lookup",
+                summary: "Find the app's records the text names: an activity or a device by its id, devices by user id, pushes by apns-id or apns-unique-id, devices and copies by the first hex digits of a token. At most 20 of each.",
+                access: .server, query: Self.lookupQuery,
+                responses: [(200, "{query, activities, devices, copies, pushes}"), (422, "q is empty, too long or holds U+0000")]
+            ) { request in try await lookup(request) },
         ]
+    }
+
+    /// The lookup's query.
+    static let lookupQuery: [QueryParameter] = [
+        .text("q", "What to look for (1 to 512 characters): an id, a user id, an apns-id, or a token's first hex digits.",
+              TextFormat(rule: .plain, maxLength: 512))
+    ]
+
+    private func lookup(_ request: RouteRequest) async throws -> HTTPResponse {
+        let text: String = request.query["q"] ?? ""
+        let found = try await history.lookup(appID: request.app.id, text: text)
+        return APIJSON.response(.object([
+            "query": .string(text),
+            "activities": .array(found.activities.map {
+                .object(["activity_id": .string($0.activityID), "activity_type": .string($0.activityType), "status": .string($0.status)])
+            }),
+            "devices": .array(found.devices.map {
+                .object([
+                    "device_id": .string($0.deviceID), "platform": .string($0.platform),
+                    "user_id": $0.userID.map(JSONValue.string) ?? .null, "matched": .string($0.matched),
+                ])
+            }),
+            "copies": .array(found.copies.map { .object(["activity_id": .string($0.activityID), "device_id": .string($0.deviceID)]) }),
+            "pushes": .array(found.pushes.map {
+                .object([
+                    "activity_id": $0.activityID.map(JSONValue.string) ?? .null, "device_id": .string($0.deviceID),
+                    "apns_id": .string($0.apnsID), "event": .string($0.event), "status": .string($0.status),
+                    "send_id": .string(String($0.sendID)), "matched": .string($0.matched),
+                ])
+            }),
+        ]))
     }
 
     /// The overview's query: the period, `day` when absent.

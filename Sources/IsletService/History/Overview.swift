@@ -67,3 +67,31 @@ extension HistoryService {
         return OverviewView(period: period, from: from, to: to, overview: overview)
     }
 }
+
+extension HistoryService {
+    /// The most of each kind a lookup answers.
+    public static let lookupLimit = 20
+
+    /// The records of `appID` that `text` names (see ``PushHistory/lookup(appID:text:limit:)``):
+    /// the text trimmed, and tokens lowercased; nothing for text of spaces alone.
+    public func lookup(appID: String, text: String) async throws(ServiceError) -> LookupResult {
+        let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !trimmed.isEmpty else { return LookupResult() }
+        let limit = Self.lookupLimit
+        let lowered = trimmed.lowercased()
+        return try await environment.read { (session: any Stores) in
+            var found = try session.lookup(appID: appID, text: trimmed, limit: limit)
+            // A token typed in capitals: its prefix again, lowercased.
+            if lowered != trimmed {
+                let more = try session.lookup(appID: appID, text: lowered, limit: limit)
+                for device in more.devices where found.devices.count < limit
+                    && !found.devices.contains(where: { $0.deviceID == device.deviceID }) && device.matched.hasSuffix("token")
+                {
+                    found.devices.append(device)
+                }
+                if found.copies.isEmpty { found.copies = more.copies }
+            }
+            return found
+        }
+    }
+}

@@ -257,6 +257,7 @@
     else if (parts[0] === 'apps' && parts.length === 2) page = appPage(parts[1]);
     else if (parts[0] === 'apps' && parts[2] === 'activities' && parts.length === 4) page = activityPage(parts[1], parts[3]);
     else if (parts[0] === 'apps' && parts[2] === 'overview') page = overviewPage(parts[1], parts[3]);
+    else if (parts[0] === 'apps' && parts[2] === 'lookup') page = lookupPage(parts[1], parts.slice(3).join('/'));
     else if (parts[0] === 'apps' && parts[2] === 'devices') page = devicesPage(parts[1]);
     else if (parts[0] === 'apps' && parts[2] === 'webhooks') page = webhooksPage(parts[1]);
     else page = appsPage();
@@ -266,7 +267,14 @@
   function appNav(appID, current) {
     const base = '#/apps/' + segment(appID);
     const items = [['Activities', base], ['Overview', base + '/overview'], ['Devices', base + '/devices'], ['Webhooks', base + '/webhooks']];
-    return el('nav', { class: 'tabs' }, items.map(([name, hash]) => link(name, hash, { class: name === current ? 'current' : null })));
+    // One box finds an activity, a device, a user's devices, a push or a token.
+    const box = el('input', { id: 'lookup-text', type: 'search', placeholder: 'activity, device, user, apns-id or token', 'aria-label': 'Look up' });
+    const form = el('form', { id: 'lookup-form', role: 'search', class: 'lookup' }, box, el('button', { type: 'submit', text: 'Look up' }));
+    form.addEventListener('submit', (event) => {
+      event.preventDefault();
+      if (box.value.trim()) location.hash = base + '/lookup/' + encodeURIComponent(box.value.trim());
+    });
+    return el('nav', { class: 'tabs' }, items.map(([name, hash]) => link(name, hash, { class: name === current ? 'current' : null })), form);
   }
 
   // MARK: - Apps
@@ -623,6 +631,36 @@
     caption.textContent = title + ': ' + (Math.round(latest * 100) / 100) + ' ' + unit + ' (max ' + (Math.round(max * 100) / 100) + ')';
     picture.append(caption);
     return el('figure', {}, picture);
+  }
+
+  // MARK: - One app: a lookup
+
+  async function lookupPage(appID, text) {
+    const base = '#/apps/' + segment(appID);
+    const results = el('section', { id: 'lookup-results' }, el('p', { text: 'Looking…' }));
+    show('lookup', el('h2', { text: 'Look up “' + text + '”' }), appNav(appID, null), results);
+    const found = await api('GET', '/v1/apps/' + segment(appID) + '/lookup?q=' + encodeURIComponent(text));
+    const activity = (id) => link(id, base + '/activities/' + segment(id));
+    const sections = [];
+    if (found.activities.length) {
+      sections.push(el('h3', { text: 'Activities' }), table(['Activity', 'Type', 'Status'], found.activities.map((item) => el('tr', { 'data-activity-id': item.activity_id },
+        el('td', {}, activity(item.activity_id)), el('td', { text: item.activity_type }), el('td', { text: item.status }))), { id: 'lookup-activities' }));
+    }
+    if (found.devices.length) {
+      sections.push(el('h3', { text: 'Devices' }), table(['Device', 'Platform', 'User', 'Found by'], found.devices.map((item) => el('tr', { 'data-device-id': item.device_id },
+        el('td', { class: 'mono', text: item.device_id }), el('td', { text: item.platform }), el('td', { text: item.user_id || '—' }),
+        el('td', { text: item.matched.replace(/_/g, ' ') }))), { id: 'lookup-devices' }));
+    }
+    if (found.copies.length) {
+      sections.push(el('h3', { text: 'Copies by update token' }), table(['Activity', 'Device'], found.copies.map((item) => el('tr', {},
+        el('td', {}, activity(item.activity_id)), el('td', { class: 'mono', text: item.device_id }))), { id: 'lookup-copies' }));
+    }
+    if (found.pushes.length) {
+      sections.push(el('h3', { text: 'Pushes' }), table(['apns-id', 'Activity', 'Device', 'Event', 'Status'], found.pushes.map((item) => el('tr', { 'data-apns-id': item.apns_id },
+        el('td', { class: 'mono', text: item.apns_id }), el('td', {}, item.activity_id ? activity(item.activity_id) : '—'),
+        el('td', { class: 'mono', text: item.device_id }), el('td', { text: item.event }), el('td', { text: item.status }))), { id: 'lookup-pushes' }));
+    }
+    fill(results, ...(sections.length ? sections : [el('p', { id: 'lookup-nothing', text: 'Nothing of this app matches.' })]));
   }
 
   // MARK: - One app: its overview
