@@ -51,18 +51,18 @@ extension SQLSession {
                 """
             ).map { LookupCopy(activityID: try $0.string("activity_id"), deviceID: try $0.string("device_id")) }
         }
-        for (column, matched) in [("apns_id", "apns_id"), ("apns_unique_id", "apns_unique_id")] {
-            let condition: SQL = column == "apns_id" ? "apns_id = \(text)" : "apns_unique_id = \(text)"
+        // The column is what the push is found by (`matched`).
+        for column in ["apns_id", "apns_unique_id"] {
             for row in try query(
                 """
                 SELECT activity_id, device_id, apns_id, event, status, send_id FROM pushes
-                WHERE app_id = \(appID) AND \(sql: condition) ORDER BY id LIMIT \(limit)
+                WHERE app_id = \(appID) AND \(raw: column) = \(text) ORDER BY id LIMIT \(limit)
                 """)
             where found.pushes.count < limit {
                 found.pushes.append(LookupPush(
                     activityID: row.optionalString("activity_id"), deviceID: try row.string("device_id"),
                     apnsID: try row.string("apns_id"), event: try row.string("event"), status: try row.string("status"),
-                    sendID: try row.int64("send_id"), matched: matched))
+                    sendID: try row.int64("send_id"), matched: column))
             }
         }
         return found
