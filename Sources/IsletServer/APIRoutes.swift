@@ -15,7 +15,7 @@ enum APIRoutes {
             document: { document.withLock { $0 } })
         let routes = system.routes
             + AppRoutes(apps: services.apps, history: services.history, environment: services.environment).routes
-            + DeviceRoutes(devices: services.devices).routes
+            + DeviceRoutes(devices: services.devices, history: services.history).routes
             + ActivityTypeRoutes(activityTypes: services.activityTypes).routes
             + ActivityRoutes(activities: services.activities, schedules: services.schedules).routes
             + TimelineRoutes(timelines: services.timelines).routes

@@ -9,7 +9,7 @@ extension SQLSession {
         join_rule, created_by, creator_user_id
         """
 
-    private static let instanceColumns: SQL = """
+    static let instanceColumns: SQL = """
         device_id, status, update_token, environment, token_registered_at, created_at, updated_at, ended_at, end_cause,
         subscribed, joined, last_received_send_id, last_received_at, (SELECT d.platform FROM devices d
             WHERE d.app_id = activity_instances.app_id AND d.device_id = activity_instances.device_id) AS platform
@@ -504,7 +504,7 @@ extension SQLSession {
         }
     }
 
-    private static func instanceRecord(_ row: SQLRow) throws -> InstanceRecord {
+    static func instanceRecord(_ row: SQLRow) throws -> InstanceRecord {
         var record = InstanceRecord(
             deviceID: try row.string("device_id"), status: try row.enumValue("status", as: InstanceStatus.self),
             updateToken: row.optionalString("update_token"),

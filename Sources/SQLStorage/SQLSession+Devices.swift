@@ -6,26 +6,81 @@ extension SQLSession {
     /// The device `deviceID` of `appID`.
     public func device(appID: String, deviceID: String) throws -> DeviceRecord? {
         guard let row = try query(
-            """
-            SELECT device_id, platform, environment, apns_token, unreachable_at, user_id, created_at, updated_at,
-                secret_hash, frequent_updates, os_version, fcm_token
-            FROM devices WHERE app_id = \(appID) AND device_id = \(deviceID)
-            """).first
+            "SELECT \(sql: Self.deviceColumns) FROM devices WHERE app_id = \(appID) AND device_id = \(deviceID)").first
         else { return nil }
-        let tags = try query(
+        var device = try Self.deviceRecord(row)
+        device.tags = try query(
             "SELECT tag FROM device_tags WHERE app_id = \(appID) AND device_id = \(deviceID) ORDER BY tag"
         ).map { try $0.string("tag") }
+        return device
+    }
+
+    /// The app's devices after `afterDeviceID`, by id (their tags are not read).
+    public func devices(appID: String, afterDeviceID: String?, limit: Int) throws -> [DeviceRecord] {
+        try query(
+            """
+            SELECT \(sql: Self.deviceColumns) FROM devices
+            WHERE app_id = \(appID) AND device_id > \(afterDeviceID ?? "")
+            ORDER BY device_id LIMIT \(max(limit, 0))
+            """
+        ).map(Self.deviceRecord)
+    }
+
+    /// The columns ``deviceRecord(_:)`` reads.
+    static let deviceColumns: SQL = """
+        device_id, platform, environment, apns_token, unreachable_at, user_id, created_at, updated_at,
+            secret_hash, frequent_updates, os_version, fcm_token
+        """
+
+    /// A device's row, without its tags.
+    static func deviceRecord(_ row: SQLRow) throws -> DeviceRecord {
         var device = DeviceRecord(
             deviceID: try row.string("device_id"), platform: try row.string("platform"),
             environment: try row.enumValue("environment", as: APNsEnvironment.self),
             apnsToken: row.optionalString("apns_token"), unreachableAt: row.optionalDate("unreachable_at"),
-            userID: row.optionalString("user_id"), tags: tags, createdAt: try row.date("created_at"),
+            userID: row.optionalString("user_id"), tags: [], createdAt: try row.date("created_at"),
             updatedAt: try row.date("updated_at"))
         device.hasSecret = row["secret_hash"].blob != nil
         device.frequentUpdates = row.optionalBool("frequent_updates")
         device.osVersion = row.optionalString("os_version")
         device.fcmToken = row.optionalString("fcm_token")
         return device
+    }
+
+    /// The device's page: by the indexes on its copies and its pushes (migration 28).
+    public func deviceHistory(appID: String, deviceID: String, limit: Int) throws -> DeviceHistory? {
+        guard let device = try device(appID: appID, deviceID: deviceID) else { return nil }
+        let tokens = try query(
+            """
+            SELECT activity_type, token, environment, registered_at FROM start_tokens
+            WHERE app_id = \(appID) AND device_id = \(deviceID) ORDER BY activity_type
+            """
+        ).map { row in
+            DeviceHistory.StartToken(
+                activityType: try row.string("activity_type"), token: try row.string("token"),
+                environment: try row.enumValue("environment", as: APNsEnvironment.self),
+                registeredAt: try row.date("registered_at"))
+        }
+        let copies = try query(
+            """
+            SELECT activity_id, (SELECT a.activity_type FROM activities a WHERE a.app_id = activity_instances.app_id
+                    AND a.activity_id = activity_instances.activity_id) AS activity_type, \(sql: Self.instanceColumns)
+            FROM activity_instances WHERE app_id = \(appID) AND device_id = \(deviceID)
+            ORDER BY created_at DESC, activity_id LIMIT \(max(limit, 0))
+            """
+        ).map { row in
+            DeviceHistory.Copy(
+                activityID: try row.string("activity_id"), activityType: row.optionalString("activity_type") ?? "",
+                instance: try Self.instanceRecord(row))
+        }
+        let pushes = try query(
+            """
+            SELECT activity_id, \(sql: Self.historyColumns) FROM pushes
+            WHERE app_id = \(appID) AND device_id = \(deviceID) AND token_kind != 'channel'
+            ORDER BY id DESC LIMIT \(max(limit, 0))
+            """
+        ).map { row in DeviceHistory.Push(activityID: row.optionalString("activity_id"), item: try Self.historyItem(row)) }
+        return DeviceHistory(device: device, startTokens: tokens, copies: copies, pushes: pushes)
     }
 
     /// Adds a device with its first registration and the hash of its secret, unless

@@ -111,34 +111,42 @@ extension SQLSession {
         ).map(Self.droppedPush)
     }
 
+    /// The columns ``historyItem(_:)`` reads.
+    static let historyColumns: SQL = """
+        id, send_id, device_id, token_kind, event, status, environment, environment_switched, apns_status,
+        reason, apns_id, apns_unique_id, attempts, created_at, updated_at, sent_at, taps, first_tapped_at,
+        priority_downgraded, deferred_until
+        """
+
+    /// A push's row as its history shows it (one being sent, as queued).
+    static func historyItem(_ row: SQLRow) throws -> PushHistoryItem {
+        let stored = try row.string("status")
+        var item = PushHistoryItem(
+            id: try row.int64("id"), deviceID: try row.string("device_id"),
+            tokenKind: try row.enumValue("token_kind", as: PushTokenKind.self),
+            event: try row.enumValue("event", as: PushEvent.self),
+            status: stored == "sending" ? .queued : try row.enumValue("status", as: PushStatus.self),
+            environment: try row.enumValue("environment", as: APNsEnvironment.self),
+            environmentSwitched: try row.bool("environment_switched"),
+            apnsStatus: row.optionalInt64("apns_status").map(Int.init), reason: row.optionalString("reason"),
+            apnsID: try row.string("apns_id"), apnsUniqueID: row.optionalString("apns_unique_id"),
+            attempts: Int(try row.int64("attempts")), createdAt: try row.date("created_at"),
+            updatedAt: try row.date("updated_at"), sentAt: row.optionalDate("sent_at"),
+            taps: Int(try row.int64("taps")), firstTappedAt: row.optionalDate("first_tapped_at"),
+            priorityDowngraded: try row.bool("priority_downgraded"), deferredUntil: row.optionalDate("deferred_until"))
+        item.sendID = try row.int64("send_id")
+        return item
+    }
+
     /// Every push made for an activity since `since`, oldest first.
     public func pushes(appID: String, activityID: String, since: Date) throws -> [PushHistoryItem] {
         let rows = try query(
             """
-            SELECT id, send_id, device_id, token_kind, event, status, environment, environment_switched, apns_status,
-                reason, apns_id, apns_unique_id, attempts, created_at, updated_at, sent_at, taps, first_tapped_at,
-                priority_downgraded, deferred_until
+            SELECT \(sql: Self.historyColumns)
             FROM pushes WHERE app_id = \(appID) AND activity_id = \(activityID) AND created_at >= \(since.unixMilliseconds)
             ORDER BY id
             """
-        ).map { row in
-            let stored = try row.string("status")
-            var item = PushHistoryItem(
-                id: try row.int64("id"), deviceID: try row.string("device_id"),
-                tokenKind: try row.enumValue("token_kind", as: PushTokenKind.self),
-                event: try row.enumValue("event", as: PushEvent.self),
-                status: stored == "sending" ? .queued : try row.enumValue("status", as: PushStatus.self),
-                environment: try row.enumValue("environment", as: APNsEnvironment.self),
-                environmentSwitched: try row.bool("environment_switched"),
-                apnsStatus: row.optionalInt64("apns_status").map(Int.init), reason: row.optionalString("reason"),
-                apnsID: try row.string("apns_id"), apnsUniqueID: row.optionalString("apns_unique_id"),
-                attempts: Int(try row.int64("attempts")), createdAt: try row.date("created_at"),
-                updatedAt: try row.date("updated_at"), sentAt: row.optionalDate("sent_at"),
-                taps: Int(try row.int64("taps")), firstTappedAt: row.optionalDate("first_tapped_at"),
-                priorityDowngraded: try row.bool("priority_downgraded"), deferredUntil: row.optionalDate("deferred_until"))
-            item.sendID = try row.int64("send_id")
-            return item
-        }
+        ).map(Self.historyItem)
         let windows = try windowHistory(appID: appID, activityID: activityID, since: since)
         // By send; within a send by windows, in device order (its rows among them).
         let windowed = Set(windows.map(\.sendID))

@@ -502,5 +502,11 @@ public enum IsletSchema {
             CREATE INDEX pushes_by_apns_id ON pushes(app_id, apns_id);
             CREATE INDEX pushes_by_unique_id ON pushes(app_id, apns_unique_id) WHERE apns_unique_id IS NOT NULL;
             """),
+        // A device's page: its copies, newest first, and the rows of its pushes that
+        // differed, each by an index rather than a read of the app's copies.
+        Migration(version: 28, name: "a device's copies and pushes", sql: """
+            CREATE INDEX activity_instances_by_device ON activity_instances(app_id, device_id, created_at);
+            CREATE INDEX pushes_by_device ON pushes(app_id, device_id, id);
+            """),
     ]
 }

@@ -323,6 +323,9 @@ public protocol PushHistory {
     func startTimes(appID: String, deviceIDs: [String], since: Date) throws -> [String: [Date]]
     /// The activity's newest `limit` sends, newest first, with what they came to.
     func sendSummaries(appID: String, activityID: String, limit: Int) throws -> [SendSummary]
+    /// The activity's sends before send `beforeSendID` (`nil`: the newest), newest
+    /// first, at most `limit`, each with its payload and what it came to.
+    func sendTimeline(appID: String, activityID: String, beforeSendID: Int64?, limit: Int) throws -> [SendTimelineEntry]
     /// What the app's sends made from `from` (inclusive) to `to` (exclusive) came
     /// to, in buckets of `bucketSeconds` (at least 1) from `from`; taps by when
     /// they were made.
@@ -332,6 +335,13 @@ public protocol PushHistory {
     /// copies whose token begins with `text` when it is lowercase hex; at most
     /// `limit` of each kind.
     func lookup(appID: String, text: String, limit: Int) throws -> LookupResult
+    /// The device `deviceID` with its push-to-start tokens, its newest `limit`
+    /// copies and its newest `limit` pushes with rows; `nil` when there is no such
+    /// device.
+    func deviceHistory(appID: String, deviceID: String, limit: Int) throws -> DeviceHistory?
+    /// The app's devices after `afterDeviceID` (`nil`: from the first), by id, at
+    /// most `limit`.
+    func devices(appID: String, afterDeviceID: String?, limit: Int) throws -> [DeviceRecord]
 }
 
 /// The Islet nodes sharing the database.

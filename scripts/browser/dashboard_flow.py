@@ -147,12 +147,13 @@ def run(arguments):
         flow.wait(lambda d: d.find_element(By.CSS_SELECTOR, '#devices tr[data-device-id="%s"] td.shown' % device_id).text.startswith("send "),
                   "the send the device showed, on its row")
         flow.element('#push-timeline li[data-event="start"] .received', "the start push marked shown")
-        flow.wait(lambda d: "received on 1 of 1" in d.find_element(By.CSS_SELECTOR, '#send-history li[data-event="start"]').text,
-                  "the start's send received on 1 of 1 device")
+        flow.wait(lambda d: d.find_element(By.CSS_SELECTOR, '#sends-table tr[data-event="start"] td.shown').text == "1 of 1",
+                  "the start's send shown on 1 of 1 device")
         flow.step("received")
         flow.click("#end-activity")
         flow.wait(lambda d: d.find_element(By.ID, "activity-status").text == "ended", "the activity to read ended")
         flow.element('#push-timeline li[data-event="end"][data-status="sent"]', "the end push answered in the timeline")
+        flow.element('#sends-table tr[data-event="end"]', "the end among the activity's sends")
         flow.step("ended")
         flow.shoot("activity")
 

@@ -59,6 +59,12 @@ struct ActivityRoutes: Sendable {
                 access: .server,
                 responses: [(200, "{items}"), (404, "No such activity")]
             ) { request in try await pushes(request) },
+            APIRoute(
+                "GET", "/v1/apps/{app_id}/activities/{activity_id}/sends",
+                summary: "The activity's timeline: its sends (start, updates, end, broadcasts), newest first, each with the content state it carried, the paths that changed from the send before it on the same platform, and what it came to: targets, sent, failed, received (receipts) and taps.",
+                access: .server, query: Self.sendsQuery,
+                responses: [(200, "{activity_id, items, next_cursor}"), (404, "No such activity"), (422, "A query parameter is invalid")]
+            ) { request in try await sends(request) },
         ]
     }
 
@@ -266,7 +272,36 @@ struct ActivityRoutes: Sendable {
         return APIJSON.response(.object(["activity_id": .string(activityID), "items": .array(items.map(Self.json))]))
     }
 
+    private func sends(_ request: RouteRequest) async throws -> HTTPResponse {
+        let activityID = try PathValues.identifier(request.parameters, "activity_id")
+        let page = try await activities.sendHistory(
+            appID: request.app.id, activityID: activityID, cursor: request.query["cursor"],
+            limit: request.query.defaultedInt("limit"))
+        return APIJSON.response(.object([
+            "activity_id": .string(activityID),
+            "items": .array(page.items.map { entry in
+                let send = entry.send
+                return [
+                    "send_id": .string(String(send.sendID)), "event": .string(send.event.rawValue),
+                    "token_kind": .string(send.tokenKind.rawValue), "platform": .string(entry.platform),
+                    "status": .string(send.state), "drop_reason": APIJSON.optional(send.dropReason),
+                    "created_at": APIJSON.date(send.createdAt), "content_state": entry.contentState ?? .null,
+                    "changed": entry.changed.map { .array($0.map(JSONValue.string)) } ?? .null,
+                    "alert": entry.alert ?? .null, "targets": .integer(send.targets), "sent": .integer(send.sent),
+                    "failed": .integer(send.failed), "received": .integer(send.received), "taps": .integer(send.taps),
+                ]
+            }),
+            "next_cursor": page.nextCursor.map { .string(String($0)) } ?? .null,
+        ]))
+    }
+
     // MARK: - Fields
+
+    /// The timeline's query.
+    static let sendsQuery: [QueryParameter] = [
+        .integer("limit", "Sends per page.", 1...200, default: 50),
+        .integer("cursor", QueryParameter.cursorDescription, 1...Int64.max, message: QueryParameter.cursorMessage),
+    ]
 
     /// The query parameters of the activity list.
     static let listQuery: [QueryParameter] = [

@@ -11,6 +11,8 @@ import Storage
 /// which checks it under the app's `device_secrets` setting.
 struct DeviceRoutes: Sendable {
     let devices: DeviceService
+    /// The app's devices as its backend reads them (server key).
+    let history: HistoryService
 
     /// What the 403 of a device route means.
     private static let refused = (
@@ -21,6 +23,17 @@ struct DeviceRoutes: Sendable {
 
     var routes: [APIRoute] {
         [
+            APIRoute(
+                "GET", "/v1/apps/{app_id}/devices",
+                summary: "List the app's devices by id, a page at a time (tokens shortened to their first 8 characters).",
+                access: .server, query: Self.listQuery,
+                responses: [(200, "{items, next_cursor}"), (422, "A query parameter is invalid")]
+            ) { request in try await list(request) },
+            APIRoute(
+                "GET", "/v1/apps/{app_id}/devices/{device_id}",
+                summary: "Read a device: its registration, its push-to-start tokens, its newest 50 copies of activities and its newest 50 pushes with rows of their own (failures, retries, downgrades, deferred starts, alerts). Tokens are shortened to their first 8 characters.",
+                access: .server, responses: [(200, "{device, push_to_start, copies, pushes}"), (404, "No such device")]
+            ) { request in try await show(request) },
             APIRoute(
                 "PUT", "/v1/apps/{app_id}/devices/{device_id}",
                 summary: "Register or update a device; a missing or null apns_token keeps the stored one. Creating it answers its device_secret, shown once; a retry with the same Idempotency-Key and body, within the key's lifetime, is answered as the first was, with the same device_secret (Idempotent-Replayed: true)."
@@ -78,6 +91,67 @@ struct DeviceRoutes: Sendable {
                 family: .registrations, responses: [(200, "The new device_secret"), (404, "No such device")]
             ) { request in try await resetSecret(request) },
         ]
+    }
+
+    // MARK: - Reading (server key)
+
+    /// The device list's query.
+    static let listQuery: [QueryParameter] = [
+        .integer("limit", "Devices per page.", 1...500, default: 100),
+        .text("cursor", QueryParameter.cursorDescription, .identifier),
+    ]
+
+    /// A token as the API shows it: enough to tell tokens apart, never enough to send with.
+    static func shortened(_ token: String?) -> JSONValue {
+        APIJSON.optional(token.map { String($0.prefix(8)) + "…" })
+    }
+
+    /// A device's registration as read back: as registered, with its tokens
+    /// shortened and when it became unreachable.
+    static func readBack(_ device: DeviceRecord) -> [String: JSONValue] {
+        var json = Self.json(device)
+        json["apns_token_prefix"] = shortened(device.apnsToken)
+        json["fcm_token_prefix"] = shortened(device.fcmToken)
+        json["unreachable_at"] = APIJSON.date(device.unreachableAt)
+        return json
+    }
+
+    private func list(_ request: RouteRequest) async throws -> HTTPResponse {
+        let page = try await history.devices(
+            appID: request.app.id, cursor: request.query["cursor"], limit: request.query.defaultedInt("limit"))
+        return APIJSON.response(.object([
+            // A page does not read each device's tags: its answer has none.
+            "items": .array(page.devices.map { device in
+                var json = Self.readBack(device)
+                json["tags"] = nil
+                return .object(json)
+            }),
+            "next_cursor": APIJSON.optional(page.nextCursor),
+        ]))
+    }
+
+    private func show(_ request: RouteRequest) async throws -> HTTPResponse {
+        let deviceID = try PathValues.identifier(request.parameters, "device_id")
+        let found = try await history.device(appID: request.app.id, deviceID: deviceID)
+        var body = Self.readBack(found.device)
+        body["push_to_start"] = .array(found.startTokens.map { token in
+            [
+                "activity_type": .string(token.activityType), "token_prefix": Self.shortened(token.token),
+                "environment": .string(token.environment.rawValue), "registered_at": APIJSON.date(token.registeredAt),
+            ]
+        })
+        body["copies"] = .array(found.copies.map { copy in
+            var json = InstanceJSON.json(copy.instance)
+            json["activity_id"] = .string(copy.activityID)
+            json["activity_type"] = .string(copy.activityType)
+            return .object(json)
+        })
+        body["pushes"] = .array(found.pushes.map { push in
+            guard case .object(var json) = ActivityRoutes.json(push.item) else { return .null }
+            json["activity_id"] = APIJSON.optional(push.activityID)
+            return .object(json)
+        })
+        return APIJSON.response(.object(body))
     }
 
     // MARK: - Handlers

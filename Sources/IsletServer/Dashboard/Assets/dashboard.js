@@ -371,30 +371,17 @@
     const schedules = el('section', { id: 'schedules' });
     const timeline = el('section', { id: 'timeline' });
     const pushes = el('section', { id: 'push-timeline' });
-    const seen = [];
+    const sendsSection = el('section', { id: 'sends' });
     const refresh = async () => {
-      const [activity, history, planned, entries] = await Promise.all([
+      const [activity, history, planned, entries, timelineSends] = await Promise.all([
         api('GET', path), api('GET', path + '/pushes'),
-        api('GET', base + '/schedules?activity_id=' + segment(activityID)), api('GET', path + '/timeline')]);
+        api('GET', base + '/schedules?activity_id=' + segment(activityID)), api('GET', path + '/timeline'),
+        api('GET', path + '/sends?limit=200')]);
       renderSummary(summary, appID, activity);
       fill(attributes, el('h3', { text: 'Attributes' }), json(activity.attributes));
-      const last = JSON.stringify(activity.content_state);
-      if (!seen.length || seen[seen.length - 1].text !== last) seen.push({ text: last, at: activity.updated_at || activity.started_at, value: activity.content_state });
+      fill(states, el('h3', { text: 'Content state' }), json(activity.content_state));
       const sends = history.items.filter((push) => push.event !== 'alert');
-      // What each send came to, receipts included (the activity's newest sends).
-      const counts = new Map((activity.sends || []).map((send) => [send.send_id, send]));
-      const byTime = [];
-      for (const push of sends) {
-        const key = push.send_id || push.event + ' ' + push.created_at;
-        if (!byTime.some((entry) => entry.key === key)) byTime.push({ key: key, event: push.event, at: push.created_at, send: counts.get(push.send_id) });
-      }
-      fill(states, el('h3', { text: 'Content state' }),
-        el('p', { class: 'hint', text: 'The latest state, then each state seen while this page was open, and every send that carried one.' }),
-        json(activity.content_state),
-        el('ol', { id: 'state-history' }, seen.map((entry) => el('li', {}, el('span', { class: 'when', text: when(entry.at) }), ' ', el('code', { text: entry.text })))),
-        el('ol', { id: 'send-history' }, byTime.map((entry) => el('li', { 'data-event': entry.event, 'data-send-id': entry.send ? entry.send.send_id : '' },
-          el('span', { class: 'when', text: when(entry.at) }), ' ', entry.event,
-          entry.send && entry.send.received ? el('span', { class: 'received', text: ' · received on ' + entry.send.received + ' of ' + entry.send.targets + ' device(s)' }) : null))));
+      renderSends(sendsSection, timelineSends);
       const copies = new Map(activity.devices.map((copy) => [copy.device_id, copy]));
       // On a broadcast channel, each update is one push per channel, whatever the
       // number of devices: the channels come first.
@@ -413,7 +400,8 @@
           el('td', { class: 'shown', text: copy.last_received_send_id ? 'send ' + copy.last_received_send_id + ', ' + when(copy.last_received_at) : '—' }),
           el('td', { text: when(copy.ended_at) }), el('td', { text: copy.end_cause || '' })))));
       renderSchedules(schedules, base, planned.items, refresh);
-      fill(timeline, el('h3', { text: 'Timeline' }),
+      fill(timeline, el('h3', { text: 'Timeline ahead' }),
+        el('p', { class: 'hint', text: "The entries of the activity's timeline, each sent at its time by the server." }),
         entries.entries.length
           ? table(['#', 'At', 'Status', 'Sent', 'Reason'], entries.entries.map((entry) => el('tr', {},
             el('td', { text: entry.index }), el('td', { text: when(entry.at) }), el('td', { text: entry.status }),
@@ -423,9 +411,34 @@
       renderPushes(pushes, sends, copies);
     };
     show('activity', el('h2', {}, 'Activity ', el('span', { class: 'mono', text: activityID })), appNav(appID, 'Activities'),
-      summary, el('div', { class: 'columns' }, attributes, states), devices, pushes, schedules, timeline);
+      summary, el('div', { class: 'columns' }, attributes, states), sendsSection, devices, pushes, schedules, timeline);
     await refresh();
     follow(appID, refresh, ACTIVITY_EVENTS.concat(PUSH_EVENTS));
+  }
+
+  // Each send of the activity, newest first: the content state it carried with
+  // what changed from the one before it (on its platform), and what it came to.
+  function renderSends(section, page) {
+    const rows = page.items.map((send) => {
+      const changed = send.changed || [];
+      const state = send.content_state === null ? '—' : JSON.stringify(send.content_state);
+      return el('tr', { 'data-event': send.event, 'data-send-id': send.send_id, 'data-platform': send.platform, class: 'status-' + send.status },
+        el('td', { class: 'when', text: when(send.created_at) }),
+        el('td', {}, el('strong', { text: send.event }), send.token_kind === 'channel' ? ' (broadcast)' : '', send.alert ? el('span', { class: 'label', title: 'It carried an alert', text: 'alert' }) : null),
+        el('td', { text: send.platform }), el('td', { text: send.status + (send.drop_reason ? ' (' + send.drop_reason + ')' : '') }),
+        el('td', {}, el('code', { class: 'state', text: state }),
+          send.changed === null ? null : el('div', { class: 'changed', text: changed.length ? 'changed: ' + changed.join(', ') : 'nothing changed' })),
+        el('td', { class: 'num', text: send.targets }), el('td', { class: 'num', text: send.sent }),
+        el('td', { class: 'num failed' + (send.failed ? ' bad' : ''), text: send.failed }),
+        el('td', { class: 'num shown', text: send.received + ' of ' + send.targets }),
+        el('td', { class: 'num', text: send.taps }));
+    });
+    fill(section, el('h3', { text: 'Sends' }),
+      el('p', { class: 'hint', text: "Start, updates, broadcasts and end, newest first. Shown: the devices that said they showed it (for a type with receipts)." }),
+      rows.length
+        ? table(['When', 'Event', 'Platform', 'Status', 'Content state', 'Targets', 'Sent', 'Failed', 'Shown', 'Taps'], rows, { id: 'sends-table' })
+        : el('p', { text: 'No sends yet.' }),
+      page.next_cursor ? el('p', { class: 'hint', text: 'The newest 200 sends are shown.' }) : null);
   }
 
   function renderSummary(section, appID, activity) {

@@ -1,0 +1,76 @@
+public import Foundation
+public import IsletCore
+
+/// A device as its page shows it: the device, its push-to-start tokens, its newest
+/// copies of activities and the newest of its pushes that have rows (those that
+/// differed from their send: failures, retries, downgrades, deferred starts; and
+/// alerts).
+public struct DeviceHistory: Sendable, Hashable {
+    /// A push-to-start token, by the activity type it starts.
+    public struct StartToken: Sendable, Hashable {
+        /// The activity type.
+        public var activityType: String
+        /// The token.
+        public var token: String
+        /// Its APNs environment.
+        public var environment: APNsEnvironment
+        /// When it was stored.
+        public var registeredAt: Date
+
+        /// Creates a token.
+        public init(activityType: String, token: String, environment: APNsEnvironment, registeredAt: Date) {
+            self.activityType = activityType
+            self.token = token
+            self.environment = environment
+            self.registeredAt = registeredAt
+        }
+    }
+
+    /// A copy of an activity, with the activity's id and type.
+    public struct Copy: Sendable, Hashable {
+        /// The activity's id.
+        public var activityID: String
+        /// Its type.
+        public var activityType: String
+        /// The device's copy.
+        public var instance: InstanceRecord
+
+        /// Creates a copy.
+        public init(activityID: String, activityType: String, instance: InstanceRecord) {
+            self.activityID = activityID
+            self.activityType = activityType
+            self.instance = instance
+        }
+    }
+
+    /// A push's row, with its activity (`nil` for an alert).
+    public struct Push: Sendable, Hashable {
+        /// Its activity.
+        public var activityID: String?
+        /// The push.
+        public var item: PushHistoryItem
+
+        /// Creates a push.
+        public init(activityID: String?, item: PushHistoryItem) {
+            self.activityID = activityID
+            self.item = item
+        }
+    }
+
+    /// The device.
+    public var device: DeviceRecord
+    /// Its push-to-start tokens, by activity type.
+    public var startTokens: [StartToken]
+    /// Its newest copies, newest first.
+    public var copies: [Copy]
+    /// Its newest pushes with rows, newest first.
+    public var pushes: [Push]
+
+    /// Creates a history.
+    public init(device: DeviceRecord, startTokens: [StartToken], copies: [Copy], pushes: [Push]) {
+        self.device = device
+        self.startTokens = startTokens
+        self.copies = copies
+        self.pushes = pushes
+    }
+}
