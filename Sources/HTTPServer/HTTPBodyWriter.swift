@@ -82,6 +82,18 @@ public final class HTTPBodyWriter: Sendable {
     /// send waits while this is high, instead of running into the bound.
     public var queuedBytes: Int { state.withLock { $0.queued } }
 
+    /// Ends the response cut short: what is queued is dropped and the body ends
+    /// without its last chunk, so that the client sees it incomplete (for a
+    /// producer that failed part way, whose body must not pass for whole). Nothing
+    /// once the writer is closed.
+    public func abort() {
+        let (resume, waiters) = state.withLock { s -> (ConnectionHandle?, [CheckedContinuation<Void, Never>]) in
+            guard s.accepting else { return (nil, []) }
+            return close(&s, abort: true)
+        }
+        finishClosing(resume, waiters)
+    }
+
     /// Waits until the writer is closed or `timeout` has passed, and answers whether it
     /// is closed: for a producer that sleeps between events and must still return
     /// soon after its client goes. Returns early, answering `isClosed`, when the

@@ -26,6 +26,7 @@ enum APIRoutes {
             + WebhookRoutes(webhooks: services.webhooks).routes
             + ChannelRoutes(channels: services.channels).routes
             + EventRoutes(events: services.events, stream: streaming).routes
+            + ExportRoutes(activities: services.activities, history: services.history).routes
         document.withLock { $0 = OpenAPIDocument.make(routes: routes) }
         return routes
     }

@@ -47,6 +47,22 @@ extension SQLSession {
         return device
     }
 
+    /// The push rows `filter` keeps: the sends of the app in the time range (by
+    /// `sends_by_time`), their rows by `pushes_by_send`, newest row first.
+    public func pushRows(appID: String, filter: PushRowFilter, beforeID: Int64?, limit: Int) throws -> [DeviceHistory.Push] {
+        var conditions: SQL = "s.app_id = \(appID) AND s.created_at >= \(filter.from.unixMilliseconds)"
+        conditions = "\(sql: conditions) AND s.created_at < \(filter.to.unixMilliseconds) AND p.id < \(beforeID ?? Int64.max)"
+        if let activityID = filter.activityID { conditions = "\(sql: conditions) AND s.activity_id = \(activityID)" }
+        if let reason = filter.reason { conditions = "\(sql: conditions) AND coalesce(p.reason, 'unknown') = \(reason)" }
+        if filter.failedOnly { conditions = "\(sql: conditions) AND p.status IN ('failed', 'dropped')" }
+        return try query(
+            """
+            SELECT p.activity_id, \(sql: Self.historyColumns(prefix: "p.")) FROM pushes p JOIN sends s ON s.id = p.send_id
+            WHERE \(sql: conditions) ORDER BY p.id DESC LIMIT \(max(limit, 0))
+            """
+        ).map { row in DeviceHistory.Push(activityID: row.optionalString("activity_id"), item: try Self.historyItem(row)) }
+    }
+
     /// The device's page: by the indexes on its copies and its pushes (migration 28).
     public func deviceHistory(appID: String, deviceID: String, limit: Int) throws -> DeviceHistory? {
         guard let device = try device(appID: appID, deviceID: deviceID) else { return nil }

@@ -112,11 +112,18 @@ extension SQLSession {
     }
 
     /// The columns ``historyItem(_:)`` reads.
-    static let historyColumns: SQL = """
-        id, send_id, device_id, token_kind, event, status, environment, environment_switched, apns_status,
-        reason, apns_id, apns_unique_id, attempts, created_at, updated_at, sent_at, taps, first_tapped_at,
-        priority_downgraded, deferred_until
-        """
+    static let historyColumns = historyColumns(prefix: "")
+
+    /// The columns ``historyItem(_:)`` reads, each after `prefix` (a table's alias
+    /// and a dot, in a join).
+    static func historyColumns(prefix: String) -> SQL {
+        let names = [
+            "id", "send_id", "device_id", "token_kind", "event", "status", "environment", "environment_switched",
+            "apns_status", "reason", "apns_id", "apns_unique_id", "attempts", "created_at", "updated_at", "sent_at",
+            "taps", "first_tapped_at", "priority_downgraded", "deferred_until",
+        ]
+        return SQL(raw: names.map { prefix + $0 }.joined(separator: ", "))
+    }
 
     /// A push's row as its history shows it (one being sent, as queued).
     static func historyItem(_ row: SQLRow) throws -> PushHistoryItem {

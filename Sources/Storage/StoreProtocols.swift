@@ -342,6 +342,9 @@ public protocol PushHistory {
     /// The app's devices after `afterDeviceID` (`nil`: from the first), by id, at
     /// most `limit`.
     func devices(appID: String, afterDeviceID: String?, limit: Int) throws -> [DeviceRecord]
+    /// The app's push rows `filter` keeps, newest first, before row `beforeID`
+    /// (`nil`: from the newest), at most `limit`; by the sends' time index.
+    func pushRows(appID: String, filter: PushRowFilter, beforeID: Int64?, limit: Int) throws -> [DeviceHistory.Push]
 }
 
 /// The Islet nodes sharing the database.

@@ -242,7 +242,7 @@ struct APIRulesTests {
                 "POST /v1/apps/{app_id}/devices/{device_id}/secret/reset",
                 "POST /v1/apps/{app_id}/activities", "POST /v1/apps/{app_id}/activities/{activity_id}/update",
                 "POST /v1/apps/{app_id}/activities/{activity_id}/end", "GET /v1/apps/{app_id}/activities",
-                "GET /v1/apps/{app_id}/activities/{activity_id}", "GET /v1/apps/{app_id}/activities/{activity_id}/pushes", "GET /v1/apps/{app_id}/activities/{activity_id}/sends", "GET /v1/apps/{app_id}/activities/{activity_id}/audience",
+                "GET /v1/apps/{app_id}/activities/{activity_id}", "GET /v1/apps/{app_id}/activities/{activity_id}/pushes", "GET /v1/apps/{app_id}/activities/{activity_id}/sends", "GET /v1/apps/{app_id}/activities/{activity_id}/sends.csv", "GET /v1/apps/{app_id}/pushes", "GET /v1/apps/{app_id}/exports/pushes.csv", "GET /v1/apps/{app_id}/exports/activities.csv", "GET /v1/apps/{app_id}/exports/devices.csv", "GET /v1/apps/{app_id}/activities/{activity_id}/audience",
                 "POST /v1/apps/{app_id}/activities/{activity_id}/audience",
                 "POST /v1/apps/{app_id}/notifications",
                 "PUT /v1/apps/{app_id}/activity-types/{activity_type}", "GET /v1/apps/{app_id}/activity-types",

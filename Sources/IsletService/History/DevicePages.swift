@@ -29,3 +29,24 @@ extension HistoryService {
         return (found, found.count == limit ? found.last?.deviceID : nil)
     }
 }
+
+extension HistoryService {
+    /// The most push rows a page holds.
+    public static let pushRowLimit = 1...1_000
+
+    /// A page of the app's push rows over `period` (ending with the bucket that holds
+    /// now, as the overview counts them) that `reason`, `failedOnly` and `activityID`
+    /// keep, newest first, before row `cursor`.
+    public func pushRows(
+        appID: String, period: OverviewPeriod, activityID: String?, reason: String?, failedOnly: Bool, cursor: Int64?,
+        limit: Int
+    ) async throws(ServiceError) -> (items: [DeviceHistory.Push], nextCursor: Int64?) {
+        let limit = min(max(limit, Self.pushRowLimit.lowerBound), Self.pushRowLimit.upperBound)
+        let (from, to) = period.range(endingAt: environment.clock.now())
+        let filter = PushRowFilter(from: from, to: to, activityID: activityID, reason: reason, failedOnly: failedOnly)
+        let found = try await environment.read { (session: any Stores) in
+            try session.pushRows(appID: appID, filter: filter, beforeID: cursor, limit: limit)
+        }
+        return (found, found.count == limit ? found.last?.item.id : nil)
+    }
+}

@@ -74,3 +74,27 @@ public struct DeviceHistory: Sendable, Hashable {
         self.pushes = pushes
     }
 }
+
+/// Which of an app's push rows to read: those of sends made from `from` (inclusive)
+/// to `to` (exclusive), optionally of one activity, of one reason, or failed only.
+public struct PushRowFilter: Sendable, Hashable {
+    /// The sends' earliest time.
+    public var from: Date
+    /// The sends' end time (exclusive).
+    public var to: Date
+    /// Only this activity's.
+    public var activityID: String?
+    /// Only those APNs or FCM refused with this reason (`unknown`: those with none).
+    public var reason: String?
+    /// Only those that failed or were dropped.
+    public var failedOnly: Bool
+
+    /// Creates a filter.
+    public init(from: Date, to: Date, activityID: String? = nil, reason: String? = nil, failedOnly: Bool = false) {
+        self.from = from
+        self.to = to
+        self.activityID = activityID
+        self.reason = reason
+        self.failedOnly = failedOnly
+    }
+}

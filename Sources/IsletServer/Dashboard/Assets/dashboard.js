@@ -250,7 +250,9 @@
       showSignIn();
       return;
     }
-    const parts = location.hash.replace(/^#\/?/, '').split('/').filter((part) => part.length > 0).map(decodeURIComponent);
+    const [path, search] = location.hash.replace(/^#\/?/, '').split('?');
+    const query = new URLSearchParams(search || '');
+    const parts = path.split('/').filter((part) => part.length > 0).map(decodeURIComponent);
     let page;
     if (parts[0] === 'metrics') page = metricsPage();
     else if (parts[0] === 'apps' && parts.length === 1) page = appsPage();
@@ -258,7 +260,8 @@
     else if (parts[0] === 'apps' && parts[2] === 'activities' && parts.length === 4) page = activityPage(parts[1], parts[3]);
     else if (parts[0] === 'apps' && parts[2] === 'overview') page = overviewPage(parts[1], parts[3]);
     else if (parts[0] === 'apps' && parts[2] === 'lookup') page = lookupPage(parts[1], parts.slice(3).join('/'));
-    else if (parts[0] === 'apps' && parts[2] === 'devices') page = devicesPage(parts[1]);
+    else if (parts[0] === 'apps' && parts[2] === 'devices' && parts.length === 4) page = devicePage(parts[1], parts[3]);
+    else if (parts[0] === 'apps' && parts[2] === 'devices') page = devicesPage(parts[1], query.get('after'));
     else if (parts[0] === 'apps' && parts[2] === 'webhooks') page = webhooksPage(parts[1]);
     else page = appsPage();
     page.catch(failed);
@@ -393,7 +396,7 @@
       // no APNs environment.
       fill(devices, el('h3', { text: 'Devices' }), channels, table(['Device', 'Platform', 'Status', 'Environment', 'Update token', 'Registered', 'Shown', 'Ended', 'End cause'],
         activity.devices.map((copy) => el('tr', { 'data-device-id': copy.device_id, 'data-platform': copy.platform || 'ios' },
-          el('td', { class: 'mono', text: copy.device_id }), el('td', { text: copy.platform || 'ios' }), el('td', { text: copy.status }),
+          el('td', {}, deviceLink(appID, copy.device_id)), el('td', { text: copy.platform || 'ios' }), el('td', { text: copy.status }),
           el('td', { text: copy.environment || '—' }),
           el('td', { class: 'mono', text: copy.update_token_prefix || (copy.has_update_token ? 'held' : (copy.platform === 'android' ? 'FCM token' : '—')) }),
           el('td', { text: when(copy.token_registered_at) }),
@@ -519,27 +522,64 @@
 
   // MARK: - Devices
 
-  async function devicesPage(appID) {
+  function deviceLink(appID, deviceID) {
+    return link(deviceID, '#/apps/' + segment(appID) + '/devices/' + segment(deviceID), { class: 'mono', 'data-device-link': deviceID });
+  }
+
+  // The app's devices by id (GET …/devices), a page at a time; the cursor is in
+  // the URL's query (…/devices?after=ID), so a page can be shared.
+  async function devicesPage(appID, after) {
     const base = '/v1/apps/' + segment(appID);
-    show('devices', el('h2', { text: 'Devices of ' + appID }), appNav(appID, 'Devices'), el('p', { text: 'Loading…' }));
-    const list = await api('GET', base + '/activities?limit=50');
-    const details = await Promise.all(list.items.map((activity) => api('GET', base + '/activities/' + segment(activity.activity_id)).catch(() => null)));
-    const devices = new Map();
-    for (const detail of details.filter(Boolean)) {
-      for (const copy of detail.devices) {
-        const seen = devices.get(copy.device_id) || { id: copy.device_id, platform: copy.platform || 'ios', environment: copy.environment || '—', activities: [], tokens: [] };
-        seen.activities.push(detail.activity_id + ' (' + copy.status + ')');
-        if (copy.update_token_prefix) seen.tokens.push(copy.update_token_prefix);
-        devices.set(copy.device_id, seen);
-      }
-    }
-    const rows = [...devices.values()].map((device) => el('tr', { 'data-device-id': device.id },
-      el('td', { class: 'mono', text: device.id }), el('td', { text: device.platform }), el('td', { text: device.environment }),
-      el('td', { class: 'mono', text: device.tokens.join(' ') || '—' }),
-      el('td', { text: device.activities.join(', ') })));
-    show('devices', el('h2', { text: 'Devices of ' + appID }), appNav(appID, 'Devices'),
-      el('p', { class: 'hint', text: 'The devices holding the latest 50 activities, with their update tokens (first 8 hex digits).' }),
-      rows.length ? table(['Device', 'Platform', 'Environment', 'Update tokens', 'Activities'], rows, { id: 'devices-table' }) : el('p', { text: 'No devices yet.' }));
+    const page = await api('GET', base + '/devices?limit=100' + (after ? '&cursor=' + encodeURIComponent(after) : ''));
+    const rows = page.items.map((device) => el('tr', { 'data-device-id': device.device_id },
+      el('td', {}, deviceLink(appID, device.device_id)), el('td', { text: device.platform }), el('td', { text: device.environment || '—' }),
+      el('td', { text: device.user_id || '—' }),
+      el('td', { class: 'mono', text: device.apns_token_prefix || device.fcm_token_prefix || '—' }),
+      el('td', { text: device.reachable ? 'yes' : 'no, since ' + when(device.unreachable_at) }),
+      el('td', { text: when(device.updated_at) })));
+    const next = page.next_cursor
+      ? link('Next page', '#/apps/' + segment(appID) + '/devices?after=' + encodeURIComponent(page.next_cursor), { id: 'devices-next' }) : null;
+    show('devices', el('h2', { text: 'Devices' }), appNav(appID, 'Devices'),
+      el('p', { class: 'actions' }, exportLink(base + '/devices.csv', 'Export devices as CSV')),
+      rows.length ? table(['Device', 'Platform', 'Environment', 'User', 'Token', 'Reachable', 'Updated'], rows, { id: 'devices-table' }) : el('p', { text: 'No devices yet.' }),
+      next);
+  }
+
+  // One device (GET …/devices/{id}): its registration, tokens shortened, its
+  // copies of activities and the pushes of its own rows.
+  async function devicePage(appID, deviceID) {
+    const base = '/v1/apps/' + segment(appID);
+    const device = await api('GET', base + '/devices/' + segment(deviceID));
+    const activity = (id) => link(id, '#/apps/' + segment(appID) + '/activities/' + segment(id), { class: 'mono' });
+    const facts = [['Platform', device.platform], ['Environment', device.environment || '—'], ['User', device.user_id || '—'],
+      ['Tags', (device.tags || []).join(', ') || '—'], ['OS', device.os_version || '—'],
+      ['APNs token', device.apns_token_prefix || '—'], ['FCM token', device.fcm_token_prefix || '—'],
+      ['Reachable', device.reachable ? 'yes' : 'no, since ' + when(device.unreachable_at)],
+      ['Device secret', device.has_secret ? 'set' : 'none'], ['Registered', when(device.created_at)], ['Updated', when(device.updated_at)]];
+    show('device', el('h2', {}, 'Device ', el('span', { class: 'mono', text: deviceID })), appNav(appID, 'Devices'),
+      el('dl', { id: 'device-facts' }, facts.map(([name, value]) => [el('dt', { text: name }), el('dd', { class: /token/.test(name) ? 'mono' : null, text: value })])),
+      el('h3', { text: 'Push-to-start tokens' }),
+      device.push_to_start.length
+        ? table(['Activity type', 'Token', 'Environment', 'Registered'], device.push_to_start.map((token) => el('tr', { 'data-activity-type': token.activity_type },
+          el('td', { text: token.activity_type }), el('td', { class: 'mono', text: token.token_prefix }),
+          el('td', { text: token.environment }), el('td', { text: when(token.registered_at) }))), { id: 'device-start-tokens' })
+        : el('p', { text: 'None.' }),
+      el('h3', { text: 'Activities' }),
+      device.copies.length
+        ? table(['Activity', 'Type', 'Status', 'Update token', 'Shown', 'Ended', 'End cause'], device.copies.map((copy) => el('tr', { 'data-activity-id': copy.activity_id },
+          el('td', {}, activity(copy.activity_id)), el('td', { text: copy.activity_type }), el('td', { text: copy.status }),
+          el('td', { class: 'mono', text: copy.update_token_prefix || '—' }),
+          el('td', { text: copy.last_received_send_id ? 'send ' + copy.last_received_send_id + ', ' + when(copy.last_received_at) : '—' }),
+          el('td', { text: when(copy.ended_at) }), el('td', { text: copy.end_cause || '' }))), { id: 'device-copies' })
+        : el('p', { text: 'No activities.' }),
+      el('h3', { text: 'Pushes of its own' }),
+      el('p', { class: 'hint', text: "Alerts, and the pushes that went otherwise than their send (failures, retries, downgrades, deferred starts); the newest 50." }),
+      device.pushes.length
+        ? table(['When', 'Event', 'Activity', 'Status', 'Reason', 'apns-id'], device.pushes.map((push) => el('tr', { 'data-event': push.event, 'data-status': push.status },
+          el('td', { text: when(push.created_at) }), el('td', { text: push.event }),
+          el('td', {}, push.activity_id ? activity(push.activity_id) : '—'), el('td', { text: push.status }),
+          el('td', { text: push.reason || '' }), el('td', { class: 'mono', text: push.apns_id }))), { id: 'device-pushes' })
+        : el('p', { text: 'None.' }));
   }
 
   // MARK: - Webhooks
@@ -661,12 +701,12 @@
     }
     if (found.devices.length) {
       sections.push(el('h3', { text: 'Devices' }), table(['Device', 'Platform', 'User', 'Found by'], found.devices.map((item) => el('tr', { 'data-device-id': item.device_id },
-        el('td', { class: 'mono', text: item.device_id }), el('td', { text: item.platform }), el('td', { text: item.user_id || '—' }),
+        el('td', {}, deviceLink(appID, item.device_id)), el('td', { text: item.platform }), el('td', { text: item.user_id || '—' }),
         el('td', { text: item.matched.replace(/_/g, ' ') }))), { id: 'lookup-devices' }));
     }
     if (found.copies.length) {
       sections.push(el('h3', { text: 'Copies by update token' }), table(['Activity', 'Device'], found.copies.map((item) => el('tr', {},
-        el('td', {}, activity(item.activity_id)), el('td', { class: 'mono', text: item.device_id }))), { id: 'lookup-copies' }));
+        el('td', {}, activity(item.activity_id)), el('td', {}, deviceLink(appID, item.device_id)))), { id: 'lookup-copies' }));
     }
     if (found.pushes.length) {
       sections.push(el('h3', { text: 'Pushes' }), table(['apns-id', 'Activity', 'Device', 'Event', 'Status'], found.pushes.map((item) => el('tr', { 'data-apns-id': item.apns_id },
