@@ -74,7 +74,12 @@ struct DashboardBrowserTests {
             let summary = try JSONValue(parsing: Data(try #require(child.lines.last).utf8))
             #expect(summary["ok"] == .bool(true))
             #expect(summary["steps"]?.arrayValue?.compactMap(\.stringValue) == [
-                "signed-in", "activity-appeared", "activity-page", "tapped", "received", "ended", "overview", "lookup", "metrics", "devices", "webhooks", "signed-out",
+                "signed-in", "activity-appeared", "activity-page", "tapped", "received", "ended", "device", "overview", "lookup",
+                "pushes", "metrics", "devices", "webhooks", "signed-out",
+            ])
+            // Every view was audited (axe-core, and laid out at a phone's width).
+            #expect(summary["audited"]?.arrayValue?.compactMap(\.stringValue) == [
+                "sign-in", "app", "activity", "device", "overview", "lookup", "pushes", "metrics", "devices", "webhooks",
             ])
 
             // The end the page sent reached the simulated phone, on the update token.

@@ -8,8 +8,14 @@ chromium-driver, through selenium) against a running Islet, the way a person wou
   3. opens the activity's page, waits for its device to hold an update token and for
      the tap the test reports to show on the start push, and ends the activity from
      the page; waits for the end push to be answered;
-  4. visits the delivery charts, the devices and the webhooks pages;
+  4. opens the device's page from the activity's, the app's overview, the lookup,
+     the pushes by reason, the delivery charts, the devices and the webhooks pages,
+     and fetches a CSV export as the page's link would;
   5. signs out, and checks the browser's console logged nothing at SEVERE.
+
+Each view is audited with axe-core (axe-selenium-python): a serious or critical
+violation fails the flow. Each is also laid out at a phone's width (390 px), where
+the page must not scroll sideways (a wide table scrolls within its own box).
 
 Prints one line per step and, last, one JSON line: {"ok": true, "steps": [...]}.
 With --screenshots DIR it writes a PNG of each page there. Exits 1 on any failure,
@@ -23,6 +29,7 @@ import shutil
 import sys
 import time
 
+from axe_selenium_python import Axe
 from selenium import webdriver
 from selenium.common.exceptions import TimeoutException, StaleElementReferenceException
 from selenium.webdriver.chrome.service import Service
@@ -55,6 +62,8 @@ class Flow:
         self.screenshots = screenshots
         self.steps = []
         self.logs = []
+        self.problems = []
+        self.audited = []
 
     def step(self, name):
         self.steps.append(name)
@@ -88,6 +97,32 @@ class Flow:
     def page(self, name):
         return self.wait(lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-page") == name, "page " + name)
 
+    def audit(self, name):
+        """Runs axe-core on the view as it stands, then lays it out at a phone's
+        width; records what either finds, for the end of the flow to report."""
+        axe = Axe(self.driver)
+        axe.inject()
+        results = axe.run()
+        for violation in results["violations"]:
+            if violation.get("impact") in ("serious", "critical"):
+                targets = [" ".join(node["target"]) if isinstance(node["target"], list) else str(node["target"])
+                           for node in violation["nodes"][:5]]
+                self.problems.append("%s: %s (%s): %s" % (name, violation["id"], violation["impact"], ", ".join(targets)))
+        self.driver.set_window_size(390, 844)
+        try:
+            self.wait(lambda d: d.execute_script("return window.innerWidth;") <= 400, "the phone's width")
+            overflow = self.driver.execute_script(
+                "return document.documentElement.scrollWidth - document.documentElement.clientWidth;")
+            if overflow > 1:
+                wide = self.driver.execute_script(
+                    "const w = document.documentElement.clientWidth;"
+                    "return [...document.querySelectorAll('body *')].filter(e => e.getBoundingClientRect().right > w + 1)"
+                    ".slice(0, 3).map(e => e.tagName + (e.id ? '#' + e.id : '') + '.' + e.className).join(', ');")
+                self.problems.append("%s: scrolls sideways by %d px at 390 px wide (%s)" % (name, overflow, wide))
+        finally:
+            self.driver.set_window_size(1280, 1000)
+        self.audited.append(name)
+
     def shoot(self, name):
         if not self.screenshots:
             return
@@ -116,6 +151,7 @@ def run(arguments):
         driver.get(flow.base + "/dashboard")
         flow.page("sign-in")
         field = flow.element("#sign-in-form input[type=password]")
+        flow.audit("sign-in")
         field.send_keys(admin_token)
         flow.shoot("sign-in")
         flow.element("#sign-in-button").click()
@@ -131,6 +167,7 @@ def run(arguments):
         if driver.execute_script("return document.body.dataset.marker;") != marker:
             raise AssertionError("the page reloaded")
         flow.step("activity-appeared")
+        flow.audit("app")
         flow.shoot("app")
 
         flow.click('#activities tr[data-activity-id="%s"] a' % activity_id)
@@ -155,7 +192,16 @@ def run(arguments):
         flow.element('#push-timeline li[data-event="end"][data-status="sent"]', "the end push answered in the timeline")
         flow.element('#sends-table tr[data-event="end"]', "the end among the activity's sends")
         flow.step("ended")
+        flow.audit("activity")
         flow.shoot("activity")
+
+        flow.click('#devices a[data-device-link="%s"]' % device_id)
+        flow.page("device")
+        flow.element('#device-copies tr[data-activity-id="%s"]' % activity_id, "the device's copy of the activity")
+        flow.element('#device-start-tokens tr', "the device's push-to-start token, shortened")
+        flow.step("device")
+        flow.audit("device")
+        flow.shoot("device")
 
         driver.get(flow.base + "/dashboard#/apps/%s/overview/hour" % app_id)
         flow.page("overview")
@@ -165,6 +211,7 @@ def run(arguments):
         flow.wait(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#overview-charts svg polyline")) >= 8, "a chart per figure")
         flow.element("#overview-limits table", "the figures in force")
         flow.step("overview")
+        flow.audit("overview")
         flow.shoot("overview")
 
         box = flow.element("#lookup-text")
@@ -173,24 +220,43 @@ def run(arguments):
         flow.page("lookup")
         flow.element('#lookup-devices tr[data-device-id="%s"]' % device_id, "the device found by its id")
         flow.step("lookup")
+        flow.audit("lookup")
         flow.shoot("lookup")
+
+        driver.get(flow.base + "/dashboard#/apps/%s/pushes?period=hour" % app_id)
+        flow.page("pushes")
+        flow.wait(lambda d: d.find_elements(By.ID, "pushes-table") or d.find_elements(By.ID, "no-pushes"), "the pushes")
+        # The export, fetched as its link would be: the session's cookie signs it.
+        href = flow.element("#pushes-filter a.export").get_attribute("href")
+        text = driver.execute_async_script(
+            "const done = arguments[arguments.length - 1];"
+            "fetch(arguments[0], { credentials: 'same-origin' }).then(r => r.text().then(t => done(r.status + ' ' + t)))"
+            ".catch(e => done('error ' + e));", href)
+        if not text.startswith("200 created_at,activity_id,device_id"):
+            raise AssertionError("the pushes' CSV export answered: " + text[:300])
+        flow.step("pushes")
+        flow.audit("pushes")
+        flow.shoot("pushes")
 
         driver.get(flow.base + "/dashboard#/metrics")
         flow.page("metrics")
         flow.wait(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#charts svg polyline")) >= 4, "the delivery charts")
         flow.step("metrics")
+        flow.audit("metrics")
         flow.shoot("delivery")
 
         driver.get(flow.base + "/dashboard#/apps/%s/devices" % app_id)
         flow.page("devices")
         flow.element('#devices-table tr[data-device-id="%s"]' % device_id)
         flow.step("devices")
+        flow.audit("devices")
         flow.shoot("devices")
 
         driver.get(flow.base + "/dashboard#/apps/%s/webhooks" % app_id)
         flow.page("webhooks")
         flow.wait(lambda d: d.find_elements(By.ID, "no-webhooks") or d.find_elements(By.ID, "webhooks-table"), "the webhooks")
         flow.step("webhooks")
+        flow.audit("webhooks")
 
         flow.click("#sign-out")
         flow.page("sign-in")
@@ -198,11 +264,13 @@ def run(arguments):
         flow.page("sign-in")
         flow.step("signed-out")
 
+        if flow.problems:
+            raise AssertionError("accessibility or phone-width problems:\n" + "\n".join(flow.problems))
         flow.collect_logs()
         severe = [entry for entry in flow.logs if entry.get("level") == "SEVERE"]
         if severe:
             raise AssertionError("the console logged errors: " + json.dumps(severe))
-        print(json.dumps({"ok": True, "steps": flow.steps, "log_entries": len(flow.logs)}), flush=True)
+        print(json.dumps({"ok": True, "steps": flow.steps, "audited": flow.audited, "log_entries": len(flow.logs)}), flush=True)
         return 0
     except Exception as error:  # the reason, and what the browser saw
         try:

@@ -61,10 +61,12 @@
     return el('pre', { class: 'json', text: JSON.stringify(value, null, 2) });
   }
 
+  // A table in a box of its own that scrolls sideways when the table is wider than
+  // the screen (a phone), so that the page itself never does.
   function table(headers, rows, attributes) {
-    return el('table', attributes || {},
-      el('thead', {}, el('tr', {}, headers.map((header) => el('th', { text: header })))),
-      el('tbody', {}, rows));
+    return el('div', { class: 'scroll' }, el('table', attributes || {},
+      el('thead', {}, el('tr', {}, headers.map((header) => el('th', { scope: 'col', text: header })))),
+      el('tbody', {}, rows)));
   }
 
   function link(text, hash, attributes) {
@@ -81,6 +83,12 @@
       this.status = status;
       this.problem = problem;
     }
+  }
+
+  // A CSV export of what a view shows: a plain link, which the session's cookie
+  // signs like every other read, so the browser streams the file to disk.
+  function exportLink(path, text) {
+    return el('a', { class: 'export', href: path, download: '', text: text });
   }
 
   async function api(method, path, body) {
@@ -263,6 +271,7 @@
     else if (parts[0] === 'apps' && parts[2] === 'devices' && parts.length === 4) page = devicePage(parts[1], parts[3]);
     else if (parts[0] === 'apps' && parts[2] === 'devices') page = devicesPage(parts[1], query.get('after'));
     else if (parts[0] === 'apps' && parts[2] === 'webhooks') page = webhooksPage(parts[1]);
+    else if (parts[0] === 'apps' && parts[2] === 'pushes') page = pushesPage(parts[1], query);
     else page = appsPage();
     page.catch(failed);
   }
@@ -308,10 +317,12 @@
     const body = el('tbody', { id: 'activities' });
     const heading = el('h2', { text: 'App ' + appID });
     const keys = el('div', { id: 'keys' });
+    const exported = exportLink('/v1/apps/' + segment(appID) + '/exports/activities.csv', 'Export as CSV');
     const refresh = async () => {
       const query = new URLSearchParams();
       if (status.value) query.set('status', status.value);
       if (type.value.trim()) query.set('activity_type', type.value.trim());
+      exported.setAttribute('href', '/v1/apps/' + segment(appID) + '/exports/activities.csv' + (query.toString() ? '?' + query.toString() : ''));
       query.set('limit', '100');
       const answer = await api('GET', '/v1/apps/' + segment(appID) + '/activities?' + query.toString());
       fill(body, ...answer.items.map((activity) => el('tr', { 'data-activity-id': activity.activity_id, class: 'status-' + activity.status },
@@ -331,10 +342,10 @@
       api('GET', '/v1/apps/' + segment(appID)).then((app) => { heading.textContent = app.name + ' (' + app.id + ')'; }).catch(() => {});
     }
     show('app', heading, appNav(appID, 'Activities'), el('div', { class: 'actions' }, actions), keys,
-      el('div', { class: 'filters' }, el('label', {}, 'Status ', status), el('label', {}, 'Type ', type)),
-      el('table', { id: 'activities-table' },
-        el('thead', {}, el('tr', {}, ['Activity', 'Type', 'Status', 'Started', 'Updated', 'End cause'].map((name) => el('th', { text: name })))),
-        body));
+      el('div', { class: 'filters' }, el('label', {}, 'Status ', status), el('label', {}, 'Type ', type), exported),
+      el('div', { class: 'scroll' }, el('table', { id: 'activities-table' },
+        el('thead', {}, el('tr', {}, ['Activity', 'Type', 'Status', 'Started', 'Updated', 'End cause'].map((name) => el('th', { scope: 'col', text: name })))),
+        body)));
     await refresh();
     follow(appID, refresh, ACTIVITY_EVENTS);
   }
@@ -384,6 +395,7 @@
       fill(attributes, el('h3', { text: 'Attributes' }), json(activity.attributes));
       fill(states, el('h3', { text: 'Content state' }), json(activity.content_state));
       const sends = history.items.filter((push) => push.event !== 'alert');
+      timelineSends.export = path + '/sends.csv';
       renderSends(sendsSection, timelineSends);
       const copies = new Map(activity.devices.map((copy) => [copy.device_id, copy]));
       // On a broadcast channel, each update is one push per channel, whatever the
@@ -436,7 +448,7 @@
         el('td', { class: 'num shown', text: send.received + ' of ' + send.targets }),
         el('td', { class: 'num', text: send.taps }));
     });
-    fill(section, el('h3', { text: 'Sends' }),
+    fill(section, el('h3', { text: 'Sends' }), el('p', { class: 'actions' }, exportLink(page.export, 'Export sends as CSV')),
       el('p', { class: 'hint', text: "Start, updates, broadcasts and end, newest first. Shown: the devices that said they showed it (for a type with receipts)." }),
       rows.length
         ? table(['When', 'Event', 'Platform', 'Status', 'Content state', 'Targets', 'Sent', 'Failed', 'Shown', 'Taps'], rows, { id: 'sends-table' })
@@ -683,6 +695,7 @@
     const latest = points.length ? points[points.length - 1].value : 0;
     caption.textContent = title + ': ' + (Math.round(latest * 100) / 100) + ' ' + unit + ' (max ' + (Math.round(max * 100) / 100) + ')';
     picture.append(caption);
+    picture.setAttribute('aria-label', caption.textContent);
     return el('figure', {}, picture);
   }
 
@@ -714,6 +727,33 @@
         el('td', { class: 'mono', text: item.device_id }), el('td', { text: item.event }), el('td', { text: item.status }))), { id: 'lookup-pushes' }));
     }
     fill(results, ...(sections.length ? sections : [el('p', { id: 'lookup-nothing', text: 'Nothing of this app matches.' })]));
+  }
+
+  // MARK: - One app: its pushes by period and reason
+
+  // The pushes with rows of their own (GET …/pushes) over a period, by reason and
+  // status: where an overview's failure reason leads. The filters are the URL's
+  // query (#/apps/{id}/pushes?period=day&status=failed&reason=…), so a view can be
+  // shared, and the export takes the same.
+  async function pushesPage(appID, query) {
+    const base = '/v1/apps/' + segment(appID);
+    const filters = new URLSearchParams();
+    for (const name of ['period', 'status', 'reason', 'activity_id']) if (query.get(name)) filters.set(name, query.get(name));
+    const page = await api('GET', base + '/pushes?limit=200' + (filters.toString() ? '&' + filters.toString() : ''));
+    const activity = (id) => link(id, '#/apps/' + segment(appID) + '/activities/' + segment(id), { class: 'mono' });
+    const described = [filters.get('status') === 'failed' ? 'failed' : 'all', 'over the last ' + (filters.get('period') || 'day'),
+      filters.get('reason') ? 'with reason ' + filters.get('reason') : null, filters.get('activity_id') ? 'of ' + filters.get('activity_id') : null];
+    show('pushes', el('h2', { text: 'Pushes' }), appNav(appID, 'Overview'),
+      el('p', { id: 'pushes-filter' }, 'Pushes ' + described.filter(Boolean).join(', ') + '. ',
+        exportLink(base + '/exports/pushes.csv' + (filters.toString() ? '?' + filters.toString() : ''), 'Export as CSV')),
+      page.items.length
+        ? table(['When', 'Activity', 'Device', 'Event', 'Status', 'Reason', 'apns-id', 'Attempts'], page.items.map((push) => el('tr', { 'data-status': push.status, 'data-reason': push.reason || '' },
+          el('td', { text: when(push.created_at) }), el('td', {}, push.activity_id ? activity(push.activity_id) : '—'),
+          el('td', {}, push.channel_id ? el('span', { class: 'mono', text: 'channel ' + push.channel_id }) : deviceLink(appID, push.device_id)),
+          el('td', { text: push.event }), el('td', { text: push.status }), el('td', { class: 'mono', text: push.reason || '' }),
+          el('td', { class: 'mono', text: push.apns_id }), el('td', { class: 'num', text: push.attempts }))), { id: 'pushes-table' })
+        : el('p', { id: 'no-pushes', text: 'No push matches.' }),
+      page.next_cursor ? el('p', { class: 'hint', text: 'The newest 200 are shown; the export holds them all.' }) : null);
   }
 
   // MARK: - One app: its overview
@@ -749,7 +789,8 @@
       fill(failures, el('h3', { text: 'Failures by reason' }),
         answer.failures.length
           ? table(['Reason', 'Pushes'], answer.failures.map((failure) => el('tr', { 'data-reason': failure.reason },
-            el('td', { class: 'mono', text: failure.reason }), el('td', { text: String(failure.count) }))), { id: 'failures-table' })
+            el('td', {}, link(failure.reason, '#/apps/' + segment(appID) + '/pushes?status=failed&period=' + period + '&reason=' + encodeURIComponent(failure.reason), { class: 'mono' })),
+            el('td', { text: String(failure.count) }))), { id: 'failures-table' })
           : el('p', { id: 'no-failures', text: 'No push failed in this period.' }));
       const budget = answer.budget || {};
       const rates = answer.rate_limits || {};
