@@ -126,7 +126,7 @@ public final class Application: Sendable {
         // (each service's `stopUnstarted`), in the same reverse order.
         runner = ServiceRunner(
             resources + [
-                delivery, webhooks, feed, historyKeeper, timekeeper,
+                delivery, webhooks, feed, historyKeeper, RefusalKeeper(limiter: services.rateLimits, sleeper: sleeper), timekeeper,
                 APIService(server: server, grace: configuration.shutdownGraceSeconds),
             ])
     }

@@ -68,6 +68,30 @@ extension SQLSession {
             guard let index = try bucket(row) else { continue }
             buckets[index].taps += try row.int64("taps")
         }
+        // Refusals by the minute each node counted them in; dead tokens by the
+        // events that say Islet acted on them (by events_dead_tokens: its
+        // predicate is written out, as a partial index needs).
+        for row in try query(
+            """
+            SELECT (r.minute - \(start)) / \(length) AS b, CAST(sum(r.refused) AS BIGINT) AS n
+            FROM rate_refusals r WHERE r.app_id = \(appID) AND r.minute >= \(start) AND r.minute < \(end)
+            GROUP BY b
+            """)
+        {
+            guard let index = try bucket(row) else { continue }
+            buckets[index].refused += try row.int64("n")
+        }
+        for row in try query(
+            """
+            SELECT (e.occurred_at - \(start)) / \(length) AS b, count(*) AS n
+            FROM events e WHERE e.app_id = \(appID) AND e.type = 'token.rejected'
+                AND e.occurred_at >= \(start) AND e.occurred_at < \(end)
+            GROUP BY b
+            """)
+        {
+            guard let index = try bucket(row) else { continue }
+            buckets[index].deadTokens += try row.int64("n")
+        }
         let failures = try query(
             """
             SELECT coalesce(p.reason, 'unknown') AS reason, count(*) AS n
@@ -77,6 +101,18 @@ extension SQLSession {
             GROUP BY coalesce(p.reason, 'unknown') ORDER BY n DESC, reason
             """
         ).map { OverviewFailure(reason: try $0.string("reason"), count: try $0.int64("n")) }
-        return AppOverview(buckets: buckets, failures: failures)
+        var overview = AppOverview(buckets: buckets, failures: failures)
+        overview.failingWebhooks = try query(
+            """
+            SELECT webhook_id, url, enabled, failing_since, disabled_reason FROM webhooks
+            WHERE app_id = \(appID) AND (enabled = \(false) OR failing_since IS NOT NULL)
+            ORDER BY created_at, webhook_id
+            """
+        ).map { row in
+            FailingWebhook(
+                webhookID: try row.string("webhook_id"), url: try row.string("url"), enabled: try row.bool("enabled"),
+                failingSince: row.optionalDate("failing_since"), disabledReason: row.optionalString("disabled_reason"))
+        }
+        return overview
     }
 }

@@ -1,5 +1,5 @@
 public import Foundation
-import Storage
+public import Storage
 
 extension SQLSession {
     /// The bucket of `appID`'s `family`, its row locked on PostgreSQL until the
@@ -25,5 +25,19 @@ extension SQLSession {
             VALUES (\(appID), \(family), \(tokens), \(updatedAt.unixMilliseconds))
             ON CONFLICT (app_id, family) DO UPDATE SET tokens = excluded.tokens, updated_at = excluded.updated_at
             """)
+    }
+
+    /// Adds each app's refusals of a minute to its stored count, then forgets the
+    /// minutes before `forgetBefore`.
+    public func addRefusals(_ counts: [RefusalCount], forgetBefore: Date) throws {
+        for count in counts where count.count > 0 {
+            try run(
+                """
+                INSERT INTO rate_refusals (app_id, minute, refused)
+                VALUES (\(count.appID), \(count.minute.unixMilliseconds), \(count.count))
+                ON CONFLICT (app_id, minute) DO UPDATE SET refused = rate_refusals.refused + excluded.refused
+                """)
+        }
+        try run("DELETE FROM rate_refusals WHERE minute < \(forgetBefore.unixMilliseconds)")
     }
 }

@@ -508,5 +508,17 @@ public enum IsletSchema {
             CREATE INDEX activity_instances_by_device ON activity_instances(app_id, device_id, created_at);
             CREATE INDEX pushes_by_device ON pushes(app_id, device_id, id);
             """),
+        // An overview's rate-limit refusals, across every node: each node counts its
+        // own and adds them, by app and minute, every few seconds; and its dead
+        // tokens, by the events of those Islet acted on.
+        Migration(version: 29, name: "rate-limit refusals and dead tokens", sql: """
+            CREATE INDEX events_dead_tokens ON events(app_id, occurred_at) WHERE type = 'token.rejected';
+            CREATE TABLE rate_refusals (
+                app_id TEXT NOT NULL,
+                minute INTEGER NOT NULL,
+                refused INTEGER NOT NULL,
+                PRIMARY KEY (app_id, minute)
+            ) STRICT, WITHOUT ROWID;
+            """),
     ]
 }

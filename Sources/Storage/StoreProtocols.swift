@@ -600,6 +600,23 @@ public protocol RateLimitStore {
     func lockedRateBucket(appID: String, family: String) throws -> (tokens: Double, updatedAt: Date)?
     /// Stores the bucket of `appID`'s `family`.
     func saveRateBucket(appID: String, family: String, tokens: Double, updatedAt: Date) throws
+    /// Adds `counts` (requests refused by a rate limit, by app and minute) to the
+    /// stored counts, and deletes those of minutes before `forgetBefore`.
+    func addRefusals(_ counts: [RefusalCount], forgetBefore: Date) throws
+}
+
+/// Requests of an app refused by its rate limits within one minute.
+public struct RefusalCount: Sendable, Hashable {
+    public var appID: String
+    /// The minute's start.
+    public var minute: Date
+    public var count: Int64
+
+    public init(appID: String, minute: Date, count: Int64) {
+        self.appID = appID
+        self.minute = minute
+        self.count = count
+    }
 }
 
 /// Receipts: a device saying which send of an activity it showed.

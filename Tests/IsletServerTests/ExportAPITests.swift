@@ -64,6 +64,8 @@ struct ExportAPITests {
             // The reason the overview counts, and the pushes it links to.
             let overview = try await h.call("GET", base + "/overview?period=hour", key: app.serverKey)
             #expect(overview["failures"]?.arrayValue?.first?["reason"]?.stringValue == reason, "\(overview.json)")
+            // The dead token Islet acted on (the device marked unreachable).
+            #expect(overview["totals"]?["dead_tokens"] == 1, "\(overview.json)")
             let byReason = try await h.call(
                 "GET", base + "/pushes?status=failed&reason=\(reason)", key: app.serverKey)
             #expect(byReason["items"]?.arrayValue?.count == 1 && byReason["next_cursor"] == .null)

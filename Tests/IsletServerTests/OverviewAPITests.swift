@@ -66,6 +66,33 @@ struct OverviewAPITests {
     }
 }
 
+extension OverviewAPITests {
+    @Test func requestsRefusedByARateLimitAndDeadTokensAreCountedAcrossTheNodesStore() async throws {
+        try await ServerHarness.with { h in
+            let app = try await h.createApp()
+            let limited = try await h.call(
+                "PATCH", "/v1/apps/\(app.id)", key: ServerHarness.adminToken,
+                json: ["rate_limits": ["registrations_per_second": 0.01, "registrations_burst": 1]])
+            #expect(limited.status == 200, "\(limited.json)")
+            var refused = 0
+            for index in 0..<4 {
+                let reply = try await h.call(
+                    "PUT", "/v1/apps/\(app.id)/devices/phone-\(index)", key: app.deviceKey,
+                    json: ["platform": "ios", "environment": "sandbox"])
+                if reply.status == 429 { refused += 1 }
+            }
+            #expect(refused == 3)
+            // Each node stores its count every few seconds.
+            #expect(try await h.eventually {
+                try await h.call("GET", "/v1/apps/\(app.id)/overview?period=hour", key: app.serverKey)["totals"]?["rate_limited"] == .integer(Int64(refused))
+            })
+            let overview = try await h.call("GET", "/v1/apps/\(app.id)/overview?period=hour", key: app.serverKey)
+            #expect(overview["series"]?.arrayValue?.last?["rate_limited"] == .integer(Int64(refused)))
+            #expect(overview["totals"]?["dead_tokens"] == 0 && overview["webhooks_failing"] == [])
+        }
+    }
+}
+
 /// `GET /v1/apps/{app_id}/lookup`: one box for an app's records.
 @Suite("Lookup through the API")
 struct LookupAPITests {

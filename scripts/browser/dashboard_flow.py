@@ -208,8 +208,9 @@ def run(arguments):
         flow.wait(lambda d: d.find_element(By.CSS_SELECTOR, '#overview-totals dd[data-figure="sends"]').text not in ("", "0"),
                   "the hour's sends in the overview")
         flow.wait(lambda d: d.find_element(By.CSS_SELECTOR, '#overview-totals dd[data-figure="taps"]').text == "1", "the tap counted")
-        flow.wait(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#overview-charts svg polyline")) >= 8, "a chart per figure")
+        flow.wait(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#overview-charts svg polyline")) >= 10, "a chart per figure")
         flow.element("#overview-limits table", "the figures in force")
+        flow.element("#no-failing-webhooks", "the webhooks, none failing")
         flow.step("overview")
         flow.audit("overview")
         flow.shoot("overview")

@@ -43,10 +43,10 @@ struct AppRoutes: Sendable {
             ) { request in try await rotate(request) },
             APIRoute(
                 "GET", "/v1/apps/{app_id}/overview",
-                summary: "What the app's sends over a period came to, by bucket and in all: sends, pushes, delivered, failed (and by reason), shown (receipts), taps, priority downgrades and deferred starts; with the budget and rate limits in force. Counted from each send's counters, across every node.",
+                summary: "What the app's sends over a period came to, by bucket and in all: sends, pushes, delivered, failed (and by reason), shown (receipts), taps, priority downgrades, deferred starts, requests refused by a rate limit and dead tokens acted on; the webhooks failing now; with the budget and rate limits in force. Counted from each send's counters, across every node.",
                 access: .server, query: Self.overviewQuery,
                 responses: [
-                    (200, "{app_id, name, period, from, to, bucket_seconds, totals, series, failures, budget, rate_limits}"),
+                    (200, "{app_id, name, period, from, to, bucket_seconds, totals, series, failures, webhooks_failing, budget, rate_limits}"),
                     (422, "A query parameter is invalid"),
                 ]
             ) { request in try await overview(request) },
@@ -106,6 +106,7 @@ struct AppRoutes: Sendable {
                 "sends": .integer(bucket.sends), "pushes": .integer(bucket.targets), "delivered": .integer(bucket.delivered),
                 "failed": .integer(bucket.failed), "received": .integer(bucket.received), "taps": .integer(bucket.taps),
                 "priority_downgraded": .integer(bucket.downgraded), "deferred": .integer(bucket.deferred),
+                "rate_limited": .integer(bucket.refused), "dead_tokens": .integer(bucket.deadTokens),
             ]
         }
         return APIJSON.response(.object([
@@ -119,6 +120,12 @@ struct AppRoutes: Sendable {
             }),
             "failures": .array(view.overview.failures.map {
                 .object(["reason": .string($0.reason), "count": .integer($0.count)])
+            }),
+            "webhooks_failing": .array(view.overview.failingWebhooks.map {
+                .object([
+                    "webhook_id": .string($0.webhookID), "url": .string($0.url), "enabled": .bool($0.enabled),
+                    "failing_since": APIJSON.date($0.failingSince), "disabled_reason": APIJSON.optional($0.disabledReason),
+                ])
             }),
             "budget": app["budget"] ?? .null, "rate_limits": app["rate_limits"] ?? .null,
         ]))

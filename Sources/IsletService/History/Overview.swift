@@ -51,6 +51,8 @@ public struct OverviewView: Sendable, Hashable {
             total.taps += bucket.taps
             total.downgraded += bucket.downgraded
             total.deferred += bucket.deferred
+            total.refused += bucket.refused
+            total.deadTokens += bucket.deadTokens
         }
     }
 }

@@ -1,4 +1,6 @@
-import Foundation
+public import Foundation
+public import IsletBackground
+import IsletLog
 public import IsletCore
 import IsletSync
 public import Storage
@@ -87,9 +89,51 @@ public final class RateLimiter: Sendable {
         return decision
     }
 
-    /// Counts a request of `appID` refused by its `family`'s limit, for `/metrics`.
+    /// Counts a request of `appID` refused by its `family`'s limit: for `/metrics`,
+    /// and by minute for the app's overview (stored by ``flushRefusals()``).
     public func countRefusal(appID: String, family: RateFamily) {
         environment.limitMetrics.refused(appID: appID, family: family)
+        let minute = Self.minute(of: environment.clock.now())
+        refusals.withLock { $0[RefusalMinute(appID: appID, minute: minute), default: 0] += 1 }
+    }
+
+    /// The refusals counted here and not stored yet, by app and minute: at most one
+    /// entry per app and minute, however many requests a flood brings.
+    private let refusals = Lock([RefusalMinute: Int64]())
+
+    private struct RefusalMinute: Hashable {
+        let appID: String
+        let minute: Date
+    }
+
+    /// How long stored refusals are kept: the overview's longest period, and a day.
+    static let refusalsKept: TimeInterval = 8 * 86_400
+
+    /// The start of the minute holding `date`.
+    static func minute(of date: Date) -> Date {
+        Date(unixMilliseconds: date.unixMilliseconds / 60_000 * 60_000)
+    }
+
+    /// Adds the refusals counted since the last flush to the stored counts (one
+    /// upsert per app and minute) and forgets those past ``refusalsKept``. Counts
+    /// that could not be stored are kept for the next flush.
+    public func flushRefusals() async {
+        let taken = refusals.withLock { pending -> [RefusalMinute: Int64] in
+            defer { pending = [:] }
+            return pending
+        }
+        let counts = taken.map { RefusalCount(appID: $0.key.appID, minute: $0.key.minute, count: $0.value) }
+        let cutoff = environment.clock.now().addingTimeInterval(-Self.refusalsKept)
+        do {
+            try await environment.write(durable: false) { (session: any RateLimitStore) in
+                try session.addRefusals(counts, forgetBefore: cutoff)
+            }
+        } catch {
+            refusals.withLock { pending in
+                for (key, count) in taken { pending[key, default: 0] += count }
+            }
+            environment.logger.error("cannot store the rate-limit refusals", ("error", .string("\(error)")))
+        }
     }
 
     /// Whether the app already has an answer for `key` to replay: a retry of a
@@ -158,5 +202,30 @@ public final class RateLimiter: Sendable {
             answer.remaining += local.batch
             return answer
         }
+    }
+}
+
+/// The loop that stores each node's rate-limit refusals for the app overviews: a
+/// flush every `interval` on its sleeper, and a last one when cancelled, so that a
+/// node that stops loses none it counted.
+public final class RefusalKeeper: BackgroundService {
+    private let limiter: RateLimiter
+    private let sleeper: any Sleeper
+    private let interval: TimeInterval
+
+    /// A keeper flushing `limiter` every `interval` seconds on `sleeper`.
+    public init(limiter: RateLimiter, sleeper: any Sleeper = SystemSleeper(), interval: TimeInterval = 5) {
+        self.limiter = limiter
+        self.sleeper = sleeper
+        self.interval = interval
+    }
+
+    /// Flushes, then sleeps, until cancelled; flushes once more on the way out.
+    public func run() async {
+        while !Task.isCancelled {
+            await sleeper.sleep(for: interval)
+            await limiter.flushRefusals()
+        }
+        await limiter.flushRefusals()
     }
 }

@@ -9,10 +9,32 @@ public struct AppOverview: Sendable, Hashable {
     public var buckets: [OverviewBucket]
     /// The pushes that failed or were dropped, by reason (most first).
     public var failures: [OverviewFailure]
+    /// The app's webhooks failing now (disabled, or failing since a time).
+    public var failingWebhooks: [FailingWebhook] = []
 
     public init(buckets: [OverviewBucket], failures: [OverviewFailure]) {
         self.buckets = buckets
         self.failures = failures
+    }
+}
+
+/// A webhook whose deliveries fail, as the overview names it.
+public struct FailingWebhook: Sendable, Hashable {
+    public var webhookID: String
+    public var url: String
+    /// Whether it still delivers (it retries), or was disabled.
+    public var enabled: Bool
+    /// Since when its deliveries fail; `nil` for one disabled before that was kept.
+    public var failingSince: Date?
+    /// Why it was disabled.
+    public var disabledReason: String?
+
+    public init(webhookID: String, url: String, enabled: Bool, failingSince: Date?, disabledReason: String?) {
+        self.webhookID = webhookID
+        self.url = url
+        self.enabled = enabled
+        self.failingSince = failingSince
+        self.disabledReason = disabledReason
     }
 }
 
@@ -35,6 +57,12 @@ public struct OverviewBucket: Sendable, Hashable {
     public var downgraded: Int64 = 0
     /// Starts held back, their device's starts of the hour spent.
     public var deferred: Int64 = 0
+    /// Requests refused by a rate limit (counted by each node, stored every few
+    /// seconds).
+    public var refused: Int64 = 0
+    /// Tokens APNs or FCM said were dead, which Islet acted on (the copy ended, the
+    /// push-to-start token removed, or the device marked unreachable).
+    public var deadTokens: Int64 = 0
 
     public init(start: Date) { self.start = start }
 }

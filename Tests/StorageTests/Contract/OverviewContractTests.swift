@@ -91,4 +91,49 @@ struct OverviewContractTests {
             }.buckets.map(\.sends) == [1, 0, 0])
         }
     }
+
+    @Test(arguments: StoreBackend.all)
+    func refusalsDeadTokensAndFailingWebhooksShowInTheirBuckets(_ backend: StoreBackend) async throws {
+        try await withStore(backend) { store in
+            try store.writeNow { session in
+                try session.insertApp(Fixture.app())
+                try session.insertApp(Fixture.app("app_2"))
+                // Two nodes' counts of the same minute add up; another app's stay apart.
+                try session.addRefusals(
+                    [RefusalCount(appID: "app_1", minute: Fixture.at(60), count: 3),
+                     RefusalCount(appID: "app_2", minute: Fixture.at(60), count: 7)], forgetBefore: Fixture.t0)
+                try session.addRefusals(
+                    [RefusalCount(appID: "app_1", minute: Fixture.at(60), count: 2),
+                     RefusalCount(appID: "app_1", minute: Fixture.t0, count: 1)], forgetBefore: Fixture.t0)
+                try session.appendEvents([
+                    NewEvent(appID: "app_1", type: .tokenRejected, activityID: nil, occurredAt: Fixture.at(130), data: [:]),
+                    NewEvent(appID: "app_1", type: .deviceUnreachable, activityID: nil, occurredAt: Fixture.at(130), data: [:]),
+                    NewEvent(appID: "app_2", type: .tokenRejected, activityID: nil, occurredAt: Fixture.at(130), data: [:]),
+                ])
+                var failing = WebhookPageContractTests.webhook("wh_a", at: 1)
+                failing.failingSince = Fixture.at(100)
+                try session.insertWebhook(failing)
+                var disabled = WebhookPageContractTests.webhook("wh_b", at: 2)
+                disabled.enabled = false
+                disabled.disabledReason = "failing_for_days"
+                try session.insertWebhook(disabled)
+                try session.insertWebhook(WebhookPageContractTests.webhook("wh_c", at: 3))
+            }
+            let overview = try store.readNow {
+                try $0.overview(appID: "app_1", from: Fixture.t0, to: Fixture.at(180), bucketSeconds: 60)
+            }
+            #expect(overview.buckets.map(\.refused) == [1, 5, 0])
+            #expect(overview.buckets.map(\.deadTokens) == [0, 0, 1])
+            #expect(overview.failingWebhooks.map(\.webhookID) == ["wh_a", "wh_b"])
+            #expect(overview.failingWebhooks.map(\.enabled) == [true, false])
+            #expect(overview.failingWebhooks.first?.failingSince == Fixture.at(100))
+            #expect(overview.failingWebhooks.last?.disabledReason == "failing_for_days")
+            // Minutes before the cutoff are forgotten at the next add.
+            try store.writeNow { try $0.addRefusals([], forgetBefore: Fixture.at(60)) }
+            let later = try store.readNow {
+                try $0.overview(appID: "app_1", from: Fixture.t0, to: Fixture.at(180), bucketSeconds: 60)
+            }
+            #expect(later.buckets.map(\.refused) == [0, 5, 0])
+        }
+    }
 }

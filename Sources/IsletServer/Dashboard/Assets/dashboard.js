@@ -762,7 +762,8 @@
   // counters, across every node), as figures and a chart each; the period is in
   // the URL (#/apps/{id}/overview/{hour|day|week}), so a view can be shared.
   const OVERVIEW_FIGURES = [['sends', 'Sends'], ['pushes', 'Pushes'], ['delivered', 'Delivered'], ['failed', 'Failed'],
-    ['received', 'Shown (receipts)'], ['taps', 'Taps'], ['priority_downgraded', 'Priority downgrades'], ['deferred', 'Deferred starts']];
+    ['received', 'Shown (receipts)'], ['taps', 'Taps'], ['priority_downgraded', 'Priority downgrades'], ['deferred', 'Deferred starts'],
+    ['rate_limited', 'Rate-limited requests'], ['dead_tokens', 'Dead tokens acted on']];
 
   async function overviewPage(appID, chosen) {
     const period = ['hour', 'day', 'week'].includes(chosen) ? chosen : 'day';
@@ -791,7 +792,14 @@
           ? table(['Reason', 'Pushes'], answer.failures.map((failure) => el('tr', { 'data-reason': failure.reason },
             el('td', {}, link(failure.reason, '#/apps/' + segment(appID) + '/pushes?status=failed&period=' + period + '&reason=' + encodeURIComponent(failure.reason), { class: 'mono' })),
             el('td', { text: String(failure.count) }))), { id: 'failures-table' })
-          : el('p', { id: 'no-failures', text: 'No push failed in this period.' }));
+          : el('p', { id: 'no-failures', text: 'No push failed in this period.' }),
+        el('h3', { text: 'Webhooks failing' }),
+        answer.webhooks_failing.length
+          ? table(['Webhook', 'URL', 'State', 'Failing since'], answer.webhooks_failing.map((hook) => el('tr', { 'data-webhook-id': hook.webhook_id },
+            el('td', {}, link(hook.webhook_id, '#/apps/' + segment(appID) + '/webhooks', { class: 'mono' })), el('td', { class: 'mono', text: hook.url }),
+            el('td', { text: hook.enabled ? 'retrying' : 'disabled' + (hook.disabled_reason ? ' (' + hook.disabled_reason + ')' : '') }),
+            el('td', { text: when(hook.failing_since) }))), { id: 'failing-webhooks' })
+          : el('p', { id: 'no-failing-webhooks', text: 'Every webhook delivers.' }));
       const budget = answer.budget || {};
       const rates = answer.rate_limits || {};
       fill(limits, el('h3', { text: 'Figures in force' }),
