@@ -75,11 +75,11 @@ struct DashboardBrowserTests {
             #expect(summary["ok"] == .bool(true))
             #expect(summary["steps"]?.arrayValue?.compactMap(\.stringValue) == [
                 "signed-in", "activity-appeared", "activity-page", "tapped", "received", "ended", "device", "overview", "lookup",
-                "pushes", "metrics", "devices", "webhooks", "signed-out",
+                "send-test", "pushes", "metrics", "devices", "webhooks", "signed-out",
             ])
             // Every view was audited (axe-core, and laid out at a phone's width).
             #expect(summary["audited"]?.arrayValue?.compactMap(\.stringValue) == [
-                "sign-in", "app", "activity", "device", "overview", "lookup", "pushes", "metrics", "devices", "webhooks",
+                "sign-in", "app", "activity", "device", "overview", "lookup", "send", "pushes", "metrics", "devices", "webhooks",
             ])
 
             // The end the page sent reached the simulated phone, on the update token.
@@ -89,6 +89,11 @@ struct DashboardBrowserTests {
             let activity = try await h.call("GET", "/v1/apps/\(app.id)/activities/\(Self.activityID)", key: app.serverKey)
             #expect(activity["status"]?.stringValue == "ended")
             #expect(activity["end_cause"]?.stringValue == "server")
+            // The form's test start: the state it was given, on the one device named.
+            let tested = try await h.call("GET", "/v1/apps/\(app.id)/activities/order-form-1", key: app.serverKey)
+            #expect(tested.status == 200 && tested["content_state"] == ["status": "preparing", "eta": 5], "\(tested.json)")
+            #expect(tested["attributes"]?["order"] == "A-1")
+            #expect(tested["devices"]?.arrayValue?.compactMap { $0["device_id"]?.stringValue } == [Self.deviceID])
         }
     }
 }

@@ -272,13 +272,14 @@
     else if (parts[0] === 'apps' && parts[2] === 'devices') page = devicesPage(parts[1], query.get('after'));
     else if (parts[0] === 'apps' && parts[2] === 'webhooks') page = webhooksPage(parts[1]);
     else if (parts[0] === 'apps' && parts[2] === 'pushes') page = pushesPage(parts[1], query);
+    else if (parts[0] === 'apps' && parts[2] === 'send') page = sendPage(parts[1]);
     else page = appsPage();
     page.catch(failed);
   }
 
   function appNav(appID, current) {
     const base = '#/apps/' + segment(appID);
-    const items = [['Activities', base], ['Overview', base + '/overview'], ['Devices', base + '/devices'], ['Webhooks', base + '/webhooks']];
+    const items = [['Activities', base], ['Overview', base + '/overview'], ['Devices', base + '/devices'], ['Webhooks', base + '/webhooks'], ['Send a test', base + '/send']];
     // One box finds an activity, a device, a user's devices, a push or a token.
     const box = el('input', { id: 'lookup-text', type: 'search', placeholder: 'activity, device, user, apns-id or token', 'aria-label': 'Look up' });
     const form = el('form', { id: 'lookup-form', role: 'search', class: 'lookup' }, box, el('button', { type: 'submit', text: 'Look up' }));
@@ -727,6 +728,147 @@
         el('td', { class: 'mono', text: item.device_id }), el('td', { text: item.event }), el('td', { text: item.status }))), { id: 'lookup-pushes' }));
     }
     fill(results, ...(sections.length ? sections : [el('p', { id: 'lookup-nothing', text: 'Nothing of this app matches.' })]));
+  }
+
+  // MARK: - One app: send a test
+
+  // A start, update or end of one activity on one chosen device, from a form the
+  // activity type's schema makes (GET …/activity-types): a field per attribute and
+  // content-state field, typed as the device's decoder expects. What the API refuses
+  // is shown beside the field it names, as the API words it.
+  async function sendPage(appID) {
+    const base = '/v1/apps/' + segment(appID);
+    const [types, devices] = await Promise.all([api('GET', base + '/activity-types'), api('GET', base + '/devices?limit=500')]);
+    const form = el('form', { id: 'send-form', class: 'send', novalidate: '' });
+    const result = el('div', { id: 'send-result', role: 'status' });
+    const typeSelect = el('select', { id: 'send-type', name: 'activity_type' },
+      types.items.map((type) => el('option', { value: type.activity_type, text: type.activity_type })));
+    const action = el('select', { id: 'send-action', name: 'action' },
+      ['start', 'update', 'end'].map((value) => el('option', { value: value, text: value })));
+    const activityID = el('input', { id: 'send-activity-id', type: 'text', value: 'test-' + Date.now().toString(36), 'data-field': 'activity_id', autocomplete: 'off' });
+    const deviceList = el('datalist', { id: 'send-devices' }, devices.items.map((device) => el('option', { value: device.device_id })));
+    const device = el('input', { id: 'send-device', type: 'text', list: 'send-devices', value: devices.items.length ? devices.items[0].device_id : '', 'data-field': 'audience.device_ids', autocomplete: 'off' });
+    const fields = el('div', { id: 'send-fields' });
+    const alertTitle = el('input', { id: 'send-alert-title', type: 'text', 'data-field': 'alert.title' });
+    const alertBody = el('input', { id: 'send-alert-body', type: 'text', 'data-field': 'alert.body' });
+    const controls = [];
+    const row = (label, input, hint) => {
+      const error = el('span', { class: 'field-error error', 'data-for': input.dataset.field || '', role: 'alert' });
+      return el('div', { class: 'field' }, el('label', { for: input.id, text: label }), input, hint ? el('span', { class: 'hint', text: ' ' + hint }) : null, error);
+    };
+    // One input per schema field: a select for an enum or a bool, a number for int
+    // and double, JSON text for dates, objects and arrays, text otherwise. An
+    // empty input leaves its field out (the API names a required one).
+    const input = (path, field) => {
+      const id = 'send-' + path.replace(/[^A-Za-z0-9_-]/g, '-');
+      let control;
+      if (field.enum) {
+        control = el('select', { id: id }, el('option', { value: '', text: '—' }), field.enum.map((value) => el('option', { value: JSON.stringify(value), text: String(value) })));
+        control.dataset.kind = 'json';
+      } else if (field.type === 'bool') {
+        control = el('select', { id: id }, ['', 'true', 'false'].map((value) => el('option', { value: value, text: value || '—' })));
+        control.dataset.kind = 'json';
+      } else if (field.type === 'int' || field.type === 'double') {
+        control = el('input', { id: id, type: 'number', step: field.type === 'int' ? '1' : 'any' });
+        control.dataset.kind = 'number';
+      } else if (['date', 'object', 'array'].includes(field.type)) {
+        control = el('input', { id: id, type: 'text', class: 'mono', placeholder: field.type === 'date' ? 'a number, as ' + (field.date_encoding || 'seconds_since_2001') : 'JSON' });
+        control.dataset.kind = 'json';
+      } else {
+        control = el('input', { id: id, type: field.type === 'url' ? 'url' : 'text' });
+        control.dataset.kind = 'text';
+      }
+      control.dataset.field = path;
+      controls.push(control);
+      return row(path.split('.').pop() + (field.required ? ' (required)' : ''), control, field.type + (field.nullable ? ', may be null' : ''));
+    };
+    const render = () => {
+      controls.length = 0;
+      const type = types.items.find((item) => item.activity_type === typeSelect.value);
+      const sections = [];
+      if (!type) {
+        sections.push(el('p', { text: 'Register an activity type (PUT …/activity-types/{name}) to send a test from its form.' }));
+      } else {
+        if (action.value === 'start') {
+          sections.push(el('fieldset', {}, el('legend', { text: 'Attributes' }), Object.keys(type.attributes).sort().map((name) => input('attributes.' + name, type.attributes[name]))));
+        }
+        sections.push(el('fieldset', {}, el('legend', { text: action.value === 'end' ? 'Final content state (optional)' : 'Content state' }),
+          Object.keys(type.content_state).sort().map((name) => input('content_state.' + name, type.content_state[name]))));
+      }
+      fill(fields, ...sections);
+      // The device is a start's; an end carries no alert.
+      device.closest('.field').hidden = action.value !== 'start';
+      alertTitle.closest('fieldset').hidden = action.value === 'end';
+    };
+    const value = (control) => {
+      const text = control.value.trim();
+      if (text === '') return undefined;
+      if (control.dataset.kind === 'number') return Number(text);
+      if (control.dataset.kind === 'json') {
+        try { return JSON.parse(text); } catch (error) { return text; }
+      }
+      return text;
+    };
+    const clearErrors = () => { for (const span of form.querySelectorAll('.field-error')) span.textContent = ''; fill(result); };
+    const showErrors = (error) => {
+      const problem = error.problem || {};
+      const unplaced = [];
+      for (const item of problem.errors || []) {
+        // The input of the field, or of the nearest enclosing one (a message about
+        // content_state.driver.name goes beside content_state.driver).
+        let path = item.field;
+        let span = null;
+        while (path && !(span = form.querySelector('.field-error[data-for="' + CSS.escape(path) + '"]'))) path = path.includes('.') ? path.slice(0, path.lastIndexOf('.')) : '';
+        if (span) span.textContent = item.message;
+        else unplaced.push(item.field + ': ' + item.message);
+      }
+      fill(result, el('p', { class: 'error', text: error.message }), unplaced.length ? el('ul', {}, unplaced.map((text) => el('li', { text: text }))) : null);
+    };
+    form.addEventListener('submit', async (event) => {
+      event.preventDefault();
+      clearErrors();
+      const body = {};
+      for (const control of controls) {
+        const [group, ...rest] = control.dataset.field.split('.');
+        const v = value(control);
+        if (v === undefined) continue;
+        body[group] = body[group] || {};
+        body[group][rest.join('.')] = v;
+      }
+      if (action.value !== 'end' && (alertTitle.value.trim() || alertBody.value.trim())) body.alert = { title: alertTitle.value.trim(), body: alertBody.value.trim() };
+      if (action.value === 'end' && body.content_state === undefined) delete body.content_state;
+      const id = activityID.value.trim();
+      let path;
+      if (action.value === 'start') {
+        Object.assign(body, { activity_id: id, activity_type: typeSelect.value, audience: { device_ids: [device.value.trim()] } });
+        body.attributes = body.attributes || {};
+        body.content_state = body.content_state || {};
+        path = base + '/activities';
+      } else {
+        if (action.value === 'update') body.content_state = body.content_state || {};
+        path = base + '/activities/' + segment(id) + '/' + action.value;
+      }
+      try {
+        const answer = await api('POST', path, body);
+        fill(result, el('p', { class: 'ok', id: 'send-ok' }, action.value + ' sent to ' + (answer && answer.targets !== undefined ? answer.targets : 0) + ' device(s): ',
+          link(id, '#/apps/' + segment(appID) + '/activities/' + segment(id), { class: 'mono' })));
+      } catch (error) {
+        if (!(error instanceof APIError)) throw error;
+        showErrors(error);
+      }
+    });
+    typeSelect.addEventListener('change', render);
+    action.addEventListener('change', render);
+    fill(form,
+      el('div', { class: 'filters' }, row('Activity type', typeSelect), row('Action', action)),
+      row('Activity id', activityID), el('div', {}, row('Device', device, 'a start goes to this device only'), deviceList),
+      fields,
+      el('fieldset', {}, el('legend', { text: 'Alert (a start needs one)' }), row('Title', alertTitle), row('Body', alertBody),
+        el('span', { class: 'field-error error', 'data-for': 'alert', role: 'alert' })),
+      el('button', { type: 'submit', id: 'send-submit', text: 'Send' }), result);
+    show('send', el('h2', { text: 'Send a test' }), appNav(appID, 'Send a test'),
+      el('p', { class: 'hint', text: 'A start goes to the one device named; an update or an end goes to every device holding the activity. The API checks it as it checks any send.' }), form);
+    render();
   }
 
   // MARK: - One app: its pushes by period and reason
