@@ -489,6 +489,39 @@ def memory(rig, quick, results, progress):
     progress.note(f"{tokens} tokens: peak RSS {peak:.0f} MB (database {db_mb:.0f} MB)")
 
 
+def overview(rig, quick, results, progress):
+    """An app's overview of the day over a million pushes (100,000 sends of ten, 1%
+    failed, rows of their own), through the API: beside GET /healthz and the
+    app's activities page on the same server, and against a second's budget."""
+    sends = 20_000 if quick else 100_000
+    data = os.path.join(rig.work, "overview-data")
+    server = Server(rig, data)
+    app = http("POST", server.port, "/v1/apps", ADMIN, {"name": "Overview", "bundle_id": "com.example.overview"})
+    server.stop()
+    out = kv(run([BENCH, "populate-sends", "--database", os.path.join(data, "islet.sqlite"), "--app", app["id"],
+                  "--sends", str(sends), "--targets", "10", "--failures", "0"]))
+    server = Server(rig, data)
+
+    def timed(path, key, rounds=7):
+        samples = []
+        for _ in range(rounds):
+            began = time.perf_counter()
+            http("GET", server.port, path, key)
+            samples.append((time.perf_counter() - began) * 1000)
+        return median(samples)
+    answer = http("GET", server.port, f"/v1/apps/{app['id']}/overview?period=day", app["server_key"])
+    counted = answer["totals"]["pushes"]
+    day_ms = timed(f"/v1/apps/{app['id']}/overview?period=day", app["server_key"])
+    week_ms = timed(f"/v1/apps/{app['id']}/overview?period=week", app["server_key"])
+    healthz_ms = timed("/healthz", None)
+    server.stop()
+    row = {"pushes": int(out["pushes"]), "sends": sends, "counted": counted, "day_ms": day_ms, "week_ms": week_ms,
+           "healthz_ms": healthz_ms, "day_vs_second": day_ms / 1000, "populate_seconds": float(out["seconds"])}
+    results["overview"] = row
+    progress.note(f"{row['pushes']} pushes in {sends} sends: the day's overview in {day_ms:.1f} ms "
+                  f"({row['day_vs_second']:.3f} of a second; /healthz {healthz_ms:.1f} ms), the week's in {week_ms:.1f} ms")
+
+
 def recovery(quick, results, progress):
     devices = 10_000 if quick else 100_000
     out = kv(run([BENCH, "fanout", "--islet", ISLET, "--devices", str(devices), "--connections", "8",
@@ -1225,6 +1258,10 @@ def targets(results):
     m = results.get("memory")
     if m:
         rows.append((f"RSS with {m['tokens']:,} tokens (MB)", m["server_peak_rss_mb"], 200, "<"))
+    o = results.get("overview")
+    if o:
+        rows.append((f"an app's overview of a day of {o['pushes']:,} pushes ÷ one second", o["day_vs_second"], 0.2, "<"))
+        rows.append((f"pushes the overview counts ÷ pushes sent", o["counted"] / o["pushes"], 1, "="))
     r = results.get("recovery")
     if r:
         rows.append(("pushes lost after SIGKILL", r["lost"], 0, "="))
@@ -1445,7 +1482,7 @@ def report(results, images, quick, rows):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller runs; under five minutes")
-    parser.add_argument("--only", help="comma-separated steps: transport,simulator,fanout,broadcast,api,memory,recovery,postgres,"
+    parser.add_argument("--only", help="comma-separated steps: transport,simulator,fanout,broadcast,api,memory,overview,recovery,postgres,"
                                        "schedules,webhooks,retention")
     args = parser.parse_args()
     os.makedirs(RESULTS, exist_ok=True)
@@ -1458,6 +1495,8 @@ def main():
               lambda: broadcast(args.quick, results, progress)),
              ("api", "HTTP API under wrk", lambda: api(rig, args.quick, results, progress)),
              ("memory", "memory with registered tokens", lambda: memory(rig, args.quick, results, progress)),
+             ("overview", "an app's overview of a day of a million pushes",
+              lambda: overview(rig, args.quick, results, progress)),
              ("recovery", "recovery after SIGKILL mid fan-out", lambda: recovery(args.quick, results, progress)),
              ("postgres", "PostgreSQL beside SQLite, two nodes beside one",
               lambda: postgres(rig, args.quick, results, progress)),

@@ -22,6 +22,8 @@ import Synchronization
 ///   at a fixed request rate (see Paced.swift).
 /// - `populate --database PATH --app A --tokens N`: registered tokens written straight
 ///   into a stopped server's database (see Populate.swift).
+/// - `populate-sends --database PATH --app A --sends N --targets T [--failures F]`:
+///   N sends of T pushes each over the last day, written the same way (see Populate.swift).
 /// - `webhook-out [--count N] [--concurrency N]`: POSTs through the outbound HTTP
 ///   client to a receiver in the same process (see WebhookOut.swift).
 /// - `webhook-receiver --port N`: a counting webhook endpoint (see WebhookReceiver.swift).
@@ -68,6 +70,8 @@ case "paced":
     try paced(arguments)
 case "populate":
     try populate(arguments)
+case "populate-sends":
+    try populateSends(arguments)
 case "webhook-receiver":
     try await webhookReceiver(arguments)
 case "webhook-out":

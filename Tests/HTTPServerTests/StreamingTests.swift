@@ -130,6 +130,36 @@ struct StreamingTests {
         await server.shutdown()
     }
 
+    @Test func anAbortedStreamEndsWithoutItsLastChunkAndTakesNoMoreWrites() async throws {
+        let gates = Gates()
+        let log = ProducerLog()
+        let server = try startServer { request in
+            eventStream { writer in
+                writer.write(Data("part one\n".utf8))
+                await gates.wait(1)
+                writer.abort()
+                // Closed: later writes are refused, and a second abort does nothing.
+                log.record("/abort", writer.write(Data("late\n".utf8)) ? "wrote after abort" : "closed")
+                writer.abort()
+            }
+        }
+        let connection = try RawHTTPConnection(port: server.port)
+        let (body, ended) = try await connection.async { c -> (String, Bool) in
+            try c.write(streamRequest("/abort"))
+            #expect(try c.readResponseHead().status == 200)
+            let body = try c.readChunkedBody(through: "\n")
+            gates.open(1)
+            // The client never sees the body end: the connection closes in it.
+            let ended = (try? c.readChunkedBodyToEnd(timeout: .seconds(30))) != nil
+            return (body, ended)
+        }
+        #expect(body == "part one\n")
+        #expect(!ended)
+        #expect(await eventually { log.outcomes == ["/abort": "closed"] }, "\(log.outcomes)")
+        #expect(await eventually { server.openStreams == 0 })
+        await server.shutdown()
+    }
+
     @Test func aClientThatGoesClosesTheWriterOfAQuietStreamAndOfABusyOne() async throws {
         let log = ProducerLog()
         let server = try startServer { request in

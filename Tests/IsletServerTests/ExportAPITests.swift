@@ -1,6 +1,7 @@
 import Foundation
 import IsletCore
 import Testing
+@testable import IsletServer
 
 /// The app's push rows by period and reason (what an overview's failure reason
 /// links to), and the views' CSV exports, streamed.
@@ -126,5 +127,31 @@ struct ExportAPITests {
             #expect(rows.count == 1_101)
             #expect(rows.dropFirst().map { $0[0] } == (0..<1_100).map { String(format: "d-%05d", $0) })
         }
+    }
+}
+
+/// A CSV cell as the exports write it.
+@Suite("CSV cells")
+struct CSVCellTests {
+    @Test func fieldsAreQuotedWhenTheyMustBeAndFormulasStayText() {
+        #expect(CSVCell.text("plain").field == "plain")
+        #expect(CSVCell.text(nil).field == "")
+        #expect(CSVCell.text("a,b").field == "\"a,b\"")
+        #expect(CSVCell.text("say \"hi\"").field == "\"say \"\"hi\"\"\"")
+        #expect(CSVCell.text("two\nlines").field == "\"two\nlines\"")
+        #expect(CSVCell.text("cr\rhere").field == "\"cr\rhere\"")
+        // What a spreadsheet would run stays text; the quote goes inside the quoting.
+        for lead in ["=", "+", "-", "@", "\t", "\r"] {
+            #expect(CSVCell.text(lead + "1").field.contains("'" + lead + "1"), "\(lead.debugDescription)")
+        }
+        #expect(CSVCell.text(#"=HYPERLINK("x",1)"#).field == #""'=HYPERLINK(""x"",1)""#)
+        // Numbers are numbers: negative ones too, at the extremes.
+        #expect(CSVCell.number(-1).field == "-1" && CSVCell.number(0).field == "0")
+        #expect(CSVCell.number(.min).field == "-9223372036854775808" && CSVCell.number(.max).field == "9223372036854775807")
+        #expect(CSVCell.number(nil).field == "" && CSVCell.date(nil).field == "")
+        #expect(CSVCell.date(Date(timeIntervalSince1970: 0)).field == "1970-01-01T00:00:00.000Z")
+        #expect(CSVCell.bool(true).field == "true" && CSVCell.bool(false).field == "false")
+        // Text beyond ASCII is written as it is.
+        #expect(CSVCell.text("Zürich 東京").field == "Zürich 東京")
     }
 }

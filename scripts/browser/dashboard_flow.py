@@ -130,6 +130,7 @@ class Flow:
         time.sleep(0.3)  # let the last render settle: a picture, not a check
         height = self.driver.execute_script("return document.documentElement.scrollHeight;")
         self.driver.set_window_size(1280, max(1000, min(int(height) + 40, 4000)))
+        self.driver.execute_script("window.scrollTo(0, 0);")
         time.sleep(0.2)
         self.driver.save_screenshot(os.path.join(self.screenshots, name + ".png"))
         self.driver.set_window_size(1280, 1000)
