@@ -32,7 +32,7 @@ struct DeviceRoutes: Sendable {
             APIRoute(
                 "GET", "/v1/apps/{app_id}/devices/{device_id}",
                 summary: "Read a device: its registration, its push-to-start tokens, its newest 50 copies of activities and its newest 50 pushes with rows of their own (failures, retries, downgrades, deferred starts, alerts). Tokens are shortened to their first 8 characters.",
-                access: .server, responses: [(200, "{device, push_to_start, copies, pushes}"), (404, "No such device")]
+                access: .server, responses: [(200, "The device as registered, with push_to_start, copies and pushes"), (404, "No such device")]
             ) { request in try await show(request) },
             APIRoute(
                 "PUT", "/v1/apps/{app_id}/devices/{device_id}",

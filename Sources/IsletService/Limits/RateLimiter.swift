@@ -115,13 +115,16 @@ public final class RateLimiter: Sendable {
     }
 
     /// Adds the refusals counted since the last flush to the stored counts (one
-    /// upsert per app and minute) and forgets those past ``refusalsKept``. Counts
-    /// that could not be stored are kept for the next flush.
+    /// upsert per app and minute) and forgets those past ``refusalsKept``; with
+    /// none counted, writes nothing. Counts that could not be stored are kept for
+    /// the next flush.
     public func flushRefusals() async {
         let taken = refusals.withLock { pending -> [RefusalMinute: Int64] in
             defer { pending = [:] }
             return pending
         }
+        // Nothing refused: nothing to write (an idle node writes nothing).
+        guard !taken.isEmpty else { return }
         let counts = taken.map { RefusalCount(appID: $0.key.appID, minute: $0.key.minute, count: $0.value) }
         let cutoff = environment.clock.now().addingTimeInterval(-Self.refusalsKept)
         do {
