@@ -245,23 +245,27 @@ let package = Package(
 /// sleepers, the runner), libcrypto, the stores and libpq, HTTP/2 and TLS, the HTTP
 /// server and client, the APNs client and simulator, the delivery worker and the
 /// services' loops, and of the API's suites those that run a whole server's life,
-/// its loops and its simulators. Suites that only drive HTTP, pure parsers and the command lines are
-/// left to `make test`; the fuzz targets have a sanitized build of their own
-/// (`make fuzz`), and the benchmarks none.
+/// its loops and its simulators; and every fuzz target's corpus, replayed. Suites that only
+/// drive HTTP, pure parsers and the command lines are left to `make test`; the fuzz
+/// targets' libFuzzer builds are `make fuzz`'s, and the benchmarks have none.
 if Context.environment["ISLET_SANITIZER_SCOPE"] != nil {
     let sanitizedTests: Set<String> = [
         "IsletSyncTests", "IsletThreadsTests", "IsletCoreTests", "IsletBackgroundTests", "IsletCryptoTests", "StorageTests",
         "PostgreSQLStorageTests", "HTTP2Tests", "HTTPServerTests", "HTTPClientTests", "APNsTests", "APNsSimulatorTests",
         "DeliveryTests", "IsletServiceTests", "IsletServerTests",
+        // Every fuzz target's corpus, replayed under the sanitizer (CI's check of
+        // the fuzz targets; `make fuzz` is for finding new inputs).
+        "FuzzReplayTests",
     ]
     let serverSuites = [
         "ServerHarness.swift", "ApplicationTests.swift", "RequestAdmissionTests.swift", "ThreadCensusTests.swift",
         "EventsAPITests.swift", "TwoNodeApplicationTests.swift", "DeadTokenTests.swift", "ActivityLifeTests.swift",
     ]
-    let unsanitized: Set<String> = ["IsletBench", "EngineBench", "FuzzTargets", "CLibFuzzer"]
+    let unsanitized: Set<String> = ["IsletBench", "EngineBench", "CLibFuzzer"]
+    let replayed: Set<String> = ["FuzzTargets", "FuzzReplayTests"]
     package.targets.removeAll { target in
         (target.type == .test && !sanitizedTests.contains(target.name)) || unsanitized.contains(target.name)
-            || target.name.hasPrefix("Fuzz")
+            || (target.name.hasPrefix("Fuzz") && !replayed.contains(target.name))
     }
     package.products.removeAll { $0.name != "islet" && $0.name != "IsletServer" }
     package.targets.first { $0.name == "IsletServerTests" }?.sources = serverSuites
