@@ -65,7 +65,7 @@ kill_tree() {
 }
 # One run at a time unless ISLET_TEST_PASSES_SIDE_BY_SIDE=1: side by side they
 # took 165 s against 181 s one after another (with a busy process beside them),
-# and in CI the idle core is already the sanitizer and fuzz builds' (.ci/run).
+# and in CI the idle core is already the sanitizer builds' (.ci/run).
 one_at_a_time() {
   if [ "${ISLET_TEST_PASSES_SIDE_BY_SIDE:-0}" != 1 ]; then wait "${pids[-1]}" || true; fi
 }
