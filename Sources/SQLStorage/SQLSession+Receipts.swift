@@ -37,22 +37,28 @@ extension SQLSession {
 }
 
 extension SQLSession {
+    /// A send's columns as its activity's answer and timeline show it: id, event,
+    /// time, receipts, token kind, state, targets and sent (`s` is the send).
+    static let sendCounterColumns: SQL = """
+        s.id, s.event, s.created_at, s.received,
+            coalesce(s.token_kind, (SELECT p.token_kind FROM pushes p WHERE p.send_id = s.id LIMIT 1),
+                \(PushTokenKind.liveActivityUpdate.rawValue)) AS token_kind,
+            coalesce(s.state, CASE WHEN EXISTS (SELECT 1 FROM pushes p WHERE p.send_id = s.id
+                AND p.status IN ('queued', 'sending')) THEN 'queued' ELSE 'completed' END) AS state,
+            CASE WHEN s.audience = 'copies'
+                THEN s.total + (SELECT count(*) FROM pushes p WHERE p.send_id = s.id
+                    AND (p.priority_downgraded = \(true) OR p.deferred_until IS NOT NULL))
+                ELSE (SELECT count(*) FROM pushes p WHERE p.send_id = s.id) END AS targets,
+            s.sent + (SELECT count(*) FROM pushes p WHERE p.send_id = s.id AND p.status = 'sent') AS sent
+        """
+
     /// The activity's newest sends: a send by windows counts its audience and its
     /// rows queued apart from the start (downgraded, deferred); a send of rows (a
     /// broadcast) its rows.
     public func sendSummaries(appID: String, activityID: String, limit: Int) throws -> [SendSummary] {
         try query(
             """
-            SELECT s.id, s.event, s.created_at, s.received,
-                coalesce(s.token_kind, (SELECT p.token_kind FROM pushes p WHERE p.send_id = s.id LIMIT 1),
-                    \(PushTokenKind.liveActivityUpdate.rawValue)) AS token_kind,
-                coalesce(s.state, CASE WHEN EXISTS (SELECT 1 FROM pushes p WHERE p.send_id = s.id
-                    AND p.status IN ('queued', 'sending')) THEN 'queued' ELSE 'completed' END) AS state,
-                CASE WHEN s.audience = 'copies'
-                    THEN s.total + (SELECT count(*) FROM pushes p WHERE p.send_id = s.id
-                        AND (p.priority_downgraded = \(true) OR p.deferred_until IS NOT NULL))
-                    ELSE (SELECT count(*) FROM pushes p WHERE p.send_id = s.id) END AS targets,
-                s.sent + (SELECT count(*) FROM pushes p WHERE p.send_id = s.id AND p.status = 'sent') AS sent
+            SELECT \(sql: Self.sendCounterColumns)
             FROM sends s WHERE s.app_id = \(appID) AND s.activity_id = \(activityID)
             ORDER BY s.id DESC LIMIT \(limit)
             """

@@ -11,16 +11,7 @@ extension SQLSession {
     ) throws -> [SendTimelineEntry] {
         try query(
             """
-            SELECT s.id, s.event, s.created_at, s.received, s.payload, s.drop_reason,
-                coalesce(s.token_kind, (SELECT p.token_kind FROM pushes p WHERE p.send_id = s.id LIMIT 1),
-                    \(PushTokenKind.liveActivityUpdate.rawValue)) AS token_kind,
-                coalesce(s.state, CASE WHEN EXISTS (SELECT 1 FROM pushes p WHERE p.send_id = s.id
-                    AND p.status IN ('queued', 'sending')) THEN 'queued' ELSE 'completed' END) AS state,
-                CASE WHEN s.audience = 'copies'
-                    THEN s.total + (SELECT count(*) FROM pushes p WHERE p.send_id = s.id
-                        AND (p.priority_downgraded = \(true) OR p.deferred_until IS NOT NULL))
-                    ELSE (SELECT count(*) FROM pushes p WHERE p.send_id = s.id) END AS targets,
-                s.sent + (SELECT count(*) FROM pushes p WHERE p.send_id = s.id AND p.status = 'sent') AS sent,
+            SELECT \(sql: Self.sendCounterColumns), s.payload, s.drop_reason,
                 (SELECT count(*) FROM pushes p WHERE p.send_id = s.id AND p.status IN ('failed', 'dropped')) AS failed,
                 (SELECT CAST(coalesce(sum(p.taps), 0) AS BIGINT) FROM pushes p WHERE p.send_id = s.id) AS taps
             FROM sends s WHERE s.app_id = \(appID) AND s.activity_id = \(activityID)
