@@ -177,7 +177,7 @@ let package = Package(
         .target(name: "IsletTesting", dependencies: ["IsletSync", "IsletThreads", "CLinux", "Storage"], path: "Tests/IsletTesting", swiftSettings: swiftSettings),
 
         .testTarget(name: "IsletSyncTests", dependencies: ["IsletSync"], swiftSettings: swiftSettings),
-        // IsletKit's rules alone (its backoff, its outbox against a scripted server) and the README's snippets.
+        // IsletKit's rules alone (its backoff, its outbox against a scripted server) and the snippets of docs/isletkit.md.
         .testTarget(name: "IsletKitTests", dependencies: ["IsletKit"], swiftSettings: swiftSettings),
         .testTarget(name: "IsletThreadsTests", dependencies: ["IsletSync", "IsletThreads"], swiftSettings: swiftSettings),
         .testTarget(name: "IsletCoreTests", dependencies: ["IsletCore"], swiftSettings: swiftSettings),

@@ -6,10 +6,10 @@ public import IsletLog
 /// The rest of the configuration's story is told in one file each:
 /// - `ConfigurationSettings.swift` declares each setting once: its flag (and so its
 ///   `ISLET_*` variable), the property it sets, its check, its help line and its
-///   README row; `ConfigurationSetting.swift` holds what such a declaration is made of.
+///   row of docs/configuration.md; `ConfigurationSetting.swift` holds what such a declaration is made of.
 /// - `ConfigurationLoading.swift` reads the environment and then the flags (a flag
 ///   wins), checking every value before anything starts.
-/// - `ConfigurationReference.swift` writes `islet serve --help` and the README's table.
+/// - `ConfigurationReference.swift` writes `islet serve --help` and docs/configuration.md's table.
 /// - `ConfigurationResolution.swift` turns the values into what a start uses (the
 ///   paths, the default node id, the folders needed), without touching the machine.
 /// - `ConfigurationPreparation.swift` does what touches it: reads the host name,

@@ -1,7 +1,7 @@
 import Foundation
 
-// What `islet serve --help` and the README say about the settings, both written
-// from their declarations in ConfigurationSettings.swift.
+// What `islet serve --help` and docs/configuration.md say about the settings, both
+// written from their declarations in ConfigurationSettings.swift.
 extension Configuration {
     /// The usage text for `islet serve --help`, listing every setting.
     public static var helpText: String {
@@ -15,7 +15,7 @@ extension Configuration {
         return lines.joined(separator: "\n")
     }
 
-    /// The table of the README's Configuration section, in Markdown: a row per
+    /// The table of docs/configuration.md, in Markdown: a row per
     /// setting with its flag, variable, default and meaning.
     public static var referenceTable: String {
         var lines = ["| Flag | Environment | Default | Meaning |", "|---|---|---|---|"]

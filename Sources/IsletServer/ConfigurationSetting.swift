@@ -4,10 +4,11 @@ import IsletCore
 extension Configuration {
     /// One setting of `islet serve`, declared once in ``Configuration/settings``: its
     /// flag, the property it sets, how its text is read and checked, its help line
-    /// and its row of the README's table. The environment variable follows from the
-    /// flag (`--max-body-bytes` is `ISLET_MAX_BODY_BYTES`), and the default is the
-    /// property's initial value in ``Configuration``, shown as the setting shows
-    /// values (a setting whose property starts `nil` describes its default instead).
+    /// and its row of docs/configuration.md's table. The environment variable
+    /// follows from the flag (`--max-body-bytes` is `ISLET_MAX_BODY_BYTES`), and the
+    /// default is the property's initial value in ``Configuration``, shown as the
+    /// setting shows values (a setting whose property starts `nil` describes its
+    /// default instead).
     public struct Setting: Sendable {
         /// The flag, as `--port`.
         public let flag: String
@@ -21,9 +22,9 @@ extension Configuration {
         public let isSwitch: Bool
         /// Whether the value is never shown, even in the error refusing it.
         public let isSecret: Bool
-        /// The default as the README's table shows it (Markdown).
+        /// The default as docs/configuration.md's table shows it (Markdown).
         let documentedDefault: String
-        /// What the setting does, as the README's table says it (Markdown).
+        /// What the setting does, as docs/configuration.md's table says it (Markdown).
         let documentation: String
         /// The property the setting sets.
         let property: any PartialKeyPath<Configuration> & Sendable
@@ -40,8 +41,8 @@ extension Configuration {
         ///   - help: the help line; `{range}` stands for the values the setting
         ///     takes as its `SettingValue` says them (`1–200`), and `{default}` for
         ///     its default (`256 MiB`), so that the text follows the parser.
-        ///   - readme: the README's description, in Markdown, when it says more than
-        ///     `help` (with the same stand-ins).
+        ///   - readme: the description in docs/configuration.md, in Markdown, when it
+        ///     says more than `help` (with the same stand-ins).
         ///   - secret: whether the value is never shown.
         init<Value>(
             _ flag: String, _ property: any WritableKeyPath<Configuration, Value> & Sendable, _ value: SettingValue<Value>,
@@ -111,7 +112,7 @@ struct SettingValue<Value>: Sendable {
 
     /// The value `text` gives, or why it is refused.
     let read: @Sendable (String) throws(Refusal) -> Value
-    /// A value as help and the README show it.
+    /// A value as help and docs/configuration.md show it.
     let show: @Sendable (Value) -> String
     /// Whether a flag alone means a value (true).
     var isSwitch = false

@@ -3,11 +3,11 @@ import PostgreSQLStorage
 import IsletCore
 
 extension Configuration {
-    /// Every setting of `islet serve`, in the order help and the README list them.
+    /// Every setting of `islet serve`, in the order help and docs/configuration.md list them.
     /// A new setting is a property of ``Configuration`` (its initial value is the
     /// default) and one entry here: `ConfigurationTests` fails on a property with
     /// no entry (unless only code sets it), and `ConfigurationReferenceTests` on an
-    /// entry without its row in the README, printing the table to paste.
+    /// entry without its row in docs/configuration.md, printing the table to paste.
     public static let settings: [Setting] = [
         Setting(
             "--host", \.host, .listeningAddress,
@@ -23,7 +23,7 @@ extension Configuration {
         Setting(
             "--database", \.databasePath, .databaseLocation, default: "`<data-dir>/islet.sqlite`",
             help: "SQLite database file (WAL mode; created if missing), or a postgres:// URL (libpq's rules; PGPASSWORD and ~/.pgpass work).",
-            readme: "SQLite database file (WAL mode; created if missing, with its folder), or a `postgres://` / `postgresql://` URL (see [Several nodes on PostgreSQL](#several-nodes-on-postgresql)). An error never shows the URL's password."),
+            readme: "SQLite database file (WAL mode; created if missing, with its folder), or a `postgres://` / `postgresql://` URL (see [Several nodes on PostgreSQL](postgresql.md#several-nodes-on-postgresql)). An error never shows the URL's password."),
         Setting(
             "--database-pool-size", \.databasePoolSize, .count(1...200),
             help: "Connections to PostgreSQL, at most (each used by one thread at a time).",
@@ -51,7 +51,7 @@ extension Configuration {
         Setting(
             "--history-retention-days", \.historyRetentionDays, .historyRetentionDays,
             help: "Days the history of what was sent is kept: ended activities with their copies and taps, settled sends with their pushes (an app may keep its own for less).",
-            readme: "Days the history of what was sent is kept, from {range}, fractions allowed: activities that ended, with their copies, audiences, taps and timelines, and sends whose pushes all settled, with those pushes. An app keeps its own for less with `history_retention_days`. Not events, webhook deliveries or idempotency answers, which keep their own. See [Retention](#retention)."),
+            readme: "Days the history of what was sent is kept, from {range}, fractions allowed: activities that ended, with their copies, audiences, taps and timelines, and sends whose pushes all settled, with those pushes. An app keeps its own for less with `history_retention_days`. Not events, webhook deliveries or idempotency answers, which keep their own. See [Retention](operations.md#retention)."),
         Setting(
             "--webhooks-allow-http", \.webhooksAllowHTTP, .switch,
             help: "Accept plain http webhook URLs (https only by default).",
@@ -106,7 +106,7 @@ extension Configuration {
         Setting(
             "--priority-10-per-hour", \.priority10PerHour, .count(SendBudget.range),
             help: "Priority-10 updates a copy of an activity gets in any hour; past it an update goes at priority 5 (an app may set its own).",
-            readme: "Priority-10 updates a copy of an activity gets in any hour ({range}); past it, an update without an alert goes at priority 5 and its push says `priority_downgraded`. Apple documents no figure: see [Budgets](#budgets). An app sets its own with `PATCH /v1/apps/{app_id}` `budget`."),
+            readme: "Priority-10 updates a copy of an activity gets in any hour ({range}); past it, an update without an alert goes at priority 5 and its push says `priority_downgraded`. Apple documents no figure: see [Budgets](delivery.md#budgets). An app sets its own with `PATCH /v1/apps/{app_id}` `budget`."),
         Setting(
             "--frequent-priority-10-per-hour", \.frequentPriority10PerHour, .count(SendBudget.range),
             help: "The same, on a device that reported frequent_updates: true.",
@@ -119,7 +119,7 @@ extension Configuration {
             "--sends-per-second", \.sendsPerSecond, .requestsPerSecond,
             default: "none",
             help: "Send requests (starts, updates, ends, notifications, schedules, timelines) an app may make a second, on average, across every node; more get 429.",
-            readme: "Requests of the `sends` family (starts, updates, ends, notifications, schedules, timelines) an app may make a second, on average, across every node ({range}); past it, `429`. See [Rate limits](#rate-limits)."),
+            readme: "Requests of the `sends` family (starts, updates, ends, notifications, schedules, timelines) an app may make a second, on average, across every node ({range}); past it, `429`. See [Rate limits](delivery.md#rate-limits)."),
         Setting(
             "--sends-burst", \.sendsBurst, .count(RateLimit.burstRange), default: "one second's worth",
             help: "Send requests an app may make at once before the rate applies.",

@@ -267,21 +267,22 @@ struct OutboxTests {
     }
 }
 
-@Suite("IsletKit: the README")
+@Suite("IsletKit: its documentation page")
 struct ReadmeSnippetTests {
-    @Test func theReadmeShowsEachCompiledSnippetAsItIsCompiled() throws {
+    @Test func theDocumentationShowsEachCompiledSnippetAsItIsCompiled() throws {
         let here = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-        let readme = try String(contentsOf: here.appendingPathComponent("../../README.md"), encoding: .utf8)
+        let page = try String(contentsOf: here.appendingPathComponent("../../docs/isletkit.md"), encoding: .utf8)
         let compiled = try String(contentsOf: here.appendingPathComponent("ReadmeSnippets.swift"), encoding: .utf8)
-        let section = try #require(readme.components(separatedBy: "\n## Use it in your app").dropFirst().first)
-            .components(separatedBy: "\n## ").first ?? ""
+        #expect(page.hasPrefix("# Use it in your app"), "docs/isletkit.md starts otherwise")
+        // The page's own section, up to its first subsection (Android apps, over plain HTTP).
+        let section = page.components(separatedBy: "\n## ").first ?? ""
         let blocks = section.components(separatedBy: "```swift\n").dropFirst().compactMap {
             $0.components(separatedBy: "```").first
         }
         let checked = blocks.filter { !$0.hasPrefix("// iOS only") && !$0.hasPrefix("// Package.swift") }
         #expect(checked.count >= 3, "\(blocks.count) blocks")
         for block in checked {
-            #expect(compiled.contains(block), "the README's snippet is not compiled as shown:\n\(block)")
+            #expect(compiled.contains(block), "the snippet of docs/isletkit.md is not compiled as shown:\n\(block)")
         }
     }
 }

@@ -1,8 +1,8 @@
 import Foundation
 import IsletKit
 
-// The README's IsletKit snippets that need no Apple framework, compiled here as they
-// are shown there (ReadmeSnippetTests checks that the README shows each one as it
+// The IsletKit snippets of docs/isletkit.md that need no Apple framework, compiled here
+// as they are shown there (ReadmeSnippetTests checks that the page shows each one as it
 // is here). ActivityKit's protocol stands in for itself where it does not exist: the
 // snippets conform to it, and here that means Codable and Hashable, as
 // ActivityAttributes asks of its type and of its ContentState.

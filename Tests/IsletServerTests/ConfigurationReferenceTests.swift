@@ -2,41 +2,41 @@ import Foundation
 @testable import IsletServer
 import Testing
 
-/// The README's Configuration table is written from the settings' declarations:
+/// The table of docs/configuration.md is written from the settings' declarations:
 /// a setting added, renamed or redescribed without its row fails here.
 @Suite("Configuration reference")
 struct ConfigurationReferenceTests {
-    static let readme = URL(fileURLWithPath: #filePath)
+    static let page = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        .appendingPathComponent("README.md")
+        .appendingPathComponent("docs/configuration.md")
 
-    /// The first Markdown table after `## Configuration`.
+    /// The first Markdown table after the page's title, `# Configuration`.
     static func documentedTable() throws -> String {
-        let text = try String(contentsOf: readme, encoding: .utf8)
+        let text = try String(contentsOf: page, encoding: .utf8)
         let lines = text.components(separatedBy: "\n")
-        let section = try #require(lines.firstIndex(of: "## Configuration"), "README.md has no ## Configuration section")
+        let section = try #require(lines.firstIndex(of: "# Configuration"), "docs/configuration.md has no # Configuration title")
         let rest = lines[section...]
-        let start = try #require(rest.firstIndex { $0.hasPrefix("|") }, "the Configuration section has no table")
+        let start = try #require(rest.firstIndex { $0.hasPrefix("|") }, "docs/configuration.md has no table")
         return rest[start...].prefix { $0.hasPrefix("|") }.joined(separator: "\n")
     }
 
-    @Test func theReadmeTableIsTheDeclaredOne() throws {
+    @Test func theDocumentedTableIsTheDeclaredOne() throws {
         let documented = try Self.documentedTable()
         let declared = Configuration.referenceTable
         let documentedRows = documented.components(separatedBy: "\n")
         let declaredRows = declared.components(separatedBy: "\n")
         for row in declaredRows where !documentedRows.contains(row) {
-            Issue.record("README.md lacks or words otherwise the row\n\(row)")
+            Issue.record("docs/configuration.md lacks or words otherwise the row\n\(row)")
         }
         for row in documentedRows where !declaredRows.contains(row) {
-            Issue.record("README.md has a row no setting declares\n\(row)")
+            Issue.record("docs/configuration.md has a row no setting declares\n\(row)")
         }
-        #expect(documented == declared, "README.md's Configuration table should read (from Configuration.settings):\n\(declared)")
+        #expect(documented == declared, "docs/configuration.md's table should read (from Configuration.settings):\n\(declared)")
     }
 
     @Test func rangesAndSizesInTheProseAreThoseOfTheParser() {
         // A setting's text names its range and its default through stand-ins, so that
-        // a changed range or default changes the help and the README row with it.
+        // a changed range or default changes the help and the documented row with it.
         let pool = Configuration.Setting(
             "--database-pool-size", \.databasePoolSize, .count(2...7), help: "Connections ({range}).", readme: "At most {range}.")
         #expect(pool.help == "Connections (2–7).")

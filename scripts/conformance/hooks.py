@@ -17,7 +17,7 @@ Two judgements are made again here, on the request as it was actually sent:
    request), the clock (a stale date or end time that has passed), the size of the
    whole APNs payload, a key inside its PEM armour that is no P-256 key, the
    addresses a webhook URL's host resolves to, the activity types the app
-   registered, and the order of a timeline's entries. README.md documents each as a
+   registered, and the order of a timeline's entries. docs/api.md documents each as a
    422 naming its field. Rules the document can state (PEM armour, URL shape, event
    types, the widget name with its format, enum values) are in it, and not here. A 422 for a valid request is accepted only when every error it
    lists is one of these, recognised by field and message below; any other 422 for a
@@ -206,7 +206,7 @@ def note(reason, case, response):
 @schemathesis.hook
 def filter_failure(context, failure, case, response):
     # DELETE …/timeline cancels the entries not yet sent; the timeline itself, with
-    # its entries marked cancelled, stays readable (README.md): not a use after free.
+    # its entries marked cancelled, stays readable (docs/api.md): not a use after free.
     if isinstance(failure, UseAfterFree) and case.operation.path.endswith("/timeline"):
         note("timeline read after its entries were cancelled", case, response)
         return False
