@@ -239,30 +239,39 @@ let package = Package(
     ]
 )
 
-/// The sanitizer builds (`scripts/test-sanitize.sh` sets `ISLET_SANITIZER_SCOPE`, in a
-/// build folder of their own) hold the tests where races and memory errors live: the
-/// lock, thread names, the domain's clocks and the background shape (doorbells,
-/// sleepers, the runner), libcrypto, the stores and libpq, HTTP/2 and TLS, the HTTP
-/// server and client, the APNs client and simulator, the delivery worker and the
-/// services' loops, and of the API's suites those that run a whole server's life,
-/// its loops and its simulators; and every fuzz target's corpus, replayed. Suites that only
-/// drive HTTP, pure parsers and the command lines are left to `make test`; the fuzz
-/// targets' libFuzzer builds are `make fuzz`'s, and the benchmarks have none.
-if Context.environment["ISLET_SANITIZER_SCOPE"] != nil {
-    let sanitizedTests: Set<String> = [
-        "IsletSyncTests", "IsletThreadsTests", "IsletCoreTests", "IsletBackgroundTests", "IsletCryptoTests", "StorageTests",
-        "PostgreSQLStorageTests", "HTTP2Tests", "HTTPServerTests", "HTTPClientTests", "APNsTests", "APNsSimulatorTests",
-        "DeliveryTests", "IsletServiceTests", "IsletServerTests",
-        // Every fuzz target's corpus, replayed under the sanitizer (CI's check of
-        // the fuzz targets; `make fuzz` is for finding new inputs).
-        "FuzzReplayTests",
+/// The sanitizer builds (`scripts/test-sanitize.sh` sets `ISLET_SANITIZER_SCOPE` to
+/// `address` or `thread`, in a build folder of their own) hold the tests where that
+/// sanitizer's errors live. Both: thread names, the domain's clocks and its JSON
+/// reader (unsafe buffers), the stores (SQLite, libpq and their threads), HTTP/2 and
+/// TLS, the HTTP server and client, the APNs client and simulator, the delivery worker,
+/// and of the API's suites those that run a whole server's life, its loops and its
+/// simulators. AddressSanitizer alone: libcrypto and every fuzz target's corpus,
+/// replayed (inputs through the C edges and the parsers, one at a time, on one
+/// thread). ThreadSanitizer alone: the lock, the background shape (doorbells,
+/// sleepers, the runner) and the services' loops, pure Swift that shares state
+/// between tasks. Suites that only drive HTTP, pure parsers and the command lines are
+/// left to `make test`; the fuzz targets' libFuzzer builds are `make fuzz`'s, and the
+/// benchmarks have none.
+if let scope = Context.environment["ISLET_SANITIZER_SCOPE"] {
+    let both: Set<String> = [
+        "IsletSyncTests", "IsletThreadsTests", "IsletCoreTests", "StorageTests", "PostgreSQLStorageTests", "HTTP2Tests",
+        "HTTPServerTests", "HTTPClientTests", "APNsTests", "APNsSimulatorTests", "DeliveryTests", "IsletServerTests",
     ]
+    let addressOnly: Set<String> = ["IsletCryptoTests", "FuzzReplayTests"]
+    let threadOnly: Set<String> = ["IsletBackgroundTests", "IsletServiceTests"]
+    let sanitizedTests: Set<String>
+    switch scope {
+    case "address": sanitizedTests = both.union(addressOnly)
+    case "thread": sanitizedTests = both.union(threadOnly)
+    default: fatalError("ISLET_SANITIZER_SCOPE is address or thread, not \(scope)")
+    }
     let serverSuites = [
         "ServerHarness.swift", "ApplicationTests.swift", "RequestAdmissionTests.swift", "ThreadCensusTests.swift",
         "EventsAPITests.swift", "TwoNodeApplicationTests.swift", "DeadTokenTests.swift", "ActivityLifeTests.swift",
     ]
     let unsanitized: Set<String> = ["IsletBench", "EngineBench", "CLibFuzzer"]
-    let replayed: Set<String> = ["FuzzTargets", "FuzzReplayTests"]
+    // The fuzz targets' module, where their corpora are replayed.
+    let replayed: Set<String> = sanitizedTests.contains("FuzzReplayTests") ? ["FuzzTargets", "FuzzReplayTests"] : []
     package.targets.removeAll { target in
         (target.type == .test && !sanitizedTests.contains(target.name)) || unsanitized.contains(target.name)
             || (target.name.hasPrefix("Fuzz") && !replayed.contains(target.name))

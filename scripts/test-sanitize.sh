@@ -25,10 +25,11 @@ case "$sanitizer" in
     ;;
   *) echo "test-sanitize: unknown sanitizer $sanitizer (address or thread)" >&2; exit 2 ;;
 esac
-# The build holds the suites where races and memory errors live (Package.swift's
-# ISLET_SANITIZER_SCOPE: the C edges, the transport, the stores, the loops and a
-# whole server's life); the suites that only drive HTTP are left to `make test`.
-export ISLET_SANITIZER_SCOPE=1
+# The build holds the suites where this sanitizer's errors live (Package.swift's
+# ISLET_SANITIZER_SCOPE: the C edges, the transport, the stores and a whole server's
+# life under both; the fuzz corpora under AddressSanitizer, the loops under
+# ThreadSanitizer); the suites that only drive HTTP are left to `make test`.
+export ISLET_SANITIZER_SCOPE=$sanitizer
 # The tiers those suites need: PostgreSQL, the Python peers, child processes.
 export ISLET_TEST_TIERS=postgres,python,processes
 # Deadlines in the tests (eventually, the raw client's receive timeout) four times
@@ -41,9 +42,12 @@ export ISLET_TEST_TIME_SCALE=4
 # and the whole run is slower: under TSan, 128 s at 8 against more than 300 s (and
 # a one-minute limit overrun) at full width, on the same machine.
 export SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH=${SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH:-8}
+# The configuration's flags (WHOLE_MODULE=1: a module at a time, scripts/build-mode.sh);
+# the runs below name the same, to find what this build made.
+mode=$(./scripts/build-mode.sh)
 echo "test-sanitize: building with the $sanitizer sanitizer in $build"
-# shellcheck disable=SC2086 # EXTRA_SWIFT_FLAGS holds several words (see the Makefile)
-swift build --build-tests --sanitize="$sanitizer" --build-path "$build" ${WERROR:+-Xswiftc -warnings-as-errors} \
+# shellcheck disable=SC2086 # EXTRA_SWIFT_FLAGS and mode hold several words
+swift build --build-tests $mode --sanitize="$sanitizer" --build-path "$build" ${WERROR:+-Xswiftc -warnings-as-errors} \
   ${EXTRA_SWIFT_FLAGS:-}
 if [ "$build_only" -eq 1 ]; then exit 0; fi
 # Any report file fails the run, and is shown whole.
@@ -62,14 +66,14 @@ echo "test-sanitize: running the suite under the $sanitizer sanitizer"
 # Both runs share one throwaway PostgreSQL server. Deadlines, so that a stuck
 # process fails the run instead of stalling it.
 ./scripts/with-postgres.sh bash -c '
-  sanitizer=$1 build=$2 status=0
-  timeout --kill-after=30 1500 swift test --skip-build --sanitize="$sanitizer" --build-path "$build" || status=$?
+  sanitizer=$1 build=$2 mode=$3 status=0
+  timeout --kill-after=30 1500 swift test --skip-build $mode --sanitize="$sanitizer" --build-path "$build" || status=$?
   if [ "$status" -eq 0 ]; then
     ISLET_THREAD_CENSUS=1 timeout --kill-after=30 300 \
-      swift test --skip-build --sanitize="$sanitizer" --build-path "$build" --filter ThreadCensusTests || status=$?
+      swift test --skip-build $mode --sanitize="$sanitizer" --build-path "$build" --filter ThreadCensusTests || status=$?
   fi
   exit "$status"
-' test-sanitize "$sanitizer" "$build" || status=$?
+' test-sanitize "$sanitizer" "$build" "$mode" || status=$?
 show_reports || status=1
 if [ "$status" -ne 0 ]; then echo "test-sanitize: the $sanitizer run failed (status $status)" >&2; fi
 exit "$status"
