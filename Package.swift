@@ -50,7 +50,7 @@ let package = Package(
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
 
         // The project's lock and condition lock, over the C library's pthreads (so that
-        // ThreadSanitizer sees them); nothing else.
+        // ThreadSanitizer sees them), and the waits on a given Swift `Clock`.
         .target(name: "IsletSync", swiftSettings: swiftSettings),
         // Names the threads Islet starts, as the system shows them (prctl, through CLinux).
         .target(name: "IsletThreads", dependencies: ["CLinux"], swiftSettings: swiftSettings),
@@ -89,7 +89,8 @@ let package = Package(
         .target(name: "HTTPClient", dependencies: ["IsletSync", "IsletThreads", "IsletCore", "HTTPTypes", "CCurl"], swiftSettings: swiftSettings),
         // An APNs you can run: the engine (APNs checks, simulated devices and ActivityKit).
         .target(name: "APNsSimulator", dependencies: ["IsletSync", "IsletCore", "IsletCrypto", "HTTP2", "HTTPServer"], swiftSettings: hotPathSettings),
-        // The APNs client: provider tokens, connection pools, retries, failure policy.
+        // The APNs client: provider tokens, connection pools, one attempt per push, and the failure policy
+        // that says what follows each answer (the delivery worker retries).
         .target(name: "APNs", dependencies: ["IsletSync", "IsletCore", "IsletCrypto", "HTTP2"], swiftSettings: hotPathSettings),
         // FCM's HTTP v1 API: a service account's OAuth 2.0 access tokens (RS256 assertions exchanged through
         // libcurl), data messages over HTTP/2, and the one map from FCM's answers to the transport's dispositions.

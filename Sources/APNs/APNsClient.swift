@@ -7,10 +7,16 @@ import Synchronization
 
 /// Where and how the APNs client connects, and when it pauses a failing host.
 public struct APNsClientConfiguration: Sendable {
-    /// The production endpoint (`https://api.push.apple.com`, port 443).
-    public var productionURL = URL(string: "https://api.push.apple.com")!
-    /// The sandbox endpoint (`https://api.sandbox.push.apple.com`, port 443).
-    public var sandboxURL = URL(string: "https://api.sandbox.push.apple.com")!
+    /// The production endpoint (`APNsEnvironment.production.endpoint`).
+    public var productionURL = Self.defaultURL(.production)
+    /// The sandbox endpoint (`APNsEnvironment.sandbox.endpoint`).
+    public var sandboxURL = Self.defaultURL(.sandbox)
+
+    /// APNs's own endpoint for `environment`. A URL of a fixed scheme and a host name
+    /// of letters and dots always parses.
+    public static func defaultURL(_ environment: APNsEnvironment) -> URL {
+        URL(string: environment.endpoint)!
+    }
     /// PEM certificates to trust instead of the system's roots (for a simulator).
     public var trustRootsPEM: String?
     /// Connections per (signing key, environment).

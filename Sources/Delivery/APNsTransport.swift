@@ -14,6 +14,8 @@ public final class APNsTransport: PushTransport {
     public let client: APNsClient
     private let store: any Store
     private let keys = Lock<[String: CachedKey]>([:])
+    /// The clock a push's time to its answer is measured on.
+    private let latencyClock: any Clock<Duration>
 
     /// An app's signing key, or why there is none.
     struct CachedKey: Sendable {
@@ -24,10 +26,12 @@ public final class APNsTransport: PushTransport {
         var passing = false
     }
 
-    /// A transport over `client`, reading apps' credentials from `store`.
-    public init(client: APNsClient, store: any Store) {
+    /// A transport over `client`, reading apps' credentials from `store`, timing
+    /// each push's answer on `latencyClock`.
+    public init(client: APNsClient, store: any Store, latencyClock: any Clock<Duration> = ContinuousClock()) {
         self.client = client
         self.store = store
+        self.latencyClock = latencyClock
     }
 
     /// Sends one push.
@@ -66,9 +70,9 @@ public final class APNsTransport: PushTransport {
             request.deviceToken = ""
             request.channelID = push.token
         }
-        let sentAt = ContinuousClock.now
+        let sinceSent = latencyClock.stopwatch()
         client.send(request, key: key, environment: push.environment) { result in
-            let elapsed = ContinuousClock.now - sentAt
+            let elapsed = sinceSent()
             let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
             completion(push, Self.result(result, latency: seconds))
         }

@@ -4,7 +4,9 @@ public import IsletCore
 /// How the delivery worker paces and retries pushes.
 public struct DeliveryConfiguration: Sendable {
     /// Pushes sent and not yet answered, at most.
-    public var maxInFlight = 2_000
+    public var maxInFlight = Self.defaultMaxInFlight
+    /// `maxInFlight`'s default (and `--delivery-max-in-flight`'s).
+    public static let defaultMaxInFlight = 2_000
     /// Attempts per push that reached the push service (a round each: transports
     /// make one attempt and never retry on their own) before it is given up as
     /// failed. A push the transport did not hand to the network uses none.
@@ -27,7 +29,9 @@ public struct DeliveryConfiguration: Sendable {
     public var nodeID = "local"
     /// How long a claim on a push lasts unless renewed: when its node dies, another
     /// node takes the push over this long after the last renewal at most.
-    public var lease: TimeInterval = 30
+    public var lease = Self.defaultLease
+    /// `lease`'s default (and `--push-lease-seconds`'s).
+    public static let defaultLease: TimeInterval = 30
     /// How often the heartbeat beats and leases are renewed: a third of the lease,
     /// so that two renewals may fail before a live node's pushes are taken over.
     public var renewInterval: TimeInterval { lease / 3 }

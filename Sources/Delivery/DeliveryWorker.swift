@@ -255,7 +255,7 @@ public final class DeliveryWorker: BackgroundService {
                         })
                 let expired = ended.activities.count
                 let purged = try session.purgeIdempotentAnswers(before: now.addingTimeInterval(-configuration.idempotencyRetention))
-                try session.forgetNodes(seenBefore: now.addingTimeInterval(-Self.nodeMemory))
+                try session.forgetNodes(seenBefore: now.addingTimeInterval(-NodeRecord.memory))
                 return (expired, purged)
             }
             if expired > 0 { logger.info("activities ended by the clock", ("count", .int(expired))) }
@@ -264,9 +264,6 @@ public final class DeliveryWorker: BackgroundService {
             logger.error("sweep failed", ("error", .string("\(error)")))
         }
     }
-
-    /// How long a node that stopped beating stays listed.
-    static let nodeMemory: TimeInterval = 24 * 3600
 
     /// Beats the heartbeat, renews the lease of the pushes this node holds, and (on a
     /// shared database) takes back into the queue the pushes of nodes whose lease

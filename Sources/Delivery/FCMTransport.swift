@@ -19,6 +19,8 @@ public final class FCMTransport: PushTransport {
     private let store: any Store
     private let exchange: any FCMTokenExchange
     private let clock: any WallClock
+    /// The clock a message's time to its answer is measured on.
+    private let latencyClock: any Clock<Duration>
     private let accounts = Lock<[String: CachedAccount]>([:])
     /// Whether a token URI may name a loopback, private or link-local address.
     private let allowPrivateTokenURIs: Bool
@@ -56,8 +58,9 @@ public final class FCMTransport: PushTransport {
     /// `logger`, at most once per ``tokenWarningInterval`` per app.
     public init(
         client: FCMClient, store: any Store, exchange: any FCMTokenExchange, clock: any WallClock = SystemWallClock(),
-        allowPrivateTokenURIs: Bool = false, logger: Logger? = nil
+        allowPrivateTokenURIs: Bool = false, logger: Logger? = nil, latencyClock: any Clock<Duration> = ContinuousClock()
     ) {
+        self.latencyClock = latencyClock
         self.client = client
         self.store = store
         self.exchange = exchange
@@ -84,7 +87,7 @@ public final class FCMTransport: PushTransport {
             return
         }
         let client = client
-        let sentAt = ContinuousClock.now
+        let sinceSent = latencyClock.stopwatch()
         Task {
             let result = await client.send(message, account: account, tokens: tokens)
             if let failure = result.tokenFailure { self.warnOfTokenEndpoint(appID: push.appID, cause: failure.message) }
@@ -94,7 +97,7 @@ public final class FCMTransport: PushTransport {
             if result.disposition == .credentialsRejected, let response = result.response {
                 cached.refusal.withLock { $0 = $0 ?? response.errorCode ?? "credentialsRejected" }
             }
-            let elapsed = ContinuousClock.now - sentAt
+            let elapsed = sinceSent()
             let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
             completion(TransportResult(
                 disposition: result.disposition, status: result.response?.status,

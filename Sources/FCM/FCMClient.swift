@@ -6,11 +6,17 @@ import IsletSync
 /// Where FCM is, and whom to trust for it.
 public struct FCMClientConfiguration: Sendable {
     /// FCM's HTTP v1 API (`https://fcm.googleapis.com`).
-    public var url = URL(string: "https://fcm.googleapis.com")!
+    public var url = URL(string: Self.endpoint)!
+    /// FCM's HTTP v1 endpoint, the default of `url` (a fixed URL, which always parses).
+    public static let endpoint = "https://fcm.googleapis.com"
     /// PEM CA certificates trusted for `url` (a simulator); the system's when `nil`.
     public var trustRootsPEM: String?
     /// The most a send waits for its answer.
     public var timeout: Duration = .seconds(10)
+    /// The wall clock an answer's `Retry-After` date is read against.
+    public var clock: any WallClock = SystemWallClock()
+    /// The clock `timeout` is waited on.
+    public var timer: any Clock<Duration> = ContinuousClock()
 
     /// The defaults: Google's FCM.
     public init() {}
@@ -105,7 +111,9 @@ public final class FCMClient: Sendable {
                     method: "POST", path: "/v1/projects/\(account.projectID)/messages:send",
                     headers: [("authorization", "Bearer \(token)"), ("content-type", "application/json")],
                     body: message.body)
-                guard let answered = try await Self.send(request, on: try client(), within: configuration.timeout) else {
+                guard let answered = try await Self.send(
+                    request, on: try client(), within: configuration.timeout, timer: configuration.timer)
+                else {
                     return FCMResult(
                         disposition: .retry, response: nil, error: "FCM did not answer within \(configuration.timeout)",
                         attempts: attempts)
@@ -114,7 +122,8 @@ public final class FCMClient: Sendable {
             } catch {
                 return FCMResult(disposition: .retry, response: nil, error: "FCM did not answer: \(error)", attempts: attempts)
             }
-            let response = FCMResponse(status: answer.status, body: answer.body, retryAfter: answer.headers["retry-after"])
+            let response = FCMResponse(
+                status: answer.status, body: answer.body, retryAfter: answer.headers["retry-after"], now: configuration.clock.now())
             if response.status == 401, response.errorCode != "THIRD_PARTY_AUTH_ERROR", !refreshed {
                 // The token may have been revoked or expired early: once with a new one.
                 // (THIRD_PARTY_AUTH_ERROR is a 401 about credentials behind FCM, not ours.)
@@ -130,11 +139,13 @@ public final class FCMClient: Sendable {
 
     /// `request`'s answer, or `nil` when none came within `timeout` (the stream is
     /// then cancelled).
-    private static func send(_ request: HTTP2Request, on client: HTTP2Client, within timeout: Duration) async throws -> HTTP2Response? {
+    private static func send(
+        _ request: HTTP2Request, on client: HTTP2Client, within timeout: Duration, timer: any Clock<Duration>
+    ) async throws -> HTTP2Response? {
         try await withThrowingTaskGroup(of: HTTP2Response?.self) { group in
             group.addTask { try await client.send(request) }
             group.addTask {
-                try await Task.sleep(for: timeout)
+                try await timer.sleep(for: timeout)
                 return nil
             }
             defer { group.cancelAll() }

@@ -35,7 +35,7 @@ public struct FCMResponse: Sendable, Hashable {
 
     /// Reads FCM's answer: its status, body and `Retry-After` (seconds, or an HTTP
     /// date relative to `now`).
-    public init(status: Int, body: Data, retryAfter header: String?, now: Date = Date()) {
+    public init(status: Int, body: Data, retryAfter header: String?, now: Date) {
         self.init(status: status)
         let json = try? JSONValue(parsing: body)
         if status == 200 {

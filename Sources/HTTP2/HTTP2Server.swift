@@ -34,6 +34,9 @@ public struct HTTP2ServerConfiguration: Sendable {
     /// Response header names whose values differ on every response (ids): sent as
     /// literals HPACK never indexes.
     public var uniqueValueHeaders: [String] = []
+    /// The clock a shutdown's grace is measured and waited on: the system's monotonic
+    /// clock, or a test's.
+    public var clock: any Clock<Duration> = ContinuousClock()
 
     /// The defaults: localhost, any port, cleartext.
     public init() {}
@@ -154,9 +157,9 @@ public final class HTTP2Server: Sendable {
             let shared = self.shared
             loop.execute { shared.goAwayAll(on: loop) }
         }
-        let deadline = ContinuousClock.now + gracePeriod
-        while shared.openConnections.load(ordering: .relaxed) > 0 && ContinuousClock.now < deadline {
-            try? await Task.sleep(for: .milliseconds(5))
+        let shared = shared
+        _ = await configuration.clock.poll(every: .milliseconds(5), upTo: gracePeriod) {
+            shared.openConnections.load(ordering: .relaxed) == 0
         }
         for loop in loops {
             let shared = self.shared

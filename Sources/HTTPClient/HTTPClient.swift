@@ -32,7 +32,8 @@ public final class HTTPClient: Sendable {
     public func send(_ request: OutboundRequest) async -> Result<OutboundResponse, OutboundFailure> {
         await withCheckedContinuation { continuation in
             let transfer = Transfer(
-                request: request, allowPrivateAddresses: configuration.allowPrivateAddresses, continuation: continuation)
+                request: request, allowPrivateAddresses: configuration.allowPrivateAddresses, clock: configuration.clock,
+                continuation: continuation)
             if !inbox.submit(transfer) {
                 transfer.complete(.failure(OutboundFailure(.shutDown, "the HTTP client has shut down")))
             }

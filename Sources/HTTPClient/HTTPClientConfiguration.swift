@@ -19,5 +19,9 @@ public struct HTTPClientConfiguration: Sendable {
     public var userAgent: String = "Islet/\(IsletVersion.current)"
 
     /// The defaults.
+    /// The clock a response's duration is measured on: the system's monotonic clock,
+    /// or a test's.
+    public var clock: any Clock<Duration> = ContinuousClock()
+
     public init() {}
 }

@@ -1,3 +1,4 @@
+import IsletSync
 internal import CCurl
 import Foundation
 import HTTPTypes
@@ -12,7 +13,8 @@ import IsletCore
 final class Transfer: @unchecked Sendable {
     let request: OutboundRequest
     private var continuation: CheckedContinuation<Result<OutboundResponse, OutboundFailure>, Never>?
-    private let started = ContinuousClock.now
+    /// The time since the transfer was made, on the client's clock.
+    private let elapsed: @Sendable () -> Duration
     /// The easy handle while the transfer runs.
     var easy: EasyHandle?
     /// The request's header lines, which libcurl reads without copying.
@@ -25,10 +27,11 @@ final class Transfer: @unchecked Sendable {
     private let allowPrivateAddresses: Bool
 
     init(
-        request: OutboundRequest, allowPrivateAddresses: Bool,
+        request: OutboundRequest, allowPrivateAddresses: Bool, clock: any Clock<Duration>,
         continuation: CheckedContinuation<Result<OutboundResponse, OutboundFailure>, Never>
     ) {
         self.request = request
+        self.elapsed = clock.stopwatch()
         self.allowPrivateAddresses = allowPrivateAddresses
         self.continuation = continuation
     }
@@ -194,7 +197,7 @@ final class Transfer: @unchecked Sendable {
         var status = 0
         _ = islet_curl_easy_getinfo_long(easy.pointer, CURLINFO_RESPONSE_CODE, &status)
         return .success(OutboundResponse(
-            status: status, headers: headers, body: body, duration: ContinuousClock.now - started))
+            status: status, headers: headers, body: body, duration: elapsed()))
     }
 
     /// The failure kind of a libcurl result code.

@@ -121,11 +121,12 @@ final class BodyWatch: Sendable {
 
     let state = Lock(State())
     let fd: Int32
-    let deadline: ContinuousClock.Instant
+    /// Whether its deadline has passed, on the server's clock.
+    let passed: @Sendable () -> Bool
 
-    init(fd: Int32, deadline: ContinuousClock.Instant) {
+    init(fd: Int32, passed: @escaping @Sendable () -> Bool) {
         self.fd = fd
-        self.deadline = deadline
+        self.passed = passed
     }
 }
 
@@ -152,12 +153,15 @@ final class BodyDeadlines: Sendable {
     private let answer: @Sendable () -> Data
     /// Where the sweeping task runs.
     private let tasks: TaskThreads
+    /// The clock the sweeps wait on.
+    private let clock: any Clock<Duration>
 
     /// Sweeps for bodies later than `timeout`, answering each with `answer`'s bytes,
-    /// in a task on `tasks`.
-    init(timeout: Duration, tasks: TaskThreads, answer: @escaping @Sendable () -> Data) {
+    /// in a task on `tasks`, every few turns of `clock`.
+    init(timeout: Duration, tasks: TaskThreads, clock: any Clock<Duration>, answer: @escaping @Sendable () -> Data) {
         self.interval = min(.seconds(1), max(.milliseconds(20), timeout / 4))
         self.tasks = tasks
+        self.clock = clock
         self.answer = answer
     }
 
@@ -170,9 +174,10 @@ final class BodyDeadlines: Sendable {
         }
         guard start else { return }
         let interval = interval
+        let clock = clock
         Task(executorPreference: tasks) { [weak self] in
             while true {
-                try? await Task.sleep(for: interval)
+                try? await clock.sleep(for: interval)
                 guard let self, self.sweep() else { return }
             }
         }
@@ -193,9 +198,8 @@ final class BodyDeadlines: Sendable {
     /// Answers the bodies past their deadline; answers whether to sweep again
     /// (false once nothing is watched, or after `stop`).
     private func sweep() -> Bool {
-        let now = ContinuousClock.now
         let (late, again) = state.withLock { s -> ([BodyWatch], Bool) in
-            let late = s.watches.values.filter { $0.deadline <= now }
+            let late = s.watches.values.filter { $0.passed() }
             for watch in late { s.watches.removeValue(forKey: ObjectIdentifier(watch)) }
             let again = !s.stopped && !s.watches.isEmpty
             if !again { s.sweeping = false }

@@ -102,7 +102,8 @@ public final class HTTPBodyWriter: Sendable {
         if isClosed { return true }
         await withTaskGroup(of: Void.self) { group in
             group.addTask { await self.waitUntilClosed() }
-            group.addTask { try? await Task.sleep(for: timeout) }
+            let clock = streams.clock
+            group.addTask { try? await clock.sleep(for: timeout) }
             await group.next()
             group.cancelAll()
         }
@@ -238,7 +239,7 @@ public final class HTTPBodyWriter: Sendable {
         // Out of the watched set while the connection is still suspended, so while
         // libmicrohttpd cannot have closed its socket.
         if s.fd >= 0 { streams.watcher.unwatch(s.fd, id: id) }
-        streams.resuming.add(1, ordering: .sequentiallyConsistent)
+        streams.resuming.enter()
         return connection
     }
 
@@ -247,7 +248,7 @@ public final class HTTPBodyWriter: Sendable {
     private func finishClosing(_ resume: ConnectionHandle?, _ waiters: [CheckedContinuation<Void, Never>]) {
         if let resume {
             MHD_resume_connection(resume.pointer)
-            streams.resuming.subtract(1, ordering: .sequentiallyConsistent)
+            streams.resuming.leave()
         }
         for waiter in waiters { waiter.resume() }
     }

@@ -3,7 +3,6 @@ import IsletThreads
 internal import CMicroHTTPD
 import Foundation
 import Glibc
-import Synchronization
 
 /// Handles one complete request.
 public typealias HTTPHandler = @Sendable (HTTPRequest) async -> HTTPResponse
@@ -54,6 +53,9 @@ public struct HTTPServerConfiguration: Sendable {
     /// The most bytes a streamed response (`HTTPResponse.stream`) queues for a client
     /// that does not read them; a write beyond it closes the stream.
     public var streamBufferBytes: Int = 1 << 20
+    /// The clock the server measures its deadlines and waits on (a body's, a
+    /// shutdown's grace, a stream's wait): the system's monotonic clock, or a test's.
+    public var clock: any Clock<Duration> = ContinuousClock()
 
     /// The defaults.
     public init() {}
@@ -193,14 +195,13 @@ public final class HTTPServer: Sendable {
         // A stream has no end of its own to wait for: it is ended now, and its last
         // bytes are waited for like a request in flight.
         core.streams.closeAll()
-        let deadline = ContinuousClock.now + gracePeriod
-        while (core.activeRequests > 0 || core.streams.openCount > 0) && ContinuousClock.now < deadline {
-            try? await Task.sleep(for: .milliseconds(5))
+        let core = core
+        _ = await core.clock.poll(every: .milliseconds(5), upTo: gracePeriod) {
+            core.activeRequests == 0 && core.streams.openCount == 0
         }
         // The stop waits (for resumes, for the answers to requests cut short, for
         // libmicrohttpd's threads to end): on a thread of its own, not on one of the
         // concurrency pool's few threads, which every other task needs meanwhile.
-        let core = core
         await runOnOwnThread(named: "islet-http-stop", stackSize: 256 << 10) {
             core.stop(daemon)
             if fd >= 0 { close(fd) }
@@ -303,14 +304,17 @@ private final class ServerCore: @unchecked Sendable {
     let bodyTimeout: Duration
     /// The bodies being read, under their deadline.
     let deadlines: BodyDeadlines
-    private let active = Atomic<Int>(0)
+    /// Requests counted from their arrival to their answer's end.
+    private let active = InFlightCount()
     /// Connections suspended while their handler runs: whoever takes one out of
     /// here (its handler's task, or `stop`) answers and resumes it, exactly once.
     private let suspended = Lock(Suspended())
     /// Resumes begun and not yet returned. A resume runs outside the lock: held
     /// across `MHD_resume_connection` (a system call), the lock made every request
     /// queue behind the others.
-    private let resuming = Atomic<Int>(0)
+    private let resuming = InFlightCount()
+    /// The clock of the server's deadlines and waits.
+    let clock: any Clock<Duration>
 
     private struct Suspended {
         var requests: [ObjectIdentifier: (state: RequestState, connection: ConnectionHandle)] = [:]
@@ -339,21 +343,22 @@ private final class ServerCore: @unchecked Sendable {
         self.budget = BodyBudget(
             total: configuration.maxBufferedBodyBytes, perBudget: configuration.maxBufferedBodyBytesPerBudget)
         self.bodyTimeout = configuration.bodyTimeout
+        self.clock = configuration.clock
         let timeout = configuration.bodyTimeout
         let refusal = refusal
         let tasks = TaskThreads(count: configuration.taskThreads, name: "islet-http-task")
         self.tasks = tasks
-        self.deadlines = BodyDeadlines(timeout: timeout, tasks: tasks) {
+        self.deadlines = BodyDeadlines(timeout: timeout, tasks: tasks, clock: configuration.clock) {
             let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
             return ServerCore.wireBytes(ServerCore.closing(refusal(.bodyTimeout(seconds: seconds))))
         }
-        self.streams = StreamRegistry(bufferLimit: configuration.streamBufferBytes, tasks: tasks)
+        self.streams = StreamRegistry(bufferLimit: configuration.streamBufferBytes, tasks: tasks, clock: configuration.clock)
     }
 
     /// Bytes of request bodies held now, in all or for `budget`.
     func bufferedBodyBytes(budget: String?) -> Int { self.budget.held(budget: budget) }
 
-    var activeRequests: Int { active.load(ordering: .sequentiallyConsistent) }
+    var activeRequests: Int { active.current }
 
     /// Ends every stream, answers every request whose handler still runs with a 503,
     /// waits for resumes in progress, and stops the daemon: libmicrohttpd must not be
@@ -370,13 +375,12 @@ private final class ServerCore: @unchecked Sendable {
             request.state.response = Self.shuttingDown
             MHD_resume_connection(request.connection.pointer)
         }
-        while resuming.load(ordering: .sequentiallyConsistent) > 0 { usleep(100) }
-        streams.waitForResumes()
+        resuming.waitForNone()
+        streams.resuming.waitForNone()
         // Give the daemon a moment to write those answers before it closes every
         // connection.
         if !leftovers.isEmpty {
-            let deadline = ContinuousClock.now + .seconds(1)
-            while activeRequests > 0 && ContinuousClock.now < deadline { usleep(1_000) }
+            active.waitForNone(within: .seconds(1))
         }
         MHD_stop_daemon(daemon.pointer)
         // Every stream's response is released by now, so no connection is watched;
@@ -421,13 +425,13 @@ private final class ServerCore: @unchecked Sendable {
             let apply = await work()
             let mine = self.suspended.withLock { s -> Bool in
                 guard s.requests.removeValue(forKey: id) != nil else { return false }
-                self.resuming.add(1, ordering: .sequentiallyConsistent)
+                self.resuming.enter()
                 return true
             }
             guard mine else { return }
             apply(state)
             MHD_resume_connection(connection.pointer)
-            self.resuming.subtract(1, ordering: .sequentiallyConsistent)
+            self.resuming.leave()
         }
     }
 
@@ -526,7 +530,7 @@ private final class ServerCore: @unchecked Sendable {
         state.request.method = method.map { String(cString: $0) } ?? "GET"
         state.request.path = url.map { String(cString: $0) } ?? "/"
         readValues(connection, state)
-        active.add(1, ordering: .sequentiallyConsistent)
+        active.enter()
         state.counted = true
         state.phase = .reading
         let lengths = state.request.headers.values(of: "Content-Length")
@@ -592,7 +596,7 @@ private final class ServerCore: @unchecked Sendable {
     private func watchDeadline(_ connection: OpaquePointer, _ state: RequestState) {
         let fd = islet_mhd_connection_fd(connection)
         guard fd >= 0 else { return }
-        let watch = BodyWatch(fd: fd, deadline: ContinuousClock.now + bodyTimeout)
+        let watch = BodyWatch(fd: fd, passed: clock.deadline(after: bodyTimeout))
         state.watch = watch
         deadlines.add(watch)
     }
@@ -663,7 +667,7 @@ private final class ServerCore: @unchecked Sendable {
         }
         budget.release(state.reserved, budget: state.budget)
         state.reserved = 0
-        if state.counted && !state.streaming { active.subtract(1, ordering: .sequentiallyConsistent) }
+        if state.counted && !state.streaming { active.leave() }
     }
 
     private func readValues(_ connection: OpaquePointer, _ state: RequestState) {
@@ -697,7 +701,7 @@ private final class ServerCore: @unchecked Sendable {
             let queued = streams.queue(connection, status: response.status, headers: response.headers, producer: producer)
             if queued == .YES && !state.streaming {
                 state.streaming = true
-                active.subtract(1, ordering: .sequentiallyConsistent)
+                active.leave()
             }
             return queued
         }

@@ -14,7 +14,9 @@ final class StreamRegistry: Sendable {
     /// Watches the sockets of suspended streams for the client going.
     let watcher = HangupWatcher()
     /// Resumes begun and not yet returned.
-    let resuming = Atomic<Int>(0)
+    let resuming = InFlightCount()
+    /// The clock a stream's timed wait runs on (the server's).
+    let clock: any Clock<Duration>
     /// Where producers run.
     private let tasks: TaskThreads
     private let streams = Lock<(open: [UInt64: HTTPBodyWriter], closing: Bool)>(([:], false))
@@ -23,9 +25,10 @@ final class StreamRegistry: Sendable {
     /// libmicrohttpd asks a content reader for at most this much at a time.
     static let blockSize = 16 * 1024
 
-    init(bufferLimit: Int, tasks: TaskThreads) {
+    init(bufferLimit: Int, tasks: TaskThreads, clock: any Clock<Duration>) {
         self.bufferLimit = max(1, bufferLimit)
         self.tasks = tasks
+        self.clock = clock
     }
 
     /// Streams not yet released by libmicrohttpd.
@@ -94,11 +97,5 @@ final class StreamRegistry: Sendable {
             return Array(s.open.values)
         }
         for writer in open { writer.finish() }
-    }
-
-    /// Waits for resumes under way to return (after `closeAll`, no stream suspends
-    /// again, so none begins).
-    func waitForResumes() {
-        while resuming.load(ordering: .sequentiallyConsistent) > 0 { usleep(100) }
     }
 }

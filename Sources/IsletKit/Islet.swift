@@ -62,7 +62,7 @@ public actor Islet: IsletClient {
     /// Taps heard before any `Islet` runs are held and counted once one does.
     @discardableResult
     public static func handle(_ url: URL) -> URL {
-        let (tap, appURL) = IsletTapURL.parse(url)
+        let (tap, appURL) = IsletTapURL.parse(url, at: IsletSystemClock.now())
         if let tap { TapInbox.shared.put(tap) }
         return appURL
     }
@@ -74,7 +74,7 @@ public actor Islet: IsletClient {
     /// real time, until `now` reaches its time); `random` spreads the retries.
     public static func start(
         _ configuration: IsletConfiguration, secrets: any SecretStore, host: any DeviceHost = PlainDeviceHost(),
-        transport: any IsletTransport = URLSessionTransport(), now: @escaping @Sendable () -> Date = { Date() },
+        transport: any IsletTransport = URLSessionTransport(), now: @escaping @Sendable () -> Date = IsletSystemClock.now,
         random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) }
     ) async -> Islet {
         let islet = Islet(configuration, secrets: secrets, host: host, transport: transport, now: now, random: random)
@@ -195,11 +195,8 @@ public actor Islet: IsletClient {
     }
 
     public func handle(_ url: URL) async -> URL {
-        let (tap, appURL) = IsletTapURL.parse(url)
-        if var tap {
-            tap.tappedAt = now()
-            enqueueTap(tap)
-        }
+        let (tap, appURL) = IsletTapURL.parse(url, at: now())
+        if let tap { enqueueTap(tap) }
         return appURL
     }
 
@@ -451,7 +448,7 @@ public actor Islet: IsletClient {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             wake = continuation
             timer = Task { [weak self] in
-                try? await Task.sleep(for: .nanoseconds(Int64(min(seconds, 86_400) * 1e9)))
+                await IsletSystemClock.sleep(seconds: seconds)
                 await self?.wakeUp()
             }
         }

@@ -18,8 +18,9 @@ public enum IsletTapURL {
         return parts.url ?? url
     }
 
-    /// The tap a URL carries, and the app's own URL without Islet's items.
-    static func parse(_ url: URL) -> (tap: PendingTap?, appURL: URL) {
+    /// The tap a URL carries, stamped `tappedAt`, and the app's own URL without
+    /// Islet's items.
+    static func parse(_ url: URL, at tappedAt: Date = IsletSystemClock.now()) -> (tap: PendingTap?, appURL: URL) {
         guard var parts = URLComponents(url: url, resolvingAgainstBaseURL: false),
             let items = parts.queryItems,
             let activityID = items.first(where: { $0.name == activityItem })?.value, !activityID.isEmpty
@@ -27,7 +28,7 @@ public enum IsletTapURL {
         let apnsID = items.first { $0.name == pushItem }?.value
         let rest = items.filter { $0.name != activityItem && $0.name != pushItem }
         parts.queryItems = rest.isEmpty ? nil : rest
-        return (PendingTap(activityID: activityID, apnsID: apnsID, tappedAt: Date()), parts.url ?? url)
+        return (PendingTap(activityID: activityID, apnsID: apnsID, tappedAt: tappedAt), parts.url ?? url)
     }
 }
 

@@ -63,25 +63,55 @@ public final class Application: Sendable {
         var waiters: [CheckedContinuation<Void, Never>] = []
     }
 
-    init(
-        configuration: Configuration, logger: Logger, store: any Store, services: Services, delivery: DeliveryWorker,
-        client: APNsClient, webhooks: WebhookDispatcher, webhookClient: HTTPClient, feed: EventFeed, fcmClient: FCMClient,
-        fcmTokenClient: HTTPClient, embeddedAPNs: (apns: any EmbeddedAPNs, endpoint: EmbeddedAPNsEndpoint)?,
-        generatedAdminToken: String?, demo: DemoApp?, sleeper: any Sleeper, dispatcher: Dispatcher,
-        channelClient: APNsChannelClient, databaseLock: DatabaseLock? = nil
-    ) {
-        self.configuration = configuration
-        self.logger = logger
-        self.store = store
-        self.services = services
-        self.delivery = delivery
-        self.client = client
-        self.webhooks = webhooks
-        self.webhookClient = webhookClient
-        self.feed = feed
-        self.embeddedAPNs = embeddedAPNs
-        self.generatedAdminToken = generatedAdminToken
-        self.demo = demo
+    /// What `buildApplication` made of one configuration, handed over whole.
+    struct Parts {
+        var configuration: Configuration
+        var logger: Logger
+        var store: any Store
+        var services: Services
+        var delivery: DeliveryWorker
+        var client: APNsClient
+        var channelClient: APNsChannelClient
+        var webhooks: WebhookDispatcher
+        var webhookClient: HTTPClient
+        var feed: EventFeed
+        var fcmClient: FCMClient
+        var fcmTokenClient: HTTPClient
+        var embeddedAPNs: (apns: any EmbeddedAPNs, endpoint: EmbeddedAPNsEndpoint)?
+        var generatedAdminToken: String?
+        var demo: DemoApp?
+        var sleeper: any Sleeper
+        var dispatcher: Dispatcher
+        /// The SQLite database's lock, released once the store is closed.
+        var databaseLock: DatabaseLock?
+    }
+
+    init(_ parts: Parts) {
+        configuration = parts.configuration
+        logger = parts.logger
+        store = parts.store
+        services = parts.services
+        delivery = parts.delivery
+        client = parts.client
+        webhooks = parts.webhooks
+        webhookClient = parts.webhookClient
+        feed = parts.feed
+        embeddedAPNs = parts.embeddedAPNs
+        generatedAdminToken = parts.generatedAdminToken
+        demo = parts.demo
+        // What the closures below keep: the parts, not `self`.
+        let configuration = parts.configuration
+        let services = parts.services
+        let sleeper = parts.sleeper
+        let dispatcher = parts.dispatcher
+        let store = parts.store
+        let databaseLock = parts.databaseLock
+        let embeddedAPNs = parts.embeddedAPNs
+        let client = parts.client
+        let channelClient = parts.channelClient
+        let webhookClient = parts.webhookClient
+        let fcmClient = parts.fcmClient
+        let fcmTokenClient = parts.fcmTokenClient
         self.timekeeper = Timekeeper(services: services, sleeper: sleeper)
         self.historyKeeper = HistoryKeeper(history: services.history, sleeper: sleeper)
         var http = HTTPServerConfiguration()
@@ -126,7 +156,7 @@ public final class Application: Sendable {
         // (each service's `stopUnstarted`), in the same reverse order.
         runner = ServiceRunner(
             resources + [
-                delivery, webhooks, feed, historyKeeper, RefusalKeeper(limiter: services.rateLimits, sleeper: sleeper), timekeeper,
+                parts.delivery, parts.webhooks, parts.feed, historyKeeper, RefusalKeeper(limiter: services.rateLimits, sleeper: sleeper), timekeeper,
                 APIService(server: server, grace: configuration.shutdownGraceSeconds),
             ])
     }

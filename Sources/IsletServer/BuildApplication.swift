@@ -255,16 +255,15 @@ private func assemble(
     let router = Dispatcher.router(
         routes: routes + dashboard, middleware: middleware, logger: logger,
         trustForwardedFor: configuration.trustForwardedFor)
-    return Application(
-        configuration: configuration, logger: logger, store: store, services: services, delivery: delivery,
-        client: client, webhooks: webhooks, webhookClient: webhookClient, feed: feed, fcmClient: fcm.client,
-        fcmTokenClient: fcm.tokens, embeddedAPNs: embedded,
-        generatedAdminToken: generated ? adminToken : nil, demo: demo, sleeper: sleeper,
-        dispatcher: Dispatcher(
-            router: router, logger: logger, metrics: requestMetrics, largeBodyRoutes: Dispatcher.largeBodyRoutes(routes),
-            trustForwardedFor: configuration.trustForwardedFor, routes: routes + dashboard,
-            authentication: middleware.compactMap { $0 as? AuthenticationMiddleware }.first),
-        channelClient: channelClient, databaseLock: databaseLock)
+    let dispatcher = Dispatcher(
+        router: router, logger: logger, metrics: requestMetrics, largeBodyRoutes: Dispatcher.largeBodyRoutes(routes),
+        trustForwardedFor: configuration.trustForwardedFor, routes: routes + dashboard,
+        authentication: middleware.compactMap { $0 as? AuthenticationMiddleware }.first)
+    return Application(Application.Parts(
+        configuration: configuration, logger: logger, store: store, services: services, delivery: delivery, client: client,
+        channelClient: channelClient, webhooks: webhooks, webhookClient: webhookClient, feed: feed, fcmClient: fcm.client,
+        fcmTokenClient: fcm.tokens, embeddedAPNs: embedded, generatedAdminToken: generated ? adminToken : nil, demo: demo,
+        sleeper: sleeper, dispatcher: dispatcher, databaseLock: databaseLock))
 }
 
 /// The FCM client (`--fcm-url`, or the embedded FCM of `--simulator`) and the HTTP

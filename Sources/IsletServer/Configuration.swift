@@ -1,3 +1,5 @@
+import Delivery
+import FCM
 public import IsletCore
 public import IsletLog
 
@@ -30,7 +32,7 @@ public struct Configuration: Sendable, Equatable {
     /// the API's port.
     public var nodeID: String?
     /// Seconds a node's claim on a push lasts unless renewed.
-    public var pushLeaseSeconds = 30.0
+    public var pushLeaseSeconds: Double = DeliveryConfiguration.defaultLease
     /// Minutes before an activity's update window closes that a timeline with
     /// `renew` starts its successor.
     public var renewLeadMinutes = 15.0
@@ -137,13 +139,13 @@ public struct Configuration: Sendable, Equatable {
     /// A file holding the secrets key in base64.
     public var secretsKeyFile: String?
     /// The APNs production endpoint.
-    public var apnsProductionURL = "https://api.push.apple.com"
+    public var apnsProductionURL = APNsEnvironment.production.endpoint
     /// The APNs sandbox endpoint.
-    public var apnsSandboxURL = "https://api.sandbox.push.apple.com"
+    public var apnsSandboxURL = APNsEnvironment.sandbox.endpoint
     /// A PEM file of CA certificates to trust for APNs instead of the system's.
     public var apnsCAFile: String?
     /// FCM's HTTP v1 API.
-    public var fcmURL = "https://fcm.googleapis.com"
+    public var fcmURL = FCMClientConfiguration.endpoint
     /// A PEM file of CA certificates to trust for FCM and the token URIs instead of
     /// the system's.
     public var fcmCAFile: String?
@@ -162,11 +164,11 @@ public struct Configuration: Sendable, Equatable {
     /// The embedded simulator's inspection port (0 picks a free one).
     public var simulatorInspectPort = 2198
     /// Pushes handed to APNs and not yet answered, at most.
-    public var deliveryMaxInFlight = 2_000
+    public var deliveryMaxInFlight = DeliveryConfiguration.defaultMaxInFlight
     /// Hours from an activity's start during which it may be updated.
-    public var updateWindowHours = 8.0
+    public var updateWindowHours = LifecycleWindows.activityKit.update / 3600
     /// Hours after the update window during which it may still be ended.
-    public var endWindowHours = 4.0
+    public var endWindowHours = LifecycleWindows.activityKit.end / 3600
     /// Hours a dashboard session lasts from its sign-in.
     public var dashboardSessionHours = 12.0
     /// The URL clients reach Islet at, when a proxy in front of it serves another

@@ -24,7 +24,7 @@ public struct SecretsRotation: Sendable {
 /// rotation), on PostgreSQL one whose heartbeat is recent, within `now` less the
 /// push lease.
 public func rotateSecretsKey(
-    _ configuration: Configuration, newKeyFile: String, now: Date = Date()
+    _ configuration: Configuration, newKeyFile: String, now: Date
 ) throws(ConfigurationError) -> SecretsRotation {
     let current = try SecretsKeySource.load(configuration, generate: false)
     let newKey = try SecretsKeySource.read(newKeyFile, setting: "--new-key-file")

@@ -361,6 +361,12 @@ public protocol NodeStore {
     func forgetNodes(seenBefore before: Date) throws -> Int
 }
 
+extension NodeRecord {
+    /// How long a node that stopped beating is still listed, and then forgotten:
+    /// a day.
+    public static let memory: TimeInterval = 24 * 3600
+}
+
 /// Work shared by the nodes of one database.
 public protocol NodeCoordination {
     /// Takes, until the transaction ends, the periodic job `name` (expiring

@@ -14,15 +14,17 @@ enum Console {
 }
 
 /// Collects lines and writes them in batches (every 100 ms, or at 64 KiB), so that a
-/// busy simulator does not make one system call per push.
+/// busy simulator does not make one system call per push. The flushing thread waits
+/// on the buffer's condition, which `close` signals: it ends at once.
 final class BufferedConsole: Sendable {
-    private let state = Lock<(bytes: [UInt8], closed: Bool)>(([], false))
+    private let state = ConditionLock<(bytes: [UInt8], closed: Bool)>(([], false))
 
     init() {
+        let state = state
         Thread { [weak self] in
             while true {
-                Thread.sleep(forTimeInterval: 0.1)
-                guard let self, !self.state.withLock({ $0.closed }) else { return }
+                let closed = state.wait(until: { $0.closed }, timeout: .milliseconds(100)) { $0.closed }
+                guard let self, !closed else { return }
                 self.flush()
             }
         }.start()
@@ -39,7 +41,7 @@ final class BufferedConsole: Sendable {
 
     /// Writes what is buffered and stops the periodic flush.
     func close() {
-        state.withLock { $0.closed = true }
+        state.withLockBroadcasting { $0.closed = true }
         flush()
     }
 

@@ -70,7 +70,7 @@ func secretsCommand(_ arguments: [String]) -> Int32 {
             return 2
         }
         do {
-            let rotation = try rotateSecretsKey(configuration, newKeyFile: newKeyFile)
+            let rotation = try rotateSecretsKey(configuration, newKeyFile: newKeyFile, now: SystemWallClock().now())
             Console.out("islet: \(rotation.resealed) credential(s) sealed under the new key.")
             if let file = rotation.replacedKeyFile {
                 Console.out("The new key replaced the one in \(file).")

@@ -59,7 +59,7 @@ struct SendCommandLine: Sendable {
     /// Reads `arguments`; the push is built (and its rules checked) against `now`.
     /// Throws `ConfigurationError` for a bad flag and `PayloadRuleBroken` for a push
     /// the rules refuse.
-    static func parse(_ arguments: [String], now: Date = Date()) throws -> SendCommandLine {
+    static func parse(_ arguments: [String], now: Date) throws -> SendCommandLine {
         var values: [String: String] = [:]
         var sandbox = false
         var index = 0

@@ -284,7 +284,7 @@ func providerToken(_ arguments: [String]) -> Int32 {
             throw ConfigurationError(.unusable, setting: "--key", message: "cannot read \(keyPath)")
         }
         let key = try P256.SigningKey(pemRepresentation: String(decoding: pem, as: UTF8.self))
-        let issuedAt = values["--issued-at"].flatMap(Int64.init) ?? Int64(Date().timeIntervalSince1970)
+        let issuedAt = values["--issued-at"].flatMap(Int64.init) ?? Int64(SystemWallClock().now().timeIntervalSince1970)
         Console.out(try JSONWebToken.signES256(keyID: keyID, claims: ["iss": .string(teamID), "iat": .integer(issuedAt)], key: key))
         return 0
     } catch {
@@ -322,7 +322,7 @@ func sendPush(_ arguments: [String]) async -> Int32 {
     }
     let command: SendCommandLine
     do {
-        command = try SendCommandLine.parse(arguments)
+        command = try SendCommandLine.parse(arguments, now: SystemWallClock().now())
     } catch {
         Console.err("islet: \(error)")
         return SendOutcome.notSent

@@ -107,9 +107,9 @@ struct SendCommandLineTests {
     }
 
     @Test func aMissingCredentialIsNamed() async throws {
-        #expect(throws: ConfigurationError.self) { try SendCommandLine.parse(["--key-id", "K", "--event", "alert"]) }
+        #expect(throws: ConfigurationError.self) { try SendCommandLine.parse(["--key-id", "K", "--event", "alert"], now: now) }
         do {
-            _ = try SendCommandLine.parse(["--key-id", "K", "--event", "alert"])
+            _ = try SendCommandLine.parse(["--key-id", "K", "--event", "alert"], now: now)
         } catch let error as ConfigurationError {
             #expect(error.setting == "--key")
         }

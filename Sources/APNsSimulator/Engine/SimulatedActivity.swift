@@ -39,10 +39,10 @@ public struct SimulatedActivity: Sendable, Hashable, Codable {
     }
 
     /// How long an activity may run before the system ends it: eight hours.
-    public static let activeWindow: TimeInterval = 8 * 3600
+    public static let activeWindow = LifecycleWindows.activityKit.update
     /// How long an ended activity stays on the Lock Screen when its end names no
     /// dismissal date: four hours.
-    public static let defaultDismissalDelay: TimeInterval = 4 * 3600
+    public static let defaultDismissalDelay = LifecycleWindows.activityKit.end
 
     /// The activity's id (a lowercase UUID).
     public var id: String

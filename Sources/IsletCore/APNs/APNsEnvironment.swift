@@ -15,6 +15,9 @@ public enum APNsEnvironment: String, Sendable, Hashable, CaseIterable, Codable {
         }
     }
 
+    /// The endpoint of this environment's APNs: `https://` and `host`, port 443.
+    public var endpoint: String { "https://" + host }
+
     /// The other environment: where a BadDeviceToken may mean the token belongs.
     public var other: APNsEnvironment {
         switch self {

@@ -49,8 +49,12 @@ public struct LifecycleWindows: Sendable, Hashable {
     /// After the update window, how long an end is still accepted.
     public var end: TimeInterval
 
-    /// Creates windows; the defaults are ActivityKit's 8 and 4 hours.
-    public init(update: TimeInterval = 8 * 3600, end: TimeInterval = 4 * 3600) {
+    /// ActivityKit's own: 8 hours active, then up to 4 more on the Lock Screen. The
+    /// simulator's devices keep to them, and the server's windows default to them.
+    public static let activityKit = LifecycleWindows(update: 8 * 3600, end: 4 * 3600)
+
+    /// Creates windows; the defaults are ActivityKit's (`activityKit`).
+    public init(update: TimeInterval = Self.activityKit.update, end: TimeInterval = Self.activityKit.end) {
         self.update = update
         self.end = end
     }

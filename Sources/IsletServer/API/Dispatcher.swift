@@ -28,13 +28,17 @@ struct Dispatcher: Sendable {
     /// head against it: what `admission` decides by.
     private let access: [String: RouteAccess]
     private let authentication: AuthenticationMiddleware?
+    /// The clock a request's time is measured on.
+    private let clock: any Clock<Duration>
 
     init(
         router: Router, logger: Logger, metrics: RequestMetrics?, largeBodyRoutes: Set<String> = [],
         trustForwardedFor: Bool = false, routes: [APIRoute] = [], authentication: AuthenticationMiddleware? = nil,
-        random: any RandomSource = SeededRandomSource(seed: .random(in: .min ... .max))
+        random: any RandomSource = SeededRandomSource(seed: .random(in: .min ... .max)),
+        clock: any Clock<Duration> = ContinuousClock()
     ) {
         self.router = router
+        self.clock = clock
         self.trustForwardedFor = trustForwardedFor
         self.access = Dictionary(routes.map { ("\($0.method) \($0.pattern)", $0.access) }, uniquingKeysWith: { first, _ in first })
         self.authentication = authentication
@@ -90,7 +94,7 @@ struct Dispatcher: Sendable {
     }
 
     func handle(_ request: HTTPRequest) async -> HTTPResponse {
-        let started = ContinuousClock.now
+        let elapsed = clock.stopwatch()
         var request = request
         let requestID = Self.acceptable(request.headers[Self.requestIDHeader]) ?? mintRequestID()
         request.headers.set(Self.requestIDHeader, requestID)
@@ -107,7 +111,7 @@ struct Dispatcher: Sendable {
             route = RequestMetrics.unmatchedRoute
             response = Self.notFound(request)
         }
-        return finish(request, route: route, response: response, requestID: requestID, started: started)
+        return finish(request, route: route, response: response, requestID: requestID, elapsed: elapsed)
     }
 
     /// Whether the body of a request is read, decided from its head: a request
@@ -116,7 +120,7 @@ struct Dispatcher: Sendable {
     /// logged and counted like any other. One that passes counts its body against
     /// its app's buffered bytes.
     func admission(_ head: HTTPRequestHead) -> HTTPAdmission {
-        let started = ContinuousClock.now
+        let elapsed = clock.stopwatch()
         var headRequest = HTTPRequest(method: head.method, path: head.path, headers: head.headers, remoteHost: head.remoteHost)
         let requestID = Self.acceptable(headRequest.headers[Self.requestIDHeader]) ?? mintRequestID()
         headRequest.headers.set(Self.requestIDHeader, requestID)
@@ -130,11 +134,11 @@ struct Dispatcher: Sendable {
         case .methodNotAllowed(let allowed, let found):
             return .refuse(finish(
                 request, route: found, response: Self.methodNotAllowed(request, allowed: allowed), requestID: requestID,
-                started: started))
+                elapsed: elapsed))
         case .notFound:
             return .refuse(finish(
                 request, route: RequestMetrics.unmatchedRoute, response: Self.notFound(request), requestID: requestID,
-                started: started))
+                elapsed: elapsed))
         }
         // HEAD is answered by the GET route, and checked as it is.
         let declared = access["\(head.method) \(pattern)"] ?? (head.method == "HEAD" ? access["GET \(pattern)"] : nil)
@@ -149,7 +153,7 @@ struct Dispatcher: Sendable {
                 return .admit(budget: access == .device ? "\(appID)/device" : appID)
             case .fail(let error):
                 let response = ErrorRendering.response(error, route: pattern, logger: logger)
-                return .refuse(finish(request, route: pattern, response: response, requestID: requestID, started: started))
+                return .refuse(finish(request, route: pattern, response: response, requestID: requestID, elapsed: elapsed))
             case .wait: return nil
             }
         }
@@ -180,13 +184,13 @@ struct Dispatcher: Sendable {
 
     /// Stamps the request id on `response`, counts it and logs it.
     private func finish(
-        _ request: HTTPRequest, route: String, response: HTTPResponse, requestID: String, started: ContinuousClock.Instant
+        _ request: HTTPRequest, route: String, response: HTTPResponse, requestID: String, elapsed: () -> Duration
     ) -> HTTPResponse {
         var response = response
         response.headers.set(Self.requestIDHeader, requestID)
         metrics?.record(method: request.method, route: route, status: response.status)
-        let elapsed = ContinuousClock.now - started
-        let milliseconds = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
+        let took = elapsed()
+        let milliseconds = Double(took.components.seconds) * 1000 + Double(took.components.attoseconds) / 1e15
         let level: LogLevel = response.status >= 500 ? .error : .info
         if logger.isEnabled(level) {
             logger.log(level, "request", [

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPServer
 import IsletCore
+import IsletSync
 import IsletService
 import Storage
 
@@ -14,6 +15,8 @@ struct EventStreaming: Sendable {
     let events: EventService
     let keepAlive: Duration
     let slots: EventStreamSlots
+    /// The clock the announcements are timed and a full buffer is waited out on.
+    var clock: any Clock<Duration> = ContinuousClock()
 
     /// The stream of `appID`'s events after `after`; without it (no `Last-Event-ID`
     /// nor `?after=`), from now on. `limited` when the app has as many streams open
@@ -24,6 +27,7 @@ struct EventStreaming: Sendable {
         let feed = self.feed
         let events = self.events
         let keepAlive = self.keepAlive
+        let clock = self.clock
         return HTTPResponse.stream(
             headers: [
                 "Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache",
@@ -34,16 +38,16 @@ struct EventStreaming: Sendable {
             // The other nodes learn that the app's pushes are wanted as events, and
             // again while the stream stays open.
             await events.announceStream(appID: appID)
-            var announced = ContinuousClock.now
+            var sinceAnnounced = clock.stopwatch()
             var cursor = EventCursor(feed: feed, events: events, appID: appID, after: start, patterns: patterns)
             // The first bytes: a retry hint, so that the headers and something of the
             // body reach the client at once.
             let opening = "retry: 2000\n: stream of \(appID) after \(EventRecord.id(cursor.position))\n\n"
             guard writer.write(Data(opening.utf8)) else { return }
             while !writer.isClosed {
-                if ContinuousClock.now - announced >= .seconds(EventStreamSlots.announceInterval) {
+                if sinceAnnounced() >= .seconds(EventStreamSlots.announceInterval) {
                     await events.announceStream(appID: appID)
-                    announced = ContinuousClock.now
+                    sinceAnnounced = clock.stopwatch()
                 }
                 guard let batch = try? await cursor.next() else { return }
                 if !batch.isEmpty {
@@ -54,11 +58,11 @@ struct EventStreaming: Sendable {
                     for event in batch {
                         text += Self.frame(event)
                         if text.utf8.count >= Self.piece {
-                            guard await Self.send(text, to: writer) else { return }
+                            guard await Self.send(text, to: writer, clock: clock) else { return }
                             text = ""
                         }
                     }
-                    if !text.isEmpty { guard await Self.send(text, to: writer) else { return } }
+                    if !text.isEmpty { guard await Self.send(text, to: writer, clock: clock) else { return } }
                 } else {
                     // News for this stream (it answers at once when some came since
                     // the read), the client leaving (or the server stopping), or the
@@ -88,10 +92,12 @@ struct EventStreaming: Sendable {
 
     /// Writes `text` once the writer's queue is below two pieces; false once the
     /// client is gone.
-    static func send(_ text: String, to writer: HTTPBodyWriter) async -> Bool {
+    static func send(
+        _ text: String, to writer: HTTPBodyWriter, clock: any Clock<Duration> = ContinuousClock()
+    ) async -> Bool {
         while writer.queuedBytes > 2 * piece {
             if writer.isClosed { return false }
-            try? await Task.sleep(for: .milliseconds(2))
+            try? await clock.sleep(for: .milliseconds(2))
         }
         return writer.write(Data(text.utf8))
     }

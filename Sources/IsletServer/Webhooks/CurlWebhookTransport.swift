@@ -2,21 +2,24 @@ import Foundation
 import HTTPClient
 import IsletCore
 import IsletService
+import IsletSync
 
 /// Webhook POSTs over libcurl (`HTTPClient`): kept-alive connections, the address
 /// checked again on every connection, the answer's status and `Retry-After`.
 struct CurlWebhookTransport: WebhookTransport {
     let client: HTTPClient
+    /// The clock a failed attempt's time is measured on (a response's is the client's).
+    var clock: any Clock<Duration> = ContinuousClock()
 
     func post(_ request: WebhookRequest) async -> (reply: WebhookReply, duration: Duration) {
-        let started = ContinuousClock.now
+        let elapsed = clock.stopwatch()
         let outbound = OutboundRequest(
             url: request.url, headers: HTTPHeaders(request.headers), body: request.body, timeout: request.timeout)
         switch await client.send(outbound) {
         case .success(let response):
             return (.answered(status: response.status, retryAfter: response.headers["retry-after"]), response.duration)
         case .failure(let failure):
-            return (.failed(reason: "\(failure.kind): \(failure.message)"), ContinuousClock.now - started)
+            return (.failed(reason: "\(failure.kind): \(failure.message)"), elapsed())
         }
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import IsletCore
 import IsletSync
 import Storage
 
@@ -9,7 +10,8 @@ final class AppKeyCache: Sendable {
     private struct Entry {
         let app: AppRecord
         let kind: AppKeyKind
-        let expires: ContinuousClock.Instant
+        /// When it was read, on the services' clock.
+        let readAt: Date
     }
 
     private struct State {
@@ -19,11 +21,15 @@ final class AppKeyCache: Sendable {
     }
 
     private let state = Lock(State())
-    private let lifetime: Duration
+    /// How long an entry lasts, in seconds.
+    private let lifetime: TimeInterval
+    private let clock: any WallClock
 
-    /// A cache whose entries last `lifetime` (unless invalidated first).
-    init(lifetime: Duration = .seconds(5)) {
-        self.lifetime = lifetime
+    /// A cache whose entries last `lifetime` of `clock` (unless invalidated first).
+    init(lifetime: Duration = .seconds(5), clock: any WallClock) {
+        let (seconds, attoseconds) = lifetime.components
+        self.lifetime = Double(seconds) + Double(attoseconds) / 1e18
+        self.clock = clock
     }
 
     /// The current generation: read it before reading an app from the store, and
@@ -31,9 +37,10 @@ final class AppKeyCache: Sendable {
     var generation: UInt64 { state.withLock { $0.generation } }
 
     func lookup(_ hash: Data) -> (app: AppRecord, kind: AppKeyKind)? {
-        let now = ContinuousClock.now
+        let now = clock.now()
         return state.withLock { state in
-            guard let entry = state.entries[hash], entry.expires > now else { return nil }
+            // A clock stepped back past an entry's reading ends it too.
+            guard let entry = state.entries[hash], entry.readAt <= now, now < entry.readAt + lifetime else { return nil }
             return (entry.app, entry.kind)
         }
     }
@@ -41,11 +48,11 @@ final class AppKeyCache: Sendable {
     /// Caches an app read while the cache was at `generation`; nothing when it was
     /// invalidated since (the app read may be the one that changed).
     func store(_ hash: Data, app: AppRecord, kind: AppKeyKind, readAt generation: UInt64) {
-        let expires = ContinuousClock.now + lifetime
+        let readAt = clock.now()
         state.withLock { state in
             guard state.generation == generation else { return }
             if state.entries.count > 10_000 { state.entries.removeAll(keepingCapacity: true) }
-            state.entries[hash] = Entry(app: app, kind: kind, expires: expires)
+            state.entries[hash] = Entry(app: app, kind: kind, readAt: readAt)
         }
     }
 

@@ -27,7 +27,7 @@ public final class AppService: Sendable {
         tokenURIs: FCMTokenURIPolicy = FCMTokenURIPolicy()
     ) {
         self.environment = environment
-        self.keys = AppKeyCache(lifetime: keyCacheLifetime)
+        self.keys = AppKeyCache(lifetime: keyCacheLifetime, clock: environment.clock)
         self.adminTokenHash = AppKeys.hash(adminToken)
         self.tokenURIs = tokenURIs
     }

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 public import Storage
 
 /// The Islet nodes sharing the database, as their heartbeats show them.
@@ -9,9 +9,6 @@ public final class NodeService: Sendable {
     typealias Stores = PushQueue & NodeStore & ScheduleStore
 
     private let environment: ServiceEnvironment
-
-    /// How long a node that stopped beating is still listed.
-    public static let memory: TimeInterval = 24 * 3600
 
     /// Creates the service.
     public init(environment: ServiceEnvironment) {
@@ -51,7 +48,7 @@ public final class NodeService: Sendable {
 
     /// Every node seen within a day, by id, with the pushes each holds in flight.
     public func list() async throws(ServiceError) -> [NodeRecord] {
-        let since = environment.clock.now().addingTimeInterval(-Self.memory)
+        let since = environment.clock.now().addingTimeInterval(-NodeRecord.memory)
         return try await environment.read { (session: any Stores) in try session.nodes(seenSince: since) }
     }
 }

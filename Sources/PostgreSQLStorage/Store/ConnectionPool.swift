@@ -65,9 +65,9 @@ final class ConnectionPool: @unchecked Sendable {
     }
 
     private func take() throws -> PostgresConnection {
-        let deadline = ContinuousClock.now + waitLimit
+        // The condition's wait ends at its deadline (one instant, however often it wakes).
         let taken = state.wait(
-            until: { $0.closed || !$0.idle.isEmpty || $0.open < size || ContinuousClock.now >= deadline },
+            until: { $0.closed || !$0.idle.isEmpty || $0.open < size },
             timeout: waitLimit
         ) { state -> Taken in
             if state.closed { return .closed }
