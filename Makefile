@@ -6,11 +6,10 @@ SWIFT ?= swift
 # added to every build of the suite, the sanitizer suites and the fuzz targets (CI
 # keeps line tables only as debug information: about 6% less compiling).
 SWIFT_FLAGS := $(if $(filter 1,$(WERROR)),-Xswiftc -warnings-as-errors,) $(EXTRA_SWIFT_FLAGS)
-# The flags of every build of the suite (scripts/build-mode.sh): the compiler does
-# not re-check its own LLVM IR, and WHOLE_MODULE=1 (CI sets it) builds a module at a
-# time, in a build folder of its own (.build/whole-module), about a quarter less
-# compiling from nothing. Without it, the debug build's incremental compiling.
-TEST_BUILD := $(shell ./scripts/build-mode.sh) $(if $(filter 1,$(WHOLE_MODULE)),--build-path .build/whole-module,)
+# WHOLE_MODULE=1 (CI sets it) builds the suite a module at a time, in a build folder
+# of its own (.build/whole-module): about a quarter less compiling from nothing
+# (scripts/build-mode.sh). Without it, the debug build's incremental compiling.
+TEST_BUILD := $(if $(filter 1,$(WHOLE_MODULE)),$(shell ./scripts/build-mode.sh) --build-path .build/whole-module,)
 # Extra arguments for `islet serve --simulator`, e.g. make run ARGS="--port 9000".
 ARGS ?=
 
@@ -44,8 +43,8 @@ test: deps
 # (scripts/browser/dashboard_flow.py in headless Chromium) with screenshots on.
 screenshots: deps
 	./scripts/test-tools.sh
-	$(SWIFT) build --build-tests $(TEST_BUILD) $(SWIFT_FLAGS)
-	ISLET_TEST_TIERS=browser,python ISLET_SCREENSHOTS=$(CURDIR)/docs/screenshots $(SWIFT) test --skip-build $(TEST_BUILD) --filter DashboardBrowserTests
+	$(SWIFT) build --build-tests $(SWIFT_FLAGS)
+	ISLET_TEST_TIERS=browser,python ISLET_SCREENSHOTS=$(CURDIR)/docs/screenshots $(SWIFT) test --skip-build --filter DashboardBrowserTests
 
 # The suites where races and memory errors live (Package.swift's
 # ISLET_SANITIZER_SCOPE) under AddressSanitizer, then under ThreadSanitizer, each

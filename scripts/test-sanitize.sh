@@ -42,8 +42,8 @@ export ISLET_TEST_TIME_SCALE=4
 # and the whole run is slower: under TSan, 128 s at 8 against more than 300 s (and
 # a one-minute limit overrun) at full width, on the same machine.
 export SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH=${SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH:-8}
-# The flags of every build of the suite (scripts/build-mode.sh; WHOLE_MODULE=1: a
-# module at a time); the runs below name the same, to find what this build made.
+# The configuration's flags (WHOLE_MODULE=1: a module at a time, scripts/build-mode.sh);
+# the runs below name the same, to find what this build made.
 mode=$(./scripts/build-mode.sh)
 echo "test-sanitize: building with the $sanitizer sanitizer in $build"
 # shellcheck disable=SC2086 # EXTRA_SWIFT_FLAGS and mode hold several words
