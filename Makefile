@@ -7,7 +7,7 @@ SWIFT ?= swift
 # keeps line tables only as debug information: about 6% less compiling).
 SWIFT_FLAGS := $(if $(filter 1,$(WERROR)),-Xswiftc -warnings-as-errors,) $(EXTRA_SWIFT_FLAGS)
 # WHOLE_MODULE=1 (CI sets it) builds the suite a module at a time, in a build folder
-# of its own (.build/whole-module): about a quarter less compiling from nothing
+# of its own (.build/whole-module): about an eighth less compiling from nothing
 # (scripts/build-mode.sh). Without it, the debug build's incremental compiling.
 TEST_BUILD := $(if $(filter 1,$(WHOLE_MODULE)),$(shell ./scripts/build-mode.sh) --build-path .build/whole-module,)
 # Extra arguments for `islet serve --simulator`, e.g. make run ARGS="--port 9000".

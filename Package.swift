@@ -242,24 +242,26 @@ let package = Package(
 
 /// The sanitizer builds (`scripts/test-sanitize.sh` sets `ISLET_SANITIZER_SCOPE` to
 /// `address` or `thread`, in a build folder of their own) hold the tests where that
-/// sanitizer's errors live. Both: thread names, the domain's clocks and its JSON
-/// reader (unsafe buffers), the stores (SQLite, libpq and their threads), HTTP/2 and
-/// TLS, the HTTP server and client, the APNs client and simulator, the delivery worker,
-/// and of the API's suites those that run a whole server's life, its loops and its
-/// simulators. AddressSanitizer alone: libcrypto and every fuzz target's corpus,
-/// replayed (inputs through the C edges and the parsers, one at a time, on one
-/// thread). ThreadSanitizer alone: the lock, the background shape (doorbells,
-/// sleepers, the runner) and the services' loops, pure Swift that shares state
-/// between tasks. Suites that only drive HTTP, pure parsers and the command lines are
-/// left to `make test`; the fuzz targets' libFuzzer builds are `make fuzz`'s, and the
-/// benchmarks have none.
+/// sanitizer's errors live. Both: the lock and thread names, the stores' threads
+/// (SQLite's group commit and checkpointer, libpq's pool and notice listener), HTTP/2
+/// and TLS, the HTTP server and client, the APNs client and simulator, the delivery
+/// worker, and of the API's suites those that run a whole server's life, its loops and
+/// its simulators. AddressSanitizer alone: the domain's JSON reader (unsafe buffers),
+/// every store contract (values through SQLite's and libpq's C calls), libcrypto and
+/// every fuzz target's corpus, replayed. ThreadSanitizer reads no more of the pure
+/// Swift modules (the domain, the background shape, the services): they hold no
+/// `@unchecked Sendable` and no `nonisolated(unsafe)`, so the compiler's own
+/// strict-concurrency checking proves them free of data races, and their shared state
+/// is IsletSync's lock, whose own suite runs. Suites that only drive HTTP, pure parsers
+/// and the command lines are left to `make test`; the fuzz targets' libFuzzer builds
+/// are `make fuzz`'s, and the benchmarks have none.
 if let scope = Context.environment["ISLET_SANITIZER_SCOPE"] {
     let both: Set<String> = [
-        "IsletSyncTests", "IsletThreadsTests", "IsletCoreTests", "StorageTests", "PostgreSQLStorageTests", "HTTP2Tests",
-        "HTTPServerTests", "HTTPClientTests", "APNsTests", "APNsSimulatorTests", "DeliveryTests", "IsletServerTests",
+        "IsletSyncTests", "IsletThreadsTests", "StorageTests", "PostgreSQLStorageTests", "HTTP2Tests", "HTTPServerTests",
+        "HTTPClientTests", "APNsTests", "APNsSimulatorTests", "DeliveryTests", "IsletServerTests",
     ]
-    let addressOnly: Set<String> = ["IsletCryptoTests", "FuzzReplayTests"]
-    let threadOnly: Set<String> = ["IsletBackgroundTests", "IsletServiceTests"]
+    let addressOnly: Set<String> = ["IsletCoreTests", "IsletCryptoTests", "FuzzReplayTests"]
+    let threadOnly: Set<String> = []
     let sanitizedTests: Set<String>
     switch scope {
     case "address": sanitizedTests = both.union(addressOnly)
@@ -279,4 +281,12 @@ if let scope = Context.environment["ISLET_SANITIZER_SCOPE"] {
     }
     package.products.removeAll { $0.name != "islet" && $0.name != "IsletServer" }
     package.targets.first { $0.name == "IsletServerTests" }?.sources = serverSuites
+    if scope == "thread" {
+        // Of the stores' suites, those whose work runs on several threads at once.
+        package.targets.first { $0.name == "StorageTests" }?.sources = [
+            "GroupCommitTests.swift", "SQLiteTests.swift", "CheckpointerTests.swift", "NoticeListenerTests.swift",
+            "PostgresBusyRetryTests.swift", "PostgreSQLSharingTests.swift", "Contract/StoreBackend.swift",
+            "Contract/AppDeviceContractTests.swift",
+        ]
+    }
 }
