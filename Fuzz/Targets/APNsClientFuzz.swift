@@ -57,7 +57,6 @@ public enum APNsClientFuzz {
     public static func run(_ bytes: UnsafeRawBufferPointer) {
         let setup = self.setup
         let script = frames(bytes)
-        setup.client.forgetRefusal(of: setup.key)
         let done = Atomic<Bool>(false)
         let request = APNsRequest(
             deviceToken: String(repeating: "ab", count: 32), topic: "com.example.app", pushType: .alert,

@@ -61,7 +61,8 @@ public struct APNsClientConfiguration: Sendable {
 /// breaker per host, and one attempt per push, its answer classified by
 /// `APNsFailurePolicy`. The client never sends a push again on its own (only the
 /// HTTP/2 layer re-sends a request the server refused unprocessed): what follows an
-/// answer is the caller's to decide.
+/// answer, a refused key included, is the caller's to decide and remember (the
+/// delivery's `RefusedCredentials`).
 public final class APNsClient: Sendable {
     /// The configuration it was made with.
     public let configuration: APNsClientConfiguration
@@ -107,13 +108,6 @@ public final class APNsClient: Sendable {
             completion(APNsResult(disposition: .retry, response: nil, error: error, attempts: 0, apnsID: request.apnsID))
             return
         }
-        if let reason = pool.tokens.refusal.withLock({ $0 }) {
-            completion(APNsResult(
-                disposition: .credentialsRejected, response: nil,
-                error: APNsError(.credentialsRejected, "APNs refused this signing key (\(reason)); replace the credentials"),
-                attempts: 0, apnsID: request.apnsID))
-            return
-        }
         PushAttempt(client: self, request: request, pool: pool, completion: completion).start()
     }
 
@@ -138,11 +132,6 @@ public final class APNsClient: Sendable {
             breakers[host] = breaker
             return breaker
         }
-    }
-
-    /// Lets a refused signing key be used again (after its credentials were fixed).
-    public func forgetRefusal(of key: APNsSigningKey) {
-        tokenManager(for: key).refusal.withLock { $0 = nil }
     }
 
     /// Closes every connection after the requests in flight.
@@ -374,11 +363,6 @@ private final class PushAttempt: HTTP2Exchange, @unchecked Sendable {
             case .retry: breaker.recordFailure()
             case .delivered: breaker.recordSuccess()
             default: breaker.recordNeutral()
-            }
-            if disposition == .credentialsRejected, answer.reason != .expiredProviderToken {
-                // The key or team is refused: no push goes with this key until the
-                // credentials change.
-                tokens.refusal.withLock { $0 = answer.reason.map { "\($0)" } ?? "\(status)" }
             }
             finish(disposition, response: answer)
         case .failure(let error):

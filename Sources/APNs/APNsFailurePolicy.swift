@@ -42,4 +42,14 @@ public enum APNsFailurePolicy {
         default: return .rejected
         }
     }
+
+    /// Why `response` refuses the signing key for good, when it does: a refusal
+    /// (`credentialsRejected`) that no new provider token mends, named by APNs's
+    /// reason (or `HTTP <status>`). An `ExpiredProviderToken` the client could not
+    /// mend at once is not one: a younger token may be refused by a wrong clock, and
+    /// the next one, minted later, may pass.
+    public static func standingRefusal(_ response: APNsResponse) -> String? {
+        guard classify(response) == .credentialsRejected, response.reason != .expiredProviderToken else { return nil }
+        return response.reason?.rawValue ?? "HTTP \(response.status)"
+    }
 }

@@ -41,9 +41,6 @@ public final class ProviderTokenManager: Sendable {
     private let maximumAge: TimeInterval
     private let minimumAge: TimeInterval
     private let state = Lock<(token: String, authorization: String, issuedAt: Date, minted: Int)?>(nil)
-    /// Why APNs refused this key, once it has; pushes with it stop until the
-    /// refusal is forgotten.
-    let refusal = Lock<String?>(nil)
 
     /// Creates a manager. `maximumAge` (default 55 minutes) is when a token is
     /// replaced on use; `minimumAge` (default 20 minutes) is the youngest token that

@@ -8,7 +8,10 @@ public import Storage
 /// Sends claimed pushes to APNs through an `APNsClient`: it builds each
 /// `APNsRequest`, signs with the app's key (read from the store, and parsed once per
 /// version of the app's credentials) and hands back every `APNsResult` as a
-/// `TransportResult`. The client is shut down by whoever made it.
+/// `TransportResult`. A key APNs refused (`APNsFailurePolicy.standingRefusal`) is
+/// remembered in `RefusedCredentials` until the app's credentials change: its
+/// pushes are answered with the refusal, not sent. The client is shut down by
+/// whoever made it.
 public final class APNsTransport: PushTransport {
     /// The client pushes go through.
     public let client: APNsClient
@@ -16,6 +19,8 @@ public final class APNsTransport: PushTransport {
     private let keys = Lock<[String: CachedKey]>([:])
     /// The clock a push's time to its answer is measured on.
     private let latencyClock: any Clock<Duration>
+    /// The credentials refused, shared with the FCM transport.
+    private let refusals: RefusedCredentials
 
     /// An app's signing key, or why there is none.
     struct CachedKey: Sendable {
@@ -27,8 +32,13 @@ public final class APNsTransport: PushTransport {
     }
 
     /// A transport over `client`, reading apps' credentials from `store`, timing
-    /// each push's answer on `latencyClock`.
-    public init(client: APNsClient, store: any Store, latencyClock: any Clock<Duration> = ContinuousClock()) {
+    /// each push's answer on `latencyClock`, remembering refused keys in `refusals`
+    /// (by default a memory of its own).
+    public init(
+        client: APNsClient, store: any Store, latencyClock: any Clock<Duration> = ContinuousClock(),
+        refusals: RefusedCredentials? = nil
+    ) {
+        self.refusals = refusals ?? RefusedCredentials()
         self.client = client
         self.store = store
         self.latencyClock = latencyClock
@@ -59,6 +69,12 @@ public final class APNsTransport: PushTransport {
             completion(push, Self.unsendable(problem: cached.problem ?? "the app has no APNs credentials", passing: cached.passing))
             return
         }
+        let credentials = RefusedCredentials.Subject(service: .apns, appID: push.appID, version: cached.updatedAt)
+        if let refused = refusals.refusal(of: credentials) {
+            completion(push, Self.unsendable(
+                problem: "APNs refused this signing key (\(refused.reason)); replace the credentials", passing: false))
+            return
+        }
         var request = APNsRequest(
             deviceToken: push.token, topic: push.content.topic, pushType: push.content.pushType,
             priority: push.content.priority, expiration: push.content.expiration, apnsID: push.apnsID,
@@ -71,7 +87,11 @@ public final class APNsTransport: PushTransport {
             request.channelID = push.token
         }
         let sinceSent = latencyClock.stopwatch()
+        let refusals = refusals
         client.send(request, key: key, environment: push.environment) { result in
+            if let response = result.response, let reason = APNsFailurePolicy.standingRefusal(response) {
+                refusals.record(credentials, reason: reason)
+            }
             let elapsed = sinceSent()
             let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
             completion(push, Self.result(result, latency: seconds))

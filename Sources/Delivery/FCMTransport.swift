@@ -9,6 +9,9 @@ public import Storage
 /// through an `FCMClient`, with each app's service account read from the store and
 /// its access tokens kept per version of the app's credentials. FCM's answers come
 /// back as `TransportResult`s already in the neutral terms (`FCMFailurePolicy`).
+/// Refusals of an app's credentials are remembered in `RefusedCredentials`: FCM's
+/// own until the credentials change, the token endpoint's for
+/// ``tokenRefusalHold``.
 ///
 /// A push's stored content is its data message: `payload` the data (a JSON object of
 /// strings), `priority` 10 for FCM's `high` (else `normal`), `collapseID` the
@@ -27,6 +30,13 @@ public final class FCMTransport: PushTransport {
     private let logger: Logger?
     /// When each app's failing token endpoint was last logged.
     private let tokenWarnings = Lock<[String: Date]>([:])
+    /// The credentials refused, shared with the APNs transport.
+    private let refusals: RefusedCredentials
+
+    /// How long a refusal by the token endpoint stands: sends meanwhile are answered
+    /// with it, without an exchange; then one is tried again (a clock set right, a
+    /// key restored).
+    public static let tokenRefusalHold: TimeInterval = 60
 
     /// How long a failing token endpoint goes without another log line, per app.
     public static let tokenWarningInterval: TimeInterval = 60
@@ -45,9 +55,6 @@ public final class FCMTransport: PushTransport {
         var passing = false
         /// Why the account's token URI may not be used, when it may not.
         var tokenURIProblem: String?
-        /// FCM's refusal of these credentials (its error code), once one came: no
-        /// message goes with them until the app's credentials change.
-        let refusal = Lock<String?>(nil)
     }
 
     /// A transport over `client`, reading apps' service accounts from `store` and
@@ -55,11 +62,14 @@ public final class FCMTransport: PushTransport {
     /// again before it is used (https, no credentials, and a numeric host only when
     /// public, or private with `allowPrivateTokenURIs`; the exchange's client checks
     /// the addresses a name leads to); a token endpoint that fails is logged to
-    /// `logger`, at most once per ``tokenWarningInterval`` per app.
+    /// `logger`, at most once per ``tokenWarningInterval`` per app. Refused
+    /// credentials are remembered in `refusals` (by default a memory of its own).
     public init(
         client: FCMClient, store: any Store, exchange: any FCMTokenExchange, clock: any WallClock = SystemWallClock(),
-        allowPrivateTokenURIs: Bool = false, logger: Logger? = nil, latencyClock: any Clock<Duration> = ContinuousClock()
+        allowPrivateTokenURIs: Bool = false, logger: Logger? = nil, latencyClock: any Clock<Duration> = ContinuousClock(),
+        refusals: RefusedCredentials? = nil
     ) {
+        self.refusals = refusals ?? RefusedCredentials(clock: clock)
         self.latencyClock = latencyClock
         self.client = client
         self.store = store
@@ -78,8 +88,9 @@ public final class FCMTransport: PushTransport {
                 reason: cached.passing ? "transport" : "credentialsRejected", attempts: 0))
             return
         }
-        if let refused = cached.refusal.withLock({ $0 }) {
-            completion(TransportResult(disposition: .credentialsRejected, reason: refused, attempts: 0))
+        let credentials = RefusedCredentials.Subject(service: .fcm, appID: push.appID, version: cached.updatedAt)
+        if let refused = refusals.refusal(of: credentials) {
+            completion(TransportResult(disposition: .credentialsRejected, reason: refused.reason, attempts: 0))
             return
         }
         guard let message = Self.message(push, now: clock.now()) else {
@@ -91,11 +102,16 @@ public final class FCMTransport: PushTransport {
         Task {
             let result = await client.send(message, account: account, tokens: tokens)
             if let failure = result.tokenFailure { self.warnOfTokenEndpoint(appID: push.appID, cause: failure.message) }
-            // FCM's own refusal of a send stops the app's messages until it changes;
-            // the token endpoint's stands a minute in its tokens (a clock set right
-            // again, a key restored, and messages go again).
-            if result.disposition == .credentialsRejected, let response = result.response {
-                cached.refusal.withLock { $0 = $0 ?? response.errorCode ?? "credentialsRejected" }
+            // FCM's own refusal of a send stops the app's messages until its
+            // credentials change; the token endpoint's stands a while (a clock set
+            // right again, a key restored, and messages go again).
+            if result.disposition == .credentialsRejected {
+                if let response = result.response {
+                    self.refusals.record(credentials, reason: response.errorCode ?? "credentialsRejected")
+                } else if result.tokenFailure?.refusesCredentials == true {
+                    self.refusals.record(
+                        credentials, reason: "credentialsRejected", until: self.clock.now().addingTimeInterval(Self.tokenRefusalHold))
+                }
             }
             let elapsed = sinceSent()
             let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18

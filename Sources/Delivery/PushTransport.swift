@@ -31,8 +31,8 @@ public struct TransportResult: Sendable {
     }
 }
 
-/// Sends claimed pushes to a push service (APNs today; FCM or broadcast channels
-/// later). A transport makes one attempt per push and answers once per push, its
+/// Sends claimed pushes to a push service (APNs, with its broadcast channels; FCM).
+/// A transport makes one attempt per push and answers once per push, its
 /// service's answer mapped to a `TransportDisposition`; it never retries on its own
 /// (the delivery policy decides what follows: retry now, retry later, record, act on
 /// the token).

@@ -39,10 +39,11 @@ public struct FCMTokenError: Error, Sendable, Hashable, CustomStringConvertible 
 /// RS256 assertion (`iss` the account, `scope` firebase.messaging, `aud` the token
 /// URI, an hour at most) exchanged at the token URI. A token is kept until shortly
 /// before it expires and shared by every send of the account; concurrent callers
-/// wait for one exchange. A token FCM refused (401) is dropped once, so that the
-/// next caller fetches a new one. A refusal of the credentials by the token endpoint
-/// stands for `refusalHold` (a minute): callers meanwhile get it without an exchange,
-/// and then one is tried again (a clock set right, a key restored).
+/// wait for one exchange. A token FCM refused (401) is dropped, so that the next
+/// caller fetches a new one; a token fetched to replace a refused one and refused in
+/// its turn is not (`invalidate` says so: the credentials are wrong). Refusals of
+/// the credentials are remembered by the caller (the delivery's `RefusedCredentials`),
+/// not here: each call to `token()` without a token kept asks the endpoint.
 public actor FCMAccessTokens {
     /// The scope FCM's HTTP v1 API needs.
     public static let scope = "https://www.googleapis.com/auth/firebase.messaging"
@@ -57,18 +58,21 @@ public actor FCMAccessTokens {
     private let refreshMargin: TimeInterval
     private var current: (token: String, expiresAt: Date, refreshAt: Date)?
     private var pending: Task<Result<(token: String, expiresAt: Date), FCMTokenError>, Never>?
-    /// How long a refusal of the credentials stands before another exchange.
-    private let refusalHold: TimeInterval
-    private var refused: (error: FCMTokenError, until: Date)?
+    /// Whether the next token fetched replaces one FCM refused.
+    private var replacing = false
+    /// The last token fetched to replace a refused one, and when.
+    private var replacement: (token: String, fetchedAt: Date)?
+    /// How long a replacement stays on probation: refused within it, it says the
+    /// credentials are wrong; refused later (having served), it is replaced again.
+    public static let replacementProbation: TimeInterval = 60
     /// Exchanges made, for tests and metrics.
     public private(set) var exchanges = 0
 
     /// Tokens for `account`, signed with its key, exchanged through `exchange`.
     public init(
         account: FCMServiceAccount, exchange: any FCMTokenExchange, clock: any WallClock = SystemWallClock(),
-        refreshMargin: TimeInterval = 300, refusalHold: TimeInterval = 60
+        refreshMargin: TimeInterval = 300
     ) throws(CryptoError) {
-        self.refusalHold = refusalHold
         self.account = account
         self.key = try RSA.SigningKey(pemRepresentation: account.privateKeyPEM)
         self.exchange = exchange
@@ -79,7 +83,6 @@ public actor FCMAccessTokens {
     /// A token valid for a while yet: the kept one, or a new one.
     public func token() async throws(FCMTokenError) -> String {
         if let current, clock.now() < current.refreshAt { return current.token }
-        if let refused, clock.now() < refused.until { throw refused.error }
         let task: Task<Result<(token: String, expiresAt: Date), FCMTokenError>, Never>
         if let pending {
             task = pending
@@ -93,7 +96,10 @@ public actor FCMAccessTokens {
         if pending == task { pending = nil }
         switch result {
         case .success(let fresh):
-            refused = nil
+            if replacing {
+                replacement = (fresh.token, clock.now())
+                replacing = false
+            }
             // A waiter resuming late never puts back an older token.
             if current.map({ $0.expiresAt < fresh.expiresAt }) ?? true {
                 // Replaced the margin before it expires, or halfway through a short life.
@@ -102,14 +108,26 @@ public actor FCMAccessTokens {
             }
             return fresh.token
         case .failure(let error):
-            if error.refusesCredentials { refused = (error, clock.now().addingTimeInterval(refusalHold)) }
             throw error
         }
     }
 
-    /// Drops `token` after FCM refused it, unless a newer one replaced it already.
-    public func invalidate(_ token: String) {
-        if current?.token == token { current = nil }
+    /// Drops `token` after FCM refused it (unless a newer one replaced it already),
+    /// and answers whether the message may go again at once with another: `false`
+    /// when `token` itself was fetched to replace a refused one less than
+    /// ``replacementProbation`` ago, since a token just earned and refused says the
+    /// credentials are wrong, and another would be too.
+    @discardableResult
+    public func invalidate(_ token: String) -> Bool {
+        if let replacement, replacement.token == token {
+            let age = clock.now().timeIntervalSince(replacement.fetchedAt)
+            if age >= 0, age < Self.replacementProbation { return false }
+        }
+        if current?.token == token {
+            current = nil
+            replacing = true
+        }
+        return true
     }
 
     /// The signed assertion of `account` at `now`.

@@ -68,8 +68,7 @@ public struct FCMResult: Sendable {
     public var response: FCMResponse?
     /// Why no answer came, or why the message was not sent.
     public var error: String?
-    /// Requests made (2 when a refused access token was replaced and the message
-    /// sent again).
+    /// Requests made: 1, or 0 when no access token came.
     public var attempts: Int
     /// Why no access token came, when none did (the message was not sent).
     public var tokenFailure: FCMTokenError? = nil
@@ -77,9 +76,9 @@ public struct FCMResult: Sendable {
 
 /// Sends data messages through FCM's HTTP v1 API over HTTP/2: `POST
 /// /v1/projects/{project}/messages:send` with a service account's access token. One
-/// connection per FCM host, opened on first use. A 401 makes the account's token be
-/// replaced and the message sent once more; otherwise one attempt per message (what
-/// follows is the delivery policy's to decide).
+/// connection per FCM host, opened on first use. One attempt per message: what
+/// follows (a refused access token replaced and the message sent again at once
+/// included) is the delivery policy's to decide.
 public final class FCMClient: Sendable {
     /// The configuration it was made with.
     public let configuration: FCMClientConfiguration
@@ -91,50 +90,42 @@ public final class FCMClient: Sendable {
         self.configuration = configuration
     }
 
-    /// Sends `message` for `account`, with access tokens from `tokens`.
+    /// Sends `message` for `account`, once, with an access token from `tokens`. A
+    /// 401 refusing the token drops it (`FCMAccessTokens.invalidate`), and the
+    /// disposition says whether the message may go again at once with a new one
+    /// (`FCMFailurePolicy`): the delivery policy sends it again, not the client.
     public func send(_ message: FCMMessage, account: FCMServiceAccount, tokens: FCMAccessTokens) async -> FCMResult {
-        var attempts = 0
-        var refreshed = false
-        while true {
-            let token: String
-            do {
-                token = try await tokens.token()
-            } catch {
-                return FCMResult(
-                    disposition: error.refusesCredentials ? .credentialsRejected : .retry, response: nil,
-                    error: "no access token: \(error.message)", attempts: attempts, tokenFailure: error)
-            }
-            attempts += 1
-            let answer: HTTP2Response
-            do {
-                let request = HTTP2Request(
-                    method: "POST", path: "/v1/projects/\(account.projectID)/messages:send",
-                    headers: [("authorization", "Bearer \(token)"), ("content-type", "application/json")],
-                    body: message.body)
-                guard let answered = try await Self.send(
-                    request, on: try client(), within: configuration.timeout, timer: configuration.timer)
-                else {
-                    return FCMResult(
-                        disposition: .retry, response: nil, error: "FCM did not answer within \(configuration.timeout)",
-                        attempts: attempts)
-                }
-                answer = answered
-            } catch {
-                return FCMResult(disposition: .retry, response: nil, error: "FCM did not answer: \(error)", attempts: attempts)
-            }
-            let response = FCMResponse(
-                status: answer.status, body: answer.body, retryAfter: answer.headers["retry-after"], now: configuration.clock.now())
-            if response.status == 401, response.errorCode != "THIRD_PARTY_AUTH_ERROR", !refreshed {
-                // The token may have been revoked or expired early: once with a new one.
-                // (THIRD_PARTY_AUTH_ERROR is a 401 about credentials behind FCM, not ours.)
-                await tokens.invalidate(token)
-                refreshed = true
-                continue
-            }
+        let token: String
+        do {
+            token = try await tokens.token()
+        } catch {
             return FCMResult(
-                disposition: FCMFailurePolicy.classify(response, tokenRefreshed: false), response: response, error: nil,
-                attempts: attempts)
+                disposition: error.refusesCredentials ? .credentialsRejected : .retry, response: nil,
+                error: "no access token: \(error.message)", attempts: 0, tokenFailure: error)
         }
+        let answer: HTTP2Response
+        do {
+            let request = HTTP2Request(
+                method: "POST", path: "/v1/projects/\(account.projectID)/messages:send",
+                headers: [("authorization", "Bearer \(token)"), ("content-type", "application/json")],
+                body: message.body)
+            guard let answered = try await Self.send(
+                request, on: try client(), within: configuration.timeout, timer: configuration.timer)
+            else {
+                return FCMResult(
+                    disposition: .retry, response: nil, error: "FCM did not answer within \(configuration.timeout)", attempts: 1)
+            }
+            answer = answered
+        } catch {
+            return FCMResult(disposition: .retry, response: nil, error: "FCM did not answer: \(error)", attempts: 1)
+        }
+        let response = FCMResponse(
+            status: answer.status, body: answer.body, retryAfter: answer.headers["retry-after"], now: configuration.clock.now())
+        // The access token may have been revoked or expired early: dropped, and
+        // whether another may be tried at once is the tokens' to say.
+        let replaced = FCMFailurePolicy.refusesAccessToken(response) ? await tokens.invalidate(token) : false
+        return FCMResult(
+            disposition: FCMFailurePolicy.classify(response, tokenRefreshed: replaced), response: response, error: nil, attempts: 1)
     }
 
     /// `request`'s answer, or `nil` when none came within `timeout` (the stream is

@@ -80,9 +80,18 @@ public enum FCMFailurePolicy {
     /// The least wait after `QUOTA_EXCEEDED`, whatever FCM says.
     public static let quotaBackoff: TimeInterval = 60
 
-    /// The disposition of `response`. `tokenRefreshed` says whether the client got a
-    /// new access token after FCM refused the one it sent (`UNAUTHENTICATED`): then
-    /// the message may go again at once; otherwise the credentials are refused.
+    /// Whether `response` refuses the access token the message carried (a 401, but
+    /// `THIRD_PARTY_AUTH_ERROR`, which is about credentials behind FCM, not ours):
+    /// the token is then dropped, and `classify` told whether another may be tried.
+    public static func refusesAccessToken(_ response: FCMResponse) -> Bool {
+        response.status == 401 && response.errorCode != "THIRD_PARTY_AUTH_ERROR"
+    }
+
+    /// The disposition of `response`. `tokenRefreshed` says whether the access token
+    /// FCM refused (`UNAUTHENTICATED`, a 401) was dropped and another may be fetched
+    /// (`FCMAccessTokens.invalidate`): then the message may go again at once;
+    /// otherwise (the refused token was itself a fresh replacement) the credentials
+    /// are refused.
     public static func classify(_ response: FCMResponse, tokenRefreshed: Bool = false) -> TransportDisposition {
         if response.status == 200 { return .delivered }
         switch response.errorCode {

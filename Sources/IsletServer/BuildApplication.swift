@@ -163,11 +163,13 @@ private func assemble(
     deliveryConfiguration.nodeID = configuration.resolvedNodeID
     deliveryConfiguration.lease = configuration.pushLeaseSeconds
     let fcm = try fcmClients(configuration, embedded: embedded?.endpoint)
+    // One memory of refused credentials for both transports.
+    let refusals = RefusedCredentials(clock: clock)
     let transports = PushTransports(
-        apns: APNsTransport(client: client, store: store),
+        apns: APNsTransport(client: client, store: store, refusals: refusals),
         fcm: FCMTransport(
             client: fcm.client, store: store, exchange: CurlTokenExchange(client: fcm.tokens), clock: clock,
-            allowPrivateTokenURIs: configuration.fcmTokenURIsMayBePrivate, logger: logger))
+            allowPrivateTokenURIs: configuration.fcmTokenURIsMayBePrivate, logger: logger, refusals: refusals))
     // An app's open event streams on this node ask, like its webhooks, for an event
     // per push sent.
     let streamSlots = EventStreamSlots(maxPerApp: configuration.maxEventStreamsPerApp)

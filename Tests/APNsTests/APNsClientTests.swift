@@ -277,17 +277,18 @@ struct APNsClientTests {
         await rig.stop()
     }
 
-    @Test func aRefusedKeyStopsBeingUsedWithoutARetryStorm() async throws {
+    @Test func aRefusedKeyIsAnsweredEachTimeAndNamedAStandingRefusal() async throws {
         let rig = try Rig(trusted: false)
-        let first = await rig.send(rig.alert())
-        #expect(first.disposition == .credentialsRejected)
-        #expect(first.attempts == 1)
-        #expect(first.response?.reason == .invalidProviderToken)
-        let second = await rig.send(rig.alert())
-        #expect(second.disposition == .credentialsRejected)
-        #expect(second.attempts == 0)
-        #expect(second.error?.code == .credentialsRejected)
-        #expect(rig.simulator.engine.pushes().count == 1)
+        // The client sends what it is given; remembering the refusal is the
+        // transport's (RefusedCredentials), from the policy's standingRefusal.
+        for sent in 1...2 {
+            let result = await rig.send(rig.alert())
+            #expect(result.disposition == .credentialsRejected)
+            #expect(result.attempts == 1)
+            #expect(result.response?.reason == .invalidProviderToken)
+            #expect(result.response.flatMap(APNsFailurePolicy.standingRefusal) == "InvalidProviderToken")
+            #expect(rig.simulator.engine.pushes().count == sent)
+        }
         await rig.stop()
     }
 

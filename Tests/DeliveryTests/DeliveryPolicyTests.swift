@@ -100,3 +100,26 @@ struct DeliveryPolicyTests {
         #expect(result(.rejected, status: 400, reason: .badTopic).reason == "BadTopic")
     }
 }
+
+@Suite("APNs failure policy: which refusals of the key stand")
+struct APNsStandingRefusalTests {
+    @Test func aRefusalOfTheKeyStandsAndAnExpiredTokenOrAnotherFaultDoesNot() {
+        let standing: [(APNsResponse, String?)] = [
+            (APNsResponse(status: 403, reason: .invalidProviderToken), "InvalidProviderToken"),
+            (APNsResponse(status: 403, reason: .missingProviderToken), "MissingProviderToken"),
+            (APNsResponse(status: 403, reason: .unknown("SomethingNew")), "SomethingNew"),
+            (APNsResponse(status: 403), "HTTP 403"),
+            // Mended by a new token, or refused by a wrong clock: the next may pass.
+            (APNsResponse(status: 403, reason: .expiredProviderToken), nil),
+            (APNsResponse(status: 200), nil),
+            (APNsResponse(status: 400, reason: .badDeviceToken), nil),
+            (APNsResponse(status: 400, reason: .deviceTokenNotForTopic), nil),
+            (APNsResponse(status: 410, reason: .unregistered), nil),
+            (APNsResponse(status: 429, reason: .tooManyProviderTokenUpdates), nil),
+            (APNsResponse(status: 503, reason: .serviceUnavailable), nil),
+        ]
+        for (response, expected) in standing {
+            #expect(APNsFailurePolicy.standingRefusal(response) == expected, "\(response)")
+        }
+    }
+}

@@ -144,6 +144,47 @@ struct FCMTransportTests {
             #expect(rejected.data["action"] == "device_marked_unreachable")
             #expect(rejected.data["token_kind"] == "fcm")
             #expect(events.contains { $0.type == "device.unreachable" })
+
+            // The account's access tokens revoked (its key rotated, say): the next
+            // message is refused once, and the delivery policy, not the client,
+            // sends it again at once with a new token.
+            simulator.engine.revokeAccessTokens()
+            let sentBefore = simulator.engine.records().count
+            try store.writeNow { session in
+                let built = try AndroidDataPush(
+                    event: .update, activityID: "order-1", activityType: "Delivery", contentState: ["eta": 3], attributes: nil
+                ).build(now: now.addingTimeInterval(1), lastTimestamp: nil)
+                let content = SendContent(
+                    event: .update, topic: "fcm", pushType: .liveactivity, priority: .immediate,
+                    expiration: Int64(now.timeIntervalSince1970) + 600, collapseID: built.collapseKey,
+                    payload: Data(JSONValue.object(built.data.mapValues(JSONValue.string)).jsonText.utf8))
+                let sendID = try session.insertSend(appID: "app_1", activityID: "order-1", content: content, now: now)
+                try session.enqueuePushes(
+                    sendID: sendID, appID: "app_1", activityID: "order-1", activityType: "Delivery", event: .update,
+                    tokenKind: .fcm, targets: [PushTarget(deviceID: "pixel", token: Self.pixel, environment: .production)],
+                    now: now, mintID: { UUID().uuidString.lowercased() })
+            }
+            let again = DeliveryWorker(
+                store: store, transport: transport, configuration: DeliveryConfiguration(shutdownGrace: 10), clock: clock,
+                sleeper: clock, logger: Logger(sink: MemoryLogSink()))
+            try again.prepare()
+            let rerunning = Task { await again.run() }
+            again.wake()
+            let resent = try await eventually {
+                try store.readNow { try $0.pushes(appID: "app_1", activityID: "order-1", since: now.addingTimeInterval(-1)) }
+                    .allSatisfy { $0.status != .queued }
+            }
+            rerunning.cancel()
+            await rerunning.value
+            #expect(resent)
+            let update = try #require(
+                try store.readNow { try $0.pushes(appID: "app_1", activityID: "order-1", since: now.addingTimeInterval(-1)) }
+                    .first { $0.event == .update })
+            #expect(update.status == .sent)
+            #expect(update.attempts == 2)
+            // The refused attempt left no message (FCM records what it takes).
+            #expect(simulator.engine.records().dropFirst(sentBefore).map(\.status) == [200])
+            #expect(simulator.engine.devices()[Self.pixel]?.activities["order-1"]?.contentState == ["eta": 3])
         }
     }
 

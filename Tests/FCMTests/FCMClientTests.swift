@@ -190,21 +190,64 @@ struct FCMClientTests {
         }
     }
 
-    @Test func aRefusedAccessTokenIsReplacedOnceAndTheMessageSentAgain() async throws {
+    @Test func aRefusedAccessTokenIsDroppedAndTheMessageMayGoAgainAtOnceWithANewOne() async throws {
         try await FCMRig.with { rig in
             _ = await rig.client.send(FCMRig.message, account: rig.account, tokens: rig.tokens)
             rig.google.state.withLock { _ = $0.revoked.insert("ya29.token-1") }
-            let result = await rig.client.send(FCMRig.message, account: rig.account, tokens: rig.tokens)
-            #expect(result.disposition == .delivered)
-            #expect(result.attempts == 2)
-            #expect(rig.google.state.withLock { $0.issued.count } == 2)
-            // Refused again with the new one: the credentials are wrong, once is enough.
+            // One request: the client does not send it again; the delivery policy does.
+            let refused = await rig.client.send(FCMRig.message, account: rig.account, tokens: rig.tokens)
+            #expect(refused.disposition == .retryNow)
+            #expect(refused.attempts == 1)
+            #expect(refused.response?.errorCode == "UNAUTHENTICATED")
+            let again = await rig.client.send(FCMRig.message, account: rig.account, tokens: rig.tokens)
+            #expect(again.disposition == .delivered)
+            #expect(rig.google.state.withLock { $0.issued } == ["ya29.token-1", "ya29.token-2"])
+            // The replacement served past its probation: refused later, it is replaced too.
+            rig.clock.advance(by: FCMAccessTokens.replacementProbation)
             rig.google.state.withLock { _ = $0.revoked.insert("ya29.token-2") }
+            #expect(await rig.client.send(FCMRig.message, account: rig.account, tokens: rig.tokens).disposition == .retryNow)
+            // A replacement refused as soon as it is earned: the credentials are wrong,
+            // and no other token is tried.
             rig.google.state.withLock { _ = $0.revoked.insert("ya29.token-3") }
+            let wrong = await rig.client.send(FCMRig.message, account: rig.account, tokens: rig.tokens)
+            #expect(wrong.disposition == .credentialsRejected)
+            #expect(wrong.attempts == 1)
+            #expect(wrong.response?.errorCode == "UNAUTHENTICATED")
+            #expect(rig.google.state.withLock { $0.issued.count } == 3)
+        }
+    }
+
+    @Test func concurrentRefusalsOfOneTokenEarnOneReplacement() async throws {
+        try await FCMRig.with { rig in
+            _ = await rig.client.send(FCMRig.message, account: rig.account, tokens: rig.tokens)
+            rig.google.state.withLock { _ = $0.revoked.insert("ya29.token-1") }
+            // Messages in flight with the refused token: each may go again at once,
+            // and goes again (as the delivery policy sends them) with the one
+            // replacement, fetched once for all.
+            for round in 0..<2 {
+                let results = await withTaskGroup(of: FCMResult.self) { group in
+                    for _ in 0..<6 {
+                        group.addTask { await rig.client.send(FCMRig.message, account: rig.account, tokens: rig.tokens) }
+                    }
+                    return await group.reduce(into: []) { $0.append($1) }
+                }
+                #expect(results.allSatisfy { $0.disposition == (round == 0 ? .retryNow : .delivered) }, "\(results.map(\.disposition))")
+            }
+            #expect(rig.google.state.withLock { $0.issued } == ["ya29.token-1", "ya29.token-2"])
+        }
+    }
+
+    @Test func aThirdPartyAuthErrorKeepsTheAccessToken() async throws {
+        try await FCMRig.with { rig in
+            _ = await rig.client.send(FCMRig.message, account: rig.account, tokens: rig.tokens)
+            let body = #"{"error":{"code":401,"message":"Auth error from APNS or Web Push Service","status":"UNAUTHENTICATED","details":[{"@type":"type.googleapis.com/google.firebase.fcm.v1.FcmError","errorCode":"THIRD_PARTY_AUTH_ERROR"}]}}"#
+            rig.google.state.withLock { $0.script = [(401, body, [])] }
             let refused = await rig.client.send(FCMRig.message, account: rig.account, tokens: rig.tokens)
             #expect(refused.disposition == .credentialsRejected)
-            #expect(refused.attempts == 2)
-            #expect(refused.response?.errorCode == "UNAUTHENTICATED")
+            #expect(refused.response?.errorCode == "THIRD_PARTY_AUTH_ERROR")
+            // Not about our token: it is kept.
+            #expect(await rig.client.send(FCMRig.message, account: rig.account, tokens: rig.tokens).disposition == .delivered)
+            #expect(rig.google.state.withLock { $0.issued.count } == 1)
         }
     }
 
@@ -227,22 +270,18 @@ struct FCMClientTests {
         }
     }
 
-    @Test func aRefusalOfTheTokenEndpointStandsAMinuteThenAnExchangeIsTriedAgain() async throws {
+    @Test func aRefusalOfTheTokenEndpointIsAnsweredNotKept() async throws {
         try await FCMRig.with { rig in
             // Refused once (a clock set wrong, say), then the endpoint issues tokens again.
             rig.google.state.withLock { $0.tokenScript = [400] }
             let first = await rig.client.send(FCMRig.message, account: rig.account, tokens: rig.tokens)
             #expect(first.disposition == .credentialsRejected)
-            #expect(await rig.tokens.exchanges == 1)
-            // Within the minute, the refusal stands: no exchange, no send.
-            rig.clock.advance(by: 59)
-            let held = await rig.client.send(FCMRig.message, account: rig.account, tokens: rig.tokens)
-            #expect(held.disposition == .credentialsRejected)
-            #expect(held.attempts == 0)
+            #expect(first.attempts == 0)
+            #expect(first.tokenFailure?.status == 400)
             #expect(await rig.tokens.exchanges == 1)
             #expect(rig.google.state.withLock { $0.sends.isEmpty })
-            // Then one is tried, and the message goes.
-            rig.clock.advance(by: 2)
+            // The tokens remember nothing of it (the transport's RefusedCredentials
+            // holds it): the next send asks again, and goes.
             let again = await rig.client.send(FCMRig.message, account: rig.account, tokens: rig.tokens)
             #expect(again.disposition == .delivered, "\(again.error ?? "")")
             #expect(await rig.tokens.exchanges == 2)

@@ -175,6 +175,13 @@ public final class FCMSimulatorEngine: Sendable {
         }
     }
 
+    /// Revokes every access token issued so far, as Google does when an account's key
+    /// is rotated or its tokens are revoked: sends carrying one answer 401
+    /// `UNAUTHENTICATED`, and the token endpoint issues new ones.
+    public func revokeAccessTokens() {
+        state.withLock { $0.issued = [:] }
+    }
+
     /// The faults scripted and not answered yet, the next first.
     public func pendingFaults() -> [(fault: FCMFault, retryAfter: Int?)] {
         state.withLock { $0.faults.map { (fault: $0.0, retryAfter: $0.retryAfter) } }

@@ -1,8 +1,8 @@
 public import Foundation
 
 /// What became of one push at a push service, in the terms every transport shares
-/// (APNs today; FCM and broadcast channels next). Each transport maps its service's
-/// answers to this in one place in its own module (`APNsFailurePolicy` for APNs);
+/// (APNs, its broadcast channels, FCM). Each transport maps its service's answers
+/// to this in one place in its own module (`APNsFailurePolicy`, `FCMFailurePolicy`);
 /// the delivery policy decides what follows from this alone.
 public enum TransportDisposition: Sendable, Equatable {
     /// The push service accepted the push.
@@ -11,8 +11,8 @@ public enum TransportDisposition: Sendable, Equatable {
     /// lost before an answer, the app's credentials could not be read): send it
     /// again after a backoff that grows with each round.
     case retry
-    /// The transport has mended what failed (it replaced an expired credential):
-    /// send it again at once.
+    /// The transport has mended what failed (it replaced an expired or refused
+    /// credential: APNs's provider token, FCM's access token): send it again at once.
     case retryNow
     /// The push was not tried, or the service asks to slow down (the token is pushed
     /// too fast, the host is paused by the transport's circuit breaker): send it
