@@ -1,5 +1,4 @@
 public import Foundation
-public import IsletCore
 
 /// How the delivery worker paces and retries pushes.
 public struct DeliveryConfiguration: Sendable {
@@ -18,13 +17,6 @@ public struct DeliveryConfiguration: Sendable {
     public var retryMax: TimeInterval = 600
     /// A push not sent within this long of being queued is given up.
     public var maxAge: TimeInterval = 24 * 3600
-    /// How often ended-by-the-clock activities are marked and old idempotency
-    /// records purged.
-    public var sweepInterval: TimeInterval = 60
-    /// How long an `Idempotency-Key` answer is kept.
-    public var idempotencyRetention: TimeInterval = 24 * 3600
-    /// The lifecycle windows, for the sweep.
-    public var lifecycle = LifecycleWindows()
     /// This node's id: the holder of the pushes it claims, and its heartbeat row.
     public var nodeID = "local"
     /// How long a claim on a push lasts unless renewed: when its node dies, another

@@ -7,12 +7,12 @@ public import Foundation
 /// One turn of the loop: wait (for a wake, answers, a stop, or a time); let a few more
 /// answers arrive when many are in flight; record the answers in one transaction; when
 /// stopping, wait for what is in flight up to the deadline, then exit; renew the
-/// node's heartbeat and leases, then sweep, each when its interval has passed; claim (when woken, when nothing is in flight, or when at least
+/// node's heartbeat and leases when its interval has passed; claim (when woken, when nothing is in flight, or when at least
 /// a batch of slots is free), then send what was claimed; then wait until the next push is due, a quarter
 /// second at most (so that an injected clock moved forward is noticed).
 ///
 /// Two times run through it: `now` is the injected clock's (what is due, when to
-/// sweep); `real` is the sleeper's (how long to wait, the stop deadline: the system's
+/// renew); `real` is the sleeper's (how long to wait, the stop deadline: the system's
 /// time in a server). A test that stops only its domain clock (a `ManualWallClock`
 /// as the clock, the system's sleeper) stalls neither the loop nor a stop. A test
 /// that paces the worker on a `ManualWallClock` too stops it on that clock: a stop
@@ -67,9 +67,6 @@ public struct DeliveryStateMachine: Sendable {
         case recorded(succeeded: Bool, Observation)
         /// After `pause`.
         case paused
-        /// After `sweep` (whether or not it succeeded: a sweep is tried again on the
-        /// next interval).
-        case swept(Observation)
         /// After `renew` (whether or not it succeeded: the next interval tries again,
         /// well before the lease runs out).
         case renewed(Observation)
@@ -96,8 +93,6 @@ public struct DeliveryStateMachine: Sendable {
         case record
         /// Sleep `seconds`, keeping the answers held (the store refused them).
         case pause(seconds: TimeInterval)
-        /// End activities by the clock and purge old idempotency records.
-        case sweep(now: Date)
         /// Beat the node's heartbeat, renew the lease of its pushes in flight, and take
         /// back into the queue pushes whose lease ran out.
         case renew(now: Date)
@@ -120,14 +115,11 @@ public struct DeliveryStateMachine: Sendable {
 
     /// Pushes in flight at most.
     public let maxInFlight: Int
-    /// How often the sweep runs (injected-clock seconds).
-    public let sweepInterval: TimeInterval
     /// How often the heartbeat and lease renewal run (injected-clock seconds).
     public let renewInterval: TimeInterval
     /// Answers worth one transaction, and free slots worth one claim.
     public let batch: Int
 
-    private var nextSweep = Date.distantPast
     private var nextRenewal = Date.distantPast
     private var stopping = false
     // This turn's wakeup.
@@ -140,7 +132,6 @@ public struct DeliveryStateMachine: Sendable {
     /// A machine pacing by `configuration`.
     public init(configuration: DeliveryConfiguration) {
         maxInFlight = configuration.maxInFlight
-        sweepInterval = configuration.sweepInterval
         renewInterval = configuration.renewInterval
         batch = max(1, configuration.maxInFlight / 8)
     }
@@ -177,10 +168,8 @@ public struct DeliveryStateMachine: Sendable {
         case .paused:
             // Look again at once: the answers kept are recorded with any new ones.
             return .wait(until: .distantPast, stopping: stopping)
-        case .swept(let observation):
-            return claimOrWait(observation)
         case .renewed(let observation):
-            return sweepOrClaim(observation)
+            return claimOrWait(observation)
         case .claimed(let count, let observation):
             // What was claimed goes out at once; nothing claimed, nothing to send.
             return count > 0 ? .send(count: count) : nextLook(observation)
@@ -213,15 +202,6 @@ public struct DeliveryStateMachine: Sendable {
         if observation.now >= nextRenewal {
             nextRenewal = observation.now.addingTimeInterval(renewInterval)
             return .renew(now: observation.now)
-        }
-        return sweepOrClaim(observation)
-    }
-
-    /// Sweep when the interval has passed, else claim or wait.
-    private mutating func sweepOrClaim(_ observation: Observation) -> Action {
-        if observation.now >= nextSweep {
-            nextSweep = observation.now.addingTimeInterval(sweepInterval)
-            return .sweep(now: observation.now)
         }
         return claimOrWait(observation)
     }

@@ -17,7 +17,7 @@ public import Storage
 /// flight when the process stops is sent again, with the same `apns-id`, on the
 /// next start.
 ///
-/// The decisions are `DeliveryStateMachine`'s (when to claim, record, sweep, wait,
+/// The decisions are `DeliveryStateMachine`'s (when to claim, record, renew, wait,
 /// stop) and `DeliveryPolicy`'s (what each answer leads to); this class is the
 /// thread, the store and the transport around them. Its waits are its `Sleeper`'s,
 /// the stop's grace included: on a `ManualWallClock`, a test moves the clock to end
@@ -208,9 +208,6 @@ public final class DeliveryWorker: BackgroundService {
             case .pause(let seconds):
                 sleeper.block(for: seconds, doorbell: stopBell)
                 action = machine.handle(.paused)
-            case .sweep(let now):
-                sweep(now: now)
-                action = machine.handle(.swept(observe()))
             case .renew(let now):
                 if renew(now: now) { signal { $0.wakeRequested = true } }
                 action = machine.handle(.renewed(observe()))
@@ -234,35 +231,6 @@ public final class DeliveryWorker: BackgroundService {
             }
         }
         handBack()
-    }
-
-    /// Ends activities by the clock and purges old records: once across the nodes of
-    /// a shared database (the node whose transaction takes the job; the others skip
-    /// this turn).
-    private func sweep(now: Date) {
-        do {
-            let (expired, purged) = try store.writeNow { session -> (Int, Int) in
-                guard try session.claimPeriodicJob("sweep") else { return (0, 0) }
-                let ended = try session.expireActivities(
-                    startedBefore: now.addingTimeInterval(-configuration.lifecycle.total),
-                    total: configuration.lifecycle.total, now: now)
-                try session.appendEvents(
-                    ended.droppedPushes.map { NewEvent.pushDropped($0, at: now) }
-                        + ended.activities.map { key in
-                            NewEvent(
-                                appID: key.appID, type: .activityEnded, activityID: key.activityID, occurredAt: now,
-                                data: ["activity_id": .string(key.activityID), "cause": .string(EndCause.expired.rawValue)])
-                        })
-                let expired = ended.activities.count
-                let purged = try session.purgeIdempotentAnswers(before: now.addingTimeInterval(-configuration.idempotencyRetention))
-                try session.forgetNodes(seenBefore: now.addingTimeInterval(-NodeRecord.memory))
-                return (expired, purged)
-            }
-            if expired > 0 { logger.info("activities ended by the clock", ("count", .int(expired))) }
-            if purged > 0 { logger.debug("idempotency records purged", ("count", .int(purged))) }
-        } catch {
-            logger.error("sweep failed", ("error", .string("\(error)")))
-        }
     }
 
     /// Beats the heartbeat, renews the lease of the pushes this node holds, and (on a

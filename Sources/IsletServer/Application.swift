@@ -81,6 +81,8 @@ public final class Application: Sendable {
         var generatedAdminToken: String?
         var demo: DemoApp?
         var sleeper: any Sleeper
+        /// The timekeeper's doorbell, rung when timed work is added or moved.
+        var timers: Doorbell
         var dispatcher: Dispatcher
         /// The SQLite database's lock, released once the store is closed.
         var databaseLock: DatabaseLock?
@@ -112,7 +114,7 @@ public final class Application: Sendable {
         let webhookClient = parts.webhookClient
         let fcmClient = parts.fcmClient
         let fcmTokenClient = parts.fcmTokenClient
-        self.timekeeper = Timekeeper(services: services, sleeper: sleeper)
+        self.timekeeper = Timekeeper(services: services, sleeper: sleeper, doorbell: parts.timers)
         self.historyKeeper = HistoryKeeper(history: services.history, sleeper: sleeper)
         var http = HTTPServerConfiguration()
         http.host = configuration.host

@@ -158,7 +158,6 @@ private func assemble(
     }
     let channelClient = APNsChannelClient(configuration: channelConfiguration, tokens: { client.tokenManager(for: $0) })
     var deliveryConfiguration = DeliveryConfiguration(shutdownGrace: configuration.shutdownGraceSeconds)
-    deliveryConfiguration.lifecycle = configuration.lifecycleWindows
     deliveryConfiguration.maxInFlight = configuration.deliveryMaxInFlight
     deliveryConfiguration.nodeID = configuration.resolvedNodeID
     deliveryConfiguration.lease = configuration.pushLeaseSeconds
@@ -181,9 +180,13 @@ private func assemble(
         if let credentials = app.credentials { embedded?.apns.trust(credentials) }
         if let account = app.fcm { embedded?.apns.trust(account) }
     }
+    // Rung when timed work is added or moved, here or on another node: the
+    // timekeeper sleeps until its next due item otherwise.
+    let timers = Doorbell()
     let environment = ServiceEnvironment(
         store: store, clock: clock, lifecycle: ActivityLifecycle(windows: configuration.lifecycleWindows), logger: logger,
-        idempotencyWindow: deliveryConfiguration.idempotencyRetention, pushesQueued: { [delivery] in delivery.wake() },
+        idempotencyWindow: IdempotencyKey.replayWindow, pushesQueued: { [delivery] in delivery.wake() },
+        timersChanged: { [timers] in timers.ring() },
         credentialsChanged: trust, nodeID: configuration.resolvedNodeID, renewLead: configuration.renewLeadMinutes * 60,
         budget: configuration.budget, rateLimits: configuration.rateLimits,
         historyRetentionDays: configuration.historyRetentionDays)
@@ -217,17 +220,20 @@ private func assemble(
         environment: environment, transport: CurlWebhookTransport(client: webhookClient), policy: retryPolicy, sleeper: sleeper)
     let feed = EventFeed(environment: environment, sleeper: sleeper)
     // What other nodes of a shared database tell this one.
-    store.subscribe { [delivery, services, streamSlots, clock] notice in
+    store.subscribe { [delivery, services, streamSlots, clock, timers] notice in
         switch notice {
         case .eventsWanted(let appID):
             streamSlots.openElsewhere(appID: appID, now: clock.now())
         case .pushesQueued:
             delivery.wake()
+        case .timersChanged:
+            timers.ring()
         case .appChanged:
             services.apps.appChangedElsewhere()
         case .resync:
             services.apps.appChangedElsewhere()
             delivery.wake()
+            timers.ring()
         }
     }
 
@@ -265,7 +271,7 @@ private func assemble(
         configuration: configuration, logger: logger, store: store, services: services, delivery: delivery, client: client,
         channelClient: channelClient, webhooks: webhooks, webhookClient: webhookClient, feed: feed, fcmClient: fcm.client,
         fcmTokenClient: fcm.tokens, embeddedAPNs: embedded, generatedAdminToken: generated ? adminToken : nil, demo: demo,
-        sleeper: sleeper, dispatcher: dispatcher, databaseLock: databaseLock))
+        sleeper: sleeper, timers: timers, dispatcher: dispatcher, databaseLock: databaseLock))
 }
 
 /// The FCM client (`--fcm-url`, or the embedded FCM of `--simulator`) and the HTTP

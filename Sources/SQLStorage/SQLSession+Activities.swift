@@ -82,6 +82,7 @@ extension SQLSession {
             RETURNING seq
             """) }).first
         else { throw StoreError(.corrupt, "the activity's insert returned no sequence") }
+        if endAt != nil { try notifyNodes(.timersChanged) }
         return try row.int64("seq")
     }
 
@@ -106,6 +107,7 @@ extension SQLSession {
 
     /// Sets when Islet ends the activity.
     public func setEndAt(appID: String, activityID: String, endAt: Date) throws {
+        try notifyNodes(.timersChanged)
         try run(
             """
             UPDATE activities SET end_at = \(endAt.unixMilliseconds) WHERE app_id = \(appID) AND activity_id = \(activityID)

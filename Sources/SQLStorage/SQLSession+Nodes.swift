@@ -73,11 +73,12 @@ extension SQLSession {
 }
 
 extension StoreNotice {
-    /// The notice as a `NOTIFY` payload: `pushes`, `app:<id>`, `events:<id>` or
-    /// `resync`.
+    /// The notice as a `NOTIFY` payload: `pushes`, `timers`, `app:<id>`,
+    /// `events:<id>` or `resync`.
     public var payload: String {
         switch self {
         case .pushesQueued: "pushes"
+        case .timersChanged: "timers"
         case .appChanged(let appID): "app:" + appID
         case .eventsWanted(let appID): "events:" + appID
         case .resync: "resync"
@@ -88,6 +89,8 @@ extension StoreNotice {
     public init?(payload: String) {
         if payload == "pushes" {
             self = .pushesQueued
+        } else if payload == "timers" {
+            self = .timersChanged
         } else if payload == "resync" {
             self = .resync
         } else if payload.hasPrefix("app:") {

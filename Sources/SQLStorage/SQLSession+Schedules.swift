@@ -16,6 +16,7 @@ extension SQLSession {
     /// their values bound as arrays; on SQLite one prepared statement run per item.
     public func insertSchedules(appID: String, _ items: [NewSchedule], now: Date) throws {
         let created = now.unixMilliseconds
+        if !items.isEmpty { try notifyNodes(.timersChanged) }
         if dialect == .postgresql {
             try forEachChunk(of: items) { chunk in
                 try run(
@@ -109,6 +110,21 @@ extension SQLSession {
             .first?.optionalDate("earliest")
     }
 
+    /// The earliest time any timed work is due: a scheduled item, a timeline's
+    /// renewal, the end time of an activity not ended. Three lookups of the first
+    /// entry of a partial index each.
+    public func nextTimedWork() throws -> Date? {
+        try query(
+            """
+            SELECT min(due) AS earliest FROM (
+                SELECT min(send_at) AS due FROM schedules WHERE status = 'scheduled'
+                UNION ALL SELECT min(renew_at) FROM timelines WHERE renew_at IS NOT NULL
+                UNION ALL SELECT min(end_at) FROM activities WHERE end_at IS NOT NULL AND status != 'ended'
+            ) AS timed
+            """
+        ).first?.optionalDate("earliest")
+    }
+
     /// Drops every due timeline entry that a newer due entry of its activity replaces.
     @discardableResult
     public func skipSupersededEntries(now: Date) throws -> Int {
@@ -171,6 +187,7 @@ extension SQLSession {
 
     /// Stores or replaces an activity's timeline settings, atomically.
     public func putTimeline(_ timeline: TimelineRecord) throws {
+        if timeline.renewAt != nil || timeline.endAt != nil { try notifyNodes(.timersChanged) }
         try run(
             """
             INSERT INTO timelines (app_id, activity_id, generation, end_at, renew, renew_at, start_alert, updated_at)

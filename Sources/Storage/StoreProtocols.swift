@@ -413,6 +413,10 @@ public protocol ScheduleStore {
     func pendingSchedules(appID: String, activityID: String, kind: ScheduleKind) throws -> [ScheduleRecord]
     /// The earliest time an item is due, if any is scheduled.
     func nextScheduleTime() throws -> Date?
+    /// The earliest time any timed work is due, if any is: a scheduled item, a
+    /// timeline's renewal, the end time of an activity not ended. A write that adds
+    /// or moves one tells the other nodes (`StoreNotice.timersChanged`).
+    func nextTimedWork() throws -> Date?
     /// Drops, as superseded, every timeline entry due at `now` that a newer entry of
     /// the same activity, also due, replaces. Answers how many.
     @discardableResult

@@ -9,8 +9,8 @@ struct DeliveryStateMachineTests {
     let now = Date(timeIntervalSince1970: 1_800_000_000)
     let real = Date(timeIntervalSince1970: 1_700_000_000)
 
-    /// 2,000 slots, batches of 250, a sweep a minute, leases renewed every hour (the
-    /// renewal has a test of its own).
+    /// 2,000 slots, batches of 250, leases renewed every hour (the renewal has a test
+    /// of its own).
     func machine() -> DeliveryStateMachine {
         var configuration = DeliveryConfiguration(shutdownGrace: 10)
         configuration.lease = 3 * 3600
@@ -27,11 +27,11 @@ struct DeliveryStateMachineTests {
         .waited(.init(woken: woken, answers: answers, stopDeadline: stop, observation: seen(inFlight: inFlight, after: seconds)))
     }
 
-    /// A machine past its first renewal and sweep.
-    func swept() -> DeliveryStateMachine {
+    /// A machine past its first renewal.
+    func renewed() -> DeliveryStateMachine {
         var machine = machine()
         #expect(machine.handle(waited()) == .renew(now: now))
-        #expect(machine.handle(.renewed(seen())) == .sweep(now: now))
+        #expect(machine.handle(.renewed(seen(inFlight: 2_000))) == .wait(until: real.addingTimeInterval(0.25), stopping: false))
         return machine
     }
 
@@ -41,38 +41,38 @@ struct DeliveryStateMachineTests {
     }
 
     @Test func claimsWhenWoken() {
-        var machine = swept()
+        var machine = renewed()
         // 100 free slots: fewer than a batch, but pushes were just queued.
         #expect(machine.handle(waited(woken: true, inFlight: 1_900)) == .claim(limit: 100, now: now))
     }
 
     @Test func claimsWhenNothingIsInFlightOrABatchIsFree() {
-        var machine = swept()
-        #expect(machine.handle(.swept(seen(inFlight: 0))) == .claim(limit: 2_000, now: now))
+        var machine = renewed()
+        #expect(machine.handle(.renewed(seen(inFlight: 0))) == .claim(limit: 2_000, now: now))
         #expect(machine.handle(waited(inFlight: 1_750)) == .claim(limit: 250, now: now))
     }
 
     @Test func waitsForAnswersWhenFewSlotsAreFree() {
-        var machine = swept()
+        var machine = renewed()
         // 100 free slots, not woken: the next answers free more; look at the queue.
         #expect(machine.handle(waited(inFlight: 1_900)) == .readNextDue)
     }
 
     @Test func waitsWithoutReadingTheQueueWhenFull() {
-        var machine = swept()
+        var machine = renewed()
         #expect(machine.handle(waited(woken: true, inFlight: 2_000)) == .wait(until: real.addingTimeInterval(0.25), stopping: false))
     }
 
     @Test func aFullClaimWaitsForAnswers() {
-        var machine = swept()
-        #expect(machine.handle(.swept(seen())) == .claim(limit: 2_000, now: now))
+        var machine = renewed()
+        #expect(machine.handle(.renewed(seen())) == .claim(limit: 2_000, now: now))
         #expect(machine.handle(.claimed(count: 2_000, seen())) == .send(count: 2_000))
         #expect(machine.handle(.sent(count: 2_000, seen(inFlight: 2_000))) == .wait(until: real.addingTimeInterval(0.25), stopping: false))
     }
 
     @Test func whatIsClaimedIsSentAndAnEmptyClaimSendsNothing() {
-        var machine = swept()
-        #expect(machine.handle(.swept(seen())) == .claim(limit: 2_000, now: now))
+        var machine = renewed()
+        #expect(machine.handle(.renewed(seen())) == .claim(limit: 2_000, now: now))
         #expect(machine.handle(.claimed(count: 0, seen())) == .readNextDue)
         #expect(machine.handle(.nextDue(nil, seen())) == .wait(until: real.addingTimeInterval(0.25), stopping: false))
         #expect(machine.handle(.waited(.init(woken: true, answers: 0, stopDeadline: nil, observation: seen()))) == .claim(limit: 2_000, now: now))
@@ -80,8 +80,8 @@ struct DeliveryStateMachineTests {
     }
 
     @Test func aPartialClaimWaitsUntilTheNextPushIsDueAQuarterSecondAtMost() {
-        var machine = swept()
-        #expect(machine.handle(.swept(seen())) == .claim(limit: 2_000, now: now))
+        var machine = renewed()
+        #expect(machine.handle(.renewed(seen())) == .claim(limit: 2_000, now: now))
         #expect(machine.handle(.claimed(count: 3, seen())) == .send(count: 3))
         #expect(machine.handle(.sent(count: 3, seen(inFlight: 3))) == .readNextDue)
         #expect(machine.handle(.nextDue(now.addingTimeInterval(0.1), seen(inFlight: 3))) == .wait(until: real.addingTimeInterval(0.1), stopping: false))
@@ -91,7 +91,7 @@ struct DeliveryStateMachineTests {
     }
 
     @Test func batchesAnswersWhenManyAreInFlight() {
-        var machine = swept()
+        var machine = renewed()
         #expect(machine.handle(waited(answers: 10, inFlight: 1_000)) == .gatherAnswers(pause: 0.001))
         #expect(machine.handle(.gathered(answers: 40)) == .record)
         // A full batch, few in flight, a wake or a stop: record at once.
@@ -102,40 +102,29 @@ struct DeliveryStateMachineTests {
     }
 
     @Test func recordsThenClaims() {
-        var machine = swept()
+        var machine = renewed()
         #expect(machine.handle(waited(answers: 3, inFlight: 0)) == .record)
         #expect(machine.handle(.recorded(succeeded: true, seen())) == .claim(limit: 2_000, now: now))
     }
 
-    @Test func sweepsOnItsInterval() {
-        var machine = machine()
-        #expect(machine.handle(waited()) == .renew(now: now))
-        #expect(machine.handle(.renewed(seen())) == .sweep(now: now))
-        #expect(machine.handle(.swept(seen(inFlight: 2_000))) == .wait(until: real.addingTimeInterval(0.25), stopping: false))
-        #expect(machine.handle(waited(inFlight: 2_000, after: 59)) == .wait(until: real.addingTimeInterval(59.25), stopping: false))
-        #expect(machine.handle(waited(inFlight: 2_000, after: 60)) == .sweep(now: now.addingTimeInterval(60)))
-        #expect(machine.handle(waited(inFlight: 2_000, after: 61)) == .wait(until: real.addingTimeInterval(61.25), stopping: false))
-    }
-
     /// The heartbeat and lease renewal come first, on their own interval (a third of
-    /// the lease), each followed by the sweep when that is due too.
+    /// the lease). (Ending activities by the clock is the timekeeper's.)
     @Test func renewsLeasesOnAThirdOfTheLease() {
         var configuration = DeliveryConfiguration(shutdownGrace: 10)
         configuration.lease = 30
         var machine = DeliveryStateMachine(configuration: configuration)
         #expect(machine.renewInterval == 10)
         #expect(machine.handle(waited()) == .renew(now: now))
-        #expect(machine.handle(.renewed(seen())) == .sweep(now: now))
-        #expect(machine.handle(.swept(seen(inFlight: 2_000))) == .wait(until: real.addingTimeInterval(0.25), stopping: false))
+        #expect(machine.handle(.renewed(seen(inFlight: 2_000))) == .wait(until: real.addingTimeInterval(0.25), stopping: false))
         #expect(machine.handle(waited(inFlight: 2_000, after: 9)) == .wait(until: real.addingTimeInterval(9.25), stopping: false))
         #expect(machine.handle(waited(inFlight: 2_000, after: 10)) == .renew(now: now.addingTimeInterval(10)))
         #expect(machine.handle(.renewed(seen(inFlight: 2_000, after: 10))) == .wait(until: real.addingTimeInterval(10.25), stopping: false))
         #expect(machine.handle(waited(inFlight: 2_000, after: 60)) == .renew(now: now.addingTimeInterval(60)))
-        #expect(machine.handle(.renewed(seen(inFlight: 2_000, after: 60))) == .sweep(now: now.addingTimeInterval(60)))
+        #expect(machine.handle(.renewed(seen(inFlight: 2_000, after: 60))) == .wait(until: real.addingTimeInterval(60.25), stopping: false))
     }
 
     @Test func stopWaitsForAnswersInFlightThenExits() {
-        var machine = swept()
+        var machine = renewed()
         let deadline = real.addingTimeInterval(5)
         #expect(machine.handle(waited(stop: deadline, inFlight: 2)) == .wait(until: deadline, stopping: true))
         #expect(machine.handle(waited(answers: 1, stop: deadline, inFlight: 1, after: 1)) == .record)
@@ -145,14 +134,14 @@ struct DeliveryStateMachineTests {
     }
 
     @Test func stopExitsAtItsDeadlineWithAnswersStillOut() {
-        var machine = swept()
+        var machine = renewed()
         let deadline = real.addingTimeInterval(5)
         #expect(machine.handle(waited(stop: deadline, inFlight: 2)) == .wait(until: deadline, stopping: true))
         #expect(machine.handle(waited(stop: deadline, inFlight: 2, after: 5)) == .exit)
     }
 
     @Test func anAnswerThatArrivesWhileStoppingIsRecordedBeforeExiting() {
-        var machine = swept()
+        var machine = renewed()
         let deadline = real.addingTimeInterval(5)
         // One in flight when the wait ended; it answered while the batch was
         // recorded: the machine does not exit before that answer is taken.
@@ -161,8 +150,8 @@ struct DeliveryStateMachineTests {
     }
 
     @Test func aStoreFailureBacksOffAQuarterSecond() {
-        var machine = swept()
-        #expect(machine.handle(.swept(seen())) == .claim(limit: 2_000, now: now))
+        var machine = renewed()
+        #expect(machine.handle(.renewed(seen())) == .claim(limit: 2_000, now: now))
         #expect(machine.handle(.claimFailed(seen())) == .wait(until: real.addingTimeInterval(0.25), stopping: false))
         // Answers the store refused are kept, and recorded after a pause.
         #expect(machine.handle(waited(answers: 4)) == .record)
@@ -172,7 +161,7 @@ struct DeliveryStateMachineTests {
     }
 
     @Test func aStoreFailurePastTheStopDeadlineExits() {
-        var machine = swept()
+        var machine = renewed()
         let deadline = real.addingTimeInterval(1)
         #expect(machine.handle(waited(answers: 4, stop: deadline, inFlight: 0, after: 2)) == .record)
         #expect(machine.handle(.recorded(succeeded: false, seen(after: 2))) == .exit)

@@ -1,4 +1,5 @@
 import Foundation
+import IsletBackground
 import IsletCore
 import IsletCrypto
 import IsletLog
@@ -24,6 +25,8 @@ struct ServiceTests {
         let clock: ManualWallClock
         let store: any Store
         let woken: Lock<Int>
+        /// Rung by the services when timed work is added or moved.
+        let timers: Doorbell
         let secrets = DeviceSecretBook()
 
         /// An app with credentials, a device of it with a push-to-start token.
@@ -57,10 +60,13 @@ struct ServiceTests {
         try await withSuiteStore { store in
             let clock = ManualWallClock()
             let woken = Lock(0)
+            let timers = Doorbell()
             let environment = ServiceEnvironment(
                 store: store, clock: clock, lifecycle: ActivityLifecycle(), logger: Logger(level: .error, format: .logfmt, sink: MemoryLogSink()),
-                idempotencyWindow: 3600, pushesQueued: { woken.withLock { $0 += 1 } })
-            let rig = Rig(services: Services(environment: environment, adminToken: Self.adminToken), clock: clock, store: store, woken: woken)
+                idempotencyWindow: 3600, pushesQueued: { woken.withLock { $0 += 1 } }, timersChanged: { timers.ring() })
+            let rig = Rig(
+                services: Services(environment: environment, adminToken: Self.adminToken), clock: clock, store: store, woken: woken,
+                timers: timers)
             try await body(rig)
         }
     }

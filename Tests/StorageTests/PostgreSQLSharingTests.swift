@@ -268,6 +268,29 @@ struct PostgreSQLSharingTests {
                 _ = try session.replaceKeys(appID: "app_1", serverKeyHash: Data("s2".utf8), deviceKeyHash: Data("d2".utf8), now: Fixture.at(1))
             }
             #expect(await eventually { heard.withLock { $0.contains(.pushesQueued) && $0.contains(.appChanged(appID: "app_1")) } })
+            // Timed work added or moved (a schedule item, an end time, a renewal)
+            // wakes the other nodes' timekeepers; nothing timed, no notice.
+            heard.withLock { $0.removeAll() }
+            try stores[0].writeNow { session in
+                try session.startActivity("plain", at: Fixture.at(1))
+                try session.notifyNodes(.appChanged(appID: "marker-1"))
+            }
+            #expect(await eventually { heard.withLock { $0.contains(.appChanged(appID: "marker-1")) } })
+            #expect(!heard.withLock { $0.contains(.timersChanged) })
+            for write in [
+                { (session: any StoreSession) in try session.startActivity("timed", endAt: Fixture.at(90), at: Fixture.at(1)) },
+                { (session: any StoreSession) in try session.setEndAt(appID: "app_1", activityID: "plain", endAt: Fixture.at(80)) },
+                { (session: any StoreSession) in
+                    try session.insertSchedules(
+                        appID: "app_1",
+                        [NewSchedule(scheduleID: "s1", kind: .notification, activityID: nil, sendAt: Fixture.at(60), command: .null)],
+                        now: Fixture.at(1))
+                },
+            ] as [(any StoreSession) throws -> Void] {
+                heard.withLock { $0.removeAll() }
+                try stores[0].writeNow { try write($0) }
+                #expect(await eventually { heard.withLock { $0.contains(.timersChanged) } })
+            }
             // A rolled-back transaction tells nobody.
             heard.withLock { $0.removeAll() }
             struct Abandon: Error {}

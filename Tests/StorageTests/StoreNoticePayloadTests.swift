@@ -5,7 +5,7 @@ import Testing
 /// What a notice says on PostgreSQL's `NOTIFY`, read back as it was sent.
 @Suite struct StoreNoticePayloadTests {
     @Test(arguments: [
-        StoreNotice.pushesQueued, .resync, .appChanged(appID: "app_1"), .eventsWanted(appID: "app_1"),
+        StoreNotice.pushesQueued, .timersChanged, .resync, .appChanged(appID: "app_1"), .eventsWanted(appID: "app_1"),
         .eventsWanted(appID: "app:with:colons"), .appChanged(appID: ""),
     ])
     func aNoticeReadsBackAsItWasSent(_ notice: StoreNotice) {

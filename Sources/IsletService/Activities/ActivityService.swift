@@ -39,11 +39,13 @@ public struct ActivityService: Sendable {
         let now = environment.clock.now()
         let budget = environment.budget
         do {
-            return try await environment.idempotentWrite(
+            let answer = try await environment.idempotentWrite(
                 appID: app.id, idempotency: command.idempotency, now: now
             ) { (session: any Stores) in
                 try Self.start(command, session: session, lifecycle: lifecycle, budget: budget, now: now)
             }
+            if command.endAt != nil { environment.timersChanged() }
+            return answer
         } catch {
             // The channels made for a start that did not happen are deleted again.
             await discardChannels(of: command)
@@ -382,11 +384,13 @@ public struct ActivityService: Sendable {
         let lifecycle = environment.lifecycle
         let now = environment.clock.now()
         let budget = environment.budget
-        return try await environment.idempotentWrite(
+        let answer = try await environment.idempotentWrite(
             appID: app.id, idempotency: command.idempotency, now: now
         ) { (session: any Stores) in
             try Self.update(command, session: session, lifecycle: lifecycle, budget: budget, now: now)
         }
+        if command.endAt != nil { environment.timersChanged() }
+        return answer
     }
 
     /// Updates an activity in `session` (see `update(_:)`).
@@ -517,6 +521,33 @@ public struct ActivityService: Sendable {
             return ended
         } catch {
             logger.error("scheduled ends failed", ("error", .string("\(error)")))
+            return 0
+        }
+    }
+
+    /// Ends, by the clock, every activity past ActivityKit's windows that nothing
+    /// ended (started more than the lifecycle's total ago; the device has ended it):
+    /// its copies end (cause `expired`), its queued starts and updates are dropped
+    /// (`push.dropped`), and `activity.ended` says so in the shape every end has
+    /// (``ended(appID:activityID:cause:targets:at:)``, no targets: nothing is sent).
+    /// Once across the nodes of a shared database. Answers how many.
+    @discardableResult
+    public func expireOverdue() async -> Int {
+        let now = environment.clock.now()
+        let total = environment.lifecycle.windows.total
+        do {
+            let expired = try await environment.store.write { (session: any Stores) -> Int in
+                guard try session.claimPeriodicJob("expiry") else { return 0 }
+                let ended = try session.expireActivities(startedBefore: now.addingTimeInterval(-total), total: total, now: now)
+                try session.appendEvents(
+                    ended.droppedPushes.map { NewEvent.pushDropped($0, at: now) }
+                        + ended.activities.map { Self.ended(appID: $0.appID, activityID: $0.activityID, cause: .expired, targets: 0, at: now) })
+                return ended.activities.count
+            }
+            if expired > 0 { environment.logger.info("activities ended by the clock", ("count", .int(expired))) }
+            return expired
+        } catch {
+            environment.logger.error("ending activities by the clock failed", ("error", .string("\(error)")))
             return 0
         }
     }

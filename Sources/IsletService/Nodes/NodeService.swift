@@ -1,4 +1,5 @@
 import Foundation
+import IsletLog
 public import Storage
 
 /// The Islet nodes sharing the database, as their heartbeats show them.
@@ -50,6 +51,29 @@ public final class NodeService: Sendable {
     public func list() async throws(ServiceError) -> [NodeRecord] {
         let since = environment.clock.now().addingTimeInterval(-NodeRecord.memory)
         return try await environment.read { (session: any Stores) in try session.nodes(seenSince: since) }
+    }
+
+    /// Forgets what only time makes stale: the nodes not seen for
+    /// `NodeRecord.memory`, and the `Idempotency-Key` answers older than the
+    /// replay window. Once across the nodes of a shared database. Answers how many
+    /// of each.
+    @discardableResult
+    public func forgetStale() async -> (nodes: Int, answers: Int) {
+        let now = environment.clock.now()
+        let window = environment.idempotencyWindow
+        do {
+            let forgotten = try await environment.store.write { (session: any NodeCoordination & NodeStore & IdempotencyStore) in
+                guard try session.claimPeriodicJob("forget") else { return (nodes: 0, answers: 0) }
+                let answers = try session.purgeIdempotentAnswers(before: now.addingTimeInterval(-window))
+                let nodes = try session.forgetNodes(seenBefore: now.addingTimeInterval(-NodeRecord.memory))
+                return (nodes: nodes, answers: answers)
+            }
+            if forgotten.answers > 0 { environment.logger.debug("idempotency records purged", ("count", .int(forgotten.answers))) }
+            return forgotten
+        } catch {
+            environment.logger.error("forgetting stale records failed", ("error", .string("\(error)")))
+            return (0, 0)
+        }
     }
 }
 

@@ -73,6 +73,7 @@ public struct ScheduleService: Sendable {
         let now = environment.clock.now()
         let when = try Self.when(sendAt, now: now)
         let budget = environment.budget
+        defer { if when != nil || timeline != nil || command.endAt != nil { environment.timersChanged() } }
         return try await environment.idempotentWrite(
             appID: app.id, idempotency: command.idempotency, now: now
         ) { (session: any Stores) in
@@ -106,6 +107,8 @@ public struct ScheduleService: Sendable {
         let app = command.app
         let lifecycle = environment.lifecycle
         let budget = environment.budget
+        let environment = self.environment
+        defer { if command.endAt != nil { environment.timersChanged() } }
         return try await send(app: app, idempotency: command.idempotency, sendAt: sendAt) { session, now in
             try ActivityService.update(command, session: session, lifecycle: lifecycle, budget: budget, now: now)
         } schedule: { session, now, when in
@@ -184,12 +187,14 @@ public struct ScheduleService: Sendable {
         try SendRules.requireActivityCredentials(app)
         let now = environment.clock.now()
         let when = try Self.when(sendAt, now: now)
-        return try await environment.idempotentWrite(
+        let answer = try await environment.idempotentWrite(
             appID: app.id, idempotency: idempotency, now: now
-        ) { (session: any Stores) in
+        ) { (session: any Stores) -> Scheduling<R> in
             guard let when else { return .immediate(try immediate(session, now)) }
             return try schedule(session, now, when)
         }
+        if when != nil { environment.timersChanged() }
+        return answer
     }
 
     /// When a send with `sendAt` goes: nil for now (no `send_at`, or one up to

@@ -78,6 +78,7 @@ public struct TimelineService: Sendable {
         let environment = self.environment
         let lifecycle = environment.lifecycle
         let now = environment.clock.now()
+        defer { environment.timersChanged() }
         return try await environment.write { (session: any Stores) -> TimelineView in
             let activity = try SendRules.lockedActivity(session, appID: app.id, activityID: command.activityID)
             switch lifecycle.check(.update, status: activity.status, startedAt: activity.startedAt, now: now) {

@@ -18,6 +18,8 @@ public struct IdempotencyKey: Sendable, Hashable {
 
     /// The name clients know the key by.
     public static let field = "Idempotency-Key"
+    /// How long a key's first answer is replayed (and then forgotten): a day.
+    public static let replayWindow: TimeInterval = 24 * 3600
 
     /// 1 to 255 visible ASCII characters.
     static func isWellFormed(_ key: String) -> Bool {

@@ -25,6 +25,10 @@ public struct ServiceEnvironment: Sendable {
     public let idempotencyWindow: TimeInterval
     /// Called after pushes were queued.
     public let pushesQueued: @Sendable () -> Void
+    /// Called after a write added or moved timed work (a scheduled send, a timeline,
+    /// an activity's end time): the timekeeper, asleep until its next due item,
+    /// looks again. (Other nodes hear it from the store: `StoreNotice.timersChanged`.)
+    public let timersChanged: @Sendable () -> Void
     /// Called with an app that was given credentials (APNs or FCM; an embedded
     /// simulator may trust them).
     public let credentialsChanged: @Sendable (AppRecord) -> Void
@@ -49,6 +53,7 @@ public struct ServiceEnvironment: Sendable {
     public init(
         store: any Store, clock: any WallClock, lifecycle: ActivityLifecycle, logger: Logger,
         idempotencyWindow: TimeInterval, pushesQueued: @escaping @Sendable () -> Void = {},
+        timersChanged: @escaping @Sendable () -> Void = {},
         credentialsChanged: @escaping @Sendable (AppRecord) -> Void = { _ in }, nodeID: String = "local",
         renewLead: TimeInterval = 15 * 60, budget: SendBudget = .standard, rateLimits: RateLimitDefaults = .none,
         limitMetrics: LimitMetrics = LimitMetrics(), historyRetentionDays: Double = HistoryRetention.standardDays
@@ -65,6 +70,7 @@ public struct ServiceEnvironment: Sendable {
         self.logger = logger
         self.idempotencyWindow = idempotencyWindow
         self.pushesQueued = pushesQueued
+        self.timersChanged = timersChanged
         self.credentialsChanged = credentialsChanged
     }
 

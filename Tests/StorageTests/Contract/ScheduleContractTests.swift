@@ -108,4 +108,40 @@ struct ScheduleContractTests {
             }
         }
     }
+
+    @Test(arguments: StoreBackend.all)
+    func theNextTimedWorkIsTheEarliestItemRenewalOrEndTimeStillPending(_ backend: StoreBackend) async throws {
+        try await withStore(backend) { store in
+            try store.writeNow { session throws in
+                try session.insertApp(Fixture.app())
+                #expect(try session.nextTimedWork() == nil)
+                // An activity's end time.
+                try session.startActivity("a1", endAt: Fixture.at(90), at: Fixture.at(1))
+                #expect(try session.nextTimedWork() == Fixture.at(90))
+                try session.setEndAt(appID: "app_1", activityID: "a1", endAt: Fixture.at(80))
+                #expect(try session.nextTimedWork() == Fixture.at(80))
+                // A timeline's renewal, sooner.
+                try session.putTimeline(TimelineRecord(
+                    appID: "app_1", activityID: "a1", generation: 1, endAt: nil, renew: true, renewAt: Fixture.at(70),
+                    startAlert: nil, updatedAt: Fixture.at(1)))
+                #expect(try session.nextTimedWork() == Fixture.at(70))
+                // A scheduled item, sooner still; once settled, it no longer counts.
+                try session.insertSchedules(appID: "app_1", [Self.item("s1", at: 60)], now: Fixture.at(1))
+                #expect(try session.nextTimedWork() == Fixture.at(60))
+                #expect(try session.cancelSchedule(appID: "app_1", scheduleID: "s1", now: Fixture.at(2)))
+                #expect(try session.nextTimedWork() == Fixture.at(70))
+                try session.putTimeline(TimelineRecord(
+                    appID: "app_1", activityID: "a1", generation: 1, endAt: nil, renew: false, renewAt: nil, startAlert: nil,
+                    updatedAt: Fixture.at(2)))
+                #expect(try session.nextTimedWork() == Fixture.at(80))
+                // An ended activity's end time is no work.
+                try session.endActivity(appID: "app_1", activityID: "a1", cause: .server, contentState: nil, timestamp: nil, at: Fixture.at(3))
+                #expect(try session.nextTimedWork() == nil)
+                // Times far in the past come first, whatever their table.
+                try session.startActivity("a2", endAt: Fixture.at(-86_400 * 365), at: Fixture.at(1))
+                try session.insertSchedules(appID: "app_1", [Self.item("s2", at: -10)], now: Fixture.at(1))
+                #expect(try session.nextTimedWork() == Fixture.at(-86_400 * 365))
+            }
+        }
+    }
 }
