@@ -105,7 +105,8 @@ public final class APNsClient: Sendable {
         do {
             pool = try self.pool(key: key, environment: environment, broadcast: request.channelID != nil)
         } catch {
-            completion(APNsResult(disposition: .retry, response: nil, error: error, attempts: 0, apnsID: request.apnsID))
+            completion(APNsResult(
+                disposition: NoAnswer.connectionFailed.disposition(), response: nil, error: error, attempts: 0, apnsID: request.apnsID))
             return
         }
         PushAttempt(client: self, request: request, pool: pool, completion: completion).start()
@@ -284,13 +285,13 @@ private final class PushAttempt: HTTP2Exchange, @unchecked Sendable {
 
     func start() {
         if client.isShuttingDown {
-            finish(.retryLater(after: nil), error: APNsError(.shutDown, "the client is shutting down"))
+            finish(NoAnswer.shuttingDown.disposition(), error: APNsError(.shutDown, "the client is shutting down"))
             return
         }
         let permit = breaker.permit()
         guard permit.allowed else {
             finish(
-                .retryLater(after: permit.retryAfter),
+                NoAnswer.hostPaused.disposition(after: permit.retryAfter),
                 error: APNsError(.circuitOpen, "\(pool.hostKey) keeps failing; paused for \(Int(permit.retryAfter.rounded(.up))) s"))
             return
         }
@@ -298,7 +299,9 @@ private final class PushAttempt: HTTP2Exchange, @unchecked Sendable {
             (providerToken, authorization) = try tokens.current()
         } catch {
             breaker.recordNeutral()
-            finish(.credentialsRejected, error: APNsError(.credentialsRejected, "cannot sign a provider token: \(error)"))
+            finish(
+                NoAnswer.credentialsUnusable.disposition(),
+                error: APNsError(.credentialsRejected, "cannot sign a provider token: \(error)"))
             return
         }
         attempts = 1
@@ -367,7 +370,7 @@ private final class PushAttempt: HTTP2Exchange, @unchecked Sendable {
             finish(disposition, response: answer)
         case .failure(let error):
             breaker.recordFailure()
-            finish(.retry, error: APNsError(.transport, APNsError.sentence(error, host: pool.hostKey)))
+            finish(NoAnswer.connectionFailed.disposition(), error: APNsError(.transport, APNsError.sentence(error, host: pool.hostKey)))
         }
     }
 

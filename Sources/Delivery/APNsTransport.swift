@@ -103,7 +103,7 @@ public final class APNsTransport: PushTransport {
     public static func unsendable(problem: String, passing: Bool) -> TransportResult {
         result(
             APNsResult(
-                disposition: passing ? .retry : .credentialsRejected, response: nil,
+                disposition: (passing ? NoAnswer.credentialsUnreadable : .credentialsUnusable).disposition(), response: nil,
                 error: APNsError(passing ? .transport : .credentialsRejected, problem), attempts: 0, apnsID: ""),
             latency: 0)
     }

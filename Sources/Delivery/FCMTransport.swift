@@ -84,17 +84,17 @@ public final class FCMTransport: PushTransport {
         guard let account = cached.account, let tokens = cached.tokens else {
             if let problem = cached.tokenURIProblem { warnOfTokenEndpoint(appID: push.appID, cause: problem) }
             completion(TransportResult(
-                disposition: cached.passing ? .retry : .credentialsRejected,
+                disposition: (cached.passing ? NoAnswer.credentialsUnreadable : .credentialsUnusable).disposition(),
                 reason: cached.passing ? "transport" : "credentialsRejected", attempts: 0))
             return
         }
         let credentials = RefusedCredentials.Subject(service: .fcm, appID: push.appID, version: cached.updatedAt)
         if let refused = refusals.refusal(of: credentials) {
-            completion(TransportResult(disposition: .credentialsRejected, reason: refused.reason, attempts: 0))
+            completion(TransportResult(disposition: NoAnswer.credentialsUnusable.disposition(), reason: refused.reason, attempts: 0))
             return
         }
         guard let message = Self.message(push, now: clock.now()) else {
-            completion(TransportResult(disposition: .rejected, reason: "InvalidData", attempts: 0))
+            completion(TransportResult(disposition: NoAnswer.contentUnusable.disposition(), reason: "InvalidData", attempts: 0))
             return
         }
         let client = client

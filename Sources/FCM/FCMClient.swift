@@ -100,7 +100,7 @@ public final class FCMClient: Sendable {
             token = try await tokens.token()
         } catch {
             return FCMResult(
-                disposition: error.refusesCredentials ? .credentialsRejected : .retry, response: nil,
+                disposition: (error.refusesCredentials ? NoAnswer.credentialsUnusable : .connectionFailed).disposition(), response: nil,
                 error: "no access token: \(error.message)", attempts: 0, tokenFailure: error)
         }
         let answer: HTTP2Response
@@ -113,11 +113,13 @@ public final class FCMClient: Sendable {
                 request, on: try client(), within: configuration.timeout, timer: configuration.timer)
             else {
                 return FCMResult(
-                    disposition: .retry, response: nil, error: "FCM did not answer within \(configuration.timeout)", attempts: 1)
+                    disposition: NoAnswer.connectionFailed.disposition(), response: nil,
+                    error: "FCM did not answer within \(configuration.timeout)", attempts: 1)
             }
             answer = answered
         } catch {
-            return FCMResult(disposition: .retry, response: nil, error: "FCM did not answer: \(error)", attempts: 1)
+            return FCMResult(
+                disposition: NoAnswer.connectionFailed.disposition(), response: nil, error: "FCM did not answer: \(error)", attempts: 1)
         }
         let response = FCMResponse(
             status: answer.status, body: answer.body, retryAfter: answer.headers["retry-after"], now: configuration.clock.now())

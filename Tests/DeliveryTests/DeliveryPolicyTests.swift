@@ -123,3 +123,34 @@ struct APNsStandingRefusalTests {
         }
     }
 }
+
+@Suite("No answer: the one map from a cause to a disposition")
+struct NoAnswerTests {
+    @Test func eachCauseHasItsDispositionAndWhatTheDeliveryPolicyMakesOfIt() {
+        let expected: [NoAnswer: TransportDisposition] = [
+            .credentialsUnreadable: .retry, .credentialsUnusable: .credentialsRejected, .shuttingDown: .retryLater(after: nil),
+            .hostPaused: .retryLater(after: nil), .connectionFailed: .retry, .contentUnusable: .rejected,
+        ]
+        #expect(Set(expected.keys) == Set(NoAnswer.allCases))
+        for cause in NoAnswer.allCases {
+            #expect(cause.disposition() == expected[cause], "\(cause)")
+        }
+        // A pause's length carries through, over its extremes; other causes ignore it.
+        for after in [0, -0.0, .leastNonzeroMagnitude, 7, 86_400, .greatestFiniteMagnitude] as [TimeInterval] {
+            #expect(NoAnswer.hostPaused.disposition(after: after) == .retryLater(after: after))
+            #expect(NoAnswer.connectionFailed.disposition(after: after) == .retry)
+        }
+        // Unanswered and untried, a push uses no round: only its age bounds it.
+        let policy = DeliveryPolicy(configuration: DeliveryConfiguration(shutdownGrace: 10))
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        for cause in NoAnswer.allCases {
+            let decision = policy.decide(
+                TransportResult(disposition: cause.disposition(), attempts: 0), round: 99, queuedAt: now,
+                environmentSwitched: false, environment: .production, now: now, jitter: 0.5)
+            switch cause {
+            case .credentialsUnusable, .contentUnusable: #expect(decision == .failed, "\(cause)")
+            default: #expect(decision != .failed, "\(cause)")
+            }
+        }
+    }
+}

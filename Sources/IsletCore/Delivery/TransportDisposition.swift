@@ -30,3 +30,36 @@ public enum TransportDisposition: Sendable, Equatable {
     /// The push itself is wrong; sending it again cannot help.
     case rejected
 }
+
+/// Why a push got no answer from its service, in the terms every transport shares,
+/// and the one map from each to its disposition: a transport that sends nothing,
+/// or hears nothing back, names the cause and never picks the disposition itself.
+public enum NoAnswer: Sendable, Equatable, CaseIterable {
+    /// The app's credentials could not be read now (the store failed): a passing
+    /// fault.
+    case credentialsUnreadable
+    /// The app has no credentials for the service that work: none, a key that does
+    /// not parse or sign, or credentials the service refused before.
+    case credentialsUnusable
+    /// The transport is stopping: the push goes again later, on the next start.
+    case shuttingDown
+    /// The host is paused (a circuit breaker open after repeated failures).
+    case hostPaused
+    /// No answer came: the connection failed or closed first, or the answer's
+    /// deadline passed.
+    case connectionFailed
+    /// The push's stored content cannot be made into the service's message.
+    case contentUnusable
+
+    /// What follows: a passing fault is tried again with backoff, a paused host or
+    /// a stop later (`after` seconds at least, when the pause says), an unusable
+    /// credential or content never.
+    public func disposition(after: TimeInterval? = nil) -> TransportDisposition {
+        switch self {
+        case .credentialsUnreadable, .connectionFailed: .retry
+        case .credentialsUnusable: .credentialsRejected
+        case .shuttingDown, .hostPaused: .retryLater(after: after)
+        case .contentUnusable: .rejected
+        }
+    }
+}
