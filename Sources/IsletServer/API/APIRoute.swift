@@ -69,6 +69,11 @@ struct APIRoute: Sendable {
     let responses: [(status: Int, description: String)]
     /// The media type of the success answers.
     let contentType: String
+    /// The JSON Schema of a success answer's body (every 2xx status but 204), from
+    /// `AnswerSchemas`; `nil` for a route whose answers are not JSON objects (a
+    /// CSV export, the metrics' text, an event stream), which the document shows by
+    /// their media type.
+    let answer: JSONValue?
     /// Whether the body may be as large as a timeline of 1,440 entries
     /// (`Configuration.maxTimelineBodyBytes`) rather than `maxBodyBytes`.
     let largeBody: Bool
@@ -87,8 +92,9 @@ struct APIRoute: Sendable {
         idempotent: Bool = false, largeBody: Bool = false, carriesSecret: Bool = false, query: [QueryParameter] = [],
         alsoChecks: (@Sendable (HTTPRequest) -> [Problem.FieldError])? = nil, family: RateFamily? = nil,
         responses: [(status: Int, description: String)], contentType: String = "application/json",
-        handler: @escaping Handler
+        answer: JSONValue? = nil, handler: @escaping Handler
     ) {
+        self.answer = answer
         self.family = family
         self.method = method
         self.pattern = pattern

@@ -64,7 +64,9 @@ enum OpenAPIDocument {
                 "securitySchemes": [
                     "adminToken": bearer, "serverKey": bearer, "deviceKey": bearer,
                 ],
-                "schemas": ["Problem": OpenAPISchemas.problem, "Field": OpenAPISchemas.fieldDefinition],
+                "schemas": .object(
+                    AnswerSchemas.components.merging(
+                        ["Problem": OpenAPISchemas.problem, "Field": OpenAPISchemas.fieldDefinition], uniquingKeysWith: { $1 })),
             ],
         ]
     }
@@ -128,7 +130,7 @@ enum OpenAPIDocument {
             if status >= 400 {
                 response["content"] = ["application/problem+json": ["schema": ["$ref": "#/components/schemas/Problem"]]]
             } else if status != 204 {
-                let schema: JSONValue = route.contentType.hasPrefix("text/") ? ["type": "string"] : ["type": "object"]
+                let schema: JSONValue = route.contentType.hasPrefix("text/") ? ["type": "string"] : route.answer ?? ["type": "object"]
                 response["content"] = .object([route.contentType: ["schema": schema]])
             }
             if let family = route.family {

@@ -1,0 +1,6 @@
+import IsletCore
+
+extension AnswerSchemas {
+    /// The shapes the activity routes share.
+    static let activityComponents: [String: JSONValue] = [:]
+}

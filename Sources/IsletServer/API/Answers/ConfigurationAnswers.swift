@@ -1,0 +1,6 @@
+import IsletCore
+
+extension AnswerSchemas {
+    /// The shapes the configuration routes share.
+    static let configurationComponents: [String: JSONValue] = [:]
+}
