@@ -275,6 +275,42 @@ struct APIRulesTests {
             let start = try #require(paths["/v1/apps/{app_id}/activities"]?["post"])
             #expect(start["parameters"]?.arrayValue?.contains { $0["name"] == "Idempotency-Key" } == true)
             #expect(start["requestBody"]?["content"]?["application/json"]?["schema"]?["additionalProperties"] == false)
+
+            // Every JSON success answer is typed: a reference to a component, a union of
+            // shapes, or an object with its properties; never a bare object.
+            let components = try #require(document["components"]?["schemas"]?.objectValue)
+            var untyped: [String] = []
+            var dangling: [String] = []
+            for (path, item) in paths {
+                for (method, operation) in item.objectValue ?? [:] {
+                    for (status, response) in operation["responses"]?.objectValue ?? [:] where status.hasPrefix("2") && status != "204" {
+                        guard let schema = response["content"]?["application/json"]?["schema"] else { continue }
+                        let typed = schema["$ref"] != nil || schema["anyOf"] != nil || schema["allOf"] != nil
+                            || schema["oneOf"] != nil || schema["properties"]?.objectValue?.isEmpty == false
+                        if !typed { untyped.append("\(method.uppercased()) \(path) \(status)") }
+                    }
+                }
+            }
+            // Every reference names a component the document has.
+            func references(_ value: JSONValue) -> [String] {
+                switch value {
+                case .object(let object):
+                    let own = object["$ref"]?.stringValue.map { [$0] } ?? []
+                    return own + object.values.flatMap(references)
+                case .array(let items): return items.flatMap(references)
+                default: return []
+                }
+            }
+            for reference in references(document.json) {
+                let name = reference.replacingOccurrences(of: "#/components/schemas/", with: "")
+                if components[name] == nil { dangling.append(reference) }
+            }
+            #expect(untyped.isEmpty, "untyped answers: \(untyped.sorted())")
+            #expect(dangling.isEmpty, "references to no component: \(dangling)")
+            #expect(components["App"] != nil && components["Activity"] != nil && components["Push"] != nil)
+            // A device route declares the device's secret header.
+            let register = try #require(paths["/v1/apps/{app_id}/devices/{device_id}"]?["put"])
+            #expect(register["parameters"]?.arrayValue?.contains { $0["name"] == "Islet-Device-Secret" && $0["in"] == "header" } == true)
         }
     }
 

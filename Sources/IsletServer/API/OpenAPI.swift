@@ -30,6 +30,13 @@ enum OpenAPIDocument {
                     "schema": TextFormat.idempotencyKey.jsonSchema,
                 ])
             }
+            if route.access == .device && route.pattern.contains("{device_id}") {
+                parameters.append([
+                    "name": .string(DeviceSecrets.header), "in": "header", "required": false,
+                    "description": "The device's secret, shown once by the registration that created the device (or a rotation or reset): required for a registered device under the app's device_secrets: required.",
+                    "schema": ["type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[!-~]+$"],
+                ])
+            }
             if !parameters.isEmpty { operation["parameters"] = .array(parameters) }
             if let body = route.body {
                 operation["requestBody"] = [
@@ -65,8 +72,9 @@ enum OpenAPIDocument {
                     "adminToken": bearer, "serverKey": bearer, "deviceKey": bearer,
                 ],
                 "schemas": .object(
-                    AnswerSchemas.components.merging(
-                        ["Problem": OpenAPISchemas.problem, "Field": OpenAPISchemas.fieldDefinition], uniquingKeysWith: { $1 })),
+                    AnswerSchemas.components
+                        .merging(["Problem": OpenAPISchemas.problem, "Field": OpenAPISchemas.fieldDefinition], uniquingKeysWith: { $1 })
+                        .merging(OpenAPISchemas.fieldVariants, uniquingKeysWith: { $1 })),
             ],
         ]
     }
@@ -160,9 +168,21 @@ enum OpenAPIDocument {
 /// The JSON Schemas of the shared components: a field definition of an activity
 /// type and the problem shape.
 enum OpenAPISchemas {
-    /// A field definition, one variant per type, each taking only the keys its
-    /// type may have (as `FieldSchema.parseFields` reads them).
-    static let fieldDefinition: JSONValue = {
+    /// A field definition: one of its variants (``fieldVariants``), a component each,
+    /// so that a generated client makes a type of each (a client generator reads a
+    /// union of references, where inline variants of a self-referring union defeat
+    /// it).
+    static let fieldDefinition: JSONValue = [
+        "description": "A field of the app's Swift type: {type, required?, nullable?, fields?, items?, date_encoding?, enum?}.",
+        "oneOf": .array(fieldVariantNames.map { ["$ref": .string("#/components/schemas/\($0)")] }),
+    ]
+
+    /// The variants' component names, in the order `oneOf` lists them.
+    static let fieldVariantNames = ["FieldString", "FieldInt", "FieldScalar", "FieldDate", "FieldObject", "FieldArray"]
+
+    /// One variant of a field definition per type, each taking only the keys its type
+    /// may have (as `FieldSchema.parseFields` reads them).
+    static let fieldVariants: [String: JSONValue] = {
         func variant(_ type: JSONValue, _ extra: [String: JSONValue] = [:]) -> JSONValue {
             var properties: [String: JSONValue] = [
                 "type": type, "required": ["type": "boolean", "default": true],
@@ -172,23 +192,18 @@ enum OpenAPISchemas {
             return ["type": "object", "required": ["type"], "properties": .object(properties), "additionalProperties": false]
         }
         let field: JSONValue = ["$ref": "#/components/schemas/Field"]
+        let integer: JSONValue = ["type": "integer", "minimum": .integer(Int64.min), "maximum": .integer(Int64.max)]
+        let dateEncodings = JSONValue.array(DateEncoding.allCases.map { .string($0.rawValue) })
         return [
-            "description": "A field of the app's Swift type: {type, required?, nullable?, fields?, items?, date_encoding?, enum?}.",
-            "oneOf": [
-                variant(["const": "string"], ["enum": ["type": "array", "minItems": 1, "items": ["type": "string"]]]),
-                variant(["const": "int"], [
-                    "enum": [
-                        "type": "array", "minItems": 1,
-                        "items": ["type": "integer", "minimum": .integer(Int64.min), "maximum": .integer(Int64.max)],
-                    ],
-                ]),
-                variant(["enum": ["double", "bool", "url"]]),
-                variant(["const": "date"], ["date_encoding": ["enum": .array(DateEncoding.allCases.map { .string($0.rawValue) })]]),
-                variant(["const": "object"], [
-                    "fields": ["type": "object", "propertyNames": ["minLength": 1], "additionalProperties": field],
-                ]),
-                variant(["const": "array"], ["items": field]),
-            ],
+            "FieldString": variant(
+                ["type": "string", "const": "string"], ["enum": ["type": "array", "minItems": 1, "items": ["type": "string"]]]),
+            "FieldInt": variant(["type": "string", "const": "int"], ["enum": ["type": "array", "minItems": 1, "items": integer]]),
+            "FieldScalar": variant(["type": "string", "enum": ["double", "bool", "url"]]),
+            "FieldDate": variant(["type": "string", "const": "date"], ["date_encoding": ["type": "string", "enum": dateEncodings]]),
+            "FieldObject": variant(
+                ["type": "string", "const": "object"],
+                ["fields": ["type": "object", "propertyNames": ["minLength": 1], "additionalProperties": field]]),
+            "FieldArray": variant(["type": "string", "const": "array"], ["items": field]),
         ]
     }()
 

@@ -17,53 +17,62 @@ struct ActivityRoutes: Sendable {
                 "POST", "/v1/apps/{app_id}/activities",
                 summary: "Start an activity remotely: a push-to-start to every device of the audience holding a token for its type.",
                 access: .server, body: RequestSchemas.startActivity, idempotent: true, largeBody: true,
-                family: .sends, responses: [(202, "Queued: {activity_id, targets}; with a send_at ahead, scheduled: {schedule_id, send_at, status}"), (409, "The activity id is in use (or scheduled to start), or the app has no APNs credentials"), (422, "A field is invalid, or no device of the audience can be started")]
+                family: .sends, responses: [(202, "Queued: {activity_id, targets}; with a send_at ahead, scheduled: {schedule_id, send_at, status}"), (409, "The activity id is in use (or scheduled to start), or the app has no APNs credentials"), (422, "A field is invalid, or no device of the audience can be started")],
+                answer: AnswerSchemas.startActivityAnswer
             ) { request in try await start(request) },
             APIRoute(
                 "POST", "/v1/apps/{app_id}/activities/{activity_id}/update",
                 summary: "Send the activity's new content state to every device holding it.",
                 access: .server, body: RequestSchemas.updateActivity, idempotent: true,
-                family: .sends, responses: [(202, "Queued: {targets}; with a send_at ahead, scheduled: {schedule_id, send_at, status}"), (404, "No such activity"), (409, "Ended, or past its update window, or the app has no APNs credentials"), (422, "A field is invalid (send_at after the update window, say)")]
+                family: .sends, responses: [(202, "Queued: {targets}; with a send_at ahead, scheduled: {schedule_id, send_at, status}"), (404, "No such activity"), (409, "Ended, or past its update window, or the app has no APNs credentials"), (422, "A field is invalid (send_at after the update window, say)")],
+                answer: AnswerSchemas.updateActivityAnswer
             ) { request in try await update(request) },
             APIRoute(
                 "POST", "/v1/apps/{app_id}/activities/{activity_id}/end",
                 summary: "End the activity on every device holding it; without a content state the last one is sent.",
                 access: .server, body: RequestSchemas.endActivity, idempotent: true,
-                family: .sends, responses: [(202, "Queued: {targets}; with a send_at ahead, scheduled: {schedule_id, send_at, status}"), (200, "Already ended; nothing sent"), (404, "No such activity"), (409, "The app has no APNs credentials"), (422, "A field is invalid (send_at after the end window, say)")]
+                family: .sends, responses: [(202, "Queued: {targets}; with a send_at ahead, scheduled: {schedule_id, send_at, status}"), (200, "Already ended; nothing sent"), (404, "No such activity"), (409, "The app has no APNs credentials"), (422, "A field is invalid (send_at after the end window, say)")],
+                answer: AnswerSchemas.endActivityAnswer
             ) { request in try await end(request) },
             APIRoute(
                 "GET", "/v1/apps/{app_id}/activities", summary: "List activities, newest first.", access: .server,
                 query: Self.listQuery,
-                responses: [(200, "{items, next_cursor}"), (422, "A query parameter is invalid")]
+                responses: [(200, "{items, next_cursor}"), (422, "A query parameter is invalid")],
+                answer: AnswerSchemas.activityListAnswer
             ) { request in try await list(request) },
             APIRoute(
                 "GET", "/v1/apps/{app_id}/activities/{activity_id}",
                 summary: "Read an activity and its per-device copies.", access: .server,
-                responses: [(200, "The activity"), (404, "No such activity")]
+                responses: [(200, "The activity"), (404, "No such activity")],
+                answer: AnswerSchemas.activityDetailAnswer
             ) { request in try await show(request) },
             APIRoute(
                 "GET", "/v1/apps/{app_id}/activities/{activity_id}/audience",
                 summary: "Who may follow the activity (its join rule, and the audience it lets in beside the devices its start targeted) and which devices joined it on their own.",
                 access: .server,
-                responses: [(200, "{activity_id, origin, join, local_join, audience: {user_ids, device_ids, tags}, created_by, creator_user_id, joined: [{device_id, platform, status, joined_at}]}"), (404, "No such activity")]
+                responses: [(200, "{activity_id, origin, join, local_join, audience: {user_ids, device_ids, tags}, created_by, creator_user_id, joined: [{device_id, platform, status, joined_at}]}"), (404, "No such activity")],
+                answer: AnswerSchemas.activityAudienceAnswer
             ) { request in try await audience(request) },
             APIRoute(
                 "POST", "/v1/apps/{app_id}/activities/{activity_id}/audience",
                 summary: "Let more devices follow an activity started under join: audience: adds user ids, device ids or tags to the audience it lets in (nothing is sent; a device it now takes in may register for it).",
                 access: .server, body: RequestSchemas.widenAudience, largeBody: true,
-                responses: [(200, "Who may follow it now (as GET)"), (404, "No such activity"), (409, "The activity has ended, was created on a device, or lets anyone follow it"), (422, "A field is invalid, or the audience would pass 200,000 values")]
+                responses: [(200, "Who may follow it now (as GET)"), (404, "No such activity"), (409, "The activity has ended, was created on a device, or lets anyone follow it"), (422, "A field is invalid, or the audience would pass 200,000 values")],
+                answer: AnswerSchemas.activityAudienceAnswer
             ) { request in try await widenAudience(request) },
             APIRoute(
                 "GET", "/v1/apps/{app_id}/activities/{activity_id}/pushes",
                 summary: "Every push made for the activity, with APNs's answers: a push of a send's window that went as its send did has no row of its own and is told from its send and the copy (its apns-id derived from both, its sent_at its send's last progress, no apns_unique_id or fcm_message_name).",
                 access: .server,
-                responses: [(200, "{items}"), (404, "No such activity")]
+                responses: [(200, "{items}"), (404, "No such activity")],
+                answer: AnswerSchemas.activityPushesAnswer
             ) { request in try await pushes(request) },
             APIRoute(
                 "GET", "/v1/apps/{app_id}/activities/{activity_id}/sends",
                 summary: "The activity's timeline: its sends (start, updates, end, broadcasts), newest first, each with the content state it carried, the paths that changed from the send before it on the same platform, and what it came to: targets, sent, failed, received (receipts) and taps.",
                 access: .server, query: Self.sendsQuery,
-                responses: [(200, "{activity_id, items, next_cursor}"), (404, "No such activity"), (422, "A query parameter is invalid")]
+                responses: [(200, "{activity_id, items, next_cursor}"), (404, "No such activity"), (422, "A query parameter is invalid")],
+                answer: AnswerSchemas.activitySendsAnswer
             ) { request in try await sends(request) },
         ]
     }

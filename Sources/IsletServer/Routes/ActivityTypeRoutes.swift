@@ -16,15 +16,17 @@ struct ActivityTypeRoutes: Sendable {
                 "PUT", "/v1/apps/{app_id}/activity-types/{activity_type}",
                 summary: "Register or replace an activity type's schema; a change running activities could not decode is 409 unless force is true.",
                 access: .server, body: RequestSchemas.activityType,
-                responses: [(201, "Registered"), (200, "Replaced"), (409, "Would break running activities"), (422, "A field is invalid")]
+                responses: [(201, "Registered"), (200, "Replaced"), (409, "Would break running activities"), (422, "A field is invalid")],
+                answer: AnswerSchemas.activityTypePutAnswer
             ) { request in try await put(request) },
             APIRoute(
                 "GET", "/v1/apps/{app_id}/activity-types", summary: "List the registered activity types.", access: .server,
-                responses: [(200, "{items}")]
+                responses: [(200, "{items}")], answer: AnswerSchemas.activityTypeListAnswer
             ) { request in try await list(request) },
             APIRoute(
                 "GET", "/v1/apps/{app_id}/activity-types/{activity_type}", summary: "Read an activity type's schema.",
-                access: .server, responses: [(200, "The type"), (404, "Not registered")]
+                access: .server, responses: [(200, "The type"), (404, "Not registered")],
+                answer: AnswerSchemas.ref("ActivityType")
             ) { request in try await show(request) },
             APIRoute(
                 "DELETE", "/v1/apps/{app_id}/activity-types/{activity_type}", summary: "Remove an activity type's schema.",

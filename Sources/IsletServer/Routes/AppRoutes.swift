@@ -18,28 +18,31 @@ struct AppRoutes: Sendable {
                 "POST", "/v1/apps", summary: "Create an app; its server and device keys are returned once.",
                 access: .admin, body: RequestSchemas.createApp(historyRetentionDays: environment.historyRetentionDays),
                 carriesSecret: true,
-                responses: [(201, "The app, with its keys"), (422, "A field is invalid")]
+                responses: [(201, "The app, with its keys"), (422, "A field is invalid")],
+                answer: AnswerSchemas.appCreatedAnswer
             ) { request in try await create(request) },
             APIRoute(
                 "GET", "/v1/apps", summary: "List the apps.", access: .admin,
-                responses: [(200, "Every app")]
+                responses: [(200, "Every app")], answer: AnswerSchemas.appListAnswer
             ) { request in try await list(request) },
             APIRoute(
                 "GET", "/v1/apps/{app_id}",
                 summary: "Read an app, with what its history holds: {retention_days, activities, sends, pushes, oldest_at}.",
-                access: .admin, responses: [(200, "The app, with its history"), (404, "No such app")]
+                access: .admin, responses: [(200, "The app, with its history"), (404, "No such app")],
+                answer: AnswerSchemas.appDetailAnswer
             ) { request in try await show(request) },
             APIRoute(
                 "PATCH", "/v1/apps/{app_id}",
                 summary: "Change an app's name, bundle id, APNs credentials (replaced as a whole group; null removes them) or settings (strict_activity_types, device_secrets, local_join, history_retention_days, budget, rate_limits: each figure null takes the server's again).",
                 access: .admin, body: RequestSchemas.updateApp(historyRetentionDays: environment.historyRetentionDays),
-                responses: [(200, "The app"), (404, "No such app"), (422, "A field is invalid")]
+                responses: [(200, "The app"), (404, "No such app"), (422, "A field is invalid")],
+                answer: AnswerSchemas.appAnswer
             ) { request in try await update(request) },
             APIRoute(
                 "POST", "/v1/apps/{app_id}/keys/rotate",
                 summary: "Replace both app keys; the old ones stop working at once.", access: .admin,
                 body: RequestSchemas.empty, carriesSecret: true,
-                responses: [(200, "The new keys"), (404, "No such app")]
+                responses: [(200, "The new keys"), (404, "No such app")], answer: AnswerSchemas.appKeysAnswer
             ) { request in try await rotate(request) },
             APIRoute(
                 "GET", "/v1/apps/{app_id}/overview",
@@ -48,13 +51,15 @@ struct AppRoutes: Sendable {
                 responses: [
                     (200, "{app_id, name, period, from, to, bucket_seconds, totals, series, failures, webhooks_failing, budget, rate_limits}"),
                     (422, "A query parameter is invalid"),
-                ]
+                ],
+                answer: AnswerSchemas.appOverviewAnswer
             ) { request in try await overview(request) },
             APIRoute(
                 "GET", "/v1/apps/{app_id}/lookup",
                 summary: "Find the app's records the text names: an activity or a device by its id, devices by user id, pushes by apns-id or apns-unique-id, devices and copies by the first hex digits of a token. At most 20 of each.",
                 access: .server, query: Self.lookupQuery,
-                responses: [(200, "{query, activities, devices, copies, pushes}"), (422, "q is empty, too long or holds U+0000")]
+                responses: [(200, "{query, activities, devices, copies, pushes}"), (422, "q is empty, too long or holds U+0000")],
+                answer: AnswerSchemas.appLookupAnswer
             ) { request in try await lookup(request) },
         ]
     }

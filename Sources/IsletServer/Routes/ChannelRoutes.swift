@@ -19,17 +19,20 @@ struct ChannelRoutes: Sendable {
                     (201, "The channel: {channel_id, apns_channel_id, environment, message_storage_policy, created_at, activity_id}"),
                     (409, "APNs refused (its reason named: CannotCreateChannelConfig, FeatureNotEnabled, …), the app is at APNs's limit, or it has no APNs credentials"),
                     (422, "A field is invalid"), (503, "APNs could not be reached, or no channel management API is configured"),
-                ]
+                ],
+                answer: AnswerSchemas.channelAnswer
             ) { request in try await create(request) },
             APIRoute(
                 "GET", "/v1/apps/{app_id}/channels", summary: "List the app's broadcast channels, in the order of their ids.",
                 access: .server, query: Self.listQuery,
-                responses: [(200, "{items, next_cursor}"), (422, "A query parameter is invalid")]
+                responses: [(200, "{items, next_cursor}"), (422, "A query parameter is invalid")],
+                answer: AnswerSchemas.channelList
             ) { request in try await list(request) },
             APIRoute(
                 "GET", "/v1/apps/{app_id}/channels/{channel_id}",
                 summary: "Read a broadcast channel; channel_id is Apple's id in base64url.", access: .server,
-                responses: [(200, "The channel"), (404, "No such channel")]
+                responses: [(200, "The channel"), (404, "No such channel")],
+                answer: AnswerSchemas.channelAnswer
             ) { request in try await show(request) },
             APIRoute(
                 "DELETE", "/v1/apps/{app_id}/channels/{channel_id}",

@@ -27,25 +27,29 @@ struct DeviceRoutes: Sendable {
                 "GET", "/v1/apps/{app_id}/devices",
                 summary: "List the app's devices by id, a page at a time (tokens shortened to their first 8 characters).",
                 access: .server, query: Self.listQuery,
-                responses: [(200, "{items, next_cursor}"), (422, "A query parameter is invalid")]
+                responses: [(200, "{items, next_cursor}"), (422, "A query parameter is invalid")],
+                answer: AnswerSchemas.deviceList
             ) { request in try await list(request) },
             APIRoute(
                 "GET", "/v1/apps/{app_id}/devices/{device_id}",
                 summary: "Read a device: its registration, its push-to-start tokens, its newest 50 copies of activities and its newest 50 pushes with rows of their own (failures, retries, downgrades, deferred starts, alerts). Tokens are shortened to their first 8 characters.",
-                access: .server, responses: [(200, "The device as registered, with push_to_start, copies and pushes"), (404, "No such device")]
+                access: .server, responses: [(200, "The device as registered, with push_to_start, copies and pushes"), (404, "No such device")],
+                answer: AnswerSchemas.deviceDetail
             ) { request in try await show(request) },
             APIRoute(
                 "PUT", "/v1/apps/{app_id}/devices/{device_id}",
                 summary: "Register or update a device; a missing or null apns_token keeps the stored one. Creating it answers its device_secret, shown once; a retry with the same Idempotency-Key and body, within the key's lifetime, is answered as the first was, with the same device_secret (Idempotent-Replayed: true)."
                     + Self.needsSecret,
                 access: .device, body: RequestSchemas.registerDevice, idempotent: true,
-                family: .registrations, responses: [(201, "Registered, with its device_secret"), (200, "Updated (with a new device_secret when device_secrets is off and the request did not carry the current one)"), Self.refused, (422, "A field is invalid")]
+                family: .registrations, responses: [(201, "Registered, with its device_secret"), (200, "Updated (with a new device_secret when device_secrets is off and the request did not carry the current one)"), Self.refused, (422, "A field is invalid")],
+                answer: AnswerSchemas.deviceRegistered
             ) { request in try await registerDevice(request) },
             APIRoute(
                 "PUT", "/v1/apps/{app_id}/devices/{device_id}/push-to-start/{activity_type}",
                 summary: "Store the device's push-to-start token for an activity type." + Self.needsSecret, access: .device,
                 body: RequestSchemas.token,
-                family: .registrations, responses: [(201, "Stored"), (200, "Replaced or unchanged"), Self.refused, (404, "No such device"), (422, "A field is invalid")]
+                family: .registrations, responses: [(201, "Stored"), (200, "Replaced or unchanged"), Self.refused, (404, "No such device"), (422, "A field is invalid")],
+                answer: AnswerSchemas.deviceStartTokenRegistered
             ) { request in try await putStartToken(request) },
             APIRoute(
                 "DELETE", "/v1/apps/{app_id}/devices/{device_id}/push-to-start/{activity_type}",
@@ -57,38 +61,44 @@ struct DeviceRoutes: Sendable {
                 summary: "Register or rotate the device's update token for an activity (creates an activity the app started locally); an android device joins the activity without one."
                     + Self.needsSecret,
                 access: .device, body: RequestSchemas.registerActivityToken,
-                family: .registrations, responses: [(201, "Registered"), (200, "Rotated or unchanged"), (403, "A key of the wrong kind, a missing or wrong Islet-Device-Secret, or (naming activity_id) an activity this device may not follow: started for an audience it is not in, or created on another user's device under local_join: user"), (404, "No such device"), (409, "The activity has ended"), (422, "A field is invalid")]
+                family: .registrations, responses: [(201, "Registered"), (200, "Rotated or unchanged"), (403, "A key of the wrong kind, a missing or wrong Islet-Device-Secret, or (naming activity_id) an activity this device may not follow: started for an audience it is not in, or created on another user's device under local_join: user"), (404, "No such device"), (409, "The activity has ended"), (422, "A field is invalid")],
+                answer: AnswerSchemas.deviceUpdateTokenRegistered
             ) { request in try await putUpdateToken(request) },
             APIRoute(
                 "POST", "/v1/apps/{app_id}/devices/{device_id}/activities/{activity_id}/end",
                 summary: "The device ended the activity locally." + Self.needsSecret, access: .device, body: RequestSchemas.empty,
-                family: .registrations, responses: [(200, "Its copy is ended"), Self.refused, (404, "The device holds no such activity")]
+                family: .registrations, responses: [(200, "Its copy is ended"), Self.refused, (404, "The device holds no such activity")],
+                answer: AnswerSchemas.deviceActivityEnded
             ) { request in try await endOnDevice(request) },
             APIRoute(
                 "POST", "/v1/apps/{app_id}/devices/{device_id}/activities/{activity_id}/taps",
                 summary: "Record a tap on the activity (the URL its widget opened told the app), counted on the push given or on the newest one delivered to the device for the activity."
                     + Self.needsSecret,
                 access: .device, body: RequestSchemas.tap,
-                family: .registrations, responses: [(201, "Recorded: {apns_id, tapped_at}, the push it counts on (null when none was delivered yet)"), Self.refused, (404, "The device holds no such activity"), (422, "A field is invalid: apns_id names no push made for this device's copy, or tapped_at is ahead of the server's clock, before the activity started or before the push it counts on was sent")]
+                family: .registrations, responses: [(201, "Recorded: {apns_id, tapped_at}, the push it counts on (null when none was delivered yet)"), Self.refused, (404, "The device holds no such activity"), (422, "A field is invalid: apns_id names no push made for this device's copy, or tapped_at is ahead of the server's clock, before the activity started or before the push it counts on was sent")],
+                answer: AnswerSchemas.deviceTapRecorded
             ) { request in try await tap(request) },
             APIRoute(
                 "POST", "/v1/apps/{app_id}/devices/{device_id}/activities/{activity_id}/receipts",
                 summary: "Record that the device showed a send of the activity: the send_id its content state carried under islet (for a type with receipts on). The same receipt again is answered alike and counted once."
                     + Self.needsSecret,
                 access: .device, body: RequestSchemas.receipt,
-                family: .registrations, responses: [(201, "Recorded: {send_id, received_at}"), Self.refused, (404, "The device holds no such activity"), (422, "A field is invalid: send_id names no send of this activity, or received_at is more than 5 minutes ahead of the server's clock")]
+                family: .registrations, responses: [(201, "Recorded: {send_id, received_at}"), Self.refused, (404, "The device holds no such activity"), (422, "A field is invalid: send_id names no send of this activity, or received_at is more than 5 minutes ahead of the server's clock")],
+                answer: AnswerSchemas.deviceReceiptRecorded
             ) { request in try await receipt(request) },
             APIRoute(
                 "POST", "/v1/apps/{app_id}/devices/{device_id}/secret/rotate",
                 summary: "Replace the device's secret, given its current one in the Islet-Device-Secret header (whatever device_secrets says); the old one stops working. The new one is shown once.",
                 access: .device, body: RequestSchemas.empty,
-                family: .registrations, responses: [(200, "The new device_secret"), (403, "A key of the wrong kind, or an Islet-Device-Secret header missing or not the device's secret"), (404, "No such device")]
+                family: .registrations, responses: [(200, "The new device_secret"), (403, "A key of the wrong kind, or an Islet-Device-Secret header missing or not the device's secret"), (404, "No such device")],
+                answer: AnswerSchemas.deviceSecretIssued
             ) { request in try await rotateSecret(request) },
             APIRoute(
                 "POST", "/v1/apps/{app_id}/devices/{device_id}/secret/reset",
                 summary: "Give the device a new secret without its old one (support: a device that lost its secret or registered before it had one); the old one stops working. The new one is shown once.",
                 access: .server, body: RequestSchemas.empty,
-                family: .registrations, responses: [(200, "The new device_secret"), (404, "No such device")]
+                family: .registrations, responses: [(200, "The new device_secret"), (404, "No such device")],
+                answer: AnswerSchemas.deviceSecretIssued
             ) { request in try await resetSecret(request) },
         ]
     }

@@ -19,7 +19,8 @@ struct EventRoutes: Sendable {
                 responses: [
                     (200, "{items, next_cursor}, or text/event-stream"), (422, "A query parameter or Last-Event-ID is invalid"),
                     (429, "The app has as many event streams open as it may (Retry-After)"),
-                ]
+                ],
+                answer: AnswerSchemas.eventPageAnswer
             ) { request in try await read(request) },
         ]
     }

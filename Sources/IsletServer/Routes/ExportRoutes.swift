@@ -23,7 +23,8 @@ struct ExportRoutes: Sendable {
                 "GET", "/v1/apps/{app_id}/pushes",
                 summary: "The app's pushes with rows of their own (failures, retries, downgrades, deferred starts, alerts, broadcasts) of the sends made over a period, newest first: what an overview's failure reason counts (status=failed&reason=…).",
                 access: .server, query: Self.pushQuery + Self.page(limit: 1...1_000, default: 100),
-                responses: [(200, "{items, next_cursor}"), (422, "A query parameter is invalid")]
+                responses: [(200, "{items, next_cursor}"), (422, "A query parameter is invalid")],
+                answer: AnswerSchemas.exportPushPageAnswer
             ) { request in try await pushes(request) },
             APIRoute(
                 "GET", "/v1/apps/{app_id}/exports/pushes.csv",

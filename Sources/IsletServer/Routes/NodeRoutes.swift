@@ -12,7 +12,7 @@ struct NodeRoutes: Sendable {
         [
             APIRoute(
                 "GET", "/v1/nodes", summary: "The Islet nodes sharing the database, with their heartbeats.",
-                access: .admin, responses: [(200, "Every node seen within a day")]
+                access: .admin, responses: [(200, "Every node seen within a day")], answer: AnswerSchemas.nodeListAnswer
             ) { _ in try await list() },
         ]
     }

@@ -15,7 +15,8 @@ struct NotificationRoutes: Sendable {
                 "POST", "/v1/apps/{app_id}/notifications",
                 summary: "Send an ordinary alert to the device tokens of an audience.", access: .server,
                 body: RequestSchemas.notification, idempotent: true,
-                family: .sends, responses: [(202, "Queued: {targets}; with a send_at ahead, scheduled: {schedule_id, send_at, status}"), (409, "The app has no APNs credentials"), (422, "A field is invalid, or no device of the audience is reachable")]
+                family: .sends, responses: [(202, "Queued: {targets}; with a send_at ahead, scheduled: {schedule_id, send_at, status}"), (409, "The app has no APNs credentials"), (422, "A field is invalid, or no device of the audience is reachable")],
+                answer: AnswerSchemas.notificationAnswer
             ) { request in try await send(request) },
         ]
     }

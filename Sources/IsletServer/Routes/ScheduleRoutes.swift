@@ -14,16 +14,19 @@ struct ScheduleRoutes: Sendable {
             APIRoute(
                 "GET", "/v1/apps/{app_id}/schedules", summary: "List schedule items, soonest first.", access: .server,
                 query: Self.listQuery,
-                responses: [(200, "{items, next_cursor}"), (422, "A query parameter is invalid")]
+                responses: [(200, "{items, next_cursor}"), (422, "A query parameter is invalid")],
+                answer: AnswerSchemas.scheduleListAnswer
             ) { request in try await list(request) },
             APIRoute(
                 "GET", "/v1/apps/{app_id}/schedules/{schedule_id}", summary: "Read a schedule item.", access: .server,
-                responses: [(200, "The item"), (404, "No such schedule")]
+                responses: [(200, "The item"), (404, "No such schedule")],
+                answer: AnswerSchemas.scheduleItemAnswer
             ) { request in try await show(request) },
             APIRoute(
                 "DELETE", "/v1/apps/{app_id}/schedules/{schedule_id}",
                 summary: "Cancel a schedule item not yet sent (again: nothing changes).", access: .server,
-                family: .sends, responses: [(200, "The item, cancelled"), (404, "No such schedule"), (409, "It was sent or dropped")]
+                family: .sends, responses: [(200, "The item, cancelled"), (404, "No such schedule"), (409, "It was sent or dropped")],
+                answer: AnswerSchemas.scheduleItemAnswer
             ) { request in try await cancel(request) },
         ]
     }

@@ -12,7 +12,8 @@ struct SessionRoutes: Sendable {
         [
             APIRoute(
                 "DELETE", "/v1/sessions", summary: "End every dashboard session, admin and app alike.", access: .admin,
-                responses: [(200, "Every session ended: {\"ended\": how many there were}")]
+                responses: [(200, "Every session ended: {\"ended\": how many there were}")],
+                answer: AnswerSchemas.sessionsEndedAnswer
             ) { _ in
                 let ended = try await sessions.endAll()
                 return APIJSON.response(.object(["ended": .integer(Int64(ended))]))

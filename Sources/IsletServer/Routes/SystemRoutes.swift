@@ -25,13 +25,14 @@ struct SystemRoutes: Sendable {
     var routes: [APIRoute] {
         [
             APIRoute("GET", "/healthz", summary: "Health: the database answers.", access: .open,
-                     responses: [(200, "Healthy: the node, its backend, and the database's answer"), (503, "The database does not answer")]) { _ in await health() },
+                     responses: [(200, "Healthy: the node, its backend, and the database's answer"), (503, "The database does not answer")],
+                     answer: AnswerSchemas.healthAnswer) { _ in await health() },
             APIRoute("GET", "/v1/version", summary: "Version of Islet, its schema and its libraries.", access: .open,
-                     responses: [(200, "Versions")]) { _ in await version() },
+                     responses: [(200, "Versions")], answer: AnswerSchemas.versionAnswer) { _ in await version() },
             APIRoute("GET", "/metrics", summary: "Prometheus metrics.", access: .open,
                      responses: [(200, "Prometheus text exposition")], contentType: "text/plain; version=0.0.4") { _ in await metrics() },
             APIRoute("GET", "/openapi.json", summary: "This API's OpenAPI 3.1 document.", access: .open,
-                     responses: [(200, "The document")]) { _ in APIJSON.response(document()) },
+                     responses: [(200, "The document")], answer: AnswerSchemas.openAPIDocumentAnswer) { _ in APIJSON.response(document()) },
         ]
     }
 

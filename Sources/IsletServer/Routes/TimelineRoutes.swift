@@ -15,12 +15,14 @@ struct TimelineRoutes: Sendable {
                 "PUT", "/v1/apps/{app_id}/activities/{activity_id}/timeline",
                 summary: "Replace the activity's timeline entries not yet sent: each is pushed as an update when its time comes.",
                 access: .server, body: RequestSchemas.timeline, largeBody: true,
-                family: .sends, responses: [(200, "{activity_id, entries: [{index, at, status}], end_at, renew}"), (404, "No such activity"), (409, "Ended, or past its update window, or the app has no APNs credentials"), (422, "An entry (entries[3].at) or field is invalid")]
+                family: .sends, responses: [(200, "{activity_id, entries: [{index, at, status}], end_at, renew}"), (404, "No such activity"), (409, "Ended, or past its update window, or the app has no APNs credentials"), (422, "An entry (entries[3].at) or field is invalid")],
+                answer: AnswerSchemas.timelineAnswer
             ) { request in try await put(request) },
             APIRoute(
                 "GET", "/v1/apps/{app_id}/activities/{activity_id}/timeline",
                 summary: "Read the activity's timeline, each entry with its status.", access: .server,
-                responses: [(200, "{activity_id, entries, end_at, renew}"), (404, "No such activity")]
+                responses: [(200, "{activity_id, entries, end_at, renew}"), (404, "No such activity")],
+                answer: AnswerSchemas.timelineAnswer
             ) { request in try await show(request) },
             APIRoute(
                 "DELETE", "/v1/apps/{app_id}/activities/{activity_id}/timeline",

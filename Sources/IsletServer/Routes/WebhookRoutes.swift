@@ -18,22 +18,25 @@ struct WebhookRoutes: Sendable {
                 responses: [
                     (201, "{id, url, events, description, enabled, secret, …}"), (409, "The app has as many webhooks as it may"),
                     (422, "The URL or an event type is refused"),
-                ]
+                ],
+                answer: AnswerSchemas.webhookWithSecretAnswer
             ) { request in try await create(request) },
             APIRoute(
                 "GET", "/v1/apps/{app_id}/webhooks", summary: "List the app's webhook endpoints, oldest first.",
                 access: .server, query: Self.listQuery,
-                responses: [(200, "{items, next_cursor}"), (422, "A query parameter is invalid")]
+                responses: [(200, "{items, next_cursor}"), (422, "A query parameter is invalid")],
+                answer: AnswerSchemas.webhookPageAnswer
             ) { request in try await list(request) },
             APIRoute(
                 "GET", "/v1/apps/{app_id}/webhooks/{webhook_id}", summary: "Read a webhook endpoint.", access: .server,
-                responses: [(200, "The webhook"), (404, "No such webhook")]
+                responses: [(200, "The webhook"), (404, "No such webhook")], answer: AnswerSchemas.ref("Webhook")
             ) { request in try await show(request) },
             APIRoute(
                 "PATCH", "/v1/apps/{app_id}/webhooks/{webhook_id}",
                 summary: "Change a webhook's URL, events or description, or enable or disable it.", access: .server,
                 body: RequestSchemas.updateWebhook(allowHTTP: webhooks.allowsHTTP),
-                responses: [(200, "The webhook"), (404, "No such webhook"), (422, "The URL or an event type is refused")]
+                responses: [(200, "The webhook"), (404, "No such webhook"), (422, "The URL or an event type is refused")],
+                answer: AnswerSchemas.ref("Webhook")
             ) { request in try await update(request) },
             APIRoute(
                 "DELETE", "/v1/apps/{app_id}/webhooks/{webhook_id}", summary: "Remove a webhook and its deliveries.",
@@ -43,17 +46,20 @@ struct WebhookRoutes: Sendable {
                 "POST", "/v1/apps/{app_id}/webhooks/{webhook_id}/rotate-secret",
                 summary: "Give the webhook a new secret (in this answer only); the old one also signs for 24 hours.",
                 access: .server, body: RequestSchemas.empty, carriesSecret: true,
-                responses: [(200, "The webhook with its new secret"), (404, "No such webhook")]
+                responses: [(200, "The webhook with its new secret"), (404, "No such webhook")],
+                answer: AnswerSchemas.webhookWithSecretAnswer
             ) { request in try await rotate(request) },
             APIRoute(
                 "GET", "/v1/apps/{app_id}/webhooks/{webhook_id}/deliveries",
                 summary: "List a webhook's deliveries, newest first.", access: .server, query: Self.deliveriesQuery,
-                responses: [(200, "{items, next_cursor}"), (404, "No such webhook"), (422, "A query parameter is invalid")]
+                responses: [(200, "{items, next_cursor}"), (404, "No such webhook"), (422, "A query parameter is invalid")],
+                answer: AnswerSchemas.webhookDeliveryPageAnswer
             ) { request in try await deliveries(request) },
             APIRoute(
                 "POST", "/v1/apps/{app_id}/webhooks/{webhook_id}/deliveries/{delivery_id}/retry",
                 summary: "Send a delivery again now, with the same webhook-id.", access: .server, body: RequestSchemas.empty,
-                responses: [(202, "The delivery, pending"), (404, "No such delivery"), (409, "Being sent now, or the webhook is disabled")]
+                responses: [(202, "The delivery, pending"), (404, "No such delivery"), (409, "Being sent now, or the webhook is disabled")],
+                answer: AnswerSchemas.ref("WebhookDelivery")
             ) { request in try await retry(request) },
         ]
     }

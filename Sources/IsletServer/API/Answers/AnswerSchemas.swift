@@ -6,16 +6,18 @@ import IsletCore
 /// generated from the document is typed. schemathesis checks every answer it gets
 /// against them (OpenAPIConformanceTests).
 ///
-/// A schema lists what an answer always carries as `required` and leaves other
+/// A schema lists the keys an answer always carries as `required` and leaves other
 /// keys open (no `additionalProperties: false`): a newer server may add a field, and
-/// an older client ignores it. A value that may be absent or `null` is left out of
-/// `required`, and its type allows `null`.
+/// an older client ignores it. A key written only sometimes is left out of
+/// `required`; a key always written whose value may be `null` is required, and its
+/// type allows `null`.
 enum AnswerSchemas {
     /// Every shared shape, by name: each area's, merged.
     static let components: [String: JSONValue] = {
         var all: [String: JSONValue] = [:]
         for area in [systemComponents, deviceComponents, activityComponents, configurationComponents] {
-            all.merge(area, uniquingKeysWith: { first, _ in first })
+            // Each name once: an area that took another's name would change its shape.
+            all.merge(area, uniquingKeysWith: { first, _ in preconditionFailure("an answer schema named twice: \(first)") })
         }
         return all
     }()
@@ -42,10 +44,11 @@ enum AnswerSchemas {
     /// An array of `item`.
     static func array(_ item: JSONValue) -> JSONValue { ["type": "array", "items": item] }
 
-    /// `schema`, or `null`.
+    /// `schema`, or `null` (an `enum` takes `null` among its values too).
     static func nullable(_ schema: JSONValue) -> JSONValue {
         if case .object(var object) = schema, case .string(let type)? = object["type"] {
             object["type"] = [.string(type), "null"]
+            if case .array(let values)? = object["enum"], !values.contains(.null) { object["enum"] = .array(values + [.null]) }
             return .object(object)
         }
         return ["anyOf": [schema, ["type": "null"]]]
