@@ -87,8 +87,9 @@ let package = Package(
         // Outbound HTTP/1.1 and HTTP/2 over libcurl's multi interface (webhooks): one thread, kept-alive
         // connections, the address of every connection checked against private and metadata ranges.
         .target(name: "HTTPClient", dependencies: ["IsletSync", "IsletThreads", "IsletCore", "HTTPTypes", "CCurl"], swiftSettings: swiftSettings),
-        // An APNs you can run: the engine (APNs checks, simulated devices and ActivityKit).
-        .target(name: "APNsSimulator", dependencies: ["IsletSync", "IsletCore", "IsletCrypto", "HTTP2", "HTTPServer"], swiftSettings: hotPathSettings),
+        // The simulators: an APNs and an FCM you can run, each an engine (the service's checks, simulated
+        // devices, ActivityKit and Android's activities) behind its server, and their command lines.
+        .target(name: "Simulators", dependencies: ["IsletSync", "IsletCore", "IsletCrypto", "HTTP2", "HTTPServer"], swiftSettings: hotPathSettings),
         // The APNs client: provider tokens, connection pools, one attempt per push, and the failure policy
         // that says what follows each answer (the delivery worker retries).
         .target(name: "APNs", dependencies: ["IsletSync", "IsletCore", "IsletCrypto", "HTTP2"], swiftSettings: hotPathSettings),
@@ -125,7 +126,7 @@ let package = Package(
         .executableTarget(
             name: "islet",
             dependencies: [
-                "IsletSync", "IsletCore", "IsletServer", "IsletService", "Storage", "APNs", "APNsSimulator", "IsletCrypto",
+                "IsletSync", "IsletCore", "IsletServer", "IsletService", "Storage", "APNs", "Simulators", "IsletCrypto",
                 "SwiftSchemaReader",
             ],
             swiftSettings: swiftSettings),
@@ -134,7 +135,7 @@ let package = Package(
         .executableTarget(
             name: "IsletBench",
             dependencies: [
-                "IsletSync", "APNs", "APNsSimulator", "HTTP2", "HTTPClient", "HTTPServer", "IsletCore", "IsletCrypto", "Storage",
+                "IsletSync", "APNs", "Simulators", "HTTP2", "HTTPClient", "HTTPServer", "IsletCore", "IsletCrypto", "Storage",
                 "SQLiteStorage", "IsletTesting", "IsletLog", "IsletServer",
             ],
             path: "Benchmarks/IsletBench",
@@ -143,7 +144,7 @@ let package = Package(
         // Hand-run benchmarks: `swift run -c release EngineBench`.
         .executableTarget(
             name: "EngineBench",
-            dependencies: ["APNsSimulator", "IsletCore", "IsletCrypto"],
+            dependencies: ["Simulators", "IsletCore", "IsletCrypto"],
             path: "Benchmarks/EngineBench",
             swiftSettings: swiftSettings
         ),
@@ -153,7 +154,7 @@ let package = Package(
             name: "FuzzTargets",
             dependencies: [
                 "IsletSync", "IsletCore", "IsletCrypto", "IsletServer", "IsletService", "HTTPServer", "HTTP2", "APNs",
-                "APNsSimulator", "IsletLog", "Storage", "SwiftSchemaReader",
+                "Simulators", "IsletLog", "Storage", "SwiftSchemaReader",
             ],
             path: "Fuzz/Targets", swiftSettings: swiftSettings),
         // libFuzzer's driver, declared for the fuzz entry points.
@@ -197,11 +198,11 @@ let package = Package(
         .testTarget(
             name: "PostgreSQLStorageTests", dependencies: ["PostgreSQLStorage", "SQLStorage", "Storage", "IsletCore", "IsletTesting"],
             swiftSettings: swiftSettings),
-        .testTarget(name: "APNsSimulatorTests", dependencies: ["IsletSync", "APNsSimulator", "HTTP2", "IsletTesting"], swiftSettings: swiftSettings),
-        .testTarget(name: "APNsTests", dependencies: ["APNs", "APNsSimulator", "HTTP2", "IsletTesting"], swiftSettings: swiftSettings),
+        .testTarget(name: "SimulatorsTests", dependencies: ["IsletSync", "Simulators", "HTTP2", "IsletTesting"], swiftSettings: swiftSettings),
+        .testTarget(name: "APNsTests", dependencies: ["APNs", "Simulators", "HTTP2", "IsletTesting"], swiftSettings: swiftSettings),
         .testTarget(
             name: "FCMTests",
-            dependencies: ["FCM", "APNsSimulator", "HTTP2", "HTTPClient", "IsletCore", "IsletCrypto", "IsletSync", "IsletTesting"],
+            dependencies: ["FCM", "Simulators", "HTTP2", "HTTPClient", "IsletCore", "IsletCrypto", "IsletSync", "IsletTesting"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "IsletServiceTests",
@@ -214,7 +215,7 @@ let package = Package(
             name: "DeliveryTests",
             dependencies: [
                 "Delivery", "APNs", "IsletCore", "IsletBackground", "IsletLog", "IsletSync", "Storage", "SQLiteStorage", "PostgreSQLStorage",
-                "IsletTesting", "FCM", "APNsSimulator", "HTTPClient", "IsletCrypto",
+                "IsletTesting", "FCM", "Simulators", "HTTPClient", "IsletCrypto",
             ],
             swiftSettings: swiftSettings),
         .testTarget(name: "HTTP2Tests", dependencies: ["IsletSync", "HTTP2", "IsletCrypto", "IsletTesting"], swiftSettings: swiftSettings),
@@ -230,7 +231,7 @@ let package = Package(
         .testTarget(
             name: "IsletServerTests",
             dependencies: [
-                "IsletSync", "IsletServer", "islet", "IsletTesting", "HTTP2", "HTTPClient", "HTTPServer", "IsletCrypto", "APNsSimulator", "Delivery",
+                "IsletSync", "IsletServer", "islet", "IsletTesting", "HTTP2", "HTTPClient", "HTTPServer", "IsletCrypto", "Simulators", "Delivery",
                 // IsletKit against a real Islet and its simulator, end to end.
                 "IsletKit",
                 // Databases written as an older Islet wrote them, and read raw.
@@ -258,7 +259,7 @@ let package = Package(
 if let scope = Context.environment["ISLET_SANITIZER_SCOPE"] {
     let both: Set<String> = [
         "IsletSyncTests", "IsletThreadsTests", "StorageTests", "PostgreSQLStorageTests", "HTTP2Tests", "HTTPServerTests",
-        "HTTPClientTests", "APNsTests", "APNsSimulatorTests", "DeliveryTests", "IsletServerTests",
+        "HTTPClientTests", "APNsTests", "SimulatorsTests", "DeliveryTests", "IsletServerTests",
     ]
     let addressOnly: Set<String> = ["IsletCoreTests", "IsletCryptoTests", "FuzzReplayTests"]
     let threadOnly: Set<String> = []

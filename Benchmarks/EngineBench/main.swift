@@ -13,7 +13,7 @@
 // Time is the thread's CPU time, so that other work on the machine shows less in
 // the numbers.
 
-import APNsSimulator
+import Simulators
 import Foundation
 #if canImport(Glibc)
 import Glibc

@@ -1,5 +1,5 @@
 #if DEBUG
-@testable import APNsSimulator
+@testable import Simulators
 import Foundation
 import IsletCore
 import IsletCrypto

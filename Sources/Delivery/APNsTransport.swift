@@ -113,7 +113,7 @@ public final class APNsTransport: PushTransport {
     public static func result(_ result: APNsResult, latency: TimeInterval) -> TransportResult {
         TransportResult(
             disposition: result.disposition, status: result.response?.status, reason: reason(result),
-            uniqueID: result.response?.uniqueID, attempts: result.attempts, latency: latency)
+            serviceMessageID: result.response?.uniqueID, attempts: result.attempts, latency: latency)
     }
 
     /// The reason recorded for `result`: APNs's, or the client's error code.

@@ -117,7 +117,7 @@ public struct DeliveryPolicy: Sendable {
         let reason = result.reason
         var outcome = PushOutcome(
             status: .failed, attempts: result.attempts, apnsStatus: result.status, reason: reason,
-            apnsUniqueID: result.uniqueID)
+            serviceMessageID: result.serviceMessageID)
         var settlement = Settlement(
             outcome: outcome, decision: .failed, counted: "failed", reason: reason,
             latency: result.attempts > 0 ? result.latency : nil)

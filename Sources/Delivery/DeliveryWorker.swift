@@ -416,7 +416,7 @@ public final class DeliveryWorker: BackgroundService {
             if ordinary {
                 sent.append(SentPush(
                     pushID: push.id, attempts: outcome.attempts, apnsStatus: outcome.apnsStatus,
-                    apnsUniqueID: outcome.apnsUniqueID))
+                    serviceMessageID: outcome.serviceMessageID))
                 return (settlement.counted, settlement.reason, settlement.latency, transport)
             }
             // Recorded only while this node still holds the push: one whose lease ran

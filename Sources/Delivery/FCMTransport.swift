@@ -119,7 +119,7 @@ public final class FCMTransport: PushTransport {
                 disposition: result.disposition, status: result.response?.status,
                 reason: result.response?.errorCode
                     ?? (result.response == nil ? (result.disposition == .credentialsRejected ? "credentialsRejected" : "transport") : nil),
-                uniqueID: result.response?.messageName, attempts: result.attempts, latency: seconds))
+                serviceMessageID: result.response?.messageName, attempts: result.attempts, latency: seconds))
         }
     }
 

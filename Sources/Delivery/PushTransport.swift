@@ -10,8 +10,9 @@ public struct TransportResult: Sendable {
     public var status: Int?
     /// Why it failed: the service's reason, or the transport's own error code.
     public var reason: String?
-    /// The service's id for the delivery (APNs's `apns-unique-id`, sandbox only).
-    public var uniqueID: String?
+    /// The service's id of the message (APNs's `apns-unique-id`, sandbox only; FCM's
+    /// message name).
+    public var serviceMessageID: String?
     /// Attempts made; 0 when the push was never handed to the network.
     public var attempts: Int
     /// Seconds from handing the push to the network to its answer.
@@ -19,13 +20,13 @@ public struct TransportResult: Sendable {
 
     /// Creates a result.
     public init(
-        disposition: TransportDisposition, status: Int? = nil, reason: String? = nil, uniqueID: String? = nil,
+        disposition: TransportDisposition, status: Int? = nil, reason: String? = nil, serviceMessageID: String? = nil,
         attempts: Int, latency: TimeInterval = 0
     ) {
         self.disposition = disposition
         self.status = status
         self.reason = reason
-        self.uniqueID = uniqueID
+        self.serviceMessageID = serviceMessageID
         self.attempts = attempts
         self.latency = latency
     }

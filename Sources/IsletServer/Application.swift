@@ -42,7 +42,7 @@ public final class Application: Sendable {
     /// The newest events, for the event streams of this node.
     public let feed: EventFeed
     /// The in-process APNs (`--simulator`), already listening, and where.
-    public let embeddedAPNs: (apns: any EmbeddedAPNs, endpoint: EmbeddedAPNsEndpoint)?
+    public let embeddedSimulators: (apns: any EmbeddedSimulators, endpoint: EmbeddedSimulatorEndpoints)?
     /// The admin token, when this start generated it: written into the data folder
     /// by `start` once the API listens (a start that fails leaves no token behind,
     /// so the next one generates and shows its own), to be shown once.
@@ -77,7 +77,7 @@ public final class Application: Sendable {
         var feed: EventFeed
         var fcmClient: FCMClient
         var fcmTokenClient: HTTPClient
-        var embeddedAPNs: (apns: any EmbeddedAPNs, endpoint: EmbeddedAPNsEndpoint)?
+        var embeddedSimulators: (apns: any EmbeddedSimulators, endpoint: EmbeddedSimulatorEndpoints)?
         var generatedAdminToken: String?
         var demo: DemoApp?
         var sleeper: any Sleeper
@@ -98,7 +98,7 @@ public final class Application: Sendable {
         webhooks = parts.webhooks
         webhookClient = parts.webhookClient
         feed = parts.feed
-        embeddedAPNs = parts.embeddedAPNs
+        embeddedSimulators = parts.embeddedSimulators
         generatedAdminToken = parts.generatedAdminToken
         demo = parts.demo
         // What the closures below keep: the parts, not `self`.
@@ -108,7 +108,7 @@ public final class Application: Sendable {
         let dispatcher = parts.dispatcher
         let store = parts.store
         let databaseLock = parts.databaseLock
-        let embeddedAPNs = parts.embeddedAPNs
+        let embeddedSimulators = parts.embeddedSimulators
         let client = parts.client
         let channelClient = parts.channelClient
         let webhookClient = parts.webhookClient
@@ -147,7 +147,7 @@ public final class Application: Sendable {
                 await runOnOwnThread(named: "islet-db-close") { store.close() }
                 databaseLock?.release()
             },
-            ClosingService { await embeddedAPNs?.apns.shutdown() },
+            ClosingService { await embeddedSimulators?.apns.shutdown() },
             ClosingService { await client.shutdown() },
             ClosingService { await channelClient.shutdown() },
             ClosingService { await webhookClient.shutdown() },

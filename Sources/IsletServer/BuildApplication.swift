@@ -14,11 +14,11 @@ import Storage
 
 /// Makes the embedded APNs of `--simulator` (the executable has one; the library
 /// does not link it).
-public typealias EmbeddedAPNsFactory = @Sendable (_ configuration: Configuration, _ clock: any WallClock) throws -> any EmbeddedAPNs
+public typealias EmbeddedSimulatorsFactory = @Sendable (_ configuration: Configuration, _ clock: any WallClock) throws -> any EmbeddedSimulators
 
 /// Builds the application described by `configuration`: prepares the data folder,
 /// opens and migrates the database, reads the admin token, starts the embedded
-/// APNs when asked for (`--simulator`, made by `embeddedAPNs`), and wires the
+/// APNs when asked for (`--simulator`, made by `embeddedSimulators`), and wires the
 /// services and routes. The API does not listen and no push is sent until `start`
 /// or `run`. `clock` says what is due; `sleeper` paces the background loops (the
 /// system's time unless a test drives them).
@@ -27,7 +27,7 @@ public func buildApplication(
     logger: Logger? = nil,
     clock: any WallClock = SystemWallClock(),
     sleeper: any Sleeper = SystemSleeper(),
-    embeddedAPNs: EmbeddedAPNsFactory? = nil
+    embeddedSimulators: EmbeddedSimulatorsFactory? = nil
 ) throws(ConfigurationError) -> Application {
     let logger = logger ?? Logger(level: configuration.logLevel, format: configuration.logFormat, clock: clock)
     let created = try configuration.prepareFilesystem()
@@ -76,7 +76,7 @@ public func buildApplication(
     }
     do throws(ConfigurationError) {
         let application = try assemble(
-            configuration, logger: logger, clock: clock, sleeper: sleeper, store: store, embeddedAPNs: embeddedAPNs,
+            configuration, logger: logger, clock: clock, sleeper: sleeper, store: store, embeddedSimulators: embeddedSimulators,
             databaseLock: databaseLock)
         if secrets.generated, let file = secrets.file {
             logger.notice(
@@ -112,11 +112,11 @@ private func openStore(_ configuration: Configuration, secrets: SecretsKey) thro
 /// The rest of `buildApplication`, once the store is open.
 private func assemble(
     _ configuration: Configuration, logger: Logger, clock: any WallClock, sleeper: any Sleeper, store: any Store,
-    embeddedAPNs factory: EmbeddedAPNsFactory?, databaseLock: DatabaseLock?
+    embeddedSimulators factory: EmbeddedSimulatorsFactory?, databaseLock: DatabaseLock?
 ) throws(ConfigurationError) -> Application {
     let (adminToken, generated) = try AdminToken.load(configuration)
 
-    var embedded: (apns: any EmbeddedAPNs, endpoint: EmbeddedAPNsEndpoint)?
+    var embedded: (apns: any EmbeddedSimulators, endpoint: EmbeddedSimulatorEndpoints)?
     var clientConfiguration = APNsClientConfiguration()
     if configuration.simulator {
         guard let factory else {
@@ -270,7 +270,7 @@ private func assemble(
     return Application(Application.Parts(
         configuration: configuration, logger: logger, store: store, services: services, delivery: delivery, client: client,
         channelClient: channelClient, webhooks: webhooks, webhookClient: webhookClient, feed: feed, fcmClient: fcm.client,
-        fcmTokenClient: fcm.tokens, embeddedAPNs: embedded, generatedAdminToken: generated ? adminToken : nil, demo: demo,
+        fcmTokenClient: fcm.tokens, embeddedSimulators: embedded, generatedAdminToken: generated ? adminToken : nil, demo: demo,
         sleeper: sleeper, timers: timers, dispatcher: dispatcher, databaseLock: databaseLock))
 }
 
@@ -279,7 +279,7 @@ private func assemble(
 /// `--fcm-ca-file`, or the embedded FCM's CA). A token URI may name a private
 /// address only for a simulator: with `--simulator` or `--fcm-allow-private`.
 private func fcmClients(
-    _ configuration: Configuration, embedded: EmbeddedAPNsEndpoint?
+    _ configuration: Configuration, embedded: EmbeddedSimulatorEndpoints?
 ) throws(ConfigurationError) -> (client: FCMClient, tokens: HTTPClient) {
     var settings = FCMClientConfiguration()
     settings.url = URL(string: configuration.fcmURL)!

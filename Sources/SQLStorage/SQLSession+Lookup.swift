@@ -52,7 +52,7 @@ extension SQLSession {
             ).map { LookupCopy(activityID: try $0.string("activity_id"), deviceID: try $0.string("device_id")) }
         }
         // The column is what the push is found by (`matched`).
-        for column in ["apns_id", "apns_unique_id"] {
+        for column in ["apns_id", "service_message_id"] {
             for row in try query(
                 """
                 SELECT activity_id, device_id, apns_id, event, status, send_id FROM pushes

@@ -119,7 +119,7 @@ extension SQLSession {
     static func historyColumns(prefix: String) -> SQL {
         let names = [
             "id", "send_id", "device_id", "token_kind", "event", "status", "environment", "environment_switched",
-            "apns_status", "reason", "apns_id", "apns_unique_id", "attempts", "created_at", "updated_at", "sent_at",
+            "apns_status", "reason", "apns_id", "service_message_id", "attempts", "created_at", "updated_at", "sent_at",
             "taps", "first_tapped_at", "priority_downgraded", "deferred_until",
         ]
         return SQL(raw: names.map { prefix + $0 }.joined(separator: ", "))
@@ -136,7 +136,7 @@ extension SQLSession {
             environment: try row.enumValue("environment", as: APNsEnvironment.self),
             environmentSwitched: try row.bool("environment_switched"),
             apnsStatus: row.optionalInt64("apns_status").map(Int.init), reason: row.optionalString("reason"),
-            apnsID: try row.string("apns_id"), apnsUniqueID: row.optionalString("apns_unique_id"),
+            apnsID: try row.string("apns_id"), serviceMessageID: row.optionalString("service_message_id"),
             attempts: Int(try row.int64("attempts")), createdAt: try row.date("created_at"),
             updatedAt: try row.date("updated_at"), sentAt: row.optionalDate("sent_at"),
             taps: Int(try row.int64("taps")), firstTappedAt: row.optionalDate("first_tapped_at"),
@@ -427,12 +427,12 @@ extension SQLSession {
             let rows = try query(
                 """
                 UPDATE pushes AS p SET status = 'sent', attempts = p.attempts + v.attempts, rounds = p.rounds + 1,
-                    apns_status = v.apns_status, reason = NULL, apns_unique_id = v.unique_id, claimed_by = NULL,
+                    apns_status = v.apns_status, reason = NULL, service_message_id = v.unique_id, claimed_by = NULL,
                     lease_until = NULL, updated_at = \(millis), sent_at = \(millis)
                 FROM unnest(\(SQLValue.array(pushes.map { .integer($0.pushID) }))::int8[],
                     \(SQLValue.array(pushes.map { .integer(Int64($0.attempts)) }))::int8[],
                     \(SQLValue.array(pushes.map { $0.apnsStatus.map { .integer(Int64($0)) } ?? .null }))::int8[],
-                    \(SQLValue.array(pushes.map { $0.apnsUniqueID.map(SQLValue.text) ?? .null }))::text[])
+                    \(SQLValue.array(pushes.map { $0.serviceMessageID.map(SQLValue.text) ?? .null }))::text[])
                     AS v(id, attempts, apns_status, unique_id)
                 WHERE p.id = v.id AND p.status = 'sending' AND p.claimed_by = \(nodeID)
                 RETURNING p.id
@@ -447,7 +447,7 @@ extension SQLSession {
             try runEach(pushes) { push in
                 """
                 UPDATE pushes SET status = 'sent', attempts = attempts + \(push.attempts), rounds = rounds + 1,
-                    apns_status = \(push.apnsStatus), reason = NULL, apns_unique_id = \(push.apnsUniqueID),
+                    apns_status = \(push.apnsStatus), reason = NULL, service_message_id = \(push.serviceMessageID),
                     claimed_by = NULL, lease_until = NULL, updated_at = \(millis), sent_at = \(millis)
                 WHERE id = \(push.pushID) AND status = 'sending' AND claimed_by = \(nodeID)
                 """
@@ -469,7 +469,7 @@ extension SQLSession {
             return try run(
                 """
                 UPDATE pushes SET status = 'sent', attempts = attempts + \(outcome.attempts), rounds = rounds + 1,
-                    apns_status = \(outcome.apnsStatus), reason = NULL, apns_unique_id = \(outcome.apnsUniqueID),
+                    apns_status = \(outcome.apnsStatus), reason = NULL, service_message_id = \(outcome.serviceMessageID),
                     claimed_by = NULL, lease_until = NULL, updated_at = \(millis), sent_at = \(millis)
                 WHERE id = \(pushID) AND status = 'sending' AND claimed_by = \(nodeID)
                 """) > 0
@@ -482,8 +482,8 @@ extension SQLSession {
         if let apnsStatus = outcome.apnsStatus {
             changes.append(", apns_status = \(apnsStatus)")
         }
-        if let uniqueID = outcome.apnsUniqueID {
-            changes.append(", apns_unique_id = \(uniqueID)")
+        if let messageID = outcome.serviceMessageID {
+            changes.append(", service_message_id = \(messageID)")
         }
         if let next = outcome.nextAttemptAt {
             changes.append(", next_attempt_at = \(next.unixMilliseconds)")

@@ -310,12 +310,12 @@ extension SQLSession {
         try run(
             """
             INSERT INTO pushes (send_id, app_id, activity_id, activity_type, event, device_id, token_kind, token,
-                environment, environment_switched, apns_id, status, attempts, rounds, apns_status, reason, apns_unique_id,
+                environment, environment_switched, apns_id, status, attempts, rounds, apns_status, reason, service_message_id,
                 next_attempt_at, created_at, updated_at, sent_at, priority_downgraded)
             VALUES (\(window.sendID), \(push.appID), \(push.activityID), \(push.activityType), \(push.content.event.rawValue),
                 \(push.deviceID), \(push.tokenKind.rawValue), \(push.token), \(environment.rawValue),
                 \(environment != push.environment), \(push.apnsID), \(outcome.status.rawValue), \(outcome.attempts),
-                \(outcome.attempts > 0 ? 1 : 0), \(outcome.apnsStatus), \(outcome.reason), \(outcome.apnsUniqueID),
+                \(outcome.attempts > 0 ? 1 : 0), \(outcome.apnsStatus), \(outcome.reason), \(outcome.serviceMessageID),
                 \(outcome.nextAttemptAt?.unixMilliseconds ?? millis), \(push.createdAt.unixMilliseconds), \(millis),
                 \(outcome.status == .sent ? millis : nil), \(false))
             """)
@@ -484,7 +484,7 @@ extension SQLSession {
                     id: 0, deviceID: deviceID, tokenKind: send.kind, event: send.event, status: status,
                     environment: try copy.enumValue("environment", as: APNsEnvironment.self), environmentSwitched: false,
                     apnsStatus: reached ? 200 : nil, reason: status == .dropped ? reason : nil,
-                    apnsID: APNsMessageID.derived(sendID: send.id, deviceID: deviceID), apnsUniqueID: nil,
+                    apnsID: APNsMessageID.derived(sendID: send.id, deviceID: deviceID), serviceMessageID: nil,
                     attempts: reached ? 1 : 0, createdAt: created, updatedAt: reached || stopped ? progressed : created,
                     sentAt: reached ? progressed : nil)
                 item.sendID = send.id

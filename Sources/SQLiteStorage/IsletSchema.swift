@@ -520,5 +520,10 @@ public enum IsletSchema {
                 PRIMARY KEY (app_id, minute)
             ) STRICT, WITHOUT ROWID;
             """),
+        // The push service's id of a message, APNs's apns-unique-id or FCM's message
+        // name, in one column named for both (an FCM name is no apns-unique-id).
+        Migration(version: 30, name: "a push's service message id", sql: """
+            ALTER TABLE pushes RENAME COLUMN apns_unique_id TO service_message_id;
+            """),
     ]
 }

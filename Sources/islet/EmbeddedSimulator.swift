@@ -1,4 +1,4 @@
-import APNsSimulator
+import Simulators
 import Foundation
 import IsletCore
 import IsletCrypto
@@ -7,12 +7,12 @@ import Storage
 
 /// `islet serve --simulator`: the APNs and FCM simulators in the same process, on
 /// 127.0.0.1, trusting the signing keys and service accounts the apps are given.
-struct EmbeddedSimulator: EmbeddedAPNs {
+struct EmbeddedSimulator: EmbeddedSimulators {
     let simulator: APNsSimulator
     let fcm: FCMSimulator
 
     /// The factory `buildApplication` takes.
-    static let factory: EmbeddedAPNsFactory = { configuration, clock in
+    static let factory: EmbeddedSimulatorsFactory = { configuration, clock in
         var options = APNsSimulatorOptions()
         options.host = "127.0.0.1"
         options.port = configuration.simulatorPort
@@ -23,10 +23,10 @@ struct EmbeddedSimulator: EmbeddedAPNs {
             simulator: try APNsSimulator(options: options, clock: clock), fcm: try FCMSimulator(port: 0, clock: clock))
     }
 
-    func start() throws -> EmbeddedAPNsEndpoint {
+    func start() throws -> EmbeddedSimulatorEndpoints {
         let ports = try simulator.start()
         try fcm.start()
-        var endpoint = EmbeddedAPNsEndpoint(
+        var endpoint = EmbeddedSimulatorEndpoints(
             url: URL(string: "https://127.0.0.1:\(ports.apns)")!, trustRootsPEM: simulator.caCertificatePEM,
             inspectURL: ports.inspect.map { "http://127.0.0.1:\($0)" },
             channelsURL: simulator.channelsPort.map { URL(string: "https://127.0.0.1:\($0)")! })

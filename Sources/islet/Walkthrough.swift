@@ -9,8 +9,8 @@ enum Walkthrough {
     static func text(application: Application, demo: DemoApp) -> String {
         let host = application.configuration.host.contains(":") ? "[\(application.configuration.host)]" : application.configuration.host
         let api = "http://\(host):\(application.port)"
-        let inspect = application.embeddedAPNs?.endpoint.inspectURL ?? "(no inspection port)"
-        let fcmInspect = application.embeddedAPNs?.endpoint.fcmInspectURL ?? "(no FCM simulator)"
+        let inspect = application.embeddedSimulators?.endpoint.inspectURL ?? "(no inspection port)"
+        let fcmInspect = application.embeddedSimulators?.endpoint.fcmInspectURL ?? "(no FCM simulator)"
         var random = SystemRandomNumberGenerator()
         let startToken = PushToken.make(byteCount: 32, using: &random)
         // A demo app kept from an earlier start may hold phone-1 already, with a
@@ -20,7 +20,7 @@ enum Walkthrough {
         let android = "pixel-\(suffix)"
         let fcmToken = "demo\(suffix):APA91b" + PushToken.make(byteCount: 24, using: &random)
         // A service account the embedded FCM trusts, for an app of one's own.
-        let account = (try? application.embeddedAPNs?.apns.makeFCMAccount()).flatMap { $0 }.map { credentials in
+        let account = (try? application.embeddedSimulators?.apns.makeFCMAccount()).flatMap { $0 }.map { credentials in
             JSONValue.object([
                 "type": "service_account", "project_id": .string(credentials.projectID),
                 "private_key_id": credentials.privateKeyID.map(JSONValue.string) ?? .null, "private_key": .string(credentials.privateKeyPEM),
@@ -72,7 +72,7 @@ enum Walkthrough {
               curl -s $FCM/devices
 
             The API is described at $ISLET/openapi.json; metrics at $ISLET/metrics.
-            \(account.map { "\nThe demo app sends to the FCM simulator at \(application.embeddedAPNs?.endpoint.fcmURL?.absoluteString ?? "?"). A service account it trusts, for an app of your own (POST /v1/apps with {\"fcm\":{\"service_account\": …}}; it holds while this server runs):\n  \($0)\n" } ?? "")
+            \(account.map { "\nThe demo app sends to the FCM simulator at \(application.embeddedSimulators?.endpoint.fcmURL?.absoluteString ?? "?"). A service account it trusts, for an app of your own (POST /v1/apps with {\"fcm\":{\"service_account\": …}}; it holds while this server runs):\n  \($0)\n" } ?? "")
 
             """
     }

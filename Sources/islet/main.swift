@@ -1,7 +1,7 @@
 import Dispatch
 import Foundation
 import APNs
-import APNsSimulator
+import Simulators
 import IsletCore
 import IsletCrypto
 import IsletServer
@@ -75,7 +75,7 @@ func serve(_ arguments: [String]) async -> Int32 {
     do {
         let loaded = try Configuration.load(arguments: arguments, environment: ProcessInfo.processInfo.environment)
         configuration = loaded.configuration
-        application = try buildApplication(configuration, embeddedAPNs: EmbeddedSimulator.factory)
+        application = try buildApplication(configuration, embeddedSimulators: EmbeddedSimulator.factory)
         for warning in loaded.warnings { application.logger.warning(warning) }
     } catch {
         Console.err("islet: \(error)")

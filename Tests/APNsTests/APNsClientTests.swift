@@ -1,5 +1,5 @@
 import APNs
-import APNsSimulator
+import Simulators
 import Foundation
 import HTTP2
 import IsletCore

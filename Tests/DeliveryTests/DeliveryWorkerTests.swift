@@ -92,7 +92,7 @@ struct DeliveryWorkerTests {
             let transport = FakeTransport { push in
                 push.token == tokens[2]
                     ? TransportResult(disposition: .rejected, status: 413, reason: "PayloadTooLarge", attempts: 1, latency: 0.01)
-                    : TransportResult(disposition: .delivered, status: 200, uniqueID: "u-\(push.id)", attempts: 1, latency: 0.01)
+                    : TransportResult(disposition: .delivered, status: 200, serviceMessageID: "u-\(push.id)", attempts: 1, latency: 0.01)
             }
             // The loop paces on the manual clock too, which the test never moves:
             // the transport's answers ring the worker awake, no timer does.
@@ -114,7 +114,7 @@ struct DeliveryWorkerTests {
             #expect(settled)
             let pushes = try store.readNow { try $0.pushes(appID: "app_1", activityID: "act-1", since: now.addingTimeInterval(-1)) }
             #expect(pushes.map(\.status) == [.sent, .sent, .failed])
-            #expect(pushes[0].apnsUniqueID == "u-\(pushes[0].id)")
+            #expect(pushes[0].serviceMessageID == "u-\(pushes[0].id)")
             #expect(pushes[2].reason == "PayloadTooLarge")
             #expect(pushes[2].apnsStatus == 413)
             #expect(transport.sent.withLock { $0.map(\.token) }.sorted() == tokens.sorted())

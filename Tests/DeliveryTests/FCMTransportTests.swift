@@ -1,4 +1,4 @@
-import APNsSimulator
+import Simulators
 import Delivery
 import FCM
 import Foundation
@@ -119,7 +119,7 @@ struct FCMTransportTests {
             let pushes = try store.readNow { try $0.pushes(appID: "app_1", activityID: "order-1", since: now.addingTimeInterval(-1)) }
             let byDevice = Dictionary(uniqueKeysWithValues: pushes.map { ($0.deviceID, $0) })
             #expect(byDevice["pixel"]?.status == .sent)
-            #expect(byDevice["pixel"]?.apnsUniqueID?.hasPrefix("projects/islet-sim/messages/") == true)
+            #expect(byDevice["pixel"]?.serviceMessageID?.hasPrefix("projects/islet-sim/messages/") == true)
             #expect(byDevice["gone"]?.status == .failed)
             #expect(byDevice["gone"]?.reason == "UNREGISTERED")
             #expect(byDevice["gone"]?.apnsStatus == 404)

@@ -1,5 +1,5 @@
 import APNs
-import APNsSimulator
+import Simulators
 import Delivery
 import FCM
 import Foundation

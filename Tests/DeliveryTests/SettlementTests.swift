@@ -19,7 +19,7 @@ struct SettlementTests {
     }()
 
     func result(_ disposition: TransportDisposition, status: Int? = nil, reason: String? = nil, attempts: Int = 1) -> TransportResult {
-        TransportResult(disposition: disposition, status: status, reason: reason, uniqueID: "u-1", attempts: attempts, latency: 0.02)
+        TransportResult(disposition: disposition, status: status, reason: reason, serviceMessageID: "u-1", attempts: attempts, latency: 0.02)
     }
 
     func settle(
@@ -32,7 +32,7 @@ struct SettlementTests {
         let settled = settle(claimedPush(createdAt: now), result(.delivered, status: 200))
         #expect(settled.outcome.status == .sent)
         #expect(settled.outcome.apnsStatus == 200)
-        #expect(settled.outcome.apnsUniqueID == "u-1")
+        #expect(settled.outcome.serviceMessageID == "u-1")
         #expect(settled.outcome.attempts == 1)
         #expect(settled.correctEnvironment == nil)
         #expect(settled.deadToken == nil)

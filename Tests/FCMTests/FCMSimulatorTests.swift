@@ -1,4 +1,4 @@
-import APNsSimulator
+import Simulators
 import FCM
 import Foundation
 import HTTP2

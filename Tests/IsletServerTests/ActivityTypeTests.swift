@@ -1,4 +1,4 @@
-import APNsSimulator
+import Simulators
 import Foundation
 import IsletCore
 import IsletTesting

@@ -92,7 +92,7 @@ struct ApplicationTests {
 }
 
 @Suite("An embedded APNs comes from the caller")
-struct EmbeddedAPNsTests {
+struct EmbeddedSimulatorsTests {
     @Test func theSimulatorWithoutAFactoryStopsWithOneClearError() async {
         await withTemporaryDirectory { dir in
             var config = Configuration()

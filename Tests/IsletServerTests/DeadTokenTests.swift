@@ -1,4 +1,4 @@
-import APNsSimulator
+import Simulators
 import Delivery
 import Foundation
 import IsletCore

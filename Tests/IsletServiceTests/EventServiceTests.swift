@@ -71,7 +71,7 @@ struct EventServiceTests {
                 // when the window settles.
                 try session.recordSent(
                     claimed.filter { $0.window == nil }.map {
-                        SentPush(pushID: $0.id, attempts: 1, apnsStatus: 200, apnsUniqueID: nil)
+                        SentPush(pushID: $0.id, attempts: 1, apnsStatus: 200, serviceMessageID: nil)
                     }, by: "local", now: now)
                 let windows = Dictionary(grouping: claimed.compactMap(\.window), by: { $0 })
                 for (window, pushes) in windows {

@@ -44,7 +44,7 @@ struct HistoryServiceTests {
                     now: startedAt, limit: 10, lease: PushLease(nodeID: "n1", until: startedAt.addingTimeInterval(60)),
                     sends: &sends)
                 try session.recordSent(
-                    claimed.map { SentPush(pushID: $0.id, attempts: 1, apnsStatus: 200, apnsUniqueID: nil) }, by: "n1",
+                    claimed.map { SentPush(pushID: $0.id, attempts: 1, apnsStatus: 200, serviceMessageID: nil) }, by: "n1",
                     now: startedAt)
                 if let endedAt {
                     try session.endActivity(

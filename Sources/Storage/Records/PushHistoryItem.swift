@@ -25,8 +25,9 @@ public struct PushHistoryItem: Sendable, Hashable {
     public var reason: String?
     /// `apns-id`.
     public var apnsID: String
-    /// `apns-unique-id`, in the sandbox.
-    public var apnsUniqueID: String?
+    /// The push service's id of the message: APNs's `apns-unique-id` (the sandbox
+    /// gives one), or FCM's message name (`projects/…/messages/…`).
+    public var serviceMessageID: String?
     /// Attempts made.
     public var attempts: Int
     /// When it was queued.
@@ -55,7 +56,7 @@ public struct PushHistoryItem: Sendable, Hashable {
     public init(
         id: Int64, deviceID: String, tokenKind: PushTokenKind, event: PushEvent, status: PushStatus,
         environment: APNsEnvironment, environmentSwitched: Bool, apnsStatus: Int?, reason: String?, apnsID: String,
-        apnsUniqueID: String?, attempts: Int, createdAt: Date, updatedAt: Date, sentAt: Date?, taps: Int = 0,
+        serviceMessageID: String?, attempts: Int, createdAt: Date, updatedAt: Date, sentAt: Date?, taps: Int = 0,
         firstTappedAt: Date? = nil, priorityDowngraded: Bool = false, deferredUntil: Date? = nil
     ) {
         self.id = id
@@ -68,7 +69,7 @@ public struct PushHistoryItem: Sendable, Hashable {
         self.apnsStatus = apnsStatus
         self.reason = reason
         self.apnsID = apnsID
-        self.apnsUniqueID = apnsUniqueID
+        self.serviceMessageID = serviceMessageID
         self.attempts = attempts
         self.createdAt = createdAt
         self.updatedAt = updatedAt

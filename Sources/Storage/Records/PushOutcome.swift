@@ -11,8 +11,9 @@ public struct PushOutcome: Sendable {
     public var apnsStatus: Int?
     /// The APNs reason, or Islet's.
     public var reason: String?
-    /// `apns-unique-id`.
-    public var apnsUniqueID: String?
+    /// The push service's id of the message: APNs's `apns-unique-id` (the sandbox
+    /// gives one), or FCM's message name (`projects/…/messages/…`).
+    public var serviceMessageID: String?
     /// For a push queued again: when to try next.
     public var nextAttemptAt: Date?
     /// For a push queued again: the environment to try.
@@ -20,14 +21,14 @@ public struct PushOutcome: Sendable {
 
     /// Creates an outcome.
     public init(
-        status: PushStatus, attempts: Int, apnsStatus: Int? = nil, reason: String? = nil, apnsUniqueID: String? = nil,
+        status: PushStatus, attempts: Int, apnsStatus: Int? = nil, reason: String? = nil, serviceMessageID: String? = nil,
         nextAttemptAt: Date? = nil, environment: APNsEnvironment? = nil
     ) {
         self.status = status
         self.attempts = attempts
         self.apnsStatus = apnsStatus
         self.reason = reason
-        self.apnsUniqueID = apnsUniqueID
+        self.serviceMessageID = serviceMessageID
         self.nextAttemptAt = nextAttemptAt
         self.environment = environment
     }

@@ -6,14 +6,15 @@ public struct SentPush: Sendable, Hashable {
     public var attempts: Int
     /// APNs's HTTP status (200), when it answered.
     public var apnsStatus: Int?
-    /// The `apns-unique-id` APNs answered (the sandbox gives one).
-    public var apnsUniqueID: String?
+    /// The push service's id of the message: APNs's `apns-unique-id` (the sandbox
+    /// gives one), or FCM's message name (`projects/…/messages/…`).
+    public var serviceMessageID: String?
 
     /// A push sent after `attempts` requests.
-    public init(pushID: Int64, attempts: Int, apnsStatus: Int?, apnsUniqueID: String?) {
+    public init(pushID: Int64, attempts: Int, apnsStatus: Int?, serviceMessageID: String?) {
         self.pushID = pushID
         self.attempts = attempts
         self.apnsStatus = apnsStatus
-        self.apnsUniqueID = apnsUniqueID
+        self.serviceMessageID = serviceMessageID
     }
 }

@@ -378,7 +378,7 @@ struct ActivityContractTests {
                     // d3's start is still being retried: it was never accepted.
                     let outcome = push.deviceID == "d3"
                         ? PushOutcome(status: .queued, attempts: 1, apnsStatus: 503, reason: "ServiceUnavailable", nextAttemptAt: Fixture.at(60))
-                        : PushOutcome(status: .sent, attempts: 1, apnsStatus: 200, apnsUniqueID: "u-\(push.deviceID)")
+                        : PushOutcome(status: .sent, attempts: 1, apnsStatus: 200, serviceMessageID: "u-\(push.deviceID)")
                     try session.recordOutcome(pushID: push.id, outcome, by: "node-1", now: Fixture.at(2))
                 }
                 // d2's activity started and registered its update token.

@@ -45,7 +45,7 @@ struct HistoryContractTests {
             var sends: [Int64: SendContent] = [:]
             let claimed = try session.claimDuePushes(now: Fixture.at(seconds), limit: 100, lease: Fixture.lease, sends: &sends)
             let sent = claimed.enumerated().filter { !holding.contains($0.offset) }.map {
-                SentPush(pushID: $0.element.id, attempts: 1, apnsStatus: 200, apnsUniqueID: nil)
+                SentPush(pushID: $0.element.id, attempts: 1, apnsStatus: 200, serviceMessageID: nil)
             }
             try session.recordSent(sent, by: Fixture.lease.nodeID, now: Fixture.at(seconds))
             return claimed.map(\.id)

@@ -97,8 +97,8 @@ struct NodeContractTests {
             let recorded = try store.writeNow { session -> Set<Int64> in
                 let recorded = try session.recordSent(
                     [
-                        SentPush(pushID: claimed[0].id, attempts: 1, apnsStatus: 200, apnsUniqueID: #"unique-1 "quoted" \é"#),
-                        SentPush(pushID: claimed[1].id, attempts: 2, apnsStatus: 200, apnsUniqueID: nil),
+                        SentPush(pushID: claimed[0].id, attempts: 1, apnsStatus: 200, serviceMessageID: #"unique-1 "quoted" \é"#),
+                        SentPush(pushID: claimed[1].id, attempts: 2, apnsStatus: 200, serviceMessageID: nil),
                     ], by: "node-1", now: Fixture.at(3))
                 #expect(try session.recordSent([], by: "node-1", now: Fixture.at(3)).isEmpty)
                 return recorded
@@ -107,7 +107,7 @@ struct NodeContractTests {
             let items = try store.readNow { try $0.pushes(appID: "app_1", activityID: "a1", since: Fixture.t0) }
             #expect(items.map(\.status) == [.sent, .sent, .queued])
             #expect(items.map(\.attempts) == [1, 2, 0])
-            #expect(items.map(\.apnsUniqueID) == [#"unique-1 "quoted" \é"#, nil, nil])
+            #expect(items.map(\.serviceMessageID) == [#"unique-1 "quoted" \é"#, nil, nil])
             #expect(items.map(\.apnsStatus) == [200, 200, nil])
             #expect(items[0].sentAt == Fixture.at(3))
             // Recorded pushes are no longer the node's: only the third is counted.
@@ -182,7 +182,7 @@ struct NodeContractTests {
             }
             #expect(!late)
             let lateRecorded = try store.writeNow { session in
-                try session.recordSent([SentPush(pushID: slow.id, attempts: 1, apnsStatus: 200, apnsUniqueID: nil)], by: "slow", now: Fixture.at(11))
+                try session.recordSent([SentPush(pushID: slow.id, attempts: 1, apnsStatus: 200, serviceMessageID: nil)], by: "slow", now: Fixture.at(11))
             }
             #expect(lateRecorded.isEmpty, "a push the node no longer holds is not recorded, nor answered as recorded")
             // Still the fast node's, in flight: the late answers changed nothing.

@@ -101,7 +101,7 @@ struct PushQueueContractTests {
             #expect(pushes.count == 3)
             try store.writeNow(durable: false) { session throws in
                 try session.recordOutcome(
-                    pushID: pushes[0].id, PushOutcome(status: .sent, attempts: 1, apnsStatus: 200, apnsUniqueID: "unique-1"),
+                    pushID: pushes[0].id, PushOutcome(status: .sent, attempts: 1, apnsStatus: 200, serviceMessageID: "unique-1"),
                     by: "node-1", now: Fixture.at(2))
                 try session.recordOutcome(
                     pushID: pushes[1].id,
@@ -116,7 +116,7 @@ struct PushQueueContractTests {
             #expect(items[0].status == .sent)
             #expect(items[0].attempts == 1)
             #expect(items[0].apnsStatus == 200)
-            #expect(items[0].apnsUniqueID == "unique-1")
+            #expect(items[0].serviceMessageID == "unique-1")
             #expect(items[0].reason == nil)
             #expect(items[0].sentAt == Fixture.at(2))
             #expect(items[0].updatedAt == Fixture.at(2))

@@ -1,4 +1,4 @@
-import APNsSimulator
+import Simulators
 import Foundation
 import HTTP2
 import IsletCore

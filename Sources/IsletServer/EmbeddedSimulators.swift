@@ -1,13 +1,13 @@
 public import Foundation
 public import Storage
 
-/// An APNs (and an FCM) running in the same process (`--simulator`): the
+/// The simulators, an APNs and an FCM, running in the same process (`--simulator`): the
 /// executable provides it (the server library does not link one), the application
 /// starts it before anything sends, tells it which signing keys and service
 /// accounts to trust, and stops it last.
-public protocol EmbeddedAPNs: Sendable {
+public protocol EmbeddedSimulators: Sendable {
     /// Starts listening; answers where the APNs client (and the FCM client) sends.
-    func start() throws -> EmbeddedAPNsEndpoint
+    func start() throws -> EmbeddedSimulatorEndpoints
     /// Trusts the signing key of `credentials` (an app was given them).
     func trust(_ credentials: APNsCredentials)
     /// Trusts the service account of `credentials` (an app was given them).
@@ -18,8 +18,8 @@ public protocol EmbeddedAPNs: Sendable {
     func shutdown() async
 }
 
-/// Where an embedded APNs listens.
-public struct EmbeddedAPNsEndpoint: Sendable {
+/// Where the embedded simulators listen: the APNs's endpoints, and the FCM's.
+public struct EmbeddedSimulatorEndpoints: Sendable {
     /// Its APNs URL (both environments go there).
     public var url: URL
     /// The CA certificate (PEM) the client must trust for it.

@@ -1,4 +1,4 @@
-@testable import APNsSimulator
+@testable import Simulators
 import IsletSync
 import Foundation
 import IsletCore

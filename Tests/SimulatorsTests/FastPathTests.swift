@@ -1,4 +1,4 @@
-@testable import APNsSimulator
+@testable import Simulators
 import Foundation
 import HTTP2
 import IsletCore

@@ -1,5 +1,5 @@
 import IsletSync
-import APNsSimulator
+import Simulators
 import Foundation
 import IsletCore
 import Testing

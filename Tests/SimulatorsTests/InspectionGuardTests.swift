@@ -1,4 +1,4 @@
-@testable import APNsSimulator
+@testable import Simulators
 import Foundation
 import HTTPServer
 import IsletTesting
