@@ -456,12 +456,12 @@ public final class DeliveryWorker: BackgroundService {
         case .deleteStartToken(let refusedAt, let activityID):
             acted = try session.deleteRefusedStartToken(appID: push.appID, token: push.token, refusedAt: refusedAt)
             if acted, let activityID {
-                try session.endInstance(
+                try session.endCopy(
                     appID: push.appID, activityID: activityID, deviceID: push.deviceID, cause: .tokenRejected, at: now)
             }
             done = "start_token_deleted"
         case .endUpdatedCopy(let activityID, let refusedAt):
-            acted = try session.endRefusedInstance(
+            acted = try session.endRefusedCopy(
                 appID: push.appID, activityID: activityID, token: push.token, refusedAt: refusedAt, now: now)
             done = "copy_ended"
         case .markDeviceUnreachable(let refusedAt):

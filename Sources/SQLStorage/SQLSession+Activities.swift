@@ -9,7 +9,7 @@ extension SQLSession {
         join_rule, created_by, creator_user_id
         """
 
-    static let instanceColumns: SQL = """
+    static let copyColumns: SQL = """
         device_id, status, update_token, environment, token_registered_at, created_at, updated_at, ended_at, end_cause,
         subscribed, joined, last_received_send_id, last_received_at, (SELECT d.platform FROM devices d
             WHERE d.app_id = activity_instances.app_id AND d.device_id = activity_instances.device_id) AS platform
@@ -267,30 +267,30 @@ extension SQLSession {
     // MARK: - Instances
 
     /// Every device's copy of an activity, by device id.
-    public func instances(appID: String, activityID: String) throws -> [InstanceRecord] {
+    public func copies(appID: String, activityID: String) throws -> [CopyRecord] {
         try query(
             """
-            SELECT \(sql: Self.instanceColumns) FROM activity_instances
+            SELECT \(sql: Self.copyColumns) FROM activity_instances
             WHERE app_id = \(appID) AND activity_id = \(activityID) ORDER BY device_id
             """
-        ).map(Self.instanceRecord)
+        ).map(Self.copyRecord)
     }
 
     /// One device's copy of an activity.
-    public func instance(appID: String, activityID: String, deviceID: String) throws -> InstanceRecord? {
+    public func copy(appID: String, activityID: String, deviceID: String) throws -> CopyRecord? {
         try query(
             """
-            SELECT \(sql: Self.instanceColumns) FROM activity_instances
+            SELECT \(sql: Self.copyColumns) FROM activity_instances
             WHERE app_id = \(appID) AND activity_id = \(activityID) AND device_id = \(deviceID)
             """
-        ).first.map(Self.instanceRecord)
+        ).first.map(Self.copyRecord)
     }
 
     /// Adds pending copies for the devices a start goes to (a device that has a copy
     /// keeps it).
     /// Marks the copies of `deviceIDs` as listening on the activity's channel: active
     /// from their start, with no update token to wait for.
-    public func subscribeInstances(appID: String, activityID: String, deviceIDs: [String]) throws {
+    public func subscribeCopies(appID: String, activityID: String, deviceIDs: [String]) throws {
         if dialect == .postgresql {
             try forEachChunk(of: deviceIDs) { chunk in
                 try run(
@@ -310,7 +310,7 @@ extension SQLSession {
         }
     }
 
-    public func insertPendingInstances(
+    public func insertPendingCopies(
         appID: String, activityID: String, targets: [PushTarget], startSendID: Int64?, now: Date
     ) throws {
         let millis = now.unixMilliseconds
@@ -342,7 +342,7 @@ extension SQLSession {
     }
 
     @discardableResult
-    public func insertAndroidInstances(
+    public func insertAndroidCopies(
         appID: String, activityID: String, deviceIDs: [String], startSendID: Int64?, now: Date
     ) throws -> Int {
         let millis = now.unixMilliseconds
@@ -403,7 +403,7 @@ extension SQLSession {
     /// Ends one device's copy (only while it holds `onlyToken`, when given). Answers
     /// whether it was not ended before.
     @discardableResult
-    public func endInstance(
+    public func endCopy(
         appID: String, activityID: String, deviceID: String, cause: EndCause, onlyToken: String?, at date: Date
     ) throws -> Bool {
         let millis = date.unixMilliseconds
@@ -506,9 +506,9 @@ extension SQLSession {
         }
     }
 
-    static func instanceRecord(_ row: SQLRow) throws -> InstanceRecord {
-        var record = InstanceRecord(
-            deviceID: try row.string("device_id"), status: try row.enumValue("status", as: InstanceStatus.self),
+    static func copyRecord(_ row: SQLRow) throws -> CopyRecord {
+        var record = CopyRecord(
+            deviceID: try row.string("device_id"), status: try row.enumValue("status", as: CopyStatus.self),
             updateToken: row.optionalString("update_token"),
             environment: try row.enumValue("environment", as: APNsEnvironment.self),
             tokenRegisteredAt: row.optionalDate("token_registered_at"), createdAt: try row.date("created_at"),

@@ -80,14 +80,14 @@ extension SQLSession {
         let copies = try query(
             """
             SELECT activity_id, (SELECT a.activity_type FROM activities a WHERE a.app_id = activity_instances.app_id
-                    AND a.activity_id = activity_instances.activity_id) AS activity_type, \(sql: Self.instanceColumns)
+                    AND a.activity_id = activity_instances.activity_id) AS activity_type, \(sql: Self.copyColumns)
             FROM activity_instances WHERE app_id = \(appID) AND device_id = \(deviceID)
             ORDER BY created_at DESC, activity_id LIMIT \(max(limit, 0))
             """
         ).map { row in
             DeviceHistory.Copy(
                 activityID: try row.string("activity_id"), activityType: row.optionalString("activity_type") ?? "",
-                instance: try Self.instanceRecord(row))
+                record: try Self.copyRecord(row))
         }
         let pushes = try query(
             """

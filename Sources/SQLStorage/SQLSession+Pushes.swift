@@ -552,7 +552,7 @@ extension SQLSession {
 
     /// Ends the copy of an activity whose update token APNs refused, unless the token
     /// was registered again after `refusedAt`. Answers whether it ended.
-    public func endRefusedInstance(appID: String, activityID: String, token: String, refusedAt: Date?, now: Date) throws -> Bool {
+    public func endRefusedCopy(appID: String, activityID: String, token: String, refusedAt: Date?, now: Date) throws -> Bool {
         let millis = now.unixMilliseconds
         return try run(
             """

@@ -151,19 +151,19 @@ public protocol ActivityStore {
     /// Whether the activity has ended (or no longer exists).
     func activityHasEnded(appID: String, activityID: String) throws -> Bool
     /// Every device's copy of an activity, by device id.
-    func instances(appID: String, activityID: String) throws -> [InstanceRecord]
+    func copies(appID: String, activityID: String) throws -> [CopyRecord]
     /// One device's copy of an activity.
-    func instance(appID: String, activityID: String, deviceID: String) throws -> InstanceRecord?
+    func copy(appID: String, activityID: String, deviceID: String) throws -> CopyRecord?
     /// Adds pending copies for the devices a start goes to, made by send
     /// `startSendID` (whose windows reach them by it), if any.
-    func insertPendingInstances(
+    func insertPendingCopies(
         appID: String, activityID: String, targets: [PushTarget], startSendID: Int64?, now: Date
     ) throws
     /// Adds the copies of Android devices (active at once: FCM reaches the device's
     /// own token, and no update token comes). A device that has a copy keeps it.
     /// Answers how many were added. `startSendID` names the start's send, if any.
     @discardableResult
-    func insertAndroidInstances(
+    func insertAndroidCopies(
         appID: String, activityID: String, deviceIDs: [String], startSendID: Int64?, now: Date
     ) throws -> Int
     /// Registers or rotates a device's update token for an activity, atomically.
@@ -173,12 +173,12 @@ public protocol ActivityStore {
     ) throws -> Bool
     /// Ends one device's copy. Answers whether it was not ended before.
     @discardableResult
-    func endInstance(
+    func endCopy(
         appID: String, activityID: String, deviceID: String, cause: EndCause, onlyToken: String?, at date: Date
     ) throws -> Bool
     /// Ends the copy of an activity whose update token APNs refused, unless the token
     /// was registered again after `refusedAt`. Answers whether it ended.
-    func endRefusedInstance(appID: String, activityID: String, token: String, refusedAt: Date?, now: Date) throws -> Bool
+    func endRefusedCopy(appID: String, activityID: String, token: String, refusedAt: Date?, now: Date) throws -> Bool
     /// The update tokens of every copy of an activity that has not ended.
     func updateTargets(appID: String, activityID: String) throws -> [PushTarget]
     /// A page of those: at most `limit`, of the devices after `afterDeviceID` (from
@@ -591,7 +591,7 @@ public protocol ChannelStore {
     func assignChannels(appID: String, activityID: String, channelIDs: [String], expiredBy: Date) throws -> [String]
     /// Marks the copies of `deviceIDs` as listening on the activity's channel: active
     /// from their start, with no update token to wait for.
-    func subscribeInstances(appID: String, activityID: String, deviceIDs: [String]) throws
+    func subscribeCopies(appID: String, activityID: String, deviceIDs: [String]) throws
     /// The channels of an activity, in the order of their ids.
     func activityChannels(appID: String, activityID: String) throws -> [ChannelRecord]
     /// Channels Islet created whose activity is over: ended at or before `endedBy`,
@@ -745,19 +745,19 @@ extension ActivityTypeStore {
 extension ActivityStore {
     /// Ends one device's copy, whatever its token.
     @discardableResult
-    public func endInstance(appID: String, activityID: String, deviceID: String, cause: EndCause, at date: Date) throws -> Bool {
-        try endInstance(appID: appID, activityID: activityID, deviceID: deviceID, cause: cause, onlyToken: nil, at: date)
+    public func endCopy(appID: String, activityID: String, deviceID: String, cause: EndCause, at date: Date) throws -> Bool {
+        try endCopy(appID: appID, activityID: activityID, deviceID: deviceID, cause: cause, onlyToken: nil, at: date)
     }
 
     /// Adds pending copies that no send of the store's made (a start's pushes as
     /// rows of their own).
-    public func insertPendingInstances(appID: String, activityID: String, targets: [PushTarget], now: Date) throws {
-        try insertPendingInstances(appID: appID, activityID: activityID, targets: targets, startSendID: nil, now: now)
+    public func insertPendingCopies(appID: String, activityID: String, targets: [PushTarget], now: Date) throws {
+        try insertPendingCopies(appID: appID, activityID: activityID, targets: targets, startSendID: nil, now: now)
     }
 
     /// Adds Android copies that no start's send made (a device joining on its own).
     @discardableResult
-    public func insertAndroidInstances(appID: String, activityID: String, deviceIDs: [String], now: Date) throws -> Int {
-        try insertAndroidInstances(appID: appID, activityID: activityID, deviceIDs: deviceIDs, startSendID: nil, now: now)
+    public func insertAndroidCopies(appID: String, activityID: String, deviceIDs: [String], now: Date) throws -> Int {
+        try insertAndroidCopies(appID: appID, activityID: activityID, deviceIDs: deviceIDs, startSendID: nil, now: now)
     }
 }

@@ -145,7 +145,7 @@ struct DeliveryWorkerTests {
                     appID: "app_1", activityID: "act-1", activityType: "Delivery", origin: .remote, attributes: nil,
                     contentState: .object(["eta": .integer(5)]), lastTimestamp: 1, endAt: nil, replacing: false, now: now)
                 let targets = tokens.enumerated().map { PushTarget(deviceID: "device-\($0)", token: "s\($0)", environment: .sandbox) }
-                try session.insertPendingInstances(appID: "app_1", activityID: "act-1", targets: targets, now: now)
+                try session.insertPendingCopies(appID: "app_1", activityID: "act-1", targets: targets, now: now)
                 for (index, token) in tokens.enumerated() {
                     _ = try session.registerUpdateToken(
                         appID: "app_1", activityID: "act-1", deviceID: "device-\(index)", token: token, environment: .sandbox,

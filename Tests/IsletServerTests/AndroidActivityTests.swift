@@ -285,7 +285,7 @@ struct AndroidActivityTests {
         }
     }
 
-    @Test func aTimelineRenewalCarriesTheAndroidHoldersToTheSuccessor() async throws {
+    @Test func aTimelineRenewalCarriesTheAndroidCopiesToTheSuccessor() async throws {
         try await ServerHarness.with(fcm: true) { h in
             let app = try await Self.createApp(h)
             try await h.registerStartable(app, "iphone-1", userID: "u1")

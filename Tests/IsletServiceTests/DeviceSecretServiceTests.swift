@@ -49,7 +49,7 @@ struct DeviceSecretServiceTests {
         }
 
         func updateToken(_ app: AppRecord, _ activityID: String, _ deviceID: String = "phone-1") throws -> String? {
-            try store.readNow { try $0.instance(appID: app.id, activityID: activityID, deviceID: deviceID)?.updateToken }
+            try store.readNow { try $0.copy(appID: app.id, activityID: activityID, deviceID: deviceID)?.updateToken }
         }
     }
 

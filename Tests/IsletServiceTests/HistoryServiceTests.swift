@@ -28,7 +28,7 @@ struct HistoryServiceTests {
                 try session.insertActivity(
                     appID: appID, activityID: activityID, activityType: "Match", origin: .remote, attributes: nil,
                     contentState: nil, lastTimestamp: nil, endAt: nil, replacing: false, now: startedAt)
-                try session.insertPendingInstances(
+                try session.insertPendingCopies(
                     appID: appID, activityID: activityID,
                     targets: [PushTarget(deviceID: "d1", token: "s1", environment: .sandbox)], now: startedAt)
                 let content = SendContent(
@@ -106,7 +106,7 @@ struct HistoryServiceTests {
             #expect(try rig.activities(of: kept.id) == ["recent", "running"])
             #expect(try rig.activities(of: quick.id) == ["new"])
             // A running activity keeps its copy; its update, older than a day, went.
-            let runningCopies = try rig.store.readNow { try $0.instances(appID: kept.id, activityID: "running") }
+            let runningCopies = try rig.store.readNow { try $0.copies(appID: kept.id, activityID: "running") }
             #expect(runningCopies.count == 1)
             #expect(try rig.summary(of: kept.id) == HistorySummary(
                 activities: 2, sends: 1, pushes: 1, oldestAt: rig.ago(3 * Self.day, from: start)))

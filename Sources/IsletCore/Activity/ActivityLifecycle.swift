@@ -13,7 +13,7 @@ public enum ActivityStatus: String, Sendable, Hashable, CaseIterable, Codable {
 }
 
 /// Where one device's copy of an activity is.
-public enum InstanceStatus: String, Sendable, Hashable, CaseIterable, Codable {
+public enum CopyStatus: String, Sendable, Hashable, CaseIterable, Codable {
     /// A push-to-start went out; the device has not registered an update token yet.
     case pending
     /// The device holds the activity and Islet holds its update token.

@@ -208,7 +208,7 @@ struct ActivityRoutes: Sendable {
             ]
         })
         body["devices"] = .array(detail.devices.map { copy in
-            var json = InstanceJSON.json(copy)
+            var json = CopyJSON.json(copy)
             // Apple's budget of priority-10 updates is not FCM's.
             let budget = detail.priority10(deviceID: copy.deviceID)
             json["priority_10_budget"] = copy.platform == "android" ? .null : [

@@ -151,7 +151,7 @@ struct DeviceRoutes: Sendable {
             ]
         })
         body["copies"] = .array(found.copies.map { copy in
-            var json = InstanceJSON.json(copy.instance)
+            var json = CopyJSON.json(copy.record)
             json["activity_id"] = .string(copy.activityID)
             json["activity_type"] = .string(copy.activityType)
             return .object(json)
@@ -258,7 +258,7 @@ struct DeviceRoutes: Sendable {
         let instance = try await devices.endOnDevice(
             appID: request.app.id, deviceID: deviceID, secret: Self.secret(request), activityID: activityID)
         return APIJSON.response(.object([
-            "activity_id": .string(activityID), "device": .object(InstanceJSON.json(instance)),
+            "activity_id": .string(activityID), "device": .object(CopyJSON.json(instance)),
         ]))
     }
 

@@ -22,7 +22,7 @@ public struct ActivityJoinView: Sendable {
     public let createdBy: String?
     public let creatorUserID: String?
     /// The copies devices made by joining (not targeted by the start), oldest first.
-    public let joined: [InstanceRecord]
+    public let joined: [CopyRecord]
 }
 
 extension ActivityService {
@@ -75,7 +75,7 @@ extension ActivityService {
     static func joinView(appID: String, activityID: String, session: any Stores) throws -> ActivityJoinView {
         let activity = try SendRules.activity(session, appID: appID, activityID: activityID)
         let app = try session.app(id: appID)
-        let joined = try session.instances(appID: appID, activityID: activityID).filter(\.joined)
+        let joined = try session.copies(appID: appID, activityID: activityID).filter(\.joined)
             .sorted { ($0.createdAt, $0.deviceID) < ($1.createdAt, $1.deviceID) }
         return ActivityJoinView(
             activityID: activityID, origin: activity.origin, join: activity.join, localJoin: app?.localJoin ?? .anyone,

@@ -250,12 +250,12 @@ public struct ActivityService: Sendable {
             } : nil
             let sendID = try Receipts.insertSend(
                 group.content, restamp: restamp, appID: appID, activityID: activityID, session: session, now: now)
-            try session.insertPendingInstances(
+            try session.insertPendingCopies(
                 appID: appID, activityID: activityID, targets: group.targets, startSendID: sendID, now: now)
             sendIDs.append(sendID)
         }
         if let plan {
-            try session.subscribeInstances(
+            try session.subscribeCopies(
                 appID: appID, activityID: activityID, deviceIDs: channelTargets.values.flatMap { $0.map(\.deviceID) })
             try Self.assign(plan, appID: appID, activityID: activityID, session: session, lifecycle: lifecycle, now: now)
         }
@@ -279,7 +279,7 @@ public struct ActivityService: Sendable {
             } : nil
             let sendID = try Receipts.insertSend(
                 content, restamp: restamp, appID: appID, activityID: activityID, session: session, now: now)
-            try session.insertAndroidInstances(
+            try session.insertAndroidCopies(
                 appID: appID, activityID: activityID, deviceIDs: android.map(\.deviceID), startSendID: sendID, now: now)
             try session.queueToCopies(
                 sendID: sendID, appID: appID, activityID: activityID, activityType: activityType, kind: .fcm, now: now)
@@ -430,7 +430,7 @@ public struct ActivityService: Sendable {
             relevanceScore: command.relevanceScore, priority: command.priority)
         // Each way the update goes takes its own size: the broadcast on a channel,
         // each copy's own update token (see `SendRules.checkTokenCopies`), FCM's data
-        // message (see `sendToHolders`).
+        // message (see `sendToCopies`).
         // With receipts, checked with the widest send id stamped (see `prepareStart`).
         let checked = Receipts.stamping(push, receipts: prepared.receipts, sendID: Receipts.widest)
         let built = try SendRules.build(
@@ -448,7 +448,7 @@ public struct ActivityService: Sendable {
             event: .update, activityID: activityID, activityType: activity.activityType, contentState: prepared.wireState,
             staleDate: command.staleDate, alerted: command.alert != nil)
         let stamp = Self.stamp(push, prepared: prepared, bundleID: app.bundleID, activity: activity, now: now)
-        return try Self.sendToHolders(
+        return try Self.sendToCopies(
             built, android: android, stamp: stamp, event: .update, activity: activity, appID: appID,
             warnings: prepared.warnings, session: session, budget: budget, now: now
         ) {
@@ -580,7 +580,7 @@ public struct ActivityService: Sendable {
         let android = app.fcm == nil ? nil : AndroidDataPush(
             event: .end, activityID: activityID, activityType: activity.activityType, contentState: prepared.wireState,
             dismissalDate: command.dismissalDate)
-        let result = try sendToHolders(
+        let result = try sendToCopies(
             built, android: android,
             stamp: Self.stamp(push, prepared: prepared, bundleID: app.bundleID, activity: activity, now: now),
             event: .end, activity: activity, appID: appID, warnings: prepared.warnings, session: session, now: now
@@ -622,7 +622,7 @@ public struct ActivityService: Sendable {
         _ local: ActivityRecord, appID: String, session: any ActivityStore & PushQueue & EventStore, now: Date
     ) throws {
         let activityID = local.activityID
-        let copies = try session.instances(appID: appID, activityID: activityID).filter { $0.status != .ended }.count
+        let copies = try session.copies(appID: appID, activityID: activityID).filter { $0.status != .ended }.count
         try session.endActivity(appID: appID, activityID: activityID, cause: .replaced, contentState: nil, timestamp: nil, at: now)
         let dropped = try session.dropQueuedPushes(
             appID: appID, activityID: activityID, events: [.start, .update, .end], reason: "ActivityReplaced", now: now)
@@ -650,7 +650,7 @@ public struct ActivityService: Sendable {
     static let targetPage = 10_000
 
     /// Queues `built` to every device holding the activity (`android`, as a data
-    /// message, to its Android holders), after dropping its queued updates (the
+    /// message, to its Android copies), after dropping its queued updates (the
     /// device shows only the newest), then runs `record` (which stores the new state).
     /// With receipts, the payload of `push` built again to name send `sendID`, as
     /// an update or end of `activity` is built; nil without.
@@ -666,7 +666,7 @@ public struct ActivityService: Sendable {
         }
     }
 
-    private static func sendToHolders(
+    private static func sendToCopies(
         _ built: BuiltPush, android: AndroidDataPush?, stamp: ((Int64) throws -> Data)?, event: PushEvent,
         activity: ActivityRecord, appID: String, warnings: [String],
         session: any ActivityStore & PushQueue & PushHistory & EventStore & ChannelStore, budget: SendBudget? = nil, now: Date,
@@ -683,7 +683,7 @@ public struct ActivityService: Sendable {
                 expiration: built.expiration, now: now
             ).payload
         } : nil
-        // The Android holders' data message, when there are any: checked (FCM's
+        // The Android copies' data message, when there are any: checked (FCM's
         // size) before anything is written.
         var androidContent: SendContent?
         if let android,
@@ -765,7 +765,7 @@ public struct ActivityService: Sendable {
                 sendID: sendID, appID: appID, activityID: activityID, activityType: activity.activityType,
                 kind: .liveActivityUpdate, now: now))
         }
-        // The Android holders: FCM reaches each device's own token, by windows too.
+        // The Android copies: FCM reaches each device's own token, by windows too.
         // Apple's budget for priority-10 updates is not theirs.
         var androidTargets = 0
         if let content = androidContent {
@@ -821,14 +821,14 @@ public struct ActivityService: Sendable {
         let since = now.addingTimeInterval(-SendBudget.window)
         let defaults = environment.budget
         let (activity, instances, budget, usage, channels, sends) = try await environment.read {
-            (session: any Stores) -> (ActivityRecord, [InstanceRecord], SendBudget, [String: BudgetUsage], [ChannelRecord], [SendSummary]) in
+            (session: any Stores) -> (ActivityRecord, [CopyRecord], SendBudget, [String: BudgetUsage], [ChannelRecord], [SendSummary]) in
             let activity = try SendRules.activity(session, appID: appID, activityID: activityID)
             let budget = try session.app(id: appID)?.budget.applied(to: defaults) ?? defaults
             let usage = try session.priority10Usage(
                 appID: appID, activityID: activityID, since: since, afterDeviceID: nil, throughDeviceID: nil)
             let channels = activity.delivery == .channel ? try session.activityChannels(appID: appID, activityID: activityID) : []
             let sends = try session.sendSummaries(appID: appID, activityID: activityID, limit: Self.sendsShown)
-            return (activity, try session.instances(appID: appID, activityID: activityID), budget, usage, channels, sends)
+            return (activity, try session.copies(appID: appID, activityID: activityID), budget, usage, channels, sends)
         }
         // Until the sweep stores it, an activity past every window has ended on
         // every device too.

@@ -36,7 +36,7 @@ public struct ActivityDetail: Sendable {
     public let activity: ActivityView
     /// Each device's copy, by device id (ended by expiry when the activity is past
     /// every window).
-    public let devices: [InstanceRecord]
+    public let devices: [CopyRecord]
     /// The app's budget.
     public let budget: SendBudget
     /// Each copy's priority-10 updates of the last hour, by device id.

@@ -2,8 +2,8 @@ import Foundation
 import IsletCore
 import Storage
 
-/// What an activity's Android holders are sent: the same start, update or end as
-/// its iOS holders, as an FCM data message (`AndroidDataPush`), stored once for all
+/// What an activity's Android copies are sent: the same start, update or end as
+/// its iOS copies, as an FCM data message (`AndroidDataPush`), stored once for all
 /// of them and queued as pushes of token kind `fcm`.
 enum AndroidSends {
     /// The stored content of `push`: its data (a JSON object of strings) as the

@@ -235,7 +235,7 @@ public struct DeviceService: Sendable {
             // copies yet, and nothing to check.
             var found = checks.activity
             var added = false
-            var before: InstanceRecord?
+            var before: CopyRecord?
             if found == nil {
                 if let inserted = try session.insertLocalActivity(
                     appID: appID, activityID: activityID, activityType: activityType, createdBy: deviceID, now: now)
@@ -264,7 +264,7 @@ public struct DeviceService: Sendable {
                         .conflict,
                         "Activity \(activityID) is past its update window (since \(RFC3339.string(since))); it can only be ended.")
                 }
-                before = try session.instance(appID: appID, activityID: activityID, deviceID: deviceID)
+                before = try session.copy(appID: appID, activityID: activityID, deviceID: deviceID)
                 if before?.status == .ended {
                     throw ServiceError(
                         .conflict, "Device \(deviceID) has ended activity \(activityID); its copy can never be updated again.")
@@ -278,7 +278,7 @@ public struct DeviceService: Sendable {
                 created = try session.registerUpdateToken(
                     appID: appID, activityID: activityID, deviceID: deviceID, token: token, environment: environment, now: now)
             } else {
-                created = try session.insertAndroidInstances(
+                created = try session.insertAndroidCopies(
                     appID: appID, activityID: activityID, deviceIDs: [deviceID], now: now) > 0
             }
             // A copy the start did not make is one the device joined on its own.
@@ -308,15 +308,15 @@ public struct DeviceService: Sendable {
     /// The device ended the activity locally: its copy ends. Answers the copy.
     public func endOnDevice(
         appID: String, deviceID: String, secret: String?, activityID: String
-    ) async throws(ServiceError) -> InstanceRecord {
+    ) async throws(ServiceError) -> CopyRecord {
         let now = environment.clock.now()
-        return try await environment.write { (session: any Stores) -> InstanceRecord in
+        return try await environment.write { (session: any Stores) -> CopyRecord in
             try Self.admit(session: session, appID: appID, deviceID: deviceID, secret: secret, now: now)
-            guard try session.instance(appID: appID, activityID: activityID, deviceID: deviceID) != nil else {
+            guard try session.copy(appID: appID, activityID: activityID, deviceID: deviceID) != nil else {
                 throw ServiceError(.notFound, "Device \(deviceID) holds no activity \(activityID).")
             }
-            try session.endInstance(appID: appID, activityID: activityID, deviceID: deviceID, cause: .device, at: now)
-            guard let instance = try session.instance(appID: appID, activityID: activityID, deviceID: deviceID) else {
+            try session.endCopy(appID: appID, activityID: activityID, deviceID: deviceID, cause: .device, at: now)
+            guard let instance = try session.copy(appID: appID, activityID: activityID, deviceID: deviceID) else {
                 throw ServiceError(.notFound, "Device \(deviceID) holds no activity \(activityID).")
             }
             return instance
@@ -355,7 +355,7 @@ public struct DeviceService: Sendable {
         let named = apnsID?.lowercased()
         let tapped = try await environment.write { (session: any Stores) -> String? in
             try Self.admit(session: session, appID: appID, deviceID: deviceID, secret: secret, now: now)
-            guard try session.instance(appID: appID, activityID: activityID, deviceID: deviceID) != nil,
+            guard try session.copy(appID: appID, activityID: activityID, deviceID: deviceID) != nil,
                 let activity = try session.activity(appID: appID, activityID: activityID)
             else {
                 throw ServiceError(.notFound, "Device \(deviceID) holds no activity \(activityID).")
@@ -428,7 +428,7 @@ public struct DeviceService: Sendable {
             "must be the send_id a push of this activity carried")
         let stored = try await environment.write { (session: any Stores) -> StoredReceipt in
             try Self.admit(session: session, appID: appID, deviceID: deviceID, secret: secret, now: now)
-            guard try session.instance(appID: appID, activityID: activityID, deviceID: deviceID) != nil else {
+            guard try session.copy(appID: appID, activityID: activityID, deviceID: deviceID) != nil else {
                 throw ServiceError(.notFound, "Device \(deviceID) holds no activity \(activityID).")
             }
             // Islet names its sends by decimal ids from 1.

@@ -172,11 +172,11 @@ struct Firing {
         guard pending.contains(where: { outlives(activity, $0) }) else {
             return  // Everything left fits in this activity's own windows.
         }
-        let holders = try session.instances(appID: appID, activityID: activity.activityID)
+        let holders = try session.copies(appID: appID, activityID: activity.activityID)
             .filter { $0.status != .ended }.map(\.deviceID)
         var targets = holders.isEmpty
             ? [] : try session.startTargets(appID: appID, audience: .deviceIDs(holders), activityType: activity.activityType)
-        // Android holders need no push-to-start token: the successor's start reaches
+        // Android copies need no push-to-start token: the successor's start reaches
         // them as a data message.
         if !holders.isEmpty, app.fcm != nil {
             targets += try session.androidStartTargets(appID: appID, audience: .deviceIDs(holders))

@@ -33,13 +33,13 @@ public struct DeviceHistory: Sendable, Hashable {
         /// Its type.
         public var activityType: String
         /// The device's copy.
-        public var instance: InstanceRecord
+        public var record: CopyRecord
 
         /// Creates a copy.
-        public init(activityID: String, activityType: String, instance: InstanceRecord) {
+        public init(activityID: String, activityType: String, record: CopyRecord) {
             self.activityID = activityID
             self.activityType = activityType
-            self.instance = instance
+            self.record = record
         }
     }
 

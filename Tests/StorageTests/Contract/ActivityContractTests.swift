@@ -62,7 +62,7 @@ struct ActivityContractTests {
             try store.writeNow { session throws in
                 try session.insertApp(Fixture.app())
                 try session.startActivity("a1")
-                try session.insertPendingInstances(
+                try session.insertPendingCopies(
                     appID: "app_1", activityID: "a1", targets: [Fixture.target("d1", "s1"), Fixture.target("d2", "s2")], now: Fixture.t0)
                 try session.recordUpdate(appID: "app_1", activityID: "a1", contentState: .object(["score": .integer(3)]), timestamp: 5, now: Fixture.at(1))
                 var activity = try #require(try session.activity(appID: "app_1", activityID: "a1"))
@@ -80,8 +80,8 @@ struct ActivityContractTests {
                 #expect(activity.endedAt == Fixture.at(2))
                 #expect(activity.contentState == .object(["score": .integer(3)]))
                 #expect(activity.lastTimestamp == 5)
-                #expect(try session.instances(appID: "app_1", activityID: "a1").map(\.status) == [.ended, .ended])
-                #expect(try session.instances(appID: "app_1", activityID: "a1").map(\.endCause) == [.device, .device])
+                #expect(try session.copies(appID: "app_1", activityID: "a1").map(\.status) == [.ended, .ended])
+                #expect(try session.copies(appID: "app_1", activityID: "a1").map(\.endCause) == [.device, .device])
                 #expect(try session.activityHasEnded(appID: "app_1", activityID: "a1"))
                 #expect(try session.activityHasEnded(appID: "app_1", activityID: "missing"))
                 // Ending again changes nothing.
@@ -104,7 +104,7 @@ struct ActivityContractTests {
             try store.writeNow { session throws in
                 try session.insertApp(Fixture.app())
                 try session.startActivity("a1")
-                try session.insertPendingInstances(appID: "app_1", activityID: "a1", targets: [Fixture.target("d1", "s1")], now: Fixture.t0)
+                try session.insertPendingCopies(appID: "app_1", activityID: "a1", targets: [Fixture.target("d1", "s1")], now: Fixture.t0)
             }
             let taken = #expect(throws: StoreError.self) { try store.writeNow { try $0.startActivity("a1") } }
             #expect(taken?.code == .conflict)
@@ -114,7 +114,7 @@ struct ActivityContractTests {
                 #expect(replaced.sequence == new)
                 #expect(replaced.activityType == "Race")
                 #expect(replaced.startedAt == Fixture.at(9))
-                #expect(try session.instances(appID: "app_1", activityID: "a1").isEmpty)
+                #expect(try session.copies(appID: "app_1", activityID: "a1").isEmpty)
             }
         }
     }
@@ -139,12 +139,12 @@ struct ActivityContractTests {
                 #expect(old.status == .ended)
                 #expect(old.endCause == .expired)
                 #expect(old.endedAt == Date(unixMilliseconds: Fixture.t0.unixMilliseconds + 8 * 3600 * 1000))
-                let copy = try #require(try session.instance(appID: "app_1", activityID: "old", deviceID: "d1"))
+                let copy = try #require(try session.copy(appID: "app_1", activityID: "old", deviceID: "d1"))
                 #expect(copy.status == .ended)
                 #expect(copy.endCause == .expired)
                 #expect(copy.endedAt == old.endedAt)
                 #expect(try session.activity(appID: "app_1", activityID: "new")?.status == .started)
-                #expect(try session.instance(appID: "app_1", activityID: "new", deviceID: "d1")?.status == .active)
+                #expect(try session.copy(appID: "app_1", activityID: "new", deviceID: "d1")?.status == .active)
 
                 let history = try session.pushes(appID: "app_1", activityID: "old", since: Fixture.t0)
                 #expect(history.map(\.event) == [.update, .start, .end])
@@ -184,12 +184,12 @@ struct ActivityContractTests {
             try store.writeNow { session throws in
                 try session.insertApp(Fixture.app())
                 try session.startActivity("a1")
-                try session.insertPendingInstances(
+                try session.insertPendingCopies(
                     appID: "app_1", activityID: "a1", targets: [Fixture.target("d1", "s1"), Fixture.target("d2", "s2", .production)],
                     now: Fixture.t0)
                 // Pending again: each device keeps the copy it has.
-                try session.insertPendingInstances(appID: "app_1", activityID: "a1", targets: [Fixture.target("d1", "s1")], now: Fixture.at(1))
-                var copies = try session.instances(appID: "app_1", activityID: "a1")
+                try session.insertPendingCopies(appID: "app_1", activityID: "a1", targets: [Fixture.target("d1", "s1")], now: Fixture.at(1))
+                var copies = try session.copies(appID: "app_1", activityID: "a1")
                 #expect(copies.map(\.deviceID) == ["d1", "d2"])
                 #expect(copies.map(\.status) == [.pending, .pending])
                 #expect(copies.map(\.updateToken) == [nil, nil])
@@ -201,22 +201,22 @@ struct ActivityContractTests {
                 #expect(try session.registerUpdateToken(appID: "app_1", activityID: "a1", deviceID: "d1", token: "u1", environment: .sandbox, now: Fixture.at(2)))
                 #expect(try session.registerUpdateToken(appID: "app_1", activityID: "a1", deviceID: "d3", token: "u3", environment: .sandbox, now: Fixture.at(2)))
                 #expect(try !session.registerUpdateToken(appID: "app_1", activityID: "a1", deviceID: "d1", token: "u1b", environment: .production, now: Fixture.at(3)))
-                let d1 = try #require(try session.instance(appID: "app_1", activityID: "a1", deviceID: "d1"))
+                let d1 = try #require(try session.copy(appID: "app_1", activityID: "a1", deviceID: "d1"))
                 #expect(d1.status == .active)
                 #expect(d1.updateToken == "u1b")
                 #expect(d1.environment == .production)
                 #expect(d1.tokenRegisteredAt == Fixture.at(3))
                 #expect(d1.createdAt == Fixture.t0)
-                #expect(try session.instance(appID: "app_1", activityID: "a1", deviceID: "d9") == nil)
+                #expect(try session.copy(appID: "app_1", activityID: "a1", deviceID: "d9") == nil)
                 #expect(try session.updateTargets(appID: "app_1", activityID: "a1")
                     == [Fixture.target("d1", "u1b", .production), Fixture.target("d3", "u3")])
 
                 // Ending one copy: only while it holds the token named, once.
-                #expect(try !session.endInstance(appID: "app_1", activityID: "a1", deviceID: "d1", cause: .device, onlyToken: "u1", at: Fixture.at(4)))
-                #expect(try session.endInstance(appID: "app_1", activityID: "a1", deviceID: "d1", cause: .device, onlyToken: "u1b", at: Fixture.at(4)))
-                #expect(try !session.endInstance(appID: "app_1", activityID: "a1", deviceID: "d1", cause: .device, at: Fixture.at(5)))
-                #expect(try session.endInstance(appID: "app_1", activityID: "a1", deviceID: "d2", cause: .server, at: Fixture.at(5)))
-                copies = try session.instances(appID: "app_1", activityID: "a1")
+                #expect(try !session.endCopy(appID: "app_1", activityID: "a1", deviceID: "d1", cause: .device, onlyToken: "u1", at: Fixture.at(4)))
+                #expect(try session.endCopy(appID: "app_1", activityID: "a1", deviceID: "d1", cause: .device, onlyToken: "u1b", at: Fixture.at(4)))
+                #expect(try !session.endCopy(appID: "app_1", activityID: "a1", deviceID: "d1", cause: .device, at: Fixture.at(5)))
+                #expect(try session.endCopy(appID: "app_1", activityID: "a1", deviceID: "d2", cause: .server, at: Fixture.at(5)))
+                copies = try session.copies(appID: "app_1", activityID: "a1")
                 #expect(copies.map(\.status) == [.ended, .ended, .active])
                 #expect(copies[0].endedAt == Fixture.at(4))
                 #expect(copies[0].endCause == .device)
@@ -241,8 +241,8 @@ struct ActivityContractTests {
                         appID: "app_1", activityID: "a1", deviceID: device, token: "u\(index)", environment: .sandbox,
                         now: Fixture.at(1)))
                 }
-                try session.insertPendingInstances(appID: "app_1", activityID: "a1", targets: [Fixture.target("d99", "s")], now: Fixture.t0)
-                #expect(try session.endInstance(appID: "app_1", activityID: "a1", deviceID: "d07", cause: .device, at: Fixture.at(2)))
+                try session.insertPendingCopies(appID: "app_1", activityID: "a1", targets: [Fixture.target("d99", "s")], now: Fixture.t0)
+                #expect(try session.endCopy(appID: "app_1", activityID: "a1", deviceID: "d07", cause: .device, at: Fixture.at(2)))
             }
             let whole = try store.readNow { try $0.updateTargets(appID: "app_1", activityID: "a1") }
             #expect(whole.count == 22)
@@ -271,19 +271,19 @@ struct ActivityContractTests {
                 try session.insertApp(Fixture.app())
                 try session.startActivity("a1")
                 _ = try session.registerUpdateToken(appID: "app_1", activityID: "a1", deviceID: "d1", token: "u1", environment: .sandbox, now: Fixture.at(10))
-                #expect(try !session.endRefusedInstance(appID: "app_1", activityID: "a1", token: "u1", refusedAt: Fixture.at(9), now: Fixture.at(11)))
-                #expect(try !session.endRefusedInstance(appID: "app_1", activityID: "a1", token: "other", refusedAt: Fixture.at(10), now: Fixture.at(11)))
-                #expect(try session.instance(appID: "app_1", activityID: "a1", deviceID: "d1")?.status == .active)
-                #expect(try session.endRefusedInstance(appID: "app_1", activityID: "a1", token: "u1", refusedAt: Fixture.at(10), now: Fixture.at(11)))
-                let copy = try #require(try session.instance(appID: "app_1", activityID: "a1", deviceID: "d1"))
+                #expect(try !session.endRefusedCopy(appID: "app_1", activityID: "a1", token: "u1", refusedAt: Fixture.at(9), now: Fixture.at(11)))
+                #expect(try !session.endRefusedCopy(appID: "app_1", activityID: "a1", token: "other", refusedAt: Fixture.at(10), now: Fixture.at(11)))
+                #expect(try session.copy(appID: "app_1", activityID: "a1", deviceID: "d1")?.status == .active)
+                #expect(try session.endRefusedCopy(appID: "app_1", activityID: "a1", token: "u1", refusedAt: Fixture.at(10), now: Fixture.at(11)))
+                let copy = try #require(try session.copy(appID: "app_1", activityID: "a1", deviceID: "d1"))
                 #expect(copy.status == .ended)
                 #expect(copy.endCause == .tokenRejected)
                 #expect(copy.endedAt == Fixture.at(11))
-                #expect(try !session.endRefusedInstance(appID: "app_1", activityID: "a1", token: "u1", refusedAt: nil, now: Fixture.at(12)))
+                #expect(try !session.endRefusedCopy(appID: "app_1", activityID: "a1", token: "u1", refusedAt: nil, now: Fixture.at(12)))
 
                 try session.startActivity("a2")
                 _ = try session.registerUpdateToken(appID: "app_1", activityID: "a2", deviceID: "d1", token: "u2", environment: .sandbox, now: Fixture.at(10))
-                #expect(try session.endRefusedInstance(appID: "app_1", activityID: "a2", token: "u2", refusedAt: nil, now: Fixture.at(11)))
+                #expect(try session.endRefusedCopy(appID: "app_1", activityID: "a2", token: "u2", refusedAt: nil, now: Fixture.at(11)))
             }
         }
     }
@@ -365,7 +365,7 @@ struct ActivityContractTests {
                 try session.insertApp(Fixture.app())
                 try session.startActivity("a1")
                 let targets = [Fixture.target("d1", "s1"), Fixture.target("d2", "s2"), Fixture.target("d3", "s3")]
-                try session.insertPendingInstances(appID: "app_1", activityID: "a1", targets: targets, now: Fixture.t0)
+                try session.insertPendingCopies(appID: "app_1", activityID: "a1", targets: targets, now: Fixture.t0)
                 try session.queue(.start, activityID: "a1", targets: targets, kind: .pushToStart, activityType: "Match", minter: minter)
             }
             let claimed = try store.writeNow(durable: false) { session throws in
@@ -451,7 +451,7 @@ struct ActivityContractTests {
                 _ = try session.registerUpdateToken(
                     appID: "app_1", activityID: "ride-1", deviceID: "d2", token: "t-ride", environment: .sandbox, now: Fixture.t0)
                 try session.markJoined(appID: "app_1", activityID: "ride-1", deviceID: "d2")
-                #expect(try session.instance(appID: "app_1", activityID: "ride-1", deviceID: "d2")?.joined == true)
+                #expect(try session.copy(appID: "app_1", activityID: "ride-1", deviceID: "d2")?.joined == true)
                 try session.startActivity("order-1", replacing: true)
                 #expect(try session.joinAudience(appID: "app_1", activityID: "order-1").isEmpty)
             }

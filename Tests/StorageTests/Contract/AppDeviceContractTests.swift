@@ -341,9 +341,9 @@ struct AppDeviceContractTests {
                 #expect(try session.startTargets(appID: "app_1", audience: .deviceIDs(["d1"]), activityType: "Match").first?.environment == .sandbox)
                 try session.correctEnvironment(appID: "app_1", token: "s1", kind: .pushToStart, environment: .production)
                 #expect(try session.startTargets(appID: "app_1", audience: .deviceIDs(["d1"]), activityType: "Match").first?.environment == .production)
-                #expect(try session.instance(appID: "app_1", activityID: "a1", deviceID: "d1")?.environment == .sandbox)
+                #expect(try session.copy(appID: "app_1", activityID: "a1", deviceID: "d1")?.environment == .sandbox)
                 try session.correctEnvironment(appID: "app_1", token: "u1", kind: .liveActivityUpdate, environment: .production)
-                #expect(try session.instance(appID: "app_1", activityID: "a1", deviceID: "d1")?.environment == .production)
+                #expect(try session.copy(appID: "app_1", activityID: "a1", deviceID: "d1")?.environment == .production)
             }
         }
     }
@@ -392,9 +392,9 @@ struct AppDeviceContractTests {
                 #expect(targets.first?.token == "fcm:token-a-000000000000")
 
                 try session.startActivity("a1")
-                #expect(try session.insertAndroidInstances(appID: "app_1", activityID: "a1", deviceIDs: ["pixel-a", "pixel-b"], now: Fixture.at(2)) == 2)
-                #expect(try session.insertAndroidInstances(appID: "app_1", activityID: "a1", deviceIDs: ["pixel-a"], now: Fixture.at(3)) == 0)
-                let copy = try session.instance(appID: "app_1", activityID: "a1", deviceID: "pixel-a")
+                #expect(try session.insertAndroidCopies(appID: "app_1", activityID: "a1", deviceIDs: ["pixel-a", "pixel-b"], now: Fixture.at(2)) == 2)
+                #expect(try session.insertAndroidCopies(appID: "app_1", activityID: "a1", deviceIDs: ["pixel-a"], now: Fixture.at(3)) == 0)
+                let copy = try session.copy(appID: "app_1", activityID: "a1", deviceID: "pixel-a")
                 #expect(copy?.status == .active)
                 #expect(copy?.updateToken == nil)
                 #expect(copy?.platform == "android")
@@ -411,7 +411,7 @@ struct AppDeviceContractTests {
                 page = try session.androidUpdateTargets(appID: "app_1", activityID: "a1", afterDeviceID: "pixel-a", limit: 1)
                 #expect(page.map(\.token) == ["fcm:token-b-111111111111"])
                 // An ended copy takes nothing more.
-                try session.endInstance(appID: "app_1", activityID: "a1", deviceID: "pixel-a", cause: .device, onlyToken: nil, at: Fixture.at(5))
+                try session.endCopy(appID: "app_1", activityID: "a1", deviceID: "pixel-a", cause: .device, onlyToken: nil, at: Fixture.at(5))
                 #expect(try session.androidUpdateTargets(appID: "app_1", activityID: "a1", afterDeviceID: nil, limit: 10).map(\.deviceID) == ["pixel-b"])
             }
         }

@@ -118,10 +118,10 @@ struct ChannelContractTests {
                     appID: "app_1", activityID: "a1", activityType: "Match", origin: .remote, attributes: nil,
                     contentState: nil, lastTimestamp: nil, endAt: nil, replacing: false, now: Fixture.t0)
                 let targets = ["d1", "d2", "d3"].map { PushTarget(deviceID: $0, token: "t-" + $0, environment: .sandbox) }
-                try session.insertPendingInstances(appID: "app_1", activityID: "a1", targets: targets, now: Fixture.t0)
-                try session.subscribeInstances(appID: "app_1", activityID: "a1", deviceIDs: ["d1", "d3"])
+                try session.insertPendingCopies(appID: "app_1", activityID: "a1", targets: targets, now: Fixture.t0)
+                try session.subscribeCopies(appID: "app_1", activityID: "a1", deviceIDs: ["d1", "d3"])
             }
-            let copies = try store.readNow { try $0.instances(appID: "app_1", activityID: "a1") }
+            let copies = try store.readNow { try $0.copies(appID: "app_1", activityID: "a1") }
             #expect(copies.map(\.deviceID) == ["d1", "d2", "d3"])
             #expect(copies.map(\.subscribed) == [true, false, true])
             #expect(copies.map(\.status) == [.active, .pending, .active])

@@ -135,7 +135,7 @@ struct HistoryContractTests {
                 // values, two taps, a cancelled schedule item, a timeline and an
                 // update of two pushes.
                 try session.startActivity("a1", at: Fixture.at(0))
-                try session.insertPendingInstances(
+                try session.insertPendingCopies(
                     appID: "app_1", activityID: "a1", targets: [Fixture.target("d1", "s1"), Fixture.target("d2", "s2")],
                     now: Fixture.at(1))
                 try session.setJoin(appID: "app_1", activityID: "a1", rule: .audience, adding: JoinAudience(userIDs: ["u1"], tags: ["t1"]))
@@ -151,7 +151,7 @@ struct HistoryContractTests {
                     updatedAt: Fixture.at(2)))
                 // a2: running, with a copy and an update before the cutoff.
                 try session.startActivity("a2", at: Fixture.at(20))
-                try session.insertPendingInstances(
+                try session.insertPendingCopies(
                     appID: "app_1", activityID: "a2", targets: [Fixture.target("d1", "s1")], now: Fixture.at(21))
                 try session.queue(.update, activityID: "a2", targets: [Fixture.target("d1", "u3")], minter: minter, at: Fixture.at(22))
                 // a3 ends after the cutoff; a4 has an item still scheduled; a5 has
@@ -200,13 +200,13 @@ struct HistoryContractTests {
 
             try store.readNow { session in
                 #expect(try session.activity(appID: "app_1", activityID: "a1") == nil)
-                #expect(try session.instances(appID: "app_1", activityID: "a1").isEmpty)
+                #expect(try session.copies(appID: "app_1", activityID: "a1").isEmpty)
                 #expect(try session.joinAudience(appID: "app_1", activityID: "a1").isEmpty)
                 #expect(try session.timeline(appID: "app_1", activityID: "a1") == nil)
                 #expect(try session.schedule(appID: "app_1", scheduleID: "sch_1") == nil)
                 #expect(try session.pushes(appID: "app_1", activityID: "a1", since: Fixture.t0).isEmpty)
                 // A running activity keeps its copies, whatever its age.
-                #expect(try session.instances(appID: "app_1", activityID: "a2").map(\.deviceID) == ["d1"])
+                #expect(try session.copies(appID: "app_1", activityID: "a2").map(\.deviceID) == ["d1"])
                 for id in ["a2", "a3", "a4", "a6"] {
                     #expect(try session.activity(appID: "app_1", activityID: id) != nil, "\(id) was deleted")
                 }

@@ -27,7 +27,7 @@ struct LookupContractTests {
                 try session.insertActivity(
                     appID: "app_1", activityID: "a1", activityType: "Match", origin: .remote, attributes: nil,
                     contentState: nil, lastTimestamp: nil, endAt: nil, replacing: false, now: Fixture.t0)
-                try session.insertPendingInstances(
+                try session.insertPendingCopies(
                     appID: "app_1", activityID: "a1", targets: [Fixture.target("d1", apns)], now: Fixture.t0)
                 _ = try session.registerUpdateToken(
                     appID: "app_1", activityID: "a1", deviceID: "d1", token: update, environment: .sandbox, now: Fixture.t0)

@@ -17,7 +17,7 @@ struct OverviewContractTests {
             try session.insertActivity(
                 appID: "app_1", activityID: "a1", activityType: "Match", origin: .remote, attributes: nil,
                 contentState: nil, lastTimestamp: nil, endAt: nil, replacing: false, now: Fixture.t0)
-            try session.insertPendingInstances(
+            try session.insertPendingCopies(
                 appID: "app_1", activityID: "a1",
                 targets: [Fixture.target("d1", "s1"), Fixture.target("d2", "s2"), Fixture.target("d3", "s3")], now: Fixture.t0)
             for device in ["d1", "d2", "d3"] {

@@ -412,7 +412,7 @@ struct PushQueueContractTests {
                 var frequent = Fixture.registration()
                 frequent.frequentUpdates = .some(true)
                 _ = try session.insertDevice(appID: "app_1", deviceID: "d1", frequent, secretHash: nil, now: Fixture.t0)
-                try session.insertPendingInstances(appID: "app_1", activityID: "a1", targets: targets, now: Fixture.t0)
+                try session.insertPendingCopies(appID: "app_1", activityID: "a1", targets: targets, now: Fixture.t0)
             }
             var downgraded = targets[0]
             downgraded.priorityDowngraded = true

@@ -15,7 +15,7 @@ struct ReceiptContractTests {
             try session.insertActivity(
                 appID: "app_1", activityID: "a1", activityType: "Match", origin: .remote, attributes: nil,
                 contentState: nil, lastTimestamp: nil, endAt: nil, replacing: false, now: Fixture.t0)
-            try session.insertPendingInstances(
+            try session.insertPendingCopies(
                 appID: "app_1", activityID: "a1", targets: [Fixture.target("d1", "s1"), Fixture.target("d2", "s2")],
                 now: Fixture.t0)
             for device in ["d1", "d2"] {
@@ -63,7 +63,7 @@ struct ReceiptContractTests {
             // The older send's receipt, late: counted; the copy keeps the newer.
             #expect(try receipt(store, first, at: 4)?.counted == true)
             #expect(try receipt(store, second, "d2", at: 5)?.counted == true)
-            let copy = try store.readNow { try $0.instance(appID: "app_1", activityID: "a1", deviceID: "d1") }
+            let copy = try store.readNow { try $0.copy(appID: "app_1", activityID: "a1", deviceID: "d1") }
             #expect(copy?.lastReceivedSendID == second && copy?.lastReceivedAt == Fixture.at(3))
 
             let summaries = try store.readNow { try $0.sendSummaries(appID: "app_1", activityID: "a1", limit: 10) }

@@ -18,7 +18,7 @@ struct SendWindowContractTests {
                 appID: "app_1", activityID: "a1", activityType: "Match", origin: .remote, attributes: nil,
                 contentState: nil, lastTimestamp: nil, endAt: nil, replacing: false, now: Fixture.t0)
             let targets = Self.devices.map { Fixture.target($0, "s" + $0.dropFirst()) }
-            try session.insertPendingInstances(appID: "app_1", activityID: "a1", targets: targets, now: Fixture.t0)
+            try session.insertPendingCopies(appID: "app_1", activityID: "a1", targets: targets, now: Fixture.t0)
             for device in Self.devices {
                 _ = try session.registerUpdateToken(
                     appID: "app_1", activityID: "a1", deviceID: device, token: "u" + device.dropFirst(), environment: .sandbox,
@@ -222,7 +222,7 @@ struct SendWindowContractTests {
             let (_, reached) = try send(store, at: 1)
             #expect(reached == 5)
             _ = try store.writeNow {
-                try $0.endInstance(appID: "app_1", activityID: "a1", deviceID: "d5", cause: .device, at: Fixture.at(2))
+                try $0.endCopy(appID: "app_1", activityID: "a1", deviceID: "d5", cause: .device, at: Fixture.at(2))
             }
             let update = try claim(store, at: 3, limit: 10)
             #expect(update.map(\.deviceID) == ["d1", "d2", "d3", "d4"])
@@ -363,7 +363,7 @@ struct SendWindowContractTests {
                     appID: "app_1", activityID: "a1", activityType: "Match", origin: .remote, attributes: nil,
                     contentState: nil, lastTimestamp: nil, endAt: nil, replacing: false, now: Fixture.t0)
                 // A copy still waiting for its update token takes no update.
-                try session.insertPendingInstances(appID: "app_1", activityID: "a1", targets: [Fixture.target("d1", "s1")], now: Fixture.t0)
+                try session.insertPendingCopies(appID: "app_1", activityID: "a1", targets: [Fixture.target("d1", "s1")], now: Fixture.t0)
             }
             let (_, reached) = try send(store, at: 1)
             #expect(reached == 0)

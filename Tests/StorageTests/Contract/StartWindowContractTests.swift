@@ -32,7 +32,7 @@ struct StartWindowContractTests {
                 return target
             }
             let sendID = try session.insertSend(appID: "app_1", activityID: "a1", content: Fixture.content(.start), now: now)
-            try session.insertPendingInstances(
+            try session.insertPendingCopies(
                 appID: "app_1", activityID: "a1", targets: targets, startSendID: sendID, now: now)
             let held = targets.filter { $0.deferredUntil != nil }
             if !held.isEmpty {

@@ -131,13 +131,13 @@ private enum ActivityShapes {
         return S.object(properties, required: properties.keys.filter { $0 != "not_renewed" })
     }()
 
-    // MARK: ActivityCopy (InstanceJSON.json, with the priority-10 budget)
+    // MARK: ActivityCopy (CopyJSON.json, with the priority-10 budget)
 
     static let copy: JSONValue = {
         let budget: JSONValue = S.object(
             ["per_hour": S.integer, "remaining": S.integer], required: ["per_hour", "remaining"])
         let properties: [String: JSONValue] = [
-            "device_id": S.string, "status": cases(InstanceStatus.self),
+            "device_id": S.string, "status": cases(CopyStatus.self),
             "has_update_token": S.boolean, "update_token_prefix": S.nullable(S.string),
             "environment": nullableCases(APNsEnvironment.self),
             "token_registered_at": S.nullable(S.time), "created_at": S.time,
@@ -156,7 +156,7 @@ private enum ActivityShapes {
             ["user_ids": S.array(S.string), "device_ids": S.array(S.string), "tags": S.array(S.string)],
             required: ["user_ids", "device_ids", "tags"])
         let joinedProperties: [String: JSONValue] = [
-            "device_id": S.string, "platform": S.string, "status": cases(InstanceStatus.self), "joined_at": S.time,
+            "device_id": S.string, "platform": S.string, "status": cases(CopyStatus.self), "joined_at": S.time,
         ]
         let joined: JSONValue = S.object(joinedProperties, required: Array(joinedProperties.keys))
         let properties: [String: JSONValue] = [

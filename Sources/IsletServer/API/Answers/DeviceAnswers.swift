@@ -136,9 +136,9 @@ private enum DeviceAnswerParts {
         return S.object(properties, required: Array(properties.keys))
     }()
 
-    /// `InstanceJSON.json(_:)`: a device's copy of an activity.
+    /// `CopyJSON.json(_:)`: a device's copy of an activity.
     static let copyProperties: [String: JSONValue] = [
-        "device_id": S.string, "status": S.oneOf(InstanceStatus.allCases.map(\.rawValue)),
+        "device_id": S.string, "status": S.oneOf(CopyStatus.allCases.map(\.rawValue)),
         "has_update_token": S.boolean, "update_token_prefix": S.nullable(S.string),
         // null for an android copy.
         "environment": nullableOneOf(environments),

@@ -2,8 +2,8 @@ import IsletCore
 import Storage
 
 /// One device's copy of an activity, as the activity and device routes show it.
-enum InstanceJSON {
-    static func json(_ instance: InstanceRecord) -> [String: JSONValue] {
+enum CopyJSON {
+    static func json(_ instance: CopyRecord) -> [String: JSONValue] {
         [
             "device_id": .string(instance.deviceID), "status": .string(instance.status.rawValue),
             "has_update_token": .bool(instance.updateToken != nil),

@@ -2,11 +2,11 @@ public import Foundation
 public import IsletCore
 
 /// One device's copy of an activity.
-public struct InstanceRecord: Sendable, Hashable {
+public struct CopyRecord: Sendable, Hashable {
     /// The device.
     public var deviceID: String
     /// Pending, active or ended.
-    public var status: InstanceStatus
+    public var status: CopyStatus
     /// The update token, while Islet holds one.
     public var updateToken: String?
     /// The environment of the update token.
@@ -37,7 +37,7 @@ public struct InstanceRecord: Sendable, Hashable {
 
     /// Creates a record.
     public init(
-        deviceID: String, status: InstanceStatus, updateToken: String?, environment: APNsEnvironment,
+        deviceID: String, status: CopyStatus, updateToken: String?, environment: APNsEnvironment,
         tokenRegisteredAt: Date?, createdAt: Date, updatedAt: Date, endedAt: Date?, endCause: EndCause?,
         subscribed: Bool = false, platform: String = "ios"
     ) {
