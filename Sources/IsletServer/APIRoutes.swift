@@ -26,7 +26,10 @@ enum APIRoutes {
             + WebhookRoutes(webhooks: services.webhooks).routes
             + ChannelRoutes(channels: services.channels).routes
             + EventRoutes(events: services.events, stream: streaming).routes
-            + ExportRoutes(activities: services.activities, history: services.history).routes
+            // Without a stream, the list is read, never served (tests that list the routes).
+            + ExportRoutes(
+                activities: services.activities, history: services.history, clock: streaming?.clock ?? ContinuousClock()
+            ).routes
         document.withLock { $0 = OpenAPIDocument.make(routes: routes) }
         return routes
     }

@@ -40,9 +40,10 @@ enum CSVExport {
     /// A page of rows and the cursor of the next (`nil`: the last).
     typealias Page = (rows: [[CSVCell]], next: String?)
 
-    /// The answer: `header`, then every row `page` reads, from `page(nil)` on.
+    /// The answer: `header`, then every row `page` reads, from `page(nil)` on; a
+    /// full buffer is waited out on `clock`.
     static func response(
-        filename: String, header: [String], page: @escaping @Sendable (String?) async throws -> Page
+        clock: any Clock<Duration>, filename: String, header: [String], page: @escaping @Sendable (String?) async throws -> Page
     ) async throws -> HTTPResponse {
         let first = try await page(nil)
         return HTTPResponse.stream(
@@ -55,7 +56,7 @@ enum CSVExport {
             var current = first
             while true {
                 for row in current.rows { text += row.map(\.field).joined(separator: ",") + "\r\n" }
-                guard await EventStreaming.send(text, to: writer) else { return }
+                guard await EventStreaming.send(text, to: writer, clock: clock) else { return }
                 text = ""
                 guard let next = current.next else { return }
                 do {

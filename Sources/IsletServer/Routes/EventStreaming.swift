@@ -93,7 +93,7 @@ struct EventStreaming: Sendable {
     /// Writes `text` once the writer's queue is below two pieces; false once the
     /// client is gone.
     static func send(
-        _ text: String, to writer: HTTPBodyWriter, clock: any Clock<Duration> = ContinuousClock()
+        _ text: String, to writer: HTTPBodyWriter, clock: any Clock<Duration>
     ) async -> Bool {
         while writer.queuedBytes > 2 * piece {
             if writer.isClosed { return false }

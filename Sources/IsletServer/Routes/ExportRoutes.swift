@@ -16,6 +16,8 @@ enum PushRowStatus: String, Sendable, CaseIterable {
 struct ExportRoutes: Sendable {
     let activities: ActivityService
     let history: HistoryService
+    /// The clock a full buffer is waited out on (the event stream's).
+    let clock: any Clock<Duration>
 
     var routes: [APIRoute] {
         [
@@ -105,7 +107,7 @@ struct ExportRoutes: Sendable {
             "created_at", "activity_id", "device_id", "platform", "token_kind", "event", "status", "reason", "apns_status",
             "apns_id", "attempts", "sent_at", "taps", "send_id",
         ]
-        return try await CSVExport.response(filename: "pushes.csv", header: header) { cursor in
+        return try await CSVExport.response(clock: clock, filename: "pushes.csv", header: header) { cursor in
             let page = try await pushRows(request, cursor: cursor.flatMap { Int64($0) }, limit: 1_000)
             let rows: [[CSVCell]] = page.items.map { push in
                 let item = push.item
@@ -129,7 +131,7 @@ struct ExportRoutes: Sendable {
         ]
         let status: ActivityStatus? = request.query["status"]
         let type: String? = request.query["activity_type"]
-        return try await CSVExport.response(filename: "activities.csv", header: header) { cursor in
+        return try await CSVExport.response(clock: clock, filename: "activities.csv", header: header) { cursor in
             let page = try await activities.list(
                 appID: request.app.id,
                 ActivityQuery(status: status, activityType: type, cursor: cursor.flatMap { Int64($0) }, limit: 200))
@@ -150,7 +152,7 @@ struct ExportRoutes: Sendable {
             "device_id", "platform", "environment", "user_id", "os_version", "apns_token_prefix", "fcm_token_prefix",
             "reachable", "unreachable_at", "has_secret", "created_at", "updated_at",
         ]
-        return try await CSVExport.response(filename: "devices.csv", header: header) { cursor in
+        return try await CSVExport.response(clock: clock, filename: "devices.csv", header: header) { cursor in
             let page = try await history.devices(appID: request.app.id, cursor: cursor, limit: 500)
             let rows: [[CSVCell]] = page.devices.map { device in
                 let android = device.platform == "android"
@@ -171,7 +173,7 @@ struct ExportRoutes: Sendable {
             "send_id", "created_at", "event", "platform", "token_kind", "status", "drop_reason", "content_state", "changed",
             "targets", "sent", "failed", "received", "taps",
         ]
-        return try await CSVExport.response(filename: "sends.csv", header: header) { cursor in
+        return try await CSVExport.response(clock: clock, filename: "sends.csv", header: header) { cursor in
             let page = try await activities.sendHistory(
                 appID: request.app.id, activityID: activityID, cursor: cursor.flatMap { Int64($0) }, limit: 200)
             let rows: [[CSVCell]] = page.items.map { entry in
