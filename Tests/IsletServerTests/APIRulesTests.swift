@@ -308,6 +308,10 @@ struct APIRulesTests {
             #expect(untyped.isEmpty, "untyped answers: \(untyped.sorted())")
             #expect(dangling.isEmpty, "references to no component: \(dangling)")
             #expect(components["App"] != nil && components["Activity"] != nil && components["Push"] != nil)
+            // /healthz's 503 says which check failed, in its own JSON, not a problem.
+            let unhealthy = paths["/healthz"]?["get"]?["responses"]?["503"]?["content"]
+            #expect(unhealthy?["application/json"]?["schema"]?["properties"]?["status"]?["enum"] == ["unavailable"])
+            #expect(unhealthy?["application/problem+json"] == nil)
             // A device route declares the device's secret header.
             let register = try #require(paths["/v1/apps/{app_id}/devices/{device_id}"]?["put"])
             #expect(register["parameters"]?.arrayValue?.contains { $0["name"] == "Islet-Device-Secret" && $0["in"] == "header" } == true)

@@ -74,6 +74,9 @@ struct APIRoute: Sendable {
     /// CSV export, the metrics' text, an event stream), which the document shows by
     /// their media type.
     let answer: JSONValue?
+    /// A failure answered with a JSON body of the route's own rather than a problem
+    /// (`/healthz`'s 503, which says which check failed), and that body's schema.
+    let failureAnswer: (status: Int, schema: JSONValue)?
     /// Whether the body may be as large as a timeline of 1,440 entries
     /// (`Configuration.maxTimelineBodyBytes`) rather than `maxBodyBytes`.
     let largeBody: Bool
@@ -92,9 +95,10 @@ struct APIRoute: Sendable {
         idempotent: Bool = false, largeBody: Bool = false, carriesSecret: Bool = false, query: [QueryParameter] = [],
         alsoChecks: (@Sendable (HTTPRequest) -> [Problem.FieldError])? = nil, family: RateFamily? = nil,
         responses: [(status: Int, description: String)], contentType: String = "application/json",
-        answer: JSONValue? = nil, handler: @escaping Handler
+        answer: JSONValue? = nil, failureAnswer: (status: Int, schema: JSONValue)? = nil, handler: @escaping Handler
     ) {
         self.answer = answer
+        self.failureAnswer = failureAnswer
         self.family = family
         self.method = method
         self.pattern = pattern

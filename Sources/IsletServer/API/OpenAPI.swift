@@ -135,7 +135,9 @@ enum OpenAPIDocument {
         var responses: [String: JSONValue] = [:]
         for (status, description) in statuses(route) {
             var response: [String: JSONValue] = ["description": .string(description)]
-            if status >= 400 {
+            if let failure = route.failureAnswer, failure.status == status {
+                response["content"] = ["application/json": ["schema": failure.schema]]
+            } else if status >= 400 {
                 response["content"] = ["application/problem+json": ["schema": ["$ref": "#/components/schemas/Problem"]]]
             } else if status != 204 {
                 let schema: JSONValue = route.contentType.hasPrefix("text/") ? ["type": "string"] : route.answer ?? ["type": "object"]

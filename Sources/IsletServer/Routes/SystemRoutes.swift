@@ -26,7 +26,7 @@ struct SystemRoutes: Sendable {
         [
             APIRoute("GET", "/healthz", summary: "Health: the database answers.", access: .open,
                      responses: [(200, "Healthy: the node, its backend, and the database's answer"), (503, "The database does not answer")],
-                     answer: AnswerSchemas.healthAnswer) { _ in await health() },
+                     answer: AnswerSchemas.healthAnswer, failureAnswer: (503, AnswerSchemas.unhealthyAnswer)) { _ in await health() },
             APIRoute("GET", "/v1/version", summary: "Version of Islet, its schema and its libraries.", access: .open,
                      responses: [(200, "Versions")], answer: AnswerSchemas.versionAnswer) { _ in await version() },
             APIRoute("GET", "/metrics", summary: "Prometheus metrics.", access: .open,

@@ -243,6 +243,16 @@ extension AnswerSchemas {
     /// `GET /healthz`.
     static let healthAnswer: JSONValue = ref("Health")
 
+    /// `GET /healthz`'s 503: the same shape, the failing check's problem in place
+    /// of its `ok`.
+    static let unhealthyAnswer: JSONValue = {
+        let checks: JSONValue = object(["database": string], required: ["database"])
+        let properties: [String: JSONValue] = [
+            "status": oneOf(["unavailable"]), "checks": checks, "node_id": string, "backend": string,
+        ]
+        return object(properties, required: Array(properties.keys))
+    }()
+
     /// `GET /v1/version`.
     static let versionAnswer: JSONValue = {
         let libraries: [String: JSONValue] = [
