@@ -13,8 +13,8 @@
 // Time is the thread's CPU time, so that other work on the machine shows less in
 // the numbers.
 
-import Simulators
 import Foundation
+import Simulators
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,6 +1,6 @@
-import Simulators
 import Foundation
 import IsletCore
+import Simulators
 
 /// `islet-bench broadcast --subscribers N --holders M`: the same update, through
 /// the API, to an activity on a broadcast channel with N phones subscribed, and to

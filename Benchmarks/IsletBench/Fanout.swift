@@ -1,9 +1,9 @@
-import IsletSync
-import Simulators
 import Foundation
 import IsletCore
 import IsletCrypto
+import IsletSync
 import SQLiteStorage
+import Simulators
 import Synchronization
 
 /// Counts the update pushes the simulator accepted, and their `apns-id`s, and keeps

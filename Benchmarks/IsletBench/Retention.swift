@@ -1,9 +1,9 @@
-import Simulators
 import Foundation
 import IsletCore
 import IsletCrypto
 import IsletLog
 import IsletServer
+import Simulators
 import Synchronization
 
 /// `islet-bench retention [--minutes M] [--seconds S] [--devices D] [--updates U]

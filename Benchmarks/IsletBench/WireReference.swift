@@ -1,8 +1,8 @@
-import Simulators
 import Foundation
 import IsletCore
 import IsletCrypto
 import IsletTesting
+import Simulators
 
 /// The fan-out's wire reference: h2load sending the fan-out's own push (its headers
 /// and payload, under a provider token of the same key) to the same simulator, once

@@ -1,8 +1,8 @@
-import Simulators
 import Foundation
 import HTTP2
 import IsletCore
 import IsletCrypto
+import Simulators
 
 /// Key and token parsing: PEM private keys (an APNs `.p8`) and public keys, DER and
 /// raw ECDSA signatures, base64url, compact JWTs, and provider tokens as the

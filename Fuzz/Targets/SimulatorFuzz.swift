@@ -1,8 +1,8 @@
 #if DEBUG
-@testable import Simulators
 import Foundation
 import IsletCore
 import IsletCrypto
+@testable import Simulators
 
 /// A push request built from the bytes, through the simulator's engine: every header
 /// check, the provider token check and the payload reader. The body is also read by

@@ -1,8 +1,8 @@
-import Simulators
 import Foundation
 import IsletCore
 import IsletCrypto
 import IsletServer
+import Simulators
 import Storage
 
 /// `islet serve --simulator`: the APNs and FCM simulators in the same process, on

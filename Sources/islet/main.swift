@@ -1,10 +1,10 @@
+import APNs
 import Dispatch
 import Foundation
-import APNs
-import Simulators
 import IsletCore
 import IsletCrypto
 import IsletServer
+import Simulators
 import SwiftSchemaReader
 
 /// `islet`: the command line. Each subcommand parses its own flags and hands off to

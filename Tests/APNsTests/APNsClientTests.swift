@@ -1,10 +1,10 @@
 import APNs
-import Simulators
 import Foundation
 import HTTP2
 import IsletCore
 import IsletCrypto
 import IsletTesting
+import Simulators
 import Synchronization
 import Testing
 

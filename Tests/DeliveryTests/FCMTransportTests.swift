@@ -1,4 +1,3 @@
-import Simulators
 import Delivery
 import FCM
 import Foundation
@@ -8,6 +7,7 @@ import IsletCrypto
 import IsletLog
 import IsletSync
 import IsletTesting
+import Simulators
 import Storage
 import Testing
 
@@ -21,52 +21,20 @@ struct FCMTransportTests {
     static let gone = "fcm-gone-token-00000000002:APA91b"
 
     @Test func anActivitysDataMessagesReachTheAndroidDeviceAndADeadTokenMarksItUnreachable() async throws {
-        try await withTemporaryDirectory { directory in
-            let clock = ManualWallClock(start: now)
-            let simulator = try FCMSimulator(clock: clock, random: SeededRandomSource(seed: 3))
-            try simulator.start()
-            let key = try RSA.SigningKey.generate()
-            simulator.engine.trust(FCMTrustedAccount(
-                clientEmail: "islet@islet-sim.iam.gserviceaccount.com", projectID: "islet-sim", publicKey: key.publicKey))
-            simulator.engine.unregister(Self.gone)
-            let caFile = directory.appendingPathComponent("ca.pem")
-            try (simulator.caCertificatePEM ?? "").write(to: caFile, atomically: true, encoding: .utf8)
-            var settings = HTTPClientConfiguration()
-            settings.allowPrivateAddresses = true
-            settings.caFile = caFile.path
-            let http = try HTTPClient(configuration: settings)
-            var fcmSettings = FCMClientConfiguration()
-            fcmSettings.url = URL(string: simulator.url)!
-            fcmSettings.trustRootsPEM = simulator.caCertificatePEM
-            let client = FCMClient(configuration: fcmSettings)
-            do {
-                try await run(simulator: simulator, key: key, http: http, client: client, clock: clock)
-            } catch {
-                await client.shutdown()
-                await http.shutdown()
-                await simulator.shutdown()
-                throw error
-            }
-            await client.shutdown()
-            await http.shutdown()
-            await simulator.shutdown()
+        let clock = ManualWallClock(start: now)
+        try await FCMRig.with(clock: clock, seed: 3) { rig in
+            rig.trustAccount()
+            rig.simulator.engine.unregister(Self.gone)
+            try await run(rig: rig, clock: clock)
         }
     }
 
-    private func run(
-        simulator: FCMSimulator, key: RSA.SigningKey, http: HTTPClient, client: FCMClient, clock: ManualWallClock
-    ) async throws {
+    private func run(rig: FCMRig, clock: ManualWallClock) async throws {
+        let (simulator, http, client) = (rig.simulator, rig.http, rig.client)
         try await withDeliveryStore { store in
             let now = self.now
             try store.writeNow { session in
-                var app = AppRecord(
-                    id: "app_1", name: "Example", bundleID: "com.example.app", credentials: nil,
-                    serverKeyHash: Data(repeating: 1, count: 32), deviceKeyHash: Data(repeating: 2, count: 32),
-                    createdAt: now, updatedAt: now)
-                app.fcm = FCMCredentials(
-                    projectID: "islet-sim", clientEmail: "islet@islet-sim.iam.gserviceaccount.com",
-                    privateKeyPEM: key.pemRepresentation, privateKeyID: nil, tokenURI: simulator.tokenURI)
-                try session.insertApp(app)
+                try rig.insertApp(session, now: now)
                 for (device, token) in [("pixel", Self.pixel), ("gone", Self.gone)] {
                     var registration = DeviceRegistration(
                         platform: "android", environment: .production, apnsToken: nil, userID: nil, tags: nil)

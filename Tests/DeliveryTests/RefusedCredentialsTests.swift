@@ -1,5 +1,4 @@
 import APNs
-import Simulators
 import Delivery
 import FCM
 import Foundation
@@ -8,6 +7,7 @@ import IsletCore
 import IsletCrypto
 import IsletSync
 import IsletTesting
+import Simulators
 import Storage
 import Testing
 
@@ -146,88 +146,55 @@ struct RefusedCredentialsTests {
     }
 
     @Test func anFCMTokenEndpointsRefusalIsHeldAMinuteAndFCMsOwnUntilTheCredentialsChange() async throws {
-        try await withTemporaryDirectory { directory in
-            let clock = ManualWallClock(start: now)
-            let simulator = try FCMSimulator(clock: clock, random: SeededRandomSource(seed: 9))
-            try simulator.start()
-            let key = try RSA.SigningKey.generate()
-            let caFile = directory.appendingPathComponent("ca.pem")
-            try (simulator.caCertificatePEM ?? "").write(to: caFile, atomically: true, encoding: .utf8)
-            var settings = HTTPClientConfiguration()
-            settings.allowPrivateAddresses = true
-            settings.caFile = caFile.path
-            let http = try HTTPClient(configuration: settings)
-            var fcmSettings = FCMClientConfiguration()
-            fcmSettings.url = URL(string: simulator.url)!
-            fcmSettings.trustRootsPEM = simulator.caCertificatePEM
-            fcmSettings.clock = clock
-            let client = FCMClient(configuration: fcmSettings)
-            let exchange = CountingExchange(CurlTokenExchange(client: http))
-            do {
-                try await withDeliveryStore { store in
-                    try store.writeNow { session in
-                        var app = AppRecord(
-                            id: "app_1", name: "Example", bundleID: "com.example.app", credentials: nil,
-                            serverKeyHash: Data(repeating: 1, count: 32), deviceKeyHash: Data(repeating: 2, count: 32),
-                            createdAt: now, updatedAt: now)
-                        app.fcm = FCMCredentials(
-                            projectID: "islet-sim", clientEmail: "islet@islet-sim.iam.gserviceaccount.com",
-                            privateKeyPEM: key.pemRepresentation, privateKeyID: nil, tokenURI: simulator.tokenURI)
-                        try session.insertApp(app)
-                    }
-                    let transport = FCMTransport(
-                        client: client, store: store, exchange: exchange, clock: clock, allowPrivateTokenURIs: true,
-                        refusals: RefusedCredentials(clock: clock))
-                    var push = claimedPush(kind: .fcm, createdAt: now)
-                    push.token = "fcm-refusal-token-000000001:APA91b"
+        let clock = ManualWallClock(start: now)
+        try await FCMRig.with(clock: clock, seed: 9) { rig in
+            let (simulator, client) = (rig.simulator, rig.client)
+            let exchange = CountingExchange(CurlTokenExchange(client: rig.http))
+            try await withDeliveryStore { store in
+                try store.writeNow { session in try rig.insertApp(session, now: now) }
+                let transport = FCMTransport(
+                    client: client, store: store, exchange: exchange, clock: clock, allowPrivateTokenURIs: true,
+                    refusals: RefusedCredentials(clock: clock))
+                var push = claimedPush(kind: .fcm, createdAt: now)
+                push.token = "fcm-refusal-token-000000001:APA91b"
 
-                    // The account is unknown to the token endpoint: refused, and held.
-                    let refused = await send(push, through: transport)
-                    #expect(refused.disposition == .credentialsRejected)
-                    #expect(refused.attempts == 0)
-                    #expect(exchange.posts == 1)
-                    simulator.engine.trust(FCMTrustedAccount(
-                        clientEmail: "islet@islet-sim.iam.gserviceaccount.com", projectID: "islet-sim", publicKey: key.publicKey))
-                    clock.advance(by: FCMTransport.tokenRefusalHold - 1)
-                    let held = await send(push, through: transport)
-                    #expect(held.disposition == .credentialsRejected)
-                    #expect(held.attempts == 0)
-                    #expect(exchange.posts == 1, "held: no exchange within the minute")
-                    // Then an exchange is tried again, and the message goes.
-                    clock.advance(by: 2)
-                    let sent = await send(push, through: transport)
-                    #expect(sent.disposition == .delivered, "\(sent)")
-                    #expect(exchange.posts == 2)
+                // The account is unknown to the token endpoint: refused, and held.
+                let refused = await send(push, through: transport)
+                #expect(refused.disposition == .credentialsRejected)
+                #expect(refused.attempts == 0)
+                #expect(exchange.posts == 1)
+                rig.trustAccount()
+                clock.advance(by: FCMTransport.tokenRefusalHold - 1)
+                let held = await send(push, through: transport)
+                #expect(held.disposition == .credentialsRejected)
+                #expect(held.attempts == 0)
+                #expect(exchange.posts == 1, "held: no exchange within the minute")
+                // Then an exchange is tried again, and the message goes.
+                clock.advance(by: 2)
+                let sent = await send(push, through: transport)
+                #expect(sent.disposition == .delivered, "\(sent)")
+                #expect(exchange.posts == 2)
 
-                    // FCM's own refusal stands until the app's credentials are saved again.
-                    simulator.engine.inject(.senderIDMismatch)
-                    let mismatch = await send(push, through: transport)
-                    #expect(mismatch.disposition == .credentialsRejected)
-                    #expect(mismatch.reason == "SENDER_ID_MISMATCH")
-                    #expect(mismatch.attempts == 1)
-                    clock.advance(by: 86_400)
-                    let standing = await send(push, through: transport)
-                    #expect(standing.reason == "SENDER_ID_MISMATCH")
-                    #expect(standing.attempts == 0)
-                    let records = simulator.engine.records().count
-                    try store.writeNow { session in
-                        var app = try #require(try session.app(id: "app_1"))
-                        app.updatedAt = clock.now()
-                        try session.updateApp(app)
-                    }
-                    let again = await send(push, through: transport)
-                    #expect(again.disposition == .delivered, "\(again)")
-                    #expect(simulator.engine.records().count == records + 1)
+                // FCM's own refusal stands until the app's credentials are saved again.
+                simulator.engine.inject(.senderIDMismatch)
+                let mismatch = await send(push, through: transport)
+                #expect(mismatch.disposition == .credentialsRejected)
+                #expect(mismatch.reason == "SENDER_ID_MISMATCH")
+                #expect(mismatch.attempts == 1)
+                clock.advance(by: 86_400)
+                let standing = await send(push, through: transport)
+                #expect(standing.reason == "SENDER_ID_MISMATCH")
+                #expect(standing.attempts == 0)
+                let records = simulator.engine.records().count
+                try store.writeNow { session in
+                    var app = try #require(try session.app(id: "app_1"))
+                    app.updatedAt = clock.now()
+                    try session.updateApp(app)
                 }
-            } catch {
-                await client.shutdown()
-                await http.shutdown()
-                await simulator.shutdown()
-                throw error
+                let again = await send(push, through: transport)
+                #expect(again.disposition == .delivered, "\(again)")
+                #expect(simulator.engine.records().count == records + 1)
             }
-            await client.shutdown()
-            await http.shutdown()
-            await simulator.shutdown()
         }
     }
 

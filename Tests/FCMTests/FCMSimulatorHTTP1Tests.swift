@@ -1,4 +1,3 @@
-import Simulators
 import FCM
 import Foundation
 import HTTP2
@@ -6,6 +5,7 @@ import HTTPClient
 import IsletCore
 import IsletCrypto
 import IsletTesting
+import Simulators
 import Testing
 
 /// The FCM simulator's plain-HTTP/1.1 listener: the token endpoint and

@@ -1,7 +1,7 @@
-import Simulators
 import Foundation
 import IsletCore
 import IsletTesting
+import Simulators
 import Testing
 
 /// Who may follow an activity: a start's `join` (its audience, or anyone), the

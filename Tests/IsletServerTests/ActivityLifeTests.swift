@@ -1,7 +1,7 @@
-import Simulators
 import Foundation
 import IsletCore
 import IsletTesting
+import Simulators
 import Testing
 
 @Suite("Activities end to end, through the API and the simulator over TLS")

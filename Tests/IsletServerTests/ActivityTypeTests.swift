@@ -1,7 +1,7 @@
-import Simulators
 import Foundation
 import IsletCore
 import IsletTesting
+import Simulators
 import Testing
 
 @Suite("Activity types: schemas enforced through the API, checked by the simulated device")

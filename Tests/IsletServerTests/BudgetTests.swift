@@ -1,7 +1,7 @@
-import Simulators
 import Foundation
 import IsletCore
 import IsletTesting
+import Simulators
 import Testing
 
 /// The budgets Islet keeps to for the devices, end to end through the API against a

@@ -1,7 +1,7 @@
-import Simulators
 import Foundation
 import IsletCore
 import IsletTesting
+import Simulators
 import Testing
 
 /// Broadcast channels through the API, created and deleted at the simulators'

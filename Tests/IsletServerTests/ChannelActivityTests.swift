@@ -1,7 +1,7 @@
-import Simulators
 import Foundation
 import IsletCore
 import IsletTesting
+import Simulators
 import Storage
 import Testing
 

@@ -1,9 +1,9 @@
-import Simulators
 import Foundation
 import HTTP2
 import IsletCore
 import IsletCrypto
 import IsletTesting
+import Simulators
 import Testing
 
 /// `islet serve` killed with SIGKILL in the middle of a fan-out, and started again

@@ -1,8 +1,8 @@
-import Simulators
 import Foundation
 import IsletCore
 import IsletServer
 import IsletTesting
+import Simulators
 import Testing
 
 /// The dashboard in a real browser: headless Chromium (Debian's chromium and

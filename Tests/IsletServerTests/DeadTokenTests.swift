@@ -1,8 +1,8 @@
-import Simulators
 import Delivery
 import Foundation
 import IsletCore
 import IsletTesting
+import Simulators
 import Testing
 
 @Suite("Dead tokens and environments, through the API and the simulators")

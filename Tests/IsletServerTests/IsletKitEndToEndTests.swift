@@ -1,9 +1,9 @@
-import Simulators
 import Foundation
 import IsletCore
 import IsletKit
 import IsletSync
 import IsletTesting
+import Simulators
 import Testing
 
 #if canImport(FoundationNetworking)

@@ -1,9 +1,9 @@
-import Simulators
 import Foundation
 import IsletCore
 import IsletCrypto
 import IsletSync
 import IsletTesting
+import Simulators
 import Testing
 
 /// Several `islet serve` processes on one PostgreSQL schema, sending to one

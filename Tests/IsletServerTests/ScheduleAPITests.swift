@@ -1,7 +1,7 @@
-import Simulators
 import Foundation
 import IsletCore
 import IsletTesting
+import Simulators
 import Testing
 
 /// Schedules and timelines through the HTTP API, fired by the server's own clock

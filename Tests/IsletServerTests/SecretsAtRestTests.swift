@@ -1,4 +1,3 @@
-import Simulators
 import Foundation
 import IsletCore
 import IsletCrypto
@@ -8,6 +7,7 @@ import IsletSync
 import IsletTesting
 import PostgreSQLStorage
 import SQLiteStorage
+import Simulators
 import Storage
 import Testing
 

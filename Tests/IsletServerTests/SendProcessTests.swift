@@ -1,7 +1,7 @@
-import Simulators
 import Foundation
 import IsletCrypto
 import IsletTesting
+import Simulators
 import Testing
 
 /// Runs the real `islet send` against an in-process simulator.

@@ -1,4 +1,3 @@
-import Simulators
 import Foundation
 import HTTP2
 import IsletCore
@@ -7,6 +6,7 @@ import IsletLog
 import IsletServer
 import IsletSync
 import IsletTesting
+import Simulators
 import Testing
 
 /// One answer of the API, its body parsed.

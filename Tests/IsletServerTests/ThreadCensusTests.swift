@@ -1,9 +1,9 @@
-import Simulators
 import Foundation
 import HTTP2
 import HTTPClient
 import HTTPServer
 import IsletTesting
+import Simulators
 import Testing
 
 /// The threads of this process that Islet's own parts start (event loops, database,

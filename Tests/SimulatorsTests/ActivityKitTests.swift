@@ -1,6 +1,6 @@
-import Simulators
 import Foundation
 import IsletCore
+import Simulators
 import Testing
 
 @Suite("Simulator: ActivityKit on the device")

@@ -1,6 +1,6 @@
-import Simulators
 import Foundation
 import IsletCore
+import Simulators
 import Testing
 
 /// `islet sim`'s flags, read into the simulator's options.

@@ -1,7 +1,7 @@
-@testable import Simulators
 import Foundation
 import HTTP2
 import IsletCore
+@testable import Simulators
 import Testing
 
 /// The engine reads the usual request on bytes, without dictionaries or a full JSON

@@ -1,7 +1,7 @@
-@testable import Simulators
 import Foundation
 import HTTPServer
 import IsletTesting
+@testable import Simulators
 import Testing
 
 /// The inspection API refuses what a web page can send it: a page's own name in

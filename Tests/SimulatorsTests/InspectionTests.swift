@@ -1,7 +1,7 @@
-import IsletSync
-import Simulators
 import Foundation
 import IsletCore
+import IsletSync
+import Simulators
 import Testing
 
 @Suite("Simulator: answers and inspection")

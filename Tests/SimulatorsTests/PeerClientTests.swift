@@ -1,8 +1,8 @@
-import Simulators
 import Foundation
 import IsletCore
 import IsletCrypto
 import IsletTesting
+import Simulators
 import Testing
 
 /// The simulator over TLS on port 0, judged by clients Islet did not write

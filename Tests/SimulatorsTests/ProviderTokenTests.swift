@@ -1,7 +1,7 @@
-import Simulators
 import Foundation
 import IsletCore
 import IsletCrypto
+import Simulators
 import Testing
 
 @Suite("Simulator: provider tokens")

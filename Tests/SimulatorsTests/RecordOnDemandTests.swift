@@ -1,7 +1,7 @@
-@testable import Simulators
-import IsletSync
 import Foundation
 import IsletCore
+import IsletSync
+@testable import Simulators
 import Testing
 
 /// The history keeps each push packed and builds its ``PushRecord`` when asked: the

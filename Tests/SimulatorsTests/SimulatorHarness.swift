@@ -1,7 +1,7 @@
-import Simulators
 import Foundation
 import IsletCore
 import IsletCrypto
+import Simulators
 import Testing
 
 /// An engine on a manual clock and a seeded random source, with one trusted key and

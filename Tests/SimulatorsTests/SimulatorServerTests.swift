@@ -1,10 +1,10 @@
-import Simulators
 import Foundation
 import HTTP2
 import IsletCore
 import IsletCrypto
 import IsletSync
 import IsletTesting
+import Simulators
 import Testing
 
 /// A simulator on real sockets (port 0), a trusted key, and clients that trust its CA.
