@@ -41,8 +41,8 @@ public final class Application: Sendable {
     let webhookClient: HTTPClient
     /// The newest events, for the event streams of this node.
     public let feed: EventFeed
-    /// The in-process APNs (`--simulator`), already listening, and where.
-    public let embeddedSimulators: (apns: any EmbeddedSimulators, endpoint: EmbeddedSimulatorEndpoints)?
+    /// The in-process simulators, APNs and FCM (`--simulator`), already listening, and where.
+    public let embeddedSimulators: (simulators: any EmbeddedSimulators, endpoint: EmbeddedSimulatorEndpoints)?
     /// The admin token, when this start generated it: written into the data folder
     /// by `start` once the API listens (a start that fails leaves no token behind,
     /// so the next one generates and shows its own), to be shown once.
@@ -77,7 +77,7 @@ public final class Application: Sendable {
         var feed: EventFeed
         var fcmClient: FCMClient
         var fcmTokenClient: HTTPClient
-        var embeddedSimulators: (apns: any EmbeddedSimulators, endpoint: EmbeddedSimulatorEndpoints)?
+        var embeddedSimulators: (simulators: any EmbeddedSimulators, endpoint: EmbeddedSimulatorEndpoints)?
         var generatedAdminToken: String?
         var demo: DemoApp?
         var sleeper: any Sleeper
@@ -147,7 +147,7 @@ public final class Application: Sendable {
                 await runOnOwnThread(named: "islet-db-close") { store.close() }
                 databaseLock?.release()
             },
-            ClosingService { await embeddedSimulators?.apns.shutdown() },
+            ClosingService { await embeddedSimulators?.simulators.shutdown() },
             ClosingService { await client.shutdown() },
             ClosingService { await channelClient.shutdown() },
             ClosingService { await webhookClient.shutdown() },

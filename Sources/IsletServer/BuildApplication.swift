@@ -12,13 +12,13 @@ import PostgreSQLStorage
 import SQLiteStorage
 import Storage
 
-/// Makes the embedded APNs of `--simulator` (the executable has one; the library
+/// Makes the embedded simulators of `--simulator` (the executable has them; the library
 /// does not link it).
 public typealias EmbeddedSimulatorsFactory = @Sendable (_ configuration: Configuration, _ clock: any WallClock) throws -> any EmbeddedSimulators
 
 /// Builds the application described by `configuration`: prepares the data folder,
 /// opens and migrates the database, reads the admin token, starts the embedded
-/// APNs when asked for (`--simulator`, made by `embeddedSimulators`), and wires the
+/// simulators when asked for (`--simulator`, made by `embeddedSimulators`), and wires the
 /// services and routes. The API does not listen and no push is sent until `start`
 /// or `run`. `clock` says what is due; `sleeper` paces the background loops (the
 /// system's time unless a test drives them).
@@ -116,16 +116,16 @@ private func assemble(
 ) throws(ConfigurationError) -> Application {
     let (adminToken, generated) = try AdminToken.load(configuration)
 
-    var embedded: (apns: any EmbeddedSimulators, endpoint: EmbeddedSimulatorEndpoints)?
+    var embedded: (simulators: any EmbeddedSimulators, endpoint: EmbeddedSimulatorEndpoints)?
     var clientConfiguration = APNsClientConfiguration()
     if configuration.simulator {
         guard let factory else {
             throw ConfigurationError(.unusable, setting: Configuration.label(of: \.simulator), message: "this build of Islet has no embedded simulator")
         }
         do {
-            let apns = try factory(configuration, clock)
-            let endpoint = try apns.start()
-            embedded = (apns, endpoint)
+            let simulators = try factory(configuration, clock)
+            let endpoint = try simulators.start()
+            embedded = (simulators, endpoint)
             clientConfiguration.productionURL = endpoint.url
             clientConfiguration.sandboxURL = endpoint.url
             clientConfiguration.trustRootsPEM = endpoint.trustRootsPEM
@@ -177,8 +177,8 @@ private func assemble(
         logger: logger, streamsOpen: { [streamSlots, clock] appID in streamSlots.wanted(appID: appID, now: clock.now()) })
 
     let trust: @Sendable (AppRecord) -> Void = { [embedded] app in
-        if let credentials = app.credentials { embedded?.apns.trust(credentials) }
-        if let account = app.fcm { embedded?.apns.trust(account) }
+        if let credentials = app.credentials { embedded?.simulators.trust(credentials) }
+        if let account = app.fcm { embedded?.simulators.trust(account) }
     }
     // Rung when timed work is added or moved, here or on another node: the
     // timekeeper sleeps until its next due item otherwise.
@@ -244,7 +244,7 @@ private func assemble(
                 trust(app)
             }
             demo = try services.apps.prepareDemo(
-                name: "Demo", bundleID: "dev.islet.demo", fcm: try embedded?.apns.makeFCMAccount())
+                name: "Demo", bundleID: "dev.islet.demo", fcm: try embedded?.simulators.makeFCMAccount())
             if let app = try store.readNow({ try $0.app(id: demo!.appID) }) { trust(app) }
         } catch {
             throw ConfigurationError(.unusable, setting: Configuration.label(of: \.simulator), message: "cannot prepare the demo app: \(error)")

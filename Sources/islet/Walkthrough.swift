@@ -20,7 +20,7 @@ enum Walkthrough {
         let android = "pixel-\(suffix)"
         let fcmToken = "demo\(suffix):APA91b" + PushToken.make(byteCount: 24, using: &random)
         // A service account the embedded FCM trusts, for an app of one's own.
-        let account = (try? application.embeddedSimulators?.apns.makeFCMAccount()).flatMap { $0 }.map { credentials in
+        let account = (try? application.embeddedSimulators?.simulators.makeFCMAccount()).flatMap { $0 }.map { credentials in
             JSONValue.object([
                 "type": "service_account", "project_id": .string(credentials.projectID),
                 "private_key_id": credentials.privateKeyID.map(JSONValue.string) ?? .null, "private_key": .string(credentials.privateKeyPEM),

@@ -91,7 +91,7 @@ struct ApplicationTests {
     }
 }
 
-@Suite("An embedded APNs comes from the caller")
+@Suite("The embedded simulators come from the caller")
 struct EmbeddedSimulatorsTests {
     @Test func theSimulatorWithoutAFactoryStopsWithOneClearError() async {
         await withTemporaryDirectory { dir in
