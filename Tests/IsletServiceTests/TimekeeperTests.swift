@@ -131,3 +131,29 @@ struct TimekeeperTests {
         }
     }
 }
+
+/// What only time makes stale is forgotten: a node silent longer than a node is
+/// remembered, and an `Idempotency-Key` answer older than the replay window (a
+/// request with that key is then new again).
+@Suite("Forgetting stale records")
+struct ForgetStaleTests {
+    @Test func silentNodesAndOldIdempotencyAnswersAreForgottenAndNothingYounger() async throws {
+        try await ServiceTests().withRig { rig in
+            let app = try await rig.appWithDevice()
+            let key = IdempotencyKey(key: "k-stale", fingerprint: Data("one".utf8))
+            _ = try await rig.start(app, key: key)
+            let start = rig.clock.now()
+            try rig.store.writeNow { try $0.recordHeartbeat(nodeID: "gone", startedAt: start, now: start) }
+            // Younger than the window (the rig's, an hour) and than a node's memory: kept.
+            rig.clock.advance(by: 3_599)
+            #expect(await rig.services.nodes.forgetStale() == (nodes: 0, answers: 0))
+            #expect(try await rig.start(app, key: key).replayed)
+            // Past the window, the answer goes; past a day, the node too.
+            rig.clock.advance(by: 2)
+            #expect(await rig.services.nodes.forgetStale() == (nodes: 0, answers: 1))
+            rig.clock.advance(by: NodeRecord.memory)
+            #expect(await rig.services.nodes.forgetStale() == (nodes: 1, answers: 0))
+            #expect(try rig.store.readNow { try $0.nodes(seenSince: .distantPast) }.isEmpty)
+        }
+    }
+}

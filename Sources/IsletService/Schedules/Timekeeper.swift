@@ -54,11 +54,6 @@ public final class Timekeeper: BackgroundService {
         self.doorbell = doorbell
     }
 
-    /// Looks again at once (timed work was added or moved).
-    public func wake() {
-        doorbell.ring()
-    }
-
     /// The looks made so far (the first at `run`'s start).
     public var looks: Int { looked.withLock { $0 } }
 
